@@ -1,0 +1,151 @@
+// `dreamscope info TRACE`: what a trace holds, for a person or (with --json) a script.
+#include "commands.h"
+#include "output.h"
+
+#include <dreamscope/storage.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace dreamscope::cli {
+
+namespace {
+
+struct InfoOptions {
+  std::string trace;
+  bool json = false;
+  std::string output;
+  std::size_t top = 5;
+};
+
+std::string exit_status_text(std::int64_t status) {
+  if (status == kNoValue) return "running or unknown";
+  if (status > 128) return fmt::format("{} (killed by signal {})", status, status - 128);
+  return std::to_string(status);
+}
+
+std::string render_text(const std::string& path, const TraceSummary& s) {
+  std::string out;
+  auto line = [&](std::string_view key, const std::string& value) { out += fmt::format("{:<18}{}\n", key, value); };
+  line("trace", path);
+  line("source", s.source);
+  if (!s.command.empty()) line("command", s.command);
+  if (!s.host.empty()) line("host", s.host);
+  line("schema", fmt::format("v{} (dreamscope {})", s.schema_version, s.dreamscope_version));
+  line("complete", s.complete ? "yes" : "NO: the tracer did not close this trace cleanly");
+  line("time span", fmt::format("{} ({} .. {} ns)", format_duration(s.end - s.begin), s.begin, s.end));
+  line("dropped events", std::to_string(s.dropped_events));
+  if (!s.warnings.empty()) line("warnings", s.warnings);
+
+  out += fmt::format("\nprocesses ({})\n", s.processes.size());
+  for (const auto& p : s.processes) {
+    out += fmt::format("  pid {:<8} {}  exit {}\n", p.pid == kNoValue ? std::string("?") : std::to_string(p.pid),
+                       p.command.empty() ? p.name : p.command, exit_status_text(p.exit_status));
+    for (const auto& t : p.threads) {
+      out += fmt::format("    thread {:<8} {:<24} {} events\n", t.tid, t.name.empty() ? "-" : t.name, t.events);
+    }
+  }
+  out += fmt::format("\ndevices ({})\n", s.devices.size());
+  for (const auto& d : s.devices) {
+    out += fmt::format("  gpu {}  {}  sm_{}{}  {} SMs  {} MHz  {:.0f} GB/s  {:.1f} GiB\n", d.ordinal, d.name,
+                       d.compute_capability_major, d.compute_capability_minor, d.sm_count, d.core_clock_khz / 1000,
+                       static_cast<double>(d.memory_bandwidth_bytes_per_s) / 1e9,
+                       static_cast<double>(d.global_memory_bytes) / (1024.0 * 1024 * 1024));
+  }
+  out += fmt::format("\nstreams ({})\n", s.streams.size());
+  for (const auto& st : s.streams) {
+    out += fmt::format("  gpu {} stream {:<6} {:<16} {} events\n", st.device_ordinal, st.stream,
+                       st.name.empty() ? "-" : st.name, st.events);
+  }
+  const auto& c = s.counts;
+  out += "\nevents\n";
+  auto count = [&](std::string_view what, std::size_t n) { out += fmt::format("  {:<16}{:>12}\n", what, n); };
+  count("runtime API", c.runtime_api);
+  count("driver API", c.driver_api);
+  count("kernels", c.kernels);
+  count("memcpy", c.memcpys);
+  count("memset", c.memsets);
+  count("sync", c.syncs);
+  count("annotations", c.annotations);
+  count("flows", c.flows);
+  count("overhead", c.overheads);
+  count("total", c.total());
+
+  out += fmt::format("\ntop {} kernels by total time\n", s.top_kernels.size());
+  if (s.top_kernels.empty()) out += "  (no kernels)\n";
+  for (const auto& k : s.top_kernels) {
+    out += fmt::format("  {:>12}  {:>8}x  {}\n", format_duration(k.total), k.count, k.name);
+  }
+  return out;
+}
+
+std::string render_json(const std::string& path, const TraceSummary& s) {
+  using nlohmann::json;
+  auto opt = [](std::int64_t v) { return v == kNoValue ? json(nullptr) : json(v); };
+  json j;
+  j["trace"] = path;
+  j["source"] = s.source;
+  j["command"] = s.command;
+  j["host"] = s.host;
+  j["schema_version"] = s.schema_version;
+  j["dreamscope_version"] = s.dreamscope_version;
+  j["complete"] = s.complete;
+  j["dropped_events"] = s.dropped_events;
+  j["warnings"] = s.warnings;
+  j["begin_ns"] = s.begin;
+  j["end_ns"] = s.end;
+  j["duration_ns"] = s.end - s.begin;
+  j["processes"] = json::array();
+  for (const auto& p : s.processes) {
+    json jp{{"pid", opt(p.pid)}, {"name", p.name}, {"command", p.command}, {"exit_status", opt(p.exit_status)}};
+    jp["threads"] = json::array();
+    for (const auto& t : p.threads) jp["threads"].push_back({{"tid", t.tid}, {"name", t.name}, {"events", t.events}});
+    j["processes"].push_back(std::move(jp));
+  }
+  j["devices"] = json::array();
+  for (const auto& d : s.devices) {
+    j["devices"].push_back({{"ordinal", d.ordinal},
+                            {"name", d.name},
+                            {"sm_count", d.sm_count},
+                            {"core_clock_khz", d.core_clock_khz},
+                            {"memory_bandwidth_bytes_per_s", d.memory_bandwidth_bytes_per_s},
+                            {"global_memory_bytes", d.global_memory_bytes},
+                            {"compute_capability", fmt::format("{}.{}", d.compute_capability_major,
+                                                               d.compute_capability_minor)}});
+  }
+  j["streams"] = json::array();
+  for (const auto& st : s.streams) {
+    j["streams"].push_back({{"device", st.device_ordinal}, {"stream", st.stream}, {"name", st.name}, {"events", st.events}});
+  }
+  const auto& c = s.counts;
+  j["events"] = {{"runtime_api", c.runtime_api}, {"driver_api", c.driver_api}, {"kernel", c.kernels},
+                 {"memcpy", c.memcpys},          {"memset", c.memsets},         {"sync", c.syncs},
+                 {"annotation", c.annotations},  {"flow", c.flows},             {"overhead", c.overheads},
+                 {"total", c.total()}};
+  j["top_kernels"] = json::array();
+  for (const auto& k : s.top_kernels) {
+    j["top_kernels"].push_back({{"name", k.name}, {"count", k.count}, {"total_ns", k.total}});
+  }
+  return j.dump(2) + "\n";
+}
+
+} // namespace
+
+void register_info_command(CLI::App& app, CommandAction& action) {
+  auto opts = std::make_shared<InfoOptions>();
+  auto* cmd = app.add_subcommand("info", "Summarize a trace: source, time span, processes, threads, devices, "
+                                         "streams, event counts, top kernels, completeness");
+  cmd->add_option("trace", opts->trace, "The trace file (trace.db)")->required();
+  cmd->add_flag("--json", opts->json, "Print JSON instead of text");
+  cmd->add_option("-o,--output", opts->output, "Write to this file instead of stdout");
+  cmd->add_option("--top", opts->top, "How many kernels to list")->capture_default_str();
+  cmd->footer("Example:\n  dreamscope info samples/data/cpu_train.db\n  dreamscope info --json trace.db | jq .events");
+  action = [opts] {
+    Trace trace = read_trace(opts->trace);
+    TraceSummary s = summarize(trace, opts->top);
+    write_output(opts->output, opts->json ? render_json(opts->trace, s) : render_text(opts->trace, s));
+    return kExitOk;
+  };
+}
+
+} // namespace dreamscope::cli

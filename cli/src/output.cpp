@@ -1,0 +1,37 @@
+#include "output.h"
+
+#include <dreamscope/trace_file.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace dreamscope::cli {
+
+std::string format_duration(TimeNs ns) {
+  const double v = static_cast<double>(ns);
+  const double a = std::abs(v);
+  if (a < 1e3) return fmt::format("{} ns", ns);
+  if (a < 1e6) return fmt::format("{:.3f} us", v / 1e3);
+  if (a < 1e9) return fmt::format("{:.3f} ms", v / 1e6);
+  return fmt::format("{:.3f} s", v / 1e9);
+}
+
+void write_output(const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return;
+  }
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) throw TraceError(path + ": cannot write: " + std::strerror(errno));
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  int err = errno;
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok) throw TraceError(path + ": cannot write: " + std::strerror(err ? err : errno));
+}
+
+} // namespace dreamscope::cli

@@ -1,0 +1,17 @@
+# Warning and sanitizer flags shared by every dreamscope target.
+# Designated initializers that leave fields at their defaults are how records are written
+# here, so -Wmissing-field-initializers (part of -Wextra) is turned off.
+add_library(dreamscope_build_flags INTERFACE)
+target_compile_options(dreamscope_build_flags INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX,C>:-Wall -Wextra -Wno-missing-field-initializers>
+  $<$<AND:$<COMPILE_LANGUAGE:CXX,C>,$<BOOL:${DREAMSCOPE_WERROR}>>:-Werror>)
+if(DREAMSCOPE_SANITIZE)
+  target_compile_options(dreamscope_build_flags INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX,C>:-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined>)
+  target_link_options(dreamscope_build_flags INTERFACE -fsanitize=address,undefined)
+endif()
+
+# dreamscope_target(name): applies the project's flags to a target it defines.
+function(dreamscope_target name)
+  target_link_libraries(${name} PRIVATE dreamscope_build_flags)
+endfunction()

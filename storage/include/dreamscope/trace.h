@@ -1,0 +1,372 @@
+// The in-memory trace: what the CPU threads and the GPU did during one run.
+//
+// A `Trace` is immutable and columnar. Events live in three tables (CUDA API calls, GPU
+// operations, annotations), each sorted by (track, start), so a track's events are one
+// contiguous, time-sorted range and a time window is two binary searches. Names are
+// interned. Traces come from the reader (a trace.db), from importers, or from the
+// simulator through `TraceBuilder`; all are the same type, so every analysis works on
+// measured and predicted runs alike.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace dreamscope {
+
+using TimeNs = std::int64_t;    // nanoseconds on the trace's one clock
+using StringId = std::uint32_t; // index into Trace::strings(); 0 is the empty string
+using TrackId = std::uint32_t;  // index into Trace::tracks()
+using EventIndex = std::uint32_t;
+
+inline constexpr std::int64_t kNoValue = std::numeric_limits<std::int64_t>::min();
+inline constexpr std::uint32_t kNoIndex = std::numeric_limits<std::uint32_t>::max();
+
+// Where the trace came from; stored in meta.source.
+enum class TraceSource : std::uint8_t { Tracer, Kineto, Nsys, Simulator };
+std::string_view to_string(TraceSource s);
+std::optional<TraceSource> trace_source_from_string(std::string_view s);
+
+enum class TrackKind : std::uint8_t { CpuThread = 0, GpuStream = 1 };
+
+enum class ApiKind : std::uint8_t { Runtime = 0, Driver = 1 };
+
+enum class GpuOpKind : std::uint8_t { Kernel = 0, Memcpy = 1, Memset = 2, Sync = 3 };
+std::string_view to_string(GpuOpKind k);
+
+// GpuOp::subkind for memcpy: the direction (values follow CUpti_ActivityMemcpyKind).
+enum class CopyKind : std::uint8_t {
+  Unknown = 0, HtoD = 1, DtoH = 2, HtoA = 3, AtoH = 4, AtoA = 5, AtoD = 6, DtoA = 7,
+  DtoD = 8, HtoH = 9, PtoP = 10
+};
+std::string_view to_string(CopyKind k);
+
+// GpuOp::subkind for sync: what was waited for (values follow CUpti_ActivitySynchronizationType).
+enum class SyncKind : std::uint8_t {
+  Unknown = 0, EventSynchronize = 1, StreamWaitEvent = 2, StreamSynchronize = 3,
+  ContextSynchronize = 4
+};
+std::string_view to_string(SyncKind k);
+
+struct ProcessInfo {
+  std::int64_t pid = 0;
+  std::int64_t parent_pid = kNoValue;
+  std::string name;
+  std::string command;
+  TimeNs start = kNoValue;
+  TimeNs end = kNoValue;
+  std::int64_t exit_status = kNoValue; // wait status decoded: code, or 128 + signal
+
+  bool operator==(const ProcessInfo&) const = default;
+};
+
+// A GPU as cross-GPU prediction needs it (Habitat's wave scaling: bandwidth, clock, SMs).
+struct DeviceInfo {
+  std::int64_t ordinal = 0;        // the CUDA device index within its process
+  std::uint32_t process = kNoIndex; // index into Trace::processes(), if known
+  std::string name;
+  std::int64_t sm_count = 0;
+  std::int64_t core_clock_khz = 0;
+  std::int64_t memory_clock_khz = 0;
+  std::int64_t memory_bus_width_bits = 0;
+  std::int64_t memory_bandwidth_bytes_per_s = 0;
+  std::int64_t global_memory_bytes = 0;
+  std::int64_t compute_capability_major = 0;
+  std::int64_t compute_capability_minor = 0;
+
+  bool operator==(const DeviceInfo&) const = default;
+};
+
+// A CPU thread or a GPU stream: the rows of a timeline and the resources of the simulator.
+struct TrackInfo {
+  TrackKind kind = TrackKind::CpuThread;
+  std::uint32_t process = kNoIndex; // CPU threads: index into processes()
+  std::int64_t tid = kNoValue;      // CPU threads: OS thread id
+  std::uint32_t device = kNoIndex;  // GPU streams: index into devices()
+  std::int64_t stream = kNoValue;   // GPU streams: CUDA stream id
+  std::string name;
+
+  bool operator==(const TrackInfo&) const = default;
+};
+
+// One CUDA API call as written by a producer (tracer, importer, simulator).
+struct CudaApiRecord {
+  TrackId track = 0;
+  TimeNs start = 0;
+  TimeNs end = 0;
+  StringId name = 0;
+  std::int32_t cbid = 0;
+  ApiKind kind = ApiKind::Runtime;
+  std::int64_t correlation = kNoValue;
+  std::int64_t external_id = kNoValue; // enclosing operator (Kineto External id, CUPTI external correlation)
+  std::int32_t result = 0;
+  std::int64_t stream = kNoValue; // the stream argument, as a CUDA stream id
+  std::int64_t event = kNoValue;  // the CUDA event argument (record / wait / synchronize)
+
+  bool operator==(const CudaApiRecord&) const = default;
+};
+
+// A kernel's launch configuration; shared by every launch with the same one.
+struct LaunchConfig {
+  std::int32_t grid[3] = {0, 0, 0};
+  std::int32_t block[3] = {0, 0, 0};
+  std::int32_t registers_per_thread = 0;
+  std::int32_t shared_memory_static = 0;
+  std::int32_t shared_memory_dynamic = 0;
+
+  bool operator==(const LaunchConfig&) const = default;
+};
+
+struct GpuOpRecord {
+  TrackId track = 0; // a GPU stream track
+  GpuOpKind kind = GpuOpKind::Kernel;
+  std::uint8_t subkind = 0; // CopyKind for memcpy, SyncKind for sync
+  TimeNs start = 0;
+  TimeNs end = 0;
+  StringId name = 0;
+  std::int64_t correlation = kNoValue;
+  LaunchConfig launch;        // kernels
+  std::int64_t bytes = 0;     // memcpy, memset
+  std::int64_t event = kNoValue; // sync: the CUDA event waited for
+
+  bool operator==(const GpuOpRecord&) const = default;
+};
+
+struct AnnotationRecord {
+  TrackId track = 0; // a CPU thread, or a GPU stream (Kineto's gpu_user_annotation)
+  TimeNs start = 0;
+  TimeNs end = 0;
+  StringId name = 0;
+  StringId domain = 0;   // "dreamscope", an NVTX domain, "pytorch", ...
+  StringId category = 0; // "step", "operation", "fetch", "prep", "wait", "cpu_op", ...
+  std::int64_t payload = kNoValue;     // dreamscope: batch id or step number
+  std::int64_t external_id = kNoValue; // links operators to their CUDA API calls
+
+  bool operator==(const AnnotationRecord&) const = default;
+};
+
+// A link between two points on two tracks: batch produced -> consumed, event record -> wait,
+// launch -> kernel in imported traces.
+struct FlowRecord {
+  StringId kind = 0;
+  TrackId from_track = 0;
+  TimeNs from_time = 0;
+  TrackId to_track = 0;
+  TimeNs to_time = 0;
+  std::int64_t id = kNoValue;
+
+  bool operator==(const FlowRecord&) const = default;
+};
+
+// What one recorded event costs the traced process (measured at tracer start, or by
+// `dreamscope calibrate`); the basis of overhead correction.
+struct CalibrationRecord {
+  std::string event_kind; // "nvtx_range", "nvtx_mark", "cuda_api", "kernel_record", ...
+  double cost_ns = 0;
+  std::int64_t samples = 0;
+  std::string method;
+
+  bool operator==(const CalibrationRecord&) const = default;
+};
+
+// Time the profiler itself spent on a thread (CUPTI's OVERHEAD records, buffer flushes).
+struct OverheadRecord {
+  TrackId track = 0;
+  TimeNs start = 0;
+  TimeNs end = 0;
+  StringId kind = 0;
+
+  bool operator==(const OverheadRecord&) const = default;
+};
+
+// Columnar tables. Within each, rows are sorted by (track, start, longer first).
+struct CudaApiTable {
+  std::vector<TrackId> track;
+  std::vector<TimeNs> start, end;
+  std::vector<StringId> name;
+  std::vector<std::int32_t> cbid;
+  std::vector<ApiKind> kind;
+  std::vector<std::int64_t> correlation, external_id;
+  std::vector<std::int32_t> result;
+  std::vector<std::int64_t> stream, event;
+
+  std::size_t size() const { return start.size(); }
+  CudaApiRecord row(std::size_t i) const;
+};
+
+struct GpuOpTable {
+  std::vector<TrackId> track;
+  std::vector<GpuOpKind> kind;
+  std::vector<std::uint8_t> subkind;
+  std::vector<TimeNs> start, end;
+  std::vector<StringId> name;
+  std::vector<std::int64_t> correlation;
+  std::vector<std::uint32_t> launch; // index into Trace::launch_configs(); 0 = none
+  std::vector<std::int64_t> bytes;
+  std::vector<std::int64_t> event;
+
+  std::size_t size() const { return start.size(); }
+};
+
+struct AnnotationTable {
+  std::vector<TrackId> track;
+  std::vector<TimeNs> start, end;
+  std::vector<StringId> name, domain, category;
+  std::vector<std::int64_t> payload, external_id;
+  // Derived on build: nesting on the track (ranges that do not nest properly are
+  // treated as siblings of what they overlap).
+  std::vector<EventIndex> parent; // kNoIndex at the top level
+  std::vector<std::uint16_t> depth;
+
+  std::size_t size() const { return start.size(); }
+  AnnotationRecord row(std::size_t i) const;
+};
+
+// [begin, end) of a track's rows in one table.
+struct EventRange {
+  EventIndex begin = 0;
+  EventIndex end = 0;
+  std::size_t size() const { return end - begin; }
+  bool empty() const { return begin == end; }
+};
+
+class TraceBuilder;
+
+class Trace {
+ public:
+  Trace();
+
+  // meta: source, command, host, start/end, complete, dropped_events, warnings, ...
+  const std::map<std::string, std::string>& meta() const { return meta_; }
+  std::string meta_value(const std::string& key, std::string fallback = {}) const;
+  TraceSource source() const { return source_; }
+  bool complete() const { return complete_; }
+  std::int64_t dropped_events() const { return dropped_events_; }
+  // Earliest start and latest end over all events (0, 0 for an empty trace).
+  TimeNs begin_time() const { return begin_time_; }
+  TimeNs end_time() const { return end_time_; }
+
+  std::string_view str(StringId id) const { return strings_[id]; }
+  const std::vector<std::string>& strings() const { return strings_; }
+  // The id of an interned string, if the trace has it.
+  std::optional<StringId> find_string(std::string_view s) const;
+
+  const std::vector<ProcessInfo>& processes() const { return processes_; }
+  const std::vector<DeviceInfo>& devices() const { return devices_; }
+  const std::vector<TrackInfo>& tracks() const { return tracks_; }
+  const std::vector<LaunchConfig>& launch_configs() const { return launch_configs_; }
+
+  const CudaApiTable& cuda_api() const { return cuda_api_; }
+  const GpuOpTable& gpu_ops() const { return gpu_ops_; }
+  const AnnotationTable& annotations() const { return annotations_; }
+  const std::vector<FlowRecord>& flows() const { return flows_; }
+  const std::vector<CalibrationRecord>& calibration() const { return calibration_; }
+  const std::vector<OverheadRecord>& overheads() const { return overheads_; }
+
+  // A track's rows in each table.
+  EventRange cuda_api_on(TrackId t) const { return cuda_api_ranges_[t]; }
+  EventRange gpu_ops_on(TrackId t) const { return gpu_op_ranges_[t]; }
+  EventRange annotations_on(TrackId t) const { return annotation_ranges_[t]; }
+
+  // Rows of a track that may overlap [from, to): binary search on start, widened by the
+  // track's longest event so that long events that began before `from` are included.
+  // The range can hold events that end before `from`; callers test `end > from`.
+  EventRange cuda_api_in(TrackId t, TimeNs from, TimeNs to) const;
+  EventRange gpu_ops_in(TrackId t, TimeNs from, TimeNs to) const;
+  EventRange annotations_in(TrackId t, TimeNs from, TimeNs to) const;
+
+  // Children of an annotation, in time order.
+  std::vector<EventIndex> annotation_children(EventIndex a) const;
+  // The innermost annotation on a track that contains time t.
+  std::optional<EventIndex> innermost_annotation_at(TrackId t, TimeNs time) const;
+
+  // Lookup by correlation id: the GPU ops a CUDA API call launched, and the reverse.
+  std::vector<EventIndex> gpu_ops_with_correlation(std::int64_t correlation) const;
+  std::optional<EventIndex> cuda_api_with_correlation(std::int64_t correlation) const;
+
+  std::size_t event_count() const {
+    return cuda_api_.size() + gpu_ops_.size() + annotations_.size();
+  }
+  // Bytes held by this Trace's tables and strings (for the memory benchmark).
+  std::size_t memory_bytes() const;
+
+ private:
+  friend class TraceBuilder;
+
+  std::map<std::string, std::string> meta_;
+  TraceSource source_ = TraceSource::Tracer;
+  bool complete_ = false;
+  std::int64_t dropped_events_ = 0;
+  TimeNs begin_time_ = 0;
+  TimeNs end_time_ = 0;
+
+  std::vector<std::string> strings_;
+  std::vector<StringId> strings_sorted_; // string ids in the order of their text
+  std::vector<ProcessInfo> processes_;
+  std::vector<DeviceInfo> devices_;
+  std::vector<TrackInfo> tracks_;
+  std::vector<LaunchConfig> launch_configs_;
+
+  CudaApiTable cuda_api_;
+  GpuOpTable gpu_ops_;
+  AnnotationTable annotations_;
+  std::vector<FlowRecord> flows_;
+  std::vector<CalibrationRecord> calibration_;
+  std::vector<OverheadRecord> overheads_;
+
+  std::vector<EventRange> cuda_api_ranges_, gpu_op_ranges_, annotation_ranges_;
+  std::vector<TimeNs> cuda_api_max_dur_, gpu_op_max_dur_, annotation_max_dur_;
+  // Sorted (correlation, row) pairs.
+  std::vector<std::pair<std::int64_t, EventIndex>> gpu_by_correlation_, api_by_correlation_;
+};
+
+// Builds a Trace in memory: the reader, the importers and the simulator all use it.
+// Add events in any order; build() sorts, indexes and derives annotation nesting.
+class TraceBuilder {
+ public:
+  TraceBuilder();
+
+  StringId intern(std::string_view s);
+  void set_meta(const std::string& key, std::string value);
+  void set_source(TraceSource s);
+
+  std::uint32_t add_process(ProcessInfo p);
+  std::uint32_t add_device(DeviceInfo d);
+  TrackId add_track(TrackInfo t);
+  // The track of (process, tid) or (device, stream), created if new.
+  TrackId thread_track(std::uint32_t process, std::int64_t tid, std::string_view name = {});
+  TrackId stream_track(std::uint32_t device, std::int64_t stream, std::string_view name = {});
+
+  void add(const CudaApiRecord& r);
+  void add(const GpuOpRecord& r);
+  void add(const AnnotationRecord& r);
+  void add(const FlowRecord& r) { trace_.flows_.push_back(r); }
+  void add(const CalibrationRecord& r) { trace_.calibration_.push_back(r); }
+  void add(const OverheadRecord& r) { trace_.overheads_.push_back(r); }
+
+  void reserve(std::size_t api, std::size_t gpu_ops, std::size_t annotations);
+  std::size_t track_count() const { return trace_.tracks_.size(); }
+  const std::vector<TrackInfo>& tracks() const { return trace_.tracks_; }
+  const std::vector<ProcessInfo>& processes() const { return trace_.processes_; }
+  const std::vector<DeviceInfo>& devices() const { return trace_.devices_; }
+  std::string_view str(StringId id) const { return trace_.strings_[id]; }
+
+  // Rows already in (track, start, longer-first) order skip the sort: the reader's case.
+  Trace build() &&;
+
+ private:
+  std::uint32_t intern_launch(const LaunchConfig& c);
+
+  Trace trace_;
+  std::unordered_map<std::string, StringId> string_ids_;
+  std::unordered_map<std::string, std::uint32_t> launch_ids_;
+  std::map<std::pair<std::uint32_t, std::int64_t>, TrackId> thread_tracks_, stream_tracks_;
+};
+
+} // namespace dreamscope

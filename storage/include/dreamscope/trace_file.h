@@ -1,0 +1,107 @@
+// The trace file: one SQLite database per run (schema in docs/trace-format.md).
+//
+// `TraceWriter` streams events into a new trace.db: prepared statements, batched
+// transactions, interned strings, WAL while writing. `complete` is 1 only after close().
+// `read_trace()` loads a trace.db into an immutable `Trace`; `write_trace()` writes any
+// `Trace` (imported, simulated) to a file. Every failure is a `TraceError` whose message
+// names the file and the problem.
+#pragma once
+
+#include "dreamscope/trace.h"
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace dreamscope {
+
+inline constexpr int kSchemaVersion = 1;
+
+class TraceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct TraceWriterOptions {
+  // Rows per transaction; a commit also happens on flush() and close().
+  std::size_t batch_rows = 64 * 1024;
+  // Replace an existing file instead of refusing to overwrite it.
+  bool overwrite = true;
+};
+
+class TraceWriter {
+ public:
+  // Creates the file with the schema; `meta.complete` is 0 until close().
+  explicit TraceWriter(std::filesystem::path path, TraceWriterOptions options = {});
+  ~TraceWriter(); // closes if still open; never throws
+  TraceWriter(const TraceWriter&) = delete;
+  TraceWriter& operator=(const TraceWriter&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+
+  StringId intern(std::string_view s);
+  void set_meta(const std::string& key, const std::string& value);
+
+  std::uint32_t add_process(const ProcessInfo& p);
+  void update_process(std::uint32_t id, const ProcessInfo& p);
+  std::uint32_t add_device(const DeviceInfo& d);
+  TrackId add_track(const TrackInfo& t);
+
+  void add(const CudaApiRecord& r);
+  void add(const GpuOpRecord& r);
+  void add(const AnnotationRecord& r);
+  void add(const FlowRecord& r);
+  void add(const CalibrationRecord& r);
+  void add(const OverheadRecord& r);
+
+  // Commits everything added so far: after flush() returns, a crash loses none of it.
+  void flush();
+  // Builds the indices, sets meta.complete = 1 and meta.end, checkpoints the WAL into
+  // the main file and closes. The file is durable once this returns.
+  void close();
+  bool is_open() const { return db_ != nullptr; }
+
+  std::uint64_t rows_written() const { return rows_written_; }
+
+ private:
+  void begin_if_needed();
+  void count_row();
+  void exec(const char* sql);
+  [[noreturn]] void fail(const std::string& what) const;
+
+  std::filesystem::path path_;
+  TraceWriterOptions options_;
+  sqlite3* db_ = nullptr;
+  bool in_transaction_ = false;
+  std::size_t rows_in_transaction_ = 0;
+  std::uint64_t rows_written_ = 0;
+  std::int64_t next_event_id_ = 1;
+  StringId next_string_id_ = 1;
+  std::uint32_t next_process_ = 0, next_device_ = 0, next_track_ = 0;
+  std::unique_ptr<struct InternTable> strings_;
+  struct Statements;
+  std::unique_ptr<Statements> stmts_;
+};
+
+// Writes a whole Trace to `path` (replacing it) and closes it cleanly.
+void write_trace(const Trace& trace, const std::filesystem::path& path);
+
+struct ReadProgress {
+  std::uint64_t rows_read = 0;
+  std::uint64_t rows_total = 0;
+};
+
+// Loads a trace.db. Throws TraceError for a missing file, a file that is not SQLite or not
+// a dreamscope trace, a schema version this build does not read, or a damaged file.
+Trace read_trace(const std::filesystem::path& path,
+                 const std::function<void(const ReadProgress&)>& progress = {});
+
+// True when the file starts with the SQLite header (used to pick an importer).
+bool looks_like_sqlite(const std::filesystem::path& path);
+
+} // namespace dreamscope

@@ -1,0 +1,69 @@
+// The facts about a trace that `dreamscope info` prints: where it came from, its time
+// span, who ran (processes, threads, devices, streams), how many events of each kind,
+// the top kernels, and whether it is complete.
+#pragma once
+
+#include "dreamscope/trace.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dreamscope {
+
+struct KernelTotal {
+  std::string name;
+  std::int64_t count = 0;
+  TimeNs total = 0;
+};
+
+struct ThreadSummary {
+  std::int64_t tid = 0;
+  std::string name;
+  std::size_t events = 0;
+};
+
+struct ProcessSummary {
+  std::int64_t pid = 0;
+  std::string name;
+  std::string command;
+  std::int64_t exit_status = kNoValue;
+  std::vector<ThreadSummary> threads;
+};
+
+struct StreamSummary {
+  std::int64_t device_ordinal = 0;
+  std::int64_t stream = 0;
+  std::string name;
+  std::size_t events = 0;
+};
+
+struct EventCounts {
+  std::size_t runtime_api = 0, driver_api = 0;
+  std::size_t kernels = 0, memcpys = 0, memsets = 0, syncs = 0;
+  std::size_t annotations = 0, flows = 0, overheads = 0;
+  std::size_t total() const {
+    return runtime_api + driver_api + kernels + memcpys + memsets + syncs + annotations + flows + overheads;
+  }
+};
+
+struct TraceSummary {
+  std::string source;
+  std::string command;
+  std::string host;
+  std::string schema_version;
+  std::string dreamscope_version;
+  bool complete = false;
+  std::int64_t dropped_events = 0;
+  std::string warnings;
+  TimeNs begin = 0, end = 0;
+  std::vector<ProcessSummary> processes;
+  std::vector<DeviceInfo> devices;
+  std::vector<StreamSummary> streams;
+  EventCounts counts;
+  std::vector<KernelTotal> top_kernels; // by total time, longest first
+};
+
+TraceSummary summarize(const Trace& trace, std::size_t top_kernels = 5);
+
+} // namespace dreamscope

@@ -1,0 +1,494 @@
+#include "dreamscope/trace.h"
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+
+namespace dreamscope {
+
+std::string_view to_string(TraceSource s) {
+  switch (s) {
+    case TraceSource::Tracer: return "tracer";
+    case TraceSource::Kineto: return "kineto";
+    case TraceSource::Nsys: return "nsys";
+    case TraceSource::Simulator: return "simulator";
+  }
+  return "unknown";
+}
+
+std::optional<TraceSource> trace_source_from_string(std::string_view s) {
+  for (auto src : {TraceSource::Tracer, TraceSource::Kineto, TraceSource::Nsys, TraceSource::Simulator}) {
+    if (to_string(src) == s) return src;
+  }
+  return std::nullopt;
+}
+
+std::string_view to_string(GpuOpKind k) {
+  switch (k) {
+    case GpuOpKind::Kernel: return "kernel";
+    case GpuOpKind::Memcpy: return "memcpy";
+    case GpuOpKind::Memset: return "memset";
+    case GpuOpKind::Sync: return "sync";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(CopyKind k) {
+  switch (k) {
+    case CopyKind::Unknown: return "unknown";
+    case CopyKind::HtoD: return "HtoD";
+    case CopyKind::DtoH: return "DtoH";
+    case CopyKind::HtoA: return "HtoA";
+    case CopyKind::AtoH: return "AtoH";
+    case CopyKind::AtoA: return "AtoA";
+    case CopyKind::AtoD: return "AtoD";
+    case CopyKind::DtoA: return "DtoA";
+    case CopyKind::DtoD: return "DtoD";
+    case CopyKind::HtoH: return "HtoH";
+    case CopyKind::PtoP: return "PtoP";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(SyncKind k) {
+  switch (k) {
+    case SyncKind::Unknown: return "unknown";
+    case SyncKind::EventSynchronize: return "event_synchronize";
+    case SyncKind::StreamWaitEvent: return "stream_wait_event";
+    case SyncKind::StreamSynchronize: return "stream_synchronize";
+    case SyncKind::ContextSynchronize: return "context_synchronize";
+  }
+  return "unknown";
+}
+
+CudaApiRecord CudaApiTable::row(std::size_t i) const {
+  CudaApiRecord r;
+  r.track = track[i];
+  r.start = start[i];
+  r.end = end[i];
+  r.name = name[i];
+  r.cbid = cbid[i];
+  r.kind = kind[i];
+  r.correlation = correlation[i];
+  r.external_id = external_id[i];
+  r.result = result[i];
+  r.stream = stream[i];
+  r.event = event[i];
+  return r;
+}
+
+AnnotationRecord AnnotationTable::row(std::size_t i) const {
+  AnnotationRecord r;
+  r.track = track[i];
+  r.start = start[i];
+  r.end = end[i];
+  r.name = name[i];
+  r.domain = domain[i];
+  r.category = category[i];
+  r.payload = payload[i];
+  r.external_id = external_id[i];
+  return r;
+}
+
+Trace::Trace() : strings_{std::string()} {}
+
+std::string Trace::meta_value(const std::string& key, std::string fallback) const {
+  auto it = meta_.find(key);
+  return it == meta_.end() ? std::move(fallback) : it->second;
+}
+
+std::optional<StringId> Trace::find_string(std::string_view s) const {
+  auto it = std::lower_bound(strings_sorted_.begin(), strings_sorted_.end(), s,
+                             [&](StringId id, std::string_view v) { return strings_[id] < v; });
+  if (it != strings_sorted_.end() && strings_[*it] == s) return *it;
+  return std::nullopt;
+}
+
+namespace {
+
+// Rows of `range` whose start is in [from - max_dur, to).
+EventRange window(const std::vector<TimeNs>& start, EventRange range, TimeNs max_dur,
+                  TimeNs from, TimeNs to) {
+  auto first = start.begin() + range.begin;
+  auto last = start.begin() + range.end;
+  auto lo = std::lower_bound(first, last, from - max_dur);
+  auto hi = std::lower_bound(lo, last, to);
+  return {static_cast<EventIndex>(lo - start.begin()), static_cast<EventIndex>(hi - start.begin())};
+}
+
+template <typename T>
+void permute(std::vector<T>& v, const std::vector<EventIndex>& order) {
+  std::vector<T> out;
+  out.reserve(v.size());
+  for (EventIndex i : order) out.push_back(v[i]);
+  v.swap(out);
+}
+
+template <typename T>
+std::size_t bytes_of(const std::vector<T>& v) { return v.capacity() * sizeof(T); }
+
+// The row order every table keeps: by track, then start, then longer first (so that an
+// enclosing range precedes what it encloses).
+std::vector<EventIndex> sort_order(const std::vector<TrackId>& track, const std::vector<TimeNs>& start,
+                                   const std::vector<TimeNs>& end, bool& already_sorted) {
+  auto less = [&](EventIndex a, EventIndex b) {
+    if (track[a] != track[b]) return track[a] < track[b];
+    if (start[a] != start[b]) return start[a] < start[b];
+    return end[a] > end[b];
+  };
+  already_sorted = true;
+  for (std::size_t i = 1; i < start.size(); ++i) {
+    if (less(static_cast<EventIndex>(i), static_cast<EventIndex>(i - 1))) {
+      already_sorted = false;
+      break;
+    }
+  }
+  std::vector<EventIndex> order;
+  if (already_sorted) return order;
+  order.resize(start.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), less);
+  return order;
+}
+
+void compute_ranges(const std::vector<TrackId>& track, const std::vector<TimeNs>& start,
+                    const std::vector<TimeNs>& end, std::size_t track_count,
+                    std::vector<EventRange>& ranges, std::vector<TimeNs>& max_dur) {
+  ranges.assign(track_count, EventRange{});
+  max_dur.assign(track_count, 0);
+  std::size_t i = 0;
+  while (i < track.size()) {
+    TrackId t = track[i];
+    std::size_t j = i;
+    TimeNs longest = 0;
+    while (j < track.size() && track[j] == t) {
+      longest = std::max(longest, end[j] - start[j]);
+      ++j;
+    }
+    ranges[t] = {static_cast<EventIndex>(i), static_cast<EventIndex>(j)};
+    max_dur[t] = longest;
+    i = j;
+  }
+}
+
+} // namespace
+
+EventRange Trace::cuda_api_in(TrackId t, TimeNs from, TimeNs to) const {
+  return window(cuda_api_.start, cuda_api_ranges_[t], cuda_api_max_dur_[t], from, to);
+}
+EventRange Trace::gpu_ops_in(TrackId t, TimeNs from, TimeNs to) const {
+  return window(gpu_ops_.start, gpu_op_ranges_[t], gpu_op_max_dur_[t], from, to);
+}
+EventRange Trace::annotations_in(TrackId t, TimeNs from, TimeNs to) const {
+  return window(annotations_.start, annotation_ranges_[t], annotation_max_dur_[t], from, to);
+}
+
+std::vector<EventIndex> Trace::annotation_children(EventIndex a) const {
+  std::vector<EventIndex> out;
+  const EventRange track = annotation_ranges_[annotations_.track[a]];
+  for (EventIndex i = a + 1; i < track.end && annotations_.start[i] < annotations_.end[a]; ++i) {
+    if (annotations_.parent[i] == a) out.push_back(i);
+  }
+  return out;
+}
+
+std::optional<EventIndex> Trace::innermost_annotation_at(TrackId t, TimeNs time) const {
+  EventRange r = annotations_in(t, time, time + 1);
+  std::optional<EventIndex> best;
+  for (EventIndex i = r.begin; i < r.end; ++i) {
+    if (annotations_.start[i] <= time && time < annotations_.end[i]) {
+      if (!best || annotations_.depth[i] >= annotations_.depth[*best]) best = i;
+    }
+  }
+  return best;
+}
+
+std::vector<EventIndex> Trace::gpu_ops_with_correlation(std::int64_t correlation) const {
+  std::vector<EventIndex> out;
+  auto it = std::lower_bound(gpu_by_correlation_.begin(), gpu_by_correlation_.end(),
+                             std::pair<std::int64_t, EventIndex>{correlation, 0});
+  for (; it != gpu_by_correlation_.end() && it->first == correlation; ++it) out.push_back(it->second);
+  return out;
+}
+
+std::optional<EventIndex> Trace::cuda_api_with_correlation(std::int64_t correlation) const {
+  auto it = std::lower_bound(api_by_correlation_.begin(), api_by_correlation_.end(),
+                             std::pair<std::int64_t, EventIndex>{correlation, 0});
+  if (it != api_by_correlation_.end() && it->first == correlation) return it->second;
+  return std::nullopt;
+}
+
+std::size_t Trace::memory_bytes() const {
+  std::size_t n = 0;
+  for (const auto& s : strings_) n += sizeof(std::string) + (s.size() > 15 ? s.capacity() : 0);
+  n += bytes_of(strings_sorted_);
+  const auto& a = cuda_api_;
+  n += bytes_of(a.track) + bytes_of(a.start) + bytes_of(a.end) + bytes_of(a.name) + bytes_of(a.cbid) +
+       bytes_of(a.kind) + bytes_of(a.correlation) + bytes_of(a.external_id) + bytes_of(a.result) +
+       bytes_of(a.stream) + bytes_of(a.event);
+  const auto& g = gpu_ops_;
+  n += bytes_of(g.track) + bytes_of(g.kind) + bytes_of(g.subkind) + bytes_of(g.start) + bytes_of(g.end) +
+       bytes_of(g.name) + bytes_of(g.correlation) + bytes_of(g.launch) + bytes_of(g.bytes) + bytes_of(g.event);
+  const auto& n2 = annotations_;
+  n += bytes_of(n2.track) + bytes_of(n2.start) + bytes_of(n2.end) + bytes_of(n2.name) + bytes_of(n2.domain) +
+       bytes_of(n2.category) + bytes_of(n2.payload) + bytes_of(n2.external_id) + bytes_of(n2.parent) +
+       bytes_of(n2.depth);
+  n += bytes_of(flows_) + bytes_of(overheads_) + bytes_of(launch_configs_);
+  n += bytes_of(gpu_by_correlation_) + bytes_of(api_by_correlation_);
+  n += 3 * (bytes_of(cuda_api_ranges_) + bytes_of(cuda_api_max_dur_));
+  return n;
+}
+
+// --- TraceBuilder ---------------------------------------------------------------------
+
+TraceBuilder::TraceBuilder() {
+  string_ids_.emplace(std::string(), 0);
+  trace_.launch_configs_.push_back(LaunchConfig{}); // index 0: no launch configuration
+}
+
+StringId TraceBuilder::intern(std::string_view s) {
+  auto it = string_ids_.find(std::string(s));
+  if (it != string_ids_.end()) return it->second;
+  auto id = static_cast<StringId>(trace_.strings_.size());
+  trace_.strings_.emplace_back(s);
+  string_ids_.emplace(std::string(s), id);
+  return id;
+}
+
+void TraceBuilder::set_meta(const std::string& key, std::string value) { trace_.meta_[key] = std::move(value); }
+
+void TraceBuilder::set_source(TraceSource s) {
+  trace_.source_ = s;
+  trace_.meta_["source"] = std::string(to_string(s));
+}
+
+std::uint32_t TraceBuilder::add_process(ProcessInfo p) {
+  trace_.processes_.push_back(std::move(p));
+  return static_cast<std::uint32_t>(trace_.processes_.size() - 1);
+}
+
+std::uint32_t TraceBuilder::add_device(DeviceInfo d) {
+  trace_.devices_.push_back(std::move(d));
+  return static_cast<std::uint32_t>(trace_.devices_.size() - 1);
+}
+
+TrackId TraceBuilder::add_track(TrackInfo t) {
+  auto id = static_cast<TrackId>(trace_.tracks_.size());
+  if (t.kind == TrackKind::CpuThread) {
+    thread_tracks_.emplace(std::pair{t.process, t.tid}, id);
+  } else {
+    stream_tracks_.emplace(std::pair{t.device, t.stream}, id);
+  }
+  trace_.tracks_.push_back(std::move(t));
+  return id;
+}
+
+TrackId TraceBuilder::thread_track(std::uint32_t process, std::int64_t tid, std::string_view name) {
+  auto it = thread_tracks_.find({process, tid});
+  if (it != thread_tracks_.end()) return it->second;
+  TrackInfo t;
+  t.kind = TrackKind::CpuThread;
+  t.process = process;
+  t.tid = tid;
+  t.name = std::string(name);
+  return add_track(std::move(t));
+}
+
+TrackId TraceBuilder::stream_track(std::uint32_t device, std::int64_t stream, std::string_view name) {
+  auto it = stream_tracks_.find({device, stream});
+  if (it != stream_tracks_.end()) return it->second;
+  TrackInfo t;
+  t.kind = TrackKind::GpuStream;
+  t.device = device;
+  t.stream = stream;
+  t.name = std::string(name);
+  return add_track(std::move(t));
+}
+
+void TraceBuilder::reserve(std::size_t api, std::size_t gpu_ops, std::size_t annotations) {
+  auto& a = trace_.cuda_api_;
+  for (auto* v : {&a.start, &a.end, &a.correlation, &a.external_id, &a.stream, &a.event}) v->reserve(api);
+  a.track.reserve(api);
+  a.name.reserve(api);
+  a.cbid.reserve(api);
+  a.kind.reserve(api);
+  a.result.reserve(api);
+  auto& g = trace_.gpu_ops_;
+  for (auto* v : {&g.start, &g.end, &g.correlation, &g.bytes, &g.event}) v->reserve(gpu_ops);
+  g.track.reserve(gpu_ops);
+  g.kind.reserve(gpu_ops);
+  g.subkind.reserve(gpu_ops);
+  g.name.reserve(gpu_ops);
+  g.launch.reserve(gpu_ops);
+  auto& n = trace_.annotations_;
+  for (auto* v : {&n.start, &n.end, &n.payload, &n.external_id}) v->reserve(annotations);
+  n.track.reserve(annotations);
+  n.name.reserve(annotations);
+  n.domain.reserve(annotations);
+  n.category.reserve(annotations);
+}
+
+void TraceBuilder::add(const CudaApiRecord& r) {
+  auto& a = trace_.cuda_api_;
+  a.track.push_back(r.track);
+  a.start.push_back(r.start);
+  a.end.push_back(r.end);
+  a.name.push_back(r.name);
+  a.cbid.push_back(r.cbid);
+  a.kind.push_back(r.kind);
+  a.correlation.push_back(r.correlation);
+  a.external_id.push_back(r.external_id);
+  a.result.push_back(r.result);
+  a.stream.push_back(r.stream);
+  a.event.push_back(r.event);
+}
+
+std::uint32_t TraceBuilder::intern_launch(const LaunchConfig& c) {
+  if (c == LaunchConfig{}) return 0;
+  std::string key(reinterpret_cast<const char*>(&c), sizeof(c));
+  auto [it, inserted] = launch_ids_.emplace(std::move(key), static_cast<std::uint32_t>(trace_.launch_configs_.size()));
+  if (inserted) trace_.launch_configs_.push_back(c);
+  return it->second;
+}
+
+void TraceBuilder::add(const GpuOpRecord& r) {
+  auto& g = trace_.gpu_ops_;
+  g.track.push_back(r.track);
+  g.kind.push_back(r.kind);
+  g.subkind.push_back(r.subkind);
+  g.start.push_back(r.start);
+  g.end.push_back(r.end);
+  g.name.push_back(r.name);
+  g.correlation.push_back(r.correlation);
+  g.launch.push_back(intern_launch(r.launch));
+  g.bytes.push_back(r.bytes);
+  g.event.push_back(r.event);
+}
+
+void TraceBuilder::add(const AnnotationRecord& r) {
+  auto& n = trace_.annotations_;
+  n.track.push_back(r.track);
+  n.start.push_back(r.start);
+  n.end.push_back(r.end);
+  n.name.push_back(r.name);
+  n.domain.push_back(r.domain);
+  n.category.push_back(r.category);
+  n.payload.push_back(r.payload);
+  n.external_id.push_back(r.external_id);
+}
+
+Trace TraceBuilder::build() && {
+  Trace& t = trace_;
+  const std::size_t tracks = t.tracks_.size();
+  auto check_tracks = [&](const std::vector<TrackId>& v, const char* table) {
+    for (TrackId id : v) {
+      if (id >= tracks) throw std::invalid_argument(std::string(table) + " row on unknown track " + std::to_string(id));
+    }
+  };
+  check_tracks(t.cuda_api_.track, "cuda_api");
+  check_tracks(t.gpu_ops_.track, "gpu_op");
+  check_tracks(t.annotations_.track, "annotation");
+
+  bool sorted = false;
+  {
+    auto& a = t.cuda_api_;
+    auto order = sort_order(a.track, a.start, a.end, sorted);
+    if (!sorted) {
+      permute(a.track, order); permute(a.start, order); permute(a.end, order); permute(a.name, order);
+      permute(a.cbid, order); permute(a.kind, order); permute(a.correlation, order);
+      permute(a.external_id, order); permute(a.result, order); permute(a.stream, order); permute(a.event, order);
+    }
+  }
+  {
+    auto& g = t.gpu_ops_;
+    auto order = sort_order(g.track, g.start, g.end, sorted);
+    if (!sorted) {
+      permute(g.track, order); permute(g.kind, order); permute(g.subkind, order); permute(g.start, order);
+      permute(g.end, order); permute(g.name, order); permute(g.correlation, order); permute(g.launch, order);
+      permute(g.bytes, order); permute(g.event, order);
+    }
+  }
+  {
+    auto& n = t.annotations_;
+    auto order = sort_order(n.track, n.start, n.end, sorted);
+    if (!sorted) {
+      permute(n.track, order); permute(n.start, order); permute(n.end, order); permute(n.name, order);
+      permute(n.domain, order); permute(n.category, order); permute(n.payload, order);
+      permute(n.external_id, order);
+    }
+  }
+
+  compute_ranges(t.cuda_api_.track, t.cuda_api_.start, t.cuda_api_.end, tracks, t.cuda_api_ranges_, t.cuda_api_max_dur_);
+  compute_ranges(t.gpu_ops_.track, t.gpu_ops_.start, t.gpu_ops_.end, tracks, t.gpu_op_ranges_, t.gpu_op_max_dur_);
+  compute_ranges(t.annotations_.track, t.annotations_.start, t.annotations_.end, tracks, t.annotation_ranges_,
+                 t.annotation_max_dur_);
+
+  // Nesting: a range's parent is the innermost earlier range on its track that contains it.
+  {
+    auto& n = t.annotations_;
+    n.parent.assign(n.size(), kNoIndex);
+    n.depth.assign(n.size(), 0);
+    std::vector<EventIndex> stack;
+    for (TrackId tr = 0; tr < tracks; ++tr) {
+      stack.clear();
+      const EventRange r = t.annotation_ranges_[tr];
+      for (EventIndex i = r.begin; i < r.end; ++i) {
+        while (!stack.empty() && n.end[stack.back()] <= n.start[i]) stack.pop_back();
+        while (!stack.empty() && n.end[stack.back()] < n.end[i]) stack.pop_back();
+        if (!stack.empty()) {
+          n.parent[i] = stack.back();
+          n.depth[i] = static_cast<std::uint16_t>(std::min<std::size_t>(stack.size(), UINT16_MAX));
+        }
+        stack.push_back(i);
+      }
+    }
+  }
+
+  t.gpu_by_correlation_.clear();
+  for (EventIndex i = 0; i < t.gpu_ops_.size(); ++i) {
+    if (t.gpu_ops_.correlation[i] != kNoValue) t.gpu_by_correlation_.emplace_back(t.gpu_ops_.correlation[i], i);
+  }
+  std::sort(t.gpu_by_correlation_.begin(), t.gpu_by_correlation_.end());
+  t.api_by_correlation_.clear();
+  for (EventIndex i = 0; i < t.cuda_api_.size(); ++i) {
+    if (t.cuda_api_.correlation[i] != kNoValue) t.api_by_correlation_.emplace_back(t.cuda_api_.correlation[i], i);
+  }
+  std::sort(t.api_by_correlation_.begin(), t.api_by_correlation_.end());
+
+  bool any = false;
+  TimeNs lo = 0, hi = 0;
+  auto extend = [&](const std::vector<TimeNs>& start, const std::vector<TimeNs>& end) {
+    for (std::size_t i = 0; i < start.size(); ++i) {
+      if (!any) { lo = start[i]; hi = end[i]; any = true; }
+      lo = std::min(lo, start[i]);
+      hi = std::max(hi, end[i]);
+    }
+  };
+  extend(t.cuda_api_.start, t.cuda_api_.end);
+  extend(t.gpu_ops_.start, t.gpu_ops_.end);
+  extend(t.annotations_.start, t.annotations_.end);
+  t.begin_time_ = lo;
+  t.end_time_ = hi;
+
+  std::sort(t.calibration_.begin(), t.calibration_.end(),
+            [](const auto& x, const auto& y) { return x.event_kind < y.event_kind; });
+
+  t.strings_sorted_.resize(t.strings_.size());
+  std::iota(t.strings_sorted_.begin(), t.strings_sorted_.end(), 0);
+  std::sort(t.strings_sorted_.begin(), t.strings_sorted_.end(),
+            [&](StringId a, StringId b) { return t.strings_[a] < t.strings_[b]; });
+
+  if (auto src = trace_source_from_string(t.meta_value("source"))) t.source_ = *src;
+  t.complete_ = t.meta_value("complete", "0") == "1";
+  try {
+    t.dropped_events_ = std::stoll(t.meta_value("dropped_events", "0"));
+  } catch (const std::exception&) {
+    t.dropped_events_ = 0;
+  }
+
+  string_ids_.clear();
+  launch_ids_.clear();
+  return std::move(trace_);
+}
+
+} // namespace dreamscope

@@ -1,0 +1,301 @@
+#include "dreamscope/trace_file.h"
+
+#include <sqlite3.h>
+
+#include <cstring>
+#include <fstream>
+
+namespace dreamscope {
+
+namespace {
+
+class Reader {
+ public:
+  explicit Reader(const std::filesystem::path& path) : path_(path) {}
+  ~Reader() {
+    if (db_) sqlite3_close_v2(db_);
+  }
+
+  [[noreturn]] void fail(const std::string& what) const { throw TraceError(path_.string() + ": " + what); }
+
+  [[noreturn]] void fail_sqlite(int rc) const {
+    int primary = rc & 0xff;
+    if (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB) {
+      fail(std::string("damaged or truncated trace file (") + sqlite3_errstr(rc) + ")");
+    }
+    if (primary == SQLITE_IOERR) fail(std::string("I/O error while reading (") + sqlite3_errmsg(db_) + ")");
+    fail(std::string("cannot read: ") + (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc)));
+  }
+
+  void open() {
+    std::error_code ec;
+    if (!std::filesystem::exists(path_, ec)) fail("no such file");
+    if (std::filesystem::is_directory(path_, ec)) fail("is a directory, not a trace file");
+    {
+      std::ifstream in(path_, std::ios::binary);
+      if (!in) fail(std::string("cannot open: ") + std::strerror(errno));
+      char header[16] = {};
+      in.read(header, sizeof header);
+      if (in.gcount() == 0) fail("empty file, not a trace");
+      if (in.gcount() < 16 || std::memcmp(header, "SQLite format 3", 16) != 0) {
+        fail("not a SQLite database, so not a dreamscope trace");
+      }
+    }
+    int rc = sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+    if (rc != SQLITE_OK) fail_sqlite(rc);
+  }
+
+  sqlite3_stmt* prepare(const char* sql) {
+    sqlite3_stmt* s = nullptr;
+    int rc = sqlite3_prepare_v2(db_, sql, -1, &s, nullptr);
+    if (rc != SQLITE_OK) {
+      sqlite3_finalize(s);
+      fail_sqlite(rc);
+    }
+    return s;
+  }
+
+  // Runs `sql`, calling `row` for each result row.
+  template <typename F>
+  void each(const char* sql, F&& row) {
+    sqlite3_stmt* s = prepare(sql);
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) row(s);
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE) fail_sqlite(rc);
+  }
+
+  bool has_table(const char* name) {
+    bool found = false;
+    each("SELECT name FROM sqlite_schema WHERE type IN ('table','view')", [&](sqlite3_stmt* s) {
+      const auto* n = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+      if (n && std::strcmp(n, name) == 0) found = true;
+    });
+    return found;
+  }
+
+  sqlite3* db_ = nullptr;
+  std::filesystem::path path_;
+};
+
+std::int64_t opt_int(sqlite3_stmt* s, int col) {
+  return sqlite3_column_type(s, col) == SQLITE_NULL ? kNoValue : sqlite3_column_int64(s, col);
+}
+
+std::uint32_t opt_index(sqlite3_stmt* s, int col) {
+  return sqlite3_column_type(s, col) == SQLITE_NULL ? kNoIndex : static_cast<std::uint32_t>(sqlite3_column_int64(s, col));
+}
+
+std::string text(sqlite3_stmt* s, int col) {
+  const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s, col));
+  return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(s, col))) : std::string();
+}
+
+} // namespace
+
+bool looks_like_sqlite(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  char header[16] = {};
+  in.read(header, sizeof header);
+  return in.gcount() == 16 && std::memcmp(header, "SQLite format 3", 16) == 0;
+}
+
+Trace read_trace(const std::filesystem::path& path, const std::function<void(const ReadProgress&)>& progress) {
+  Reader r(path);
+  r.open();
+  if (!r.has_table("meta")) r.fail("a SQLite database but not a dreamscope trace (it has no meta table)");
+
+  TraceBuilder b;
+  std::string version;
+  r.each("SELECT key, value FROM meta", [&](sqlite3_stmt* s) {
+    std::string k = text(s, 0);
+    std::string v = text(s, 1);
+    if (k == "schema_version") version = v;
+    b.set_meta(k, std::move(v));
+  });
+  if (version.empty()) r.fail("a SQLite database but not a dreamscope trace (meta has no schema_version)");
+  int v = 0;
+  try {
+    v = std::stoi(version);
+  } catch (const std::exception&) {
+    r.fail("meta.schema_version is '" + version + "', not a number");
+  }
+  if (v != kSchemaVersion) {
+    r.fail("trace schema version " + version + " is not one this dreamscope reads (it reads version " +
+           std::to_string(kSchemaVersion) + (v > kSchemaVersion ? "); a newer dreamscope wrote it" : ")"));
+  }
+
+  std::size_t n_api = 0, n_gpu = 0, n_ann = 0;
+  r.each("SELECT (SELECT count(*) FROM cuda_api), (SELECT count(*) FROM gpu_op), (SELECT count(*) FROM annotation)",
+         [&](sqlite3_stmt* s) {
+           n_api = static_cast<std::size_t>(sqlite3_column_int64(s, 0));
+           n_gpu = static_cast<std::size_t>(sqlite3_column_int64(s, 1));
+           n_ann = static_cast<std::size_t>(sqlite3_column_int64(s, 2));
+         });
+  ReadProgress prog;
+  prog.rows_total = n_api + n_gpu + n_ann;
+  auto tick = [&] {
+    if (progress && (++prog.rows_read & 0xffff) == 0) progress(prog);
+  };
+
+  // Strings keep their ids when they are dense (as the writer makes them); otherwise remap.
+  std::vector<StringId> string_map(1, 0);
+  r.each("SELECT id, value FROM string ORDER BY id", [&](sqlite3_stmt* s) {
+    auto id = static_cast<std::size_t>(sqlite3_column_int64(s, 0));
+    if (id >= string_map.size()) string_map.resize(id + 1, 0);
+    string_map[id] = b.intern(text(s, 1));
+  });
+  auto str = [&](sqlite3_stmt* s, int col) -> StringId {
+    auto id = static_cast<std::size_t>(sqlite3_column_int64(s, col));
+    if (id >= string_map.size()) r.fail("a row names string " + std::to_string(id) + ", which the string table lacks");
+    return string_map[id];
+  };
+
+  std::vector<std::uint32_t> process_map, device_map;
+  std::vector<TrackId> track_map;
+  auto map_id = [](std::vector<std::uint32_t>& map, std::int64_t id, std::uint32_t value) {
+    if (id < 0) return;
+    if (static_cast<std::size_t>(id) >= map.size()) map.resize(static_cast<std::size_t>(id) + 1, kNoIndex);
+    map[static_cast<std::size_t>(id)] = value;
+  };
+  auto lookup = [&](const std::vector<std::uint32_t>& map, std::uint32_t id, const char* what) -> std::uint32_t {
+    if (id == kNoIndex) return kNoIndex;
+    if (id >= map.size() || map[id] == kNoIndex) r.fail(std::string("a row names unknown ") + what + " " + std::to_string(id));
+    return map[id];
+  };
+
+  r.each("SELECT id, pid, parent_pid, name, command, start, end, exit_status FROM process ORDER BY id",
+         [&](sqlite3_stmt* s) {
+           ProcessInfo p;
+           p.pid = sqlite3_column_int64(s, 1);
+           p.parent_pid = opt_int(s, 2);
+           p.name = text(s, 3);
+           p.command = text(s, 4);
+           p.start = opt_int(s, 5);
+           p.end = opt_int(s, 6);
+           p.exit_status = opt_int(s, 7);
+           map_id(process_map, sqlite3_column_int64(s, 0), b.add_process(std::move(p)));
+         });
+  r.each("SELECT id, process, ordinal, name, sm_count, core_clock_khz, memory_clock_khz, memory_bus_width_bits, "
+         "memory_bandwidth_bytes_per_s, global_memory_bytes, compute_capability_major, compute_capability_minor "
+         "FROM device ORDER BY id",
+         [&](sqlite3_stmt* s) {
+           DeviceInfo d;
+           d.process = lookup(process_map, opt_index(s, 1), "process");
+           d.ordinal = sqlite3_column_int64(s, 2);
+           d.name = text(s, 3);
+           d.sm_count = sqlite3_column_int64(s, 4);
+           d.core_clock_khz = sqlite3_column_int64(s, 5);
+           d.memory_clock_khz = sqlite3_column_int64(s, 6);
+           d.memory_bus_width_bits = sqlite3_column_int64(s, 7);
+           d.memory_bandwidth_bytes_per_s = sqlite3_column_int64(s, 8);
+           d.global_memory_bytes = sqlite3_column_int64(s, 9);
+           d.compute_capability_major = sqlite3_column_int64(s, 10);
+           d.compute_capability_minor = sqlite3_column_int64(s, 11);
+           map_id(device_map, sqlite3_column_int64(s, 0), b.add_device(std::move(d)));
+         });
+  r.each("SELECT id, kind, process, tid, device, stream, name FROM track ORDER BY id", [&](sqlite3_stmt* s) {
+    TrackInfo t;
+    t.kind = sqlite3_column_int(s, 1) == 1 ? TrackKind::GpuStream : TrackKind::CpuThread;
+    t.process = lookup(process_map, opt_index(s, 2), "process");
+    t.tid = opt_int(s, 3);
+    t.device = lookup(device_map, opt_index(s, 4), "device");
+    t.stream = opt_int(s, 5);
+    t.name = text(s, 6);
+    map_id(track_map, sqlite3_column_int64(s, 0), b.add_track(std::move(t)));
+  });
+  auto track = [&](sqlite3_stmt* s, int col) {
+    return lookup(track_map, static_cast<std::uint32_t>(sqlite3_column_int64(s, col)), "track");
+  };
+
+  b.reserve(n_api, n_gpu, n_ann);
+
+  // Primary-key order is (track, start, id): rows arrive sorted, so build() needs no sort.
+  r.each("SELECT track, start, end, name, cbid, kind, correlation, external_id, result, stream, event "
+         "FROM cuda_api ORDER BY track, start, id",
+         [&](sqlite3_stmt* s) {
+           CudaApiRecord a;
+           a.track = track(s, 0);
+           a.start = sqlite3_column_int64(s, 1);
+           a.end = sqlite3_column_int64(s, 2);
+           a.name = str(s, 3);
+           a.cbid = sqlite3_column_int(s, 4);
+           a.kind = sqlite3_column_int(s, 5) == 1 ? ApiKind::Driver : ApiKind::Runtime;
+           a.correlation = opt_int(s, 6);
+           a.external_id = opt_int(s, 7);
+           a.result = sqlite3_column_int(s, 8);
+           a.stream = opt_int(s, 9);
+           a.event = opt_int(s, 10);
+           b.add(a);
+           tick();
+         });
+  r.each("SELECT track, start, end, kind, subkind, name, correlation, grid_x, grid_y, grid_z, block_x, block_y, "
+         "block_z, registers_per_thread, shared_memory_static, shared_memory_dynamic, bytes, event "
+         "FROM gpu_op ORDER BY track, start, id",
+         [&](sqlite3_stmt* s) {
+           GpuOpRecord g;
+           g.track = track(s, 0);
+           g.start = sqlite3_column_int64(s, 1);
+           g.end = sqlite3_column_int64(s, 2);
+           int kind = sqlite3_column_int(s, 3);
+           if (kind < 0 || kind > 3) r.fail("gpu_op row with unknown kind " + std::to_string(kind));
+           g.kind = static_cast<GpuOpKind>(kind);
+           g.subkind = static_cast<std::uint8_t>(sqlite3_column_int(s, 4));
+           g.name = str(s, 5);
+           g.correlation = opt_int(s, 6);
+           for (int i = 0; i < 3; ++i) g.launch.grid[i] = sqlite3_column_int(s, 7 + i);
+           for (int i = 0; i < 3; ++i) g.launch.block[i] = sqlite3_column_int(s, 10 + i);
+           g.launch.registers_per_thread = sqlite3_column_int(s, 13);
+           g.launch.shared_memory_static = sqlite3_column_int(s, 14);
+           g.launch.shared_memory_dynamic = sqlite3_column_int(s, 15);
+           g.bytes = sqlite3_column_int64(s, 16);
+           g.event = opt_int(s, 17);
+           b.add(g);
+           tick();
+         });
+  r.each("SELECT track, start, end, name, domain, category, payload, external_id "
+         "FROM annotation ORDER BY track, start, id",
+         [&](sqlite3_stmt* s) {
+           AnnotationRecord a;
+           a.track = track(s, 0);
+           a.start = sqlite3_column_int64(s, 1);
+           a.end = sqlite3_column_int64(s, 2);
+           a.name = str(s, 3);
+           a.domain = str(s, 4);
+           a.category = str(s, 5);
+           a.payload = opt_int(s, 6);
+           a.external_id = opt_int(s, 7);
+           b.add(a);
+           tick();
+         });
+  r.each("SELECT kind, from_track, from_time, to_track, to_time, flow_id FROM flow ORDER BY id", [&](sqlite3_stmt* s) {
+    FlowRecord f;
+    f.kind = str(s, 0);
+    f.from_track = track(s, 1);
+    f.from_time = sqlite3_column_int64(s, 2);
+    f.to_track = track(s, 3);
+    f.to_time = sqlite3_column_int64(s, 4);
+    f.id = opt_int(s, 5);
+    b.add(f);
+  });
+  r.each("SELECT event_kind, cost_ns, samples, method FROM calibration ORDER BY event_kind", [&](sqlite3_stmt* s) {
+    CalibrationRecord c;
+    c.event_kind = text(s, 0);
+    c.cost_ns = sqlite3_column_double(s, 1);
+    c.samples = sqlite3_column_int64(s, 2);
+    c.method = text(s, 3);
+    b.add(c);
+  });
+  r.each("SELECT track, start, end, kind FROM overhead ORDER BY id", [&](sqlite3_stmt* s) {
+    OverheadRecord o;
+    o.track = track(s, 0);
+    o.start = sqlite3_column_int64(s, 1);
+    o.end = sqlite3_column_int64(s, 2);
+    o.kind = str(s, 3);
+    b.add(o);
+  });
+  if (progress) progress(prog);
+  return std::move(b).build();
+}
+
+} // namespace dreamscope

@@ -1,0 +1,454 @@
+#include "dreamscope/trace_file.h"
+
+#include "schema.h"
+
+#include <sqlite3.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+#include <unordered_map>
+
+namespace dreamscope {
+
+struct InternTable {
+  std::unordered_map<std::string, StringId> ids;
+};
+
+struct TraceWriter::Statements {
+  sqlite3_stmt* string = nullptr;
+  sqlite3_stmt* meta = nullptr;
+  sqlite3_stmt* process = nullptr;
+  sqlite3_stmt* device = nullptr;
+  sqlite3_stmt* track = nullptr;
+  sqlite3_stmt* cuda_api = nullptr;
+  sqlite3_stmt* gpu_op = nullptr;
+  sqlite3_stmt* annotation = nullptr;
+  sqlite3_stmt* flow = nullptr;
+  sqlite3_stmt* calibration = nullptr;
+  sqlite3_stmt* overhead = nullptr;
+
+  ~Statements() {
+    for (auto* s : {string, meta, process, device, track, cuda_api, gpu_op, annotation, flow, calibration, overhead}) {
+      sqlite3_finalize(s);
+    }
+  }
+};
+
+namespace {
+
+std::string sqlite_problem(sqlite3* db, int rc) {
+  if (rc == SQLITE_FULL) return "disk full";
+  if (rc == SQLITE_IOERR || (rc & 0xff) == SQLITE_IOERR) return std::string("I/O error (") + sqlite3_errmsg(db) + ")";
+  if (rc == SQLITE_READONLY) return "file is read-only";
+  return db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+}
+
+void bind_optional(sqlite3_stmt* s, int col, std::int64_t v) {
+  if (v == kNoValue) {
+    sqlite3_bind_null(s, col);
+  } else {
+    sqlite3_bind_int64(s, col, v);
+  }
+}
+
+void bind_text(sqlite3_stmt* s, int col, const std::string& v) {
+  sqlite3_bind_text(s, col, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+}
+
+// Small ids stored as NULL when absent (kNoIndex).
+void bind_index(sqlite3_stmt* s, int col, std::uint32_t v) {
+  if (v == kNoIndex) {
+    sqlite3_bind_null(s, col);
+  } else {
+    sqlite3_bind_int64(s, col, v);
+  }
+}
+
+} // namespace
+
+TraceWriter::TraceWriter(std::filesystem::path path, TraceWriterOptions options)
+    : path_(std::move(path)), options_(options), strings_(std::make_unique<InternTable>()),
+      stmts_(std::make_unique<Statements>()) {
+  std::error_code ec;
+  if (std::filesystem::exists(path_, ec)) {
+    if (!options_.overwrite) fail("file exists");
+    std::filesystem::remove(path_, ec);
+    if (ec) fail("cannot replace the existing file: " + ec.message());
+  }
+  for (const char* suffix : {"-wal", "-shm", "-journal"}) {
+    std::filesystem::remove(path_.string() + suffix, ec);
+  }
+  // Create the file ourselves first: SQLite's "unable to open database file" does not say why.
+  int fd = ::open(path_.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0) fail(std::string("cannot create the file: ") + std::strerror(errno));
+  ::close(fd);
+
+  int rc = sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string why = sqlite_problem(db_, rc);
+    sqlite3_close(db_);
+    db_ = nullptr;
+    fail("cannot open: " + why);
+  }
+  sqlite3_extended_result_codes(db_, 0);
+  // WAL: a commit is one append, and a process killed mid-write keeps every committed
+  // batch. synchronous=NORMAL keeps that guarantee against a crash of the process.
+  exec("PRAGMA journal_mode=WAL");
+  exec("PRAGMA synchronous=NORMAL");
+  exec("PRAGMA page_size=8192");
+  exec("BEGIN");
+  exec(schema::kCreateTables);
+  exec(schema::kCreateViews);
+  exec("COMMIT");
+
+  auto prepare = [&](sqlite3_stmt*& stmt, const char* sql) {
+    if (sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt, nullptr) != SQLITE_OK) {
+      fail(std::string("cannot prepare statement: ") + sqlite3_errmsg(db_));
+    }
+  };
+  auto& s = *stmts_;
+  prepare(s.string, "INSERT INTO string(id, value) VALUES(?,?)");
+  prepare(s.meta, "INSERT OR REPLACE INTO meta(key, value) VALUES(?,?)");
+  prepare(s.process,
+          "INSERT OR REPLACE INTO process(id, pid, parent_pid, name, command, start, end, exit_status) "
+          "VALUES(?,?,?,?,?,?,?,?)");
+  prepare(s.device,
+          "INSERT INTO device(id, process, ordinal, name, sm_count, core_clock_khz, memory_clock_khz, "
+          "memory_bus_width_bits, memory_bandwidth_bytes_per_s, global_memory_bytes, "
+          "compute_capability_major, compute_capability_minor) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
+  prepare(s.track, "INSERT INTO track(id, kind, process, tid, device, stream, name) VALUES(?,?,?,?,?,?,?)");
+  prepare(s.cuda_api,
+          "INSERT INTO cuda_api(track, start, id, end, name, cbid, kind, correlation, external_id, result, "
+          "stream, event) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
+  prepare(s.gpu_op,
+          "INSERT INTO gpu_op(track, start, id, end, kind, subkind, name, correlation, grid_x, grid_y, grid_z, "
+          "block_x, block_y, block_z, registers_per_thread, shared_memory_static, shared_memory_dynamic, bytes, "
+          "event) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  prepare(s.annotation,
+          "INSERT INTO annotation(track, start, id, end, name, domain, category, payload, external_id) "
+          "VALUES(?,?,?,?,?,?,?,?,?)");
+  prepare(s.flow,
+          "INSERT INTO flow(kind, from_track, from_time, to_track, to_time, flow_id) VALUES(?,?,?,?,?,?)");
+  prepare(s.calibration,
+          "INSERT OR REPLACE INTO calibration(event_kind, cost_ns, samples, method) VALUES(?,?,?,?)");
+  prepare(s.overhead, "INSERT INTO overhead(track, start, end, kind) VALUES(?,?,?,?)");
+
+  set_meta("schema_version", std::to_string(kSchemaVersion));
+  set_meta("dreamscope_version", DREAMSCOPE_VERSION);
+  set_meta("complete", "0");
+  set_meta("dropped_events", "0");
+  flush();
+}
+
+TraceWriter::~TraceWriter() {
+  if (!db_) return;
+  try {
+    // Not closed: keep what was added, but leave `complete` at 0.
+    if (in_transaction_) exec("COMMIT");
+  } catch (const TraceError&) {
+  }
+  stmts_.reset();
+  sqlite3_close_v2(db_);
+  db_ = nullptr;
+}
+
+void TraceWriter::fail(const std::string& what) const {
+  throw TraceError(path_.string() + ": " + what);
+}
+
+void TraceWriter::exec(const char* sql) {
+  char* err = nullptr;
+  int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) {
+    std::string msg = rc == SQLITE_FULL ? "disk full" : (err ? err : sqlite3_errstr(rc));
+    sqlite3_free(err);
+    fail("cannot write: " + msg);
+  }
+}
+
+void TraceWriter::begin_if_needed() {
+  if (!db_) fail("trace writer already closed");
+  if (!in_transaction_) {
+    exec("BEGIN");
+    in_transaction_ = true;
+    rows_in_transaction_ = 0;
+  }
+}
+
+void TraceWriter::count_row() {
+  ++rows_written_;
+  if (++rows_in_transaction_ >= options_.batch_rows) flush();
+}
+
+namespace {
+void step(sqlite3* db, sqlite3_stmt* s, const std::function<void(const std::string&)>& fail) {
+  int rc = sqlite3_step(s);
+  sqlite3_reset(s);
+  if (rc != SQLITE_DONE) fail("cannot write: " + sqlite_problem(db, rc));
+}
+} // namespace
+
+#define DS_STEP(stmt) step(db_, stmt, [this](const std::string& m) { fail(m); })
+
+StringId TraceWriter::intern(std::string_view s) {
+  if (s.empty()) return 0;
+  auto [it, inserted] = strings_->ids.try_emplace(std::string(s), next_string_id_);
+  if (!inserted) return it->second;
+  begin_if_needed();
+  auto* st = stmts_->string;
+  sqlite3_bind_int64(st, 1, next_string_id_);
+  sqlite3_bind_text(st, 2, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+  DS_STEP(st);
+  count_row();
+  return next_string_id_++;
+}
+
+void TraceWriter::set_meta(const std::string& key, const std::string& value) {
+  begin_if_needed();
+  auto* st = stmts_->meta;
+  bind_text(st, 1, key);
+  bind_text(st, 2, value);
+  DS_STEP(st);
+  count_row();
+}
+
+namespace {
+void bind_process(sqlite3_stmt* st, std::uint32_t id, const ProcessInfo& p) {
+  sqlite3_bind_int64(st, 1, id);
+  sqlite3_bind_int64(st, 2, p.pid);
+  bind_optional(st, 3, p.parent_pid);
+  bind_text(st, 4, p.name);
+  bind_text(st, 5, p.command);
+  bind_optional(st, 6, p.start);
+  bind_optional(st, 7, p.end);
+  bind_optional(st, 8, p.exit_status);
+}
+} // namespace
+
+std::uint32_t TraceWriter::add_process(const ProcessInfo& p) {
+  begin_if_needed();
+  std::uint32_t id = next_process_++;
+  bind_process(stmts_->process, id, p);
+  DS_STEP(stmts_->process);
+  count_row();
+  return id;
+}
+
+void TraceWriter::update_process(std::uint32_t id, const ProcessInfo& p) {
+  begin_if_needed();
+  bind_process(stmts_->process, id, p);
+  DS_STEP(stmts_->process);
+  count_row();
+}
+
+std::uint32_t TraceWriter::add_device(const DeviceInfo& d) {
+  begin_if_needed();
+  auto* st = stmts_->device;
+  std::uint32_t id = next_device_++;
+  sqlite3_bind_int64(st, 1, id);
+  bind_index(st, 2, d.process);
+  sqlite3_bind_int64(st, 3, d.ordinal);
+  bind_text(st, 4, d.name);
+  sqlite3_bind_int64(st, 5, d.sm_count);
+  sqlite3_bind_int64(st, 6, d.core_clock_khz);
+  sqlite3_bind_int64(st, 7, d.memory_clock_khz);
+  sqlite3_bind_int64(st, 8, d.memory_bus_width_bits);
+  sqlite3_bind_int64(st, 9, d.memory_bandwidth_bytes_per_s);
+  sqlite3_bind_int64(st, 10, d.global_memory_bytes);
+  sqlite3_bind_int64(st, 11, d.compute_capability_major);
+  sqlite3_bind_int64(st, 12, d.compute_capability_minor);
+  DS_STEP(st);
+  count_row();
+  return id;
+}
+
+TrackId TraceWriter::add_track(const TrackInfo& t) {
+  begin_if_needed();
+  auto* st = stmts_->track;
+  TrackId id = next_track_++;
+  sqlite3_bind_int64(st, 1, id);
+  sqlite3_bind_int64(st, 2, static_cast<int>(t.kind));
+  bind_index(st, 3, t.process);
+  bind_optional(st, 4, t.tid);
+  bind_index(st, 5, t.device);
+  bind_optional(st, 6, t.stream);
+  bind_text(st, 7, t.name);
+  DS_STEP(st);
+  count_row();
+  return id;
+}
+
+void TraceWriter::add(const CudaApiRecord& r) {
+  begin_if_needed();
+  auto* st = stmts_->cuda_api;
+  sqlite3_bind_int64(st, 1, r.track);
+  sqlite3_bind_int64(st, 2, r.start);
+  sqlite3_bind_int64(st, 3, next_event_id_++);
+  sqlite3_bind_int64(st, 4, r.end);
+  sqlite3_bind_int64(st, 5, r.name);
+  sqlite3_bind_int64(st, 6, r.cbid);
+  sqlite3_bind_int64(st, 7, static_cast<int>(r.kind));
+  bind_optional(st, 8, r.correlation);
+  bind_optional(st, 9, r.external_id);
+  sqlite3_bind_int64(st, 10, r.result);
+  bind_optional(st, 11, r.stream);
+  bind_optional(st, 12, r.event);
+  DS_STEP(st);
+  count_row();
+}
+
+void TraceWriter::add(const GpuOpRecord& r) {
+  begin_if_needed();
+  auto* st = stmts_->gpu_op;
+  sqlite3_bind_int64(st, 1, r.track);
+  sqlite3_bind_int64(st, 2, r.start);
+  sqlite3_bind_int64(st, 3, next_event_id_++);
+  sqlite3_bind_int64(st, 4, r.end);
+  sqlite3_bind_int64(st, 5, static_cast<int>(r.kind));
+  sqlite3_bind_int64(st, 6, r.subkind);
+  sqlite3_bind_int64(st, 7, r.name);
+  bind_optional(st, 8, r.correlation);
+  if (r.kind == GpuOpKind::Kernel) {
+    for (int i = 0; i < 3; ++i) sqlite3_bind_int64(st, 9 + i, r.launch.grid[i]);
+    for (int i = 0; i < 3; ++i) sqlite3_bind_int64(st, 12 + i, r.launch.block[i]);
+    sqlite3_bind_int64(st, 15, r.launch.registers_per_thread);
+    sqlite3_bind_int64(st, 16, r.launch.shared_memory_static);
+    sqlite3_bind_int64(st, 17, r.launch.shared_memory_dynamic);
+  } else {
+    for (int i = 9; i <= 17; ++i) sqlite3_bind_null(st, i);
+  }
+  sqlite3_bind_int64(st, 18, r.bytes);
+  bind_optional(st, 19, r.event);
+  DS_STEP(st);
+  count_row();
+}
+
+void TraceWriter::add(const AnnotationRecord& r) {
+  begin_if_needed();
+  auto* st = stmts_->annotation;
+  sqlite3_bind_int64(st, 1, r.track);
+  sqlite3_bind_int64(st, 2, r.start);
+  sqlite3_bind_int64(st, 3, next_event_id_++);
+  sqlite3_bind_int64(st, 4, r.end);
+  sqlite3_bind_int64(st, 5, r.name);
+  sqlite3_bind_int64(st, 6, r.domain);
+  sqlite3_bind_int64(st, 7, r.category);
+  bind_optional(st, 8, r.payload);
+  bind_optional(st, 9, r.external_id);
+  DS_STEP(st);
+  count_row();
+}
+
+void TraceWriter::add(const FlowRecord& r) {
+  begin_if_needed();
+  auto* st = stmts_->flow;
+  sqlite3_bind_int64(st, 1, r.kind);
+  sqlite3_bind_int64(st, 2, r.from_track);
+  sqlite3_bind_int64(st, 3, r.from_time);
+  sqlite3_bind_int64(st, 4, r.to_track);
+  sqlite3_bind_int64(st, 5, r.to_time);
+  bind_optional(st, 6, r.id);
+  DS_STEP(st);
+  count_row();
+}
+
+void TraceWriter::add(const CalibrationRecord& r) {
+  begin_if_needed();
+  auto* st = stmts_->calibration;
+  bind_text(st, 1, r.event_kind);
+  sqlite3_bind_double(st, 2, r.cost_ns);
+  sqlite3_bind_int64(st, 3, r.samples);
+  bind_text(st, 4, r.method);
+  DS_STEP(st);
+  count_row();
+}
+
+void TraceWriter::add(const OverheadRecord& r) {
+  begin_if_needed();
+  auto* st = stmts_->overhead;
+  sqlite3_bind_int64(st, 1, r.track);
+  sqlite3_bind_int64(st, 2, r.start);
+  sqlite3_bind_int64(st, 3, r.end);
+  sqlite3_bind_int64(st, 4, r.kind);
+  DS_STEP(st);
+  count_row();
+}
+
+void TraceWriter::flush() {
+  if (!db_) fail("trace writer already closed");
+  if (in_transaction_) {
+    in_transaction_ = false;
+    exec("COMMIT");
+  }
+}
+
+void TraceWriter::close() {
+  if (!db_) return;
+  set_meta("complete", "1");
+  flush();
+  // Fold the WAL back into the one file, so that the trace is a single self-contained file.
+  exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  exec("PRAGMA journal_mode=DELETE");
+  stmts_.reset();
+  int rc = sqlite3_close(db_);
+  db_ = nullptr;
+  if (rc != SQLITE_OK) fail("cannot close: " + std::string(sqlite3_errstr(rc)));
+}
+
+void write_trace(const Trace& trace, const std::filesystem::path& path) {
+  TraceWriter w(path);
+  for (const auto& [k, v] : trace.meta()) {
+    if (k == "schema_version" || k == "dreamscope_version" || k == "complete") continue;
+    w.set_meta(k, v);
+  }
+  // Strings keep their ids: the Trace's interned table is written as it is.
+  std::vector<StringId> ids(trace.strings().size(), 0);
+  for (StringId i = 1; i < trace.strings().size(); ++i) ids[i] = w.intern(trace.strings()[i]);
+  for (const auto& p : trace.processes()) w.add_process(p);
+  for (const auto& d : trace.devices()) w.add_device(d);
+  for (const auto& t : trace.tracks()) w.add_track(t);
+  const auto& a = trace.cuda_api();
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    CudaApiRecord r = a.row(i);
+    r.name = ids[r.name];
+    w.add(r);
+  }
+  const auto& g = trace.gpu_ops();
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    GpuOpRecord r;
+    r.track = g.track[i];
+    r.kind = g.kind[i];
+    r.subkind = g.subkind[i];
+    r.start = g.start[i];
+    r.end = g.end[i];
+    r.name = ids[g.name[i]];
+    r.correlation = g.correlation[i];
+    r.launch = trace.launch_configs()[g.launch[i]];
+    r.bytes = g.bytes[i];
+    r.event = g.event[i];
+    w.add(r);
+  }
+  const auto& n = trace.annotations();
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    AnnotationRecord r = n.row(i);
+    r.name = ids[r.name];
+    r.domain = ids[r.domain];
+    r.category = ids[r.category];
+    w.add(r);
+  }
+  for (FlowRecord f : trace.flows()) {
+    f.kind = ids[f.kind];
+    w.add(f);
+  }
+  for (const auto& c : trace.calibration()) w.add(c);
+  for (OverheadRecord o : trace.overheads()) {
+    o.kind = ids[o.kind];
+    w.add(o);
+  }
+  w.close();
+}
+
+} // namespace dreamscope

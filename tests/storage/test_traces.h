@@ -1,0 +1,105 @@
+// Small traces with every table and field set, shared by the storage tests.
+#pragma once
+
+#include <dreamscope/trace.h>
+
+#include <filesystem>
+#include <string>
+#include <unistd.h>
+
+namespace dreamscope::test {
+
+// A scratch directory removed at the end of the test.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "dreamscope-test-XXXXXX").string();
+    path_ = ::mkdtemp(tmpl.data());
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// A trace with two processes, three threads, one device, two streams, and events of every
+// kind with every field set to a distinct value.
+inline Trace make_full_trace() {
+  TraceBuilder b;
+  b.set_source(TraceSource::Tracer);
+  b.set_meta("command", "python train.py --epochs 1");
+  b.set_meta("host", "node-7");
+  b.set_meta("dropped_events", "3");
+  b.set_meta("warnings", "CUPTI: counters unavailable");
+  ProcessInfo p0{.pid = 100, .parent_pid = 1, .name = "python", .command = "python train.py", .start = 1000,
+                 .end = 90000, .exit_status = 0};
+  ProcessInfo p1{.pid = 101, .parent_pid = 100, .name = "worker", .command = "python -c loader", .start = 2000,
+                 .end = 80000, .exit_status = 137};
+  auto proc0 = b.add_process(p0);
+  auto proc1 = b.add_process(p1);
+  DeviceInfo d;
+  d.ordinal = 0;
+  d.process = proc0;
+  d.name = "NVIDIA H100 80GB HBM3";
+  d.sm_count = 132;
+  d.core_clock_khz = 1980000;
+  d.memory_clock_khz = 2619000;
+  d.memory_bus_width_bits = 5120;
+  d.memory_bandwidth_bytes_per_s = 3352000000000;
+  d.global_memory_bytes = 85000000000;
+  d.compute_capability_major = 9;
+  d.compute_capability_minor = 0;
+  auto dev = b.add_device(d);
+  TrackId main = b.thread_track(proc0, 100, "MainThread");
+  TrackId loader = b.thread_track(proc0, 105, "pt_data_pin");
+  TrackId worker = b.thread_track(proc1, 101, "worker-0");
+  TrackId s7 = b.stream_track(dev, 7, "compute");
+  TrackId s20 = b.stream_track(dev, 20, "copy");
+
+  StringId launch = b.intern("cudaLaunchKernel");
+  StringId memcpy_async = b.intern("cudaMemcpyAsync");
+  b.add(CudaApiRecord{.track = main, .start = 5000, .end = 5600, .name = launch, .cbid = 211,
+                      .kind = ApiKind::Runtime, .correlation = 1, .external_id = 77, .result = 0, .stream = 7,
+                      .event = kNoValue});
+  b.add(CudaApiRecord{.track = main, .start = 6000, .end = 6900, .name = memcpy_async, .cbid = 41,
+                      .kind = ApiKind::Runtime, .correlation = 2, .external_id = kNoValue, .result = 0,
+                      .stream = 20, .event = kNoValue});
+  b.add(CudaApiRecord{.track = loader, .start = 3000, .end = 3100, .name = b.intern("cuLaunchKernel"), .cbid = 307,
+                      .kind = ApiKind::Driver, .correlation = 3, .external_id = kNoValue, .result = 700,
+                      .stream = kNoValue, .event = 42});
+  GpuOpRecord k{.track = s7, .kind = GpuOpKind::Kernel, .subkind = 0, .start = 7000, .end = 9500,
+                .name = b.intern("ampere_sgemm_128x64_tn"), .correlation = 1};
+  k.launch = LaunchConfig{{120, 2, 1}, {256, 1, 1}, 64, 16384, 2048};
+  b.add(k);
+  b.add(GpuOpRecord{.track = s20, .kind = GpuOpKind::Memcpy, .subkind = static_cast<std::uint8_t>(CopyKind::HtoD),
+                    .start = 7100, .end = 8100, .name = b.intern("Memcpy HtoD (Pinned -> Device)"),
+                    .correlation = 2, .launch = {}, .bytes = 1 << 20, .event = kNoValue});
+  b.add(GpuOpRecord{.track = s7, .kind = GpuOpKind::Memset, .subkind = 0, .start = 9600, .end = 9700,
+                    .name = b.intern("Memset"), .correlation = 4, .launch = {}, .bytes = 4096, .event = kNoValue});
+  b.add(GpuOpRecord{.track = s7, .kind = GpuOpKind::Sync,
+                    .subkind = static_cast<std::uint8_t>(SyncKind::StreamWaitEvent), .start = 9800, .end = 9900,
+                    .name = b.intern("Stream Wait Event"), .correlation = 5, .launch = {}, .bytes = 0, .event = 42});
+  StringId ds = b.intern("dreamscope");
+  b.add(AnnotationRecord{.track = main, .start = 4000, .end = 20000, .name = b.intern("step"), .domain = ds,
+                         .category = b.intern("step"), .payload = 0, .external_id = kNoValue});
+  b.add(AnnotationRecord{.track = main, .start = 4500, .end = 10000, .name = b.intern("forward"), .domain = ds,
+                         .category = b.intern("operation"), .payload = kNoValue, .external_id = 77});
+  b.add(AnnotationRecord{.track = worker, .start = 2500, .end = 3500, .name = b.intern("prep"), .domain = ds,
+                         .category = b.intern("prep"), .payload = 12, .external_id = kNoValue});
+  b.add(AnnotationRecord{.track = s7, .start = 7000, .end = 9700, .name = b.intern("forward"),
+                         .domain = b.intern("pytorch"), .category = b.intern("gpu_user_annotation"),
+                         .payload = kNoValue, .external_id = kNoValue});
+  b.add(FlowRecord{.kind = b.intern("batch"), .from_track = worker, .from_time = 3500, .to_track = main,
+                   .to_time = 4000, .id = 12});
+  b.add(CalibrationRecord{.event_kind = "nvtx_range", .cost_ns = 27.5, .samples = 4096, .method = "startup"});
+  b.add(CalibrationRecord{.event_kind = "nvtx_mark", .cost_ns = 14.25, .samples = 4096, .method = "startup"});
+  b.add(OverheadRecord{.track = main, .start = 15000, .end = 15400, .kind = b.intern("cupti_buffer_flush")});
+  return std::move(b).build();
+}
+
+} // namespace dreamscope::test

@@ -1,0 +1,111 @@
+#include "test_traces.h"
+
+#include <dreamscope/trace.h>
+#include <dreamscope/trace_summary.h>
+
+#include <gtest/gtest.h>
+
+namespace dreamscope {
+namespace {
+
+struct Built {
+  Trace trace;
+  TrackId thread;
+};
+
+// Ranges given out of order, with one that overlaps its neighbour without nesting.
+Built nested() {
+  TraceBuilder b;
+  auto p = b.add_process(ProcessInfo{.pid = 1, .name = "x"});
+  TrackId t = b.thread_track(p, 1);
+  auto add = [&](const char* name, TimeNs s, TimeNs e) {
+    b.add(AnnotationRecord{.track = t, .start = s, .end = e, .name = b.intern(name), .domain = 0, .category = 0,
+                           .payload = kNoValue, .external_id = kNoValue});
+  };
+  add("c", 20, 30);
+  add("a", 0, 100);
+  add("b", 10, 50);
+  add("d", 40, 60); // starts inside b, ends after it: a sibling of b under a
+  add("e", 200, 300);
+  add("same-start-short", 200, 210);
+  return {std::move(b).build(), t};
+}
+
+TEST(TraceModel, SortsByTrackStartAndLongerFirst) {
+  auto [t, thread] = nested();
+  const auto& a = t.annotations();
+  std::vector<std::string> order;
+  for (std::size_t i = 0; i < a.size(); ++i) order.emplace_back(t.str(a.name[i]));
+  EXPECT_EQ(order, (std::vector<std::string>{"a", "b", "c", "d", "e", "same-start-short"}));
+}
+
+TEST(TraceModel, DerivesNesting) {
+  auto [t, thread] = nested();
+  const auto& a = t.annotations();
+  EXPECT_EQ(a.parent[0], kNoIndex);
+  EXPECT_EQ(a.parent[1], 0u); // b in a
+  EXPECT_EQ(a.parent[2], 1u); // c in b
+  EXPECT_EQ(a.parent[3], 0u); // d overlaps b, so it hangs under a
+  EXPECT_EQ(a.parent[4], kNoIndex);
+  EXPECT_EQ(a.parent[5], 4u);
+  EXPECT_EQ(a.depth[2], 2);
+  EXPECT_EQ(t.annotation_children(0), (std::vector<EventIndex>{1, 3}));
+  EXPECT_EQ(t.innermost_annotation_at(thread, 25), 2u);
+  EXPECT_EQ(t.innermost_annotation_at(thread, 55), 3u);
+  EXPECT_EQ(t.innermost_annotation_at(thread, 150), std::nullopt);
+}
+
+TEST(TraceModel, TimeWindowBinarySearch) {
+  auto [t, thread] = nested();
+  // Window [45, 46): a (0-100), b (10-50) and d (40-60) overlap it; c ends before.
+  EventRange r = t.annotations_in(thread, 45, 46);
+  std::vector<std::string> hits;
+  for (EventIndex i = r.begin; i < r.end; ++i) {
+    if (t.annotations().end[i] > 45) hits.emplace_back(t.str(t.annotations().name[i]));
+  }
+  EXPECT_EQ(hits, (std::vector<std::string>{"a", "b", "d"}));
+  EXPECT_TRUE(t.annotations_in(thread, 400, 500).empty());
+  EXPECT_EQ(t.annotations_on(thread).size(), 6u);
+}
+
+TEST(TraceModel, CorrelationLookups) {
+  Trace t = test::make_full_trace();
+  auto ops = t.gpu_ops_with_correlation(1);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(t.str(t.gpu_ops().name[ops[0]]), "ampere_sgemm_128x64_tn");
+  auto api = t.cuda_api_with_correlation(2);
+  ASSERT_TRUE(api);
+  EXPECT_EQ(t.str(t.cuda_api().name[*api]), "cudaMemcpyAsync");
+  EXPECT_FALSE(t.cuda_api_with_correlation(999));
+  EXPECT_EQ(t.find_string("Memset"), t.gpu_ops().name[t.gpu_ops_with_correlation(4)[0]]);
+  EXPECT_FALSE(t.find_string("not there"));
+}
+
+TEST(TraceModel, RejectsRowsOnUnknownTracks) {
+  TraceBuilder b;
+  b.add(AnnotationRecord{.track = 3, .start = 0, .end = 1});
+  EXPECT_THROW(std::move(b).build(), std::invalid_argument);
+}
+
+TEST(TraceSummary, CountsKernelsAndThreads) {
+  Trace t = test::make_full_trace();
+  TraceSummary s = summarize(t);
+  EXPECT_EQ(s.counts.runtime_api, 2u);
+  EXPECT_EQ(s.counts.driver_api, 1u);
+  EXPECT_EQ(s.counts.kernels, 1u);
+  EXPECT_EQ(s.counts.memcpys, 1u);
+  EXPECT_EQ(s.counts.memsets, 1u);
+  EXPECT_EQ(s.counts.syncs, 1u);
+  EXPECT_EQ(s.counts.annotations, 4u);
+  ASSERT_EQ(s.processes.size(), 2u);
+  EXPECT_EQ(s.processes[0].threads.size(), 2u);
+  EXPECT_EQ(s.processes[1].threads.size(), 1u);
+  ASSERT_EQ(s.top_kernels.size(), 1u);
+  EXPECT_EQ(s.top_kernels[0].name, "ampere_sgemm_128x64_tn");
+  EXPECT_EQ(s.top_kernels[0].total, 2500);
+  EXPECT_EQ(s.streams.size(), 2u);
+  EXPECT_EQ(s.dropped_events, 3);
+}
+
+} // namespace
+} // namespace dreamscope

@@ -1,0 +1,194 @@
+#include "test_traces.h"
+
+#include <dreamscope/trace_file.h>
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <random>
+
+namespace dreamscope {
+namespace {
+
+using test::ScratchDir;
+
+// Compares two traces field by field, with names compared as text (ids may differ).
+void expect_same_events(const Trace& a, const Trace& b) {
+  ASSERT_EQ(a.processes(), b.processes());
+  ASSERT_EQ(a.devices(), b.devices());
+  ASSERT_EQ(a.tracks(), b.tracks());
+
+  ASSERT_EQ(a.cuda_api().size(), b.cuda_api().size());
+  for (std::size_t i = 0; i < a.cuda_api().size(); ++i) {
+    CudaApiRecord x = a.cuda_api().row(i), y = b.cuda_api().row(i);
+    EXPECT_EQ(a.str(x.name), b.str(y.name)) << "cuda_api row " << i;
+    x.name = y.name = 0;
+    EXPECT_EQ(x, y) << "cuda_api row " << i;
+  }
+  const auto& ga = a.gpu_ops();
+  const auto& gb = b.gpu_ops();
+  ASSERT_EQ(ga.size(), gb.size());
+  for (std::size_t i = 0; i < ga.size(); ++i) {
+    EXPECT_EQ(ga.track[i], gb.track[i]);
+    EXPECT_EQ(ga.kind[i], gb.kind[i]);
+    EXPECT_EQ(ga.subkind[i], gb.subkind[i]);
+    EXPECT_EQ(ga.start[i], gb.start[i]);
+    EXPECT_EQ(ga.end[i], gb.end[i]);
+    EXPECT_EQ(a.str(ga.name[i]), b.str(gb.name[i]));
+    EXPECT_EQ(ga.correlation[i], gb.correlation[i]);
+    EXPECT_EQ(a.launch_configs()[ga.launch[i]], b.launch_configs()[gb.launch[i]]);
+    EXPECT_EQ(ga.bytes[i], gb.bytes[i]);
+    EXPECT_EQ(ga.event[i], gb.event[i]);
+  }
+  ASSERT_EQ(a.annotations().size(), b.annotations().size());
+  for (std::size_t i = 0; i < a.annotations().size(); ++i) {
+    AnnotationRecord x = a.annotations().row(i), y = b.annotations().row(i);
+    EXPECT_EQ(a.str(x.name), b.str(y.name));
+    EXPECT_EQ(a.str(x.domain), b.str(y.domain));
+    EXPECT_EQ(a.str(x.category), b.str(y.category));
+    x.name = y.name = x.domain = y.domain = x.category = y.category = 0;
+    EXPECT_EQ(x, y) << "annotation row " << i;
+    EXPECT_EQ(a.annotations().parent[i], b.annotations().parent[i]);
+    EXPECT_EQ(a.annotations().depth[i], b.annotations().depth[i]);
+  }
+  ASSERT_EQ(a.flows().size(), b.flows().size());
+  for (std::size_t i = 0; i < a.flows().size(); ++i) {
+    FlowRecord x = a.flows()[i], y = b.flows()[i];
+    EXPECT_EQ(a.str(x.kind), b.str(y.kind));
+    x.kind = y.kind = 0;
+    EXPECT_EQ(x, y);
+  }
+  EXPECT_EQ(a.calibration(), b.calibration());
+  ASSERT_EQ(a.overheads().size(), b.overheads().size());
+  for (std::size_t i = 0; i < a.overheads().size(); ++i) {
+    OverheadRecord x = a.overheads()[i], y = b.overheads()[i];
+    EXPECT_EQ(a.str(x.kind), b.str(y.kind));
+    x.kind = y.kind = 0;
+    EXPECT_EQ(x, y);
+  }
+}
+
+TEST(TraceRoundTrip, EveryTableAndField) {
+  ScratchDir dir;
+  Trace original = test::make_full_trace();
+  write_trace(original, dir / "full.db");
+  Trace back = read_trace(dir / "full.db");
+
+  expect_same_events(original, back);
+  EXPECT_TRUE(back.complete());
+  EXPECT_EQ(back.source(), TraceSource::Tracer);
+  EXPECT_EQ(back.dropped_events(), 3);
+  EXPECT_EQ(back.meta_value("command"), "python train.py --epochs 1");
+  EXPECT_EQ(back.meta_value("host"), "node-7");
+  EXPECT_EQ(back.meta_value("warnings"), "CUPTI: counters unavailable");
+  EXPECT_EQ(back.meta_value("schema_version"), std::to_string(kSchemaVersion));
+  EXPECT_EQ(back.begin_time(), 2500);
+  EXPECT_EQ(back.end_time(), 20000);
+  // Written, the file is one self-contained database: the WAL was folded back in.
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "full.db-wal"));
+}
+
+TEST(TraceRoundTrip, ViewsResolveNamesForSqlUsers) {
+  ScratchDir dir;
+  write_trace(test::make_full_trace(), dir / "views.db");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2((dir / "views.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  auto one = [&](const char* sql) {
+    sqlite3_stmt* s = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, sql, -1, &s, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+    std::string out;
+    if (sqlite3_step(s) == SQLITE_ROW) out = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+    sqlite3_finalize(s);
+    return out;
+  };
+  EXPECT_EQ(one("SELECT name || ':' || dur || ':' || grid_x FROM kernel"), "ampere_sgemm_128x64_tn:2500:120");
+  EXPECT_EQ(one("SELECT group_concat(name, ',') FROM (SELECT name FROM cuda_api_named ORDER BY start)"),
+            "cuLaunchKernel,cudaLaunchKernel,cudaMemcpyAsync");
+  EXPECT_EQ(one("SELECT name || '/' || category || '/' || payload FROM annotation_named WHERE name = 'prep'"),
+            "prep/prep/12");
+  EXPECT_EQ(one("SELECT count(*) FROM thread"), "3");
+  EXPECT_EQ(one("SELECT group_concat(stream) FROM stream"), "7,20");
+  EXPECT_EQ(one("SELECT kind FROM gpu_op_named WHERE name LIKE 'Memcpy%'"), "memcpy");
+  sqlite3_close(db);
+}
+
+TEST(TraceRoundTrip, OneMillionEventsExactly) {
+  ScratchDir dir;
+  const std::size_t n = 1'000'000;
+  std::mt19937_64 rng(42);
+  TraceBuilder b;
+  auto proc = b.add_process(ProcessInfo{.pid = 1, .name = "bench"});
+  auto dev = b.add_device(DeviceInfo{.ordinal = 0, .name = "gpu"});
+  std::vector<TrackId> threads, streams;
+  for (int i = 0; i < 4; ++i) threads.push_back(b.thread_track(proc, 10 + i));
+  for (int i = 0; i < 3; ++i) streams.push_back(b.stream_track(dev, i));
+  std::vector<StringId> names;
+  for (int i = 0; i < 300; ++i) names.push_back(b.intern("name_" + std::to_string(i)));
+  b.reserve(n / 3, n / 3, n / 3 + 1);
+  TimeNs t = 1'700'000'000'000'000'000;
+  for (std::size_t i = 0; i < n; ++i) {
+    t += static_cast<TimeNs>(rng() % 5000);
+    TimeNs dur = static_cast<TimeNs>(rng() % 20000);
+    StringId name = names[rng() % names.size()];
+    switch (i % 3) {
+      case 0:
+        b.add(CudaApiRecord{.track = threads[rng() % 4], .start = t, .end = t + dur, .name = name,
+                            .cbid = static_cast<std::int32_t>(rng() % 400), .kind = ApiKind::Runtime,
+                            .correlation = static_cast<std::int64_t>(i), .external_id = kNoValue, .result = 0,
+                            .stream = static_cast<std::int64_t>(rng() % 3), .event = kNoValue});
+        break;
+      case 1: {
+        GpuOpRecord g{.track = streams[rng() % 3], .kind = static_cast<GpuOpKind>(rng() % 4), .subkind = 1,
+                      .start = t, .end = t + dur, .name = name, .correlation = static_cast<std::int64_t>(i - 1)};
+        if (g.kind == GpuOpKind::Kernel) g.launch = LaunchConfig{{static_cast<int>(rng() % 1000), 1, 1}, {128, 1, 1}, 32, 0, 0};
+        g.bytes = g.kind == GpuOpKind::Memcpy ? static_cast<std::int64_t>(rng() % 100000) : 0;
+        b.add(g);
+        break;
+      }
+      default:
+        b.add(AnnotationRecord{.track = threads[rng() % 4], .start = t, .end = t + dur, .name = name,
+                               .domain = names[0], .category = names[1],
+                               .payload = (rng() % 2) ? static_cast<std::int64_t>(rng() % 1000) : kNoValue,
+                               .external_id = kNoValue});
+    }
+  }
+  Trace original = std::move(b).build();
+  ASSERT_EQ(original.event_count(), n);
+  write_trace(original, dir / "million.db");
+  Trace back = read_trace(dir / "million.db");
+  ASSERT_EQ(back.event_count(), n);
+  expect_same_events(original, back);
+}
+
+TEST(TraceRoundTrip, StreamingWriterMatchesReader) {
+  ScratchDir dir;
+  {
+    TraceWriter w(dir / "stream.db", TraceWriterOptions{.batch_rows = 7});
+    auto p = w.add_process(ProcessInfo{.pid = 9, .name = "a.out"});
+    TrackId t = w.add_track(TrackInfo{.kind = TrackKind::CpuThread, .process = p, .tid = 9, .name = "main"});
+    StringId step = w.intern("step");
+    EXPECT_EQ(w.intern("step"), step);
+    for (int i = 0; i < 100; ++i) {
+      // Inner ranges arrive before the outer one, as a tracer records them at their end.
+      w.add(AnnotationRecord{.track = t, .start = i * 100 + 10, .end = i * 100 + 50, .name = w.intern("inner"),
+                             .domain = 0, .category = 0, .payload = i, .external_id = kNoValue});
+      w.add(AnnotationRecord{.track = t, .start = i * 100, .end = i * 100 + 90, .name = step, .domain = 0,
+                             .category = 0, .payload = i, .external_id = kNoValue});
+    }
+    w.close();
+  }
+  Trace tr = read_trace(dir / "stream.db");
+  ASSERT_EQ(tr.annotations().size(), 200u);
+  const auto& a = tr.annotations();
+  for (std::size_t i = 0; i < 200; i += 2) {
+    EXPECT_EQ(tr.str(a.name[i]), "step");
+    EXPECT_EQ(a.depth[i], 0);
+    EXPECT_EQ(tr.str(a.name[i + 1]), "inner");
+    EXPECT_EQ(a.parent[i + 1], i);
+    EXPECT_EQ(a.depth[i + 1], 1);
+    EXPECT_EQ(a.payload[i + 1], static_cast<std::int64_t>(i / 2));
+  }
+}
+
+} // namespace
+} // namespace dreamscope
