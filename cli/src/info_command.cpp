@@ -129,9 +129,7 @@ std::string render_json(const std::string& path, const TraceSummary& s) {
   return j.dump(2) + "\n";
 }
 
-} // namespace
-
-void register_info_command(CLI::App& app, CommandAction& action) {
+const CommandRegistration info_command(20, "info", [](CLI::App& app) -> CommandAction {
   auto opts = std::make_shared<InfoOptions>();
   auto* cmd = app.add_subcommand("info", "Summarize a trace: source, time span, processes, threads, devices, "
                                          "streams, event counts, top kernels, completeness");
@@ -139,13 +137,14 @@ void register_info_command(CLI::App& app, CommandAction& action) {
   cmd->add_flag("--json", opts->json, "Print JSON instead of text");
   cmd->add_option("-o,--output", opts->output, "Write to this file instead of stdout");
   cmd->add_option("--top", opts->top, "How many kernels to list")->capture_default_str();
-  cmd->footer("Example:\n  dreamscope info samples/data/cpu_train.db\n  dreamscope info --json trace.db | jq .events");
-  action = [opts] {
+  cmd->footer("Example:\n  dreamscope info trace.db\n  dreamscope info --json trace.db > info.json");
+  return [opts] {
     Trace trace = read_trace(opts->trace);
     TraceSummary s = summarize(trace, opts->top);
     write_output(opts->output, opts->json ? render_json(opts->trace, s) : render_text(opts->trace, s));
     return kExitOk;
   };
-}
+});
 
+} // namespace
 } // namespace dreamscope::cli

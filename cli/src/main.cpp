@@ -2,9 +2,29 @@
 
 #include <dreamscope/trace_file.h>
 
+#include <algorithm>
 #include <cstdio>
-#include <iostream>
-#include <map>
+#include <vector>
+
+namespace dreamscope::cli {
+
+namespace {
+struct Registered {
+  int order;
+  std::string name;
+  CommandSetup setup;
+};
+std::vector<Registered>& registry() {
+  static std::vector<Registered> r;
+  return r;
+}
+} // namespace
+
+CommandRegistration::CommandRegistration(int order, std::string name, CommandSetup setup) {
+  registry().push_back({order, std::move(name), std::move(setup)});
+}
+
+} // namespace dreamscope::cli
 
 int main(int argc, char** argv) {
   using namespace dreamscope::cli;
@@ -16,37 +36,32 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("dreamscope ") + DREAMSCOPE_VERSION);
 
-  std::map<const CLI::App*, CommandAction> actions;
-  auto add = [&](void (*reg)(CLI::App&, CommandAction&)) {
-    CommandAction action;
-    reg(app, action);
-    actions[app.get_subcommands({}).back()] = std::move(action);
-  };
-  add(register_info_command);
+  auto& commands = registry();
+  std::sort(commands.begin(), commands.end(), [](const auto& a, const auto& b) { return a.order < b.order; });
+  std::vector<std::pair<CLI::App*, CommandAction>> actions;
+  for (auto& c : commands) {
+    CommandAction action = c.setup(app);
+    actions.emplace_back(app.get_subcommand(c.name), std::move(action));
+  }
 
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
+  } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return kExitUsage;
   }
   for (const auto& [cmd, action] : actions) {
-    if (cmd->parsed()) {
-      try {
-        return action();
-      } catch (const dreamscope::TraceError& e) {
-        std::fprintf(stderr, "dreamscope: %s\n", e.what());
-        return kExitError;
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "dreamscope %s: %s\n", cmd->get_name().c_str(), e.what());
-        return kExitError;
-      }
+    if (!cmd->parsed()) continue;
+    try {
+      return action();
+    } catch (const dreamscope::TraceError& e) {
+      std::fprintf(stderr, "dreamscope %s: %s\n", cmd->get_name().c_str(), e.what());
+      return kExitError;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "dreamscope %s: %s\n", cmd->get_name().c_str(), e.what());
+      return kExitError;
     }
   }
   return kExitUsage;

@@ -1,0 +1,54 @@
+// Importers: traces recorded by other tools, read into a `Trace`.
+//
+// - PyTorch profiler (Kineto) Chrome-trace JSON, plain or gzipped.
+// - Nsight Systems SQLite export (`nsys export --type sqlite`).
+// `load_trace()` opens any of these or a dreamscope trace.db, picking by content, so every
+// command accepts them directly. Malformed input that leaves the rest usable is counted in
+// `ImportStats` (as Perfetto's stats table does) and stored in meta.import_warnings;
+// input that cannot be used throws TraceError naming the file and the problem.
+#pragma once
+
+#include "dreamscope/trace.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+
+namespace dreamscope {
+
+enum class TraceFormat { DreamscopeDb, KinetoJson, NsysSqlite, Unknown };
+
+// A kind of problem, how often it happened, and one example of it.
+struct ImportIssue {
+  std::int64_t count = 0;
+  std::string example;
+};
+
+struct ImportStats {
+  std::uint64_t bytes = 0;        // input bytes parsed (uncompressed)
+  std::uint64_t events_read = 0;  // events in the input
+  std::uint64_t events_kept = 0;  // events that became rows of the Trace
+  double seconds = 0;
+  std::map<std::string, ImportIssue> issues; // key: what was wrong, e.g. "event without dur"
+};
+
+struct ImportProgress {
+  std::uint64_t bytes_done = 0;
+  std::uint64_t bytes_total = 0;
+};
+using ImportProgressFn = std::function<void(const ImportProgress&)>;
+
+TraceFormat detect_trace_format(const std::filesystem::path& path);
+
+Trace import_kineto(const std::filesystem::path& path, ImportStats* stats = nullptr,
+                    const ImportProgressFn& progress = {});
+Trace import_nsys(const std::filesystem::path& path, ImportStats* stats = nullptr,
+                  const ImportProgressFn& progress = {});
+
+// Any supported format. `stats` is filled for imported formats.
+Trace load_trace(const std::filesystem::path& path, ImportStats* stats = nullptr,
+                 const ImportProgressFn& progress = {});
+
+} // namespace dreamscope
