@@ -6,7 +6,9 @@ namespace dreamscope::schema {
 // Tables, created empty when a trace file is made. Event tables are WITHOUT ROWID and
 // clustered on (track, start, id): a track's events lie together on disk in time order,
 // so a time-window query on one track is a range scan of the primary key with no second
-// index to store, and the reader streams each track already sorted.
+// index to store, and the reader streams each track already sorted. Events store `dur`
+// rather than `end` (a short duration is 1-3 bytes, an absolute time 6-8), and kernels
+// share deduplicated launch configurations: both keep an event near 35 bytes on disk.
 inline constexpr const char* kCreateTables = R"sql(
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE string(id INTEGER PRIMARY KEY, value TEXT NOT NULL);
@@ -23,19 +25,21 @@ CREATE TABLE track(
   id INTEGER PRIMARY KEY, kind INTEGER NOT NULL, process INTEGER REFERENCES process,
   tid INTEGER, device INTEGER REFERENCES device, stream INTEGER, name TEXT);
 CREATE TABLE cuda_api(
-  track INTEGER NOT NULL, start INTEGER NOT NULL, id INTEGER NOT NULL, end INTEGER NOT NULL,
+  track INTEGER NOT NULL, start INTEGER NOT NULL, id INTEGER NOT NULL, dur INTEGER NOT NULL,
   name INTEGER NOT NULL, cbid INTEGER, kind INTEGER, correlation INTEGER,
   external_id INTEGER, result INTEGER, stream INTEGER, event INTEGER,
   PRIMARY KEY(track, start, id)) WITHOUT ROWID;
+CREATE TABLE launch(
+  id INTEGER PRIMARY KEY, grid_x INTEGER, grid_y INTEGER, grid_z INTEGER, block_x INTEGER,
+  block_y INTEGER, block_z INTEGER, registers_per_thread INTEGER, shared_memory_static INTEGER,
+  shared_memory_dynamic INTEGER);
 CREATE TABLE gpu_op(
-  track INTEGER NOT NULL, start INTEGER NOT NULL, id INTEGER NOT NULL, end INTEGER NOT NULL,
+  track INTEGER NOT NULL, start INTEGER NOT NULL, id INTEGER NOT NULL, dur INTEGER NOT NULL,
   kind INTEGER NOT NULL, subkind INTEGER, name INTEGER NOT NULL, correlation INTEGER,
-  grid_x INTEGER, grid_y INTEGER, grid_z INTEGER, block_x INTEGER, block_y INTEGER,
-  block_z INTEGER, registers_per_thread INTEGER, shared_memory_static INTEGER,
-  shared_memory_dynamic INTEGER, bytes INTEGER, event INTEGER,
+  launch INTEGER REFERENCES launch, bytes INTEGER, event INTEGER,
   PRIMARY KEY(track, start, id)) WITHOUT ROWID;
 CREATE TABLE annotation(
-  track INTEGER NOT NULL, start INTEGER NOT NULL, id INTEGER NOT NULL, end INTEGER NOT NULL,
+  track INTEGER NOT NULL, start INTEGER NOT NULL, id INTEGER NOT NULL, dur INTEGER NOT NULL,
   name INTEGER NOT NULL, domain INTEGER, category INTEGER, payload INTEGER,
   external_id INTEGER,
   PRIMARY KEY(track, start, id)) WITHOUT ROWID;
@@ -45,7 +49,7 @@ CREATE TABLE flow(
 CREATE TABLE calibration(
   event_kind TEXT PRIMARY KEY, cost_ns REAL NOT NULL, samples INTEGER, method TEXT);
 CREATE TABLE overhead(
-  id INTEGER PRIMARY KEY, track INTEGER NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL,
+  id INTEGER PRIMARY KEY, track INTEGER NOT NULL, start INTEGER NOT NULL, dur INTEGER NOT NULL,
   kind INTEGER);
 )sql";
 
@@ -58,23 +62,24 @@ CREATE VIEW stream AS
   SELECT t.id AS track, d.ordinal AS device, t.stream AS stream, t.name AS name
   FROM track t LEFT JOIN device d ON d.id = t.device WHERE t.kind = 1;
 CREATE VIEW kernel AS
-  SELECT g.track, g.start, g.end, g.end - g.start AS dur, s.value AS name, g.correlation,
-         g.grid_x, g.grid_y, g.grid_z, g.block_x, g.block_y, g.block_z,
-         g.registers_per_thread, g.shared_memory_static, g.shared_memory_dynamic
-  FROM gpu_op g JOIN string s ON s.id = g.name WHERE g.kind = 0;
+  SELECT g.track, g.start, g.start + g.dur AS end, g.dur, s.value AS name, g.correlation,
+         l.grid_x, l.grid_y, l.grid_z, l.block_x, l.block_y, l.block_z,
+         l.registers_per_thread, l.shared_memory_static, l.shared_memory_dynamic
+  FROM gpu_op g JOIN string s ON s.id = g.name LEFT JOIN launch l ON l.id = g.launch
+  WHERE g.kind = 0;
 CREATE VIEW gpu_op_named AS
-  SELECT g.track, g.start, g.end, g.end - g.start AS dur,
+  SELECT g.track, g.start, g.start + g.dur AS end, g.dur,
          CASE g.kind WHEN 0 THEN 'kernel' WHEN 1 THEN 'memcpy' WHEN 2 THEN 'memset'
                      WHEN 3 THEN 'sync' END AS kind,
          s.value AS name, g.correlation, g.bytes
   FROM gpu_op g JOIN string s ON s.id = g.name;
 CREATE VIEW cuda_api_named AS
-  SELECT a.track, a.start, a.end, a.end - a.start AS dur, s.value AS name,
+  SELECT a.track, a.start, a.start + a.dur AS end, a.dur, s.value AS name,
          CASE a.kind WHEN 0 THEN 'runtime' ELSE 'driver' END AS api, a.cbid,
          a.correlation, a.result
   FROM cuda_api a JOIN string s ON s.id = a.name;
 CREATE VIEW annotation_named AS
-  SELECT a.track, a.start, a.end, a.end - a.start AS dur, s.value AS name,
+  SELECT a.track, a.start, a.start + a.dur AS end, a.dur, s.value AS name,
          d.value AS domain, c.value AS category, a.payload
   FROM annotation a JOIN string s ON s.id = a.name
        LEFT JOIN string d ON d.id = a.domain LEFT JOIN string c ON c.id = a.category;

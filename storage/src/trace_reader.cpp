@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <unordered_map>
 
 namespace dreamscope {
 
@@ -211,7 +212,7 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
   b.reserve(n_api, n_gpu, n_ann);
 
   // Primary-key order is (track, start, id): rows arrive sorted, so build() needs no sort.
-  r.each("SELECT track, start, end, name, cbid, kind, correlation, external_id, result, stream, event "
+  r.each("SELECT track, start, start + dur, name, cbid, kind, correlation, external_id, result, stream, event "
          "FROM cuda_api ORDER BY track, start, id",
          [&](sqlite3_stmt* s) {
            CudaApiRecord a;
@@ -229,8 +230,19 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
            b.add(a);
            tick();
          });
-  r.each("SELECT track, start, end, kind, subkind, name, correlation, grid_x, grid_y, grid_z, block_x, block_y, "
-         "block_z, registers_per_thread, shared_memory_static, shared_memory_dynamic, bytes, event "
+  std::unordered_map<std::int64_t, LaunchConfig> launches;
+  r.each("SELECT id, grid_x, grid_y, grid_z, block_x, block_y, block_z, registers_per_thread, "
+         "shared_memory_static, shared_memory_dynamic FROM launch",
+         [&](sqlite3_stmt* s) {
+           LaunchConfig c;
+           for (int i = 0; i < 3; ++i) c.grid[i] = sqlite3_column_int(s, 1 + i);
+           for (int i = 0; i < 3; ++i) c.block[i] = sqlite3_column_int(s, 4 + i);
+           c.registers_per_thread = sqlite3_column_int(s, 7);
+           c.shared_memory_static = sqlite3_column_int(s, 8);
+           c.shared_memory_dynamic = sqlite3_column_int(s, 9);
+           launches.emplace(sqlite3_column_int64(s, 0), c);
+         });
+  r.each("SELECT track, start, start + dur, kind, subkind, name, correlation, launch, bytes, event "
          "FROM gpu_op ORDER BY track, start, id",
          [&](sqlite3_stmt* s) {
            GpuOpRecord g;
@@ -243,17 +255,17 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
            g.subkind = static_cast<std::uint8_t>(sqlite3_column_int(s, 4));
            g.name = str(s, 5);
            g.correlation = opt_int(s, 6);
-           for (int i = 0; i < 3; ++i) g.launch.grid[i] = sqlite3_column_int(s, 7 + i);
-           for (int i = 0; i < 3; ++i) g.launch.block[i] = sqlite3_column_int(s, 10 + i);
-           g.launch.registers_per_thread = sqlite3_column_int(s, 13);
-           g.launch.shared_memory_static = sqlite3_column_int(s, 14);
-           g.launch.shared_memory_dynamic = sqlite3_column_int(s, 15);
-           g.bytes = sqlite3_column_int64(s, 16);
-           g.event = opt_int(s, 17);
+           if (std::int64_t launch = opt_int(s, 7); launch != kNoValue) {
+             auto it = launches.find(launch);
+             if (it == launches.end()) r.fail("a gpu_op row names launch " + std::to_string(launch) + ", which the launch table lacks");
+             g.launch = it->second;
+           }
+           g.bytes = sqlite3_column_int64(s, 8);
+           g.event = opt_int(s, 9);
            b.add(g);
            tick();
          });
-  r.each("SELECT track, start, end, name, domain, category, payload, external_id "
+  r.each("SELECT track, start, start + dur, name, domain, category, payload, external_id "
          "FROM annotation ORDER BY track, start, id",
          [&](sqlite3_stmt* s) {
            AnnotationRecord a;
@@ -286,7 +298,7 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
     c.method = text(s, 3);
     b.add(c);
   });
-  r.each("SELECT track, start, end, kind FROM overhead ORDER BY id", [&](sqlite3_stmt* s) {
+  r.each("SELECT track, start, start + dur, kind FROM overhead ORDER BY id", [&](sqlite3_stmt* s) {
     OverheadRecord o;
     o.track = track(s, 0);
     o.start = sqlite3_column_int64(s, 1);

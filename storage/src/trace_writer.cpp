@@ -15,6 +15,7 @@ namespace dreamscope {
 
 struct InternTable {
   std::unordered_map<std::string, StringId> ids;
+  std::unordered_map<std::string, std::int64_t> launch_ids; // LaunchConfig bytes -> launch.id
 };
 
 struct TraceWriter::Statements {
@@ -29,9 +30,11 @@ struct TraceWriter::Statements {
   sqlite3_stmt* flow = nullptr;
   sqlite3_stmt* calibration = nullptr;
   sqlite3_stmt* overhead = nullptr;
+  sqlite3_stmt* launch = nullptr;
 
   ~Statements() {
-    for (auto* s : {string, meta, process, device, track, cuda_api, gpu_op, annotation, flow, calibration, overhead}) {
+    for (auto* s : {string, meta, process, device, track, cuda_api, gpu_op, annotation, flow, calibration, overhead,
+                    launch}) {
       sqlite3_finalize(s);
     }
   }
@@ -121,20 +124,22 @@ TraceWriter::TraceWriter(std::filesystem::path path, TraceWriterOptions options)
           "compute_capability_major, compute_capability_minor) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
   prepare(s.track, "INSERT INTO track(id, kind, process, tid, device, stream, name) VALUES(?,?,?,?,?,?,?)");
   prepare(s.cuda_api,
-          "INSERT INTO cuda_api(track, start, id, end, name, cbid, kind, correlation, external_id, result, "
+          "INSERT INTO cuda_api(track, start, id, dur, name, cbid, kind, correlation, external_id, result, "
           "stream, event) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
   prepare(s.gpu_op,
-          "INSERT INTO gpu_op(track, start, id, end, kind, subkind, name, correlation, grid_x, grid_y, grid_z, "
-          "block_x, block_y, block_z, registers_per_thread, shared_memory_static, shared_memory_dynamic, bytes, "
-          "event) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+          "INSERT INTO gpu_op(track, start, id, dur, kind, subkind, name, correlation, launch, bytes, event) "
+          "VALUES(?,?,?,?,?,?,?,?,?,?,?)");
+  prepare(s.launch,
+          "INSERT INTO launch(id, grid_x, grid_y, grid_z, block_x, block_y, block_z, registers_per_thread, "
+          "shared_memory_static, shared_memory_dynamic) VALUES(?,?,?,?,?,?,?,?,?,?)");
   prepare(s.annotation,
-          "INSERT INTO annotation(track, start, id, end, name, domain, category, payload, external_id) "
+          "INSERT INTO annotation(track, start, id, dur, name, domain, category, payload, external_id) "
           "VALUES(?,?,?,?,?,?,?,?,?)");
   prepare(s.flow,
           "INSERT INTO flow(kind, from_track, from_time, to_track, to_time, flow_id) VALUES(?,?,?,?,?,?)");
   prepare(s.calibration,
           "INSERT OR REPLACE INTO calibration(event_kind, cost_ns, samples, method) VALUES(?,?,?,?)");
-  prepare(s.overhead, "INSERT INTO overhead(track, start, end, kind) VALUES(?,?,?,?)");
+  prepare(s.overhead, "INSERT INTO overhead(track, start, dur, kind) VALUES(?,?,?,?)");
 
   set_meta("schema_version", std::to_string(kSchemaVersion));
   set_meta("dreamscope_version", DREAMSCOPE_VERSION);
@@ -287,7 +292,7 @@ void TraceWriter::add(const CudaApiRecord& r) {
   sqlite3_bind_int64(st, 1, r.track);
   sqlite3_bind_int64(st, 2, r.start);
   sqlite3_bind_int64(st, 3, next_event_id_++);
-  sqlite3_bind_int64(st, 4, r.end);
+  sqlite3_bind_int64(st, 4, r.end - r.start);
   sqlite3_bind_int64(st, 5, r.name);
   sqlite3_bind_int64(st, 6, r.cbid);
   sqlite3_bind_int64(st, 7, static_cast<int>(r.kind));
@@ -300,28 +305,39 @@ void TraceWriter::add(const CudaApiRecord& r) {
   count_row();
 }
 
+std::int64_t TraceWriter::launch_id(const LaunchConfig& c) {
+  if (c == LaunchConfig{}) return kNoValue;
+  std::string key(reinterpret_cast<const char*>(&c), sizeof c);
+  auto [it, inserted] = strings_->launch_ids.try_emplace(std::move(key), 0);
+  if (!inserted) return it->second;
+  it->second = static_cast<std::int64_t>(strings_->launch_ids.size());
+  auto* st = stmts_->launch;
+  sqlite3_bind_int64(st, 1, it->second);
+  for (int i = 0; i < 3; ++i) sqlite3_bind_int64(st, 2 + i, c.grid[i]);
+  for (int i = 0; i < 3; ++i) sqlite3_bind_int64(st, 5 + i, c.block[i]);
+  sqlite3_bind_int64(st, 8, c.registers_per_thread);
+  sqlite3_bind_int64(st, 9, c.shared_memory_static);
+  sqlite3_bind_int64(st, 10, c.shared_memory_dynamic);
+  DS_STEP(st);
+  count_row();
+  return it->second;
+}
+
 void TraceWriter::add(const GpuOpRecord& r) {
   begin_if_needed();
+  const std::int64_t launch = launch_id(r.launch);
   auto* st = stmts_->gpu_op;
   sqlite3_bind_int64(st, 1, r.track);
   sqlite3_bind_int64(st, 2, r.start);
   sqlite3_bind_int64(st, 3, next_event_id_++);
-  sqlite3_bind_int64(st, 4, r.end);
+  sqlite3_bind_int64(st, 4, r.end - r.start);
   sqlite3_bind_int64(st, 5, static_cast<int>(r.kind));
   sqlite3_bind_int64(st, 6, r.subkind);
   sqlite3_bind_int64(st, 7, r.name);
   bind_optional(st, 8, r.correlation);
-  if (r.kind == GpuOpKind::Kernel) {
-    for (int i = 0; i < 3; ++i) sqlite3_bind_int64(st, 9 + i, r.launch.grid[i]);
-    for (int i = 0; i < 3; ++i) sqlite3_bind_int64(st, 12 + i, r.launch.block[i]);
-    sqlite3_bind_int64(st, 15, r.launch.registers_per_thread);
-    sqlite3_bind_int64(st, 16, r.launch.shared_memory_static);
-    sqlite3_bind_int64(st, 17, r.launch.shared_memory_dynamic);
-  } else {
-    for (int i = 9; i <= 17; ++i) sqlite3_bind_null(st, i);
-  }
-  sqlite3_bind_int64(st, 18, r.bytes);
-  bind_optional(st, 19, r.event);
+  bind_optional(st, 9, launch);
+  sqlite3_bind_int64(st, 10, r.bytes);
+  bind_optional(st, 11, r.event);
   DS_STEP(st);
   count_row();
 }
@@ -332,7 +348,7 @@ void TraceWriter::add(const AnnotationRecord& r) {
   sqlite3_bind_int64(st, 1, r.track);
   sqlite3_bind_int64(st, 2, r.start);
   sqlite3_bind_int64(st, 3, next_event_id_++);
-  sqlite3_bind_int64(st, 4, r.end);
+  sqlite3_bind_int64(st, 4, r.end - r.start);
   sqlite3_bind_int64(st, 5, r.name);
   sqlite3_bind_int64(st, 6, r.domain);
   sqlite3_bind_int64(st, 7, r.category);
@@ -371,7 +387,7 @@ void TraceWriter::add(const OverheadRecord& r) {
   auto* st = stmts_->overhead;
   sqlite3_bind_int64(st, 1, r.track);
   sqlite3_bind_int64(st, 2, r.start);
-  sqlite3_bind_int64(st, 3, r.end);
+  sqlite3_bind_int64(st, 3, r.end - r.start);
   sqlite3_bind_int64(st, 4, r.kind);
   DS_STEP(st);
   count_row();

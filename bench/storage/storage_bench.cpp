@@ -1,0 +1,127 @@
+// Writer throughput and on-disk size, and the cost of loading a trace into memory.
+//
+//   build/release/bench/storage_bench --benchmark_filter=Writer
+//   build/release/bench/storage_bench --benchmark_filter=Load --benchmark_min_time=1x
+// bench/storage_figures.sh runs both and prints the figures the targets are stated in.
+#include <dreamscope/trace_file.h>
+
+#include <benchmark/benchmark.h>
+
+#include <filesystem>
+#include <random>
+#include <sys/resource.h>
+#include <unistd.h>
+
+namespace dreamscope {
+namespace {
+
+std::filesystem::path scratch_file(const char* name) {
+  const char* dir = std::getenv("DREAMSCOPE_BENCH_DIR");
+  std::filesystem::path base = dir ? dir : std::filesystem::temp_directory_path();
+  return base / (std::string(name) + "-" + std::to_string(::getpid()) + ".db");
+}
+
+// The mix a tracer writes for a GPU training step: per kernel launch, one runtime API call
+// and one kernel; per few launches, an NVTX range. Timestamps are CLOCK_MONOTONIC-like.
+struct EventMix {
+  std::mt19937_64 rng{7};
+  TimeNs t = 3'600'000'000'000; // an hour of uptime
+  std::int64_t correlation = 0;
+  std::vector<StringId> kernel_names, api_names, range_names;
+  TrackId main_thread = 0, loader_thread = 0, compute_stream = 0, copy_stream = 0;
+
+  template <typename Sink>
+  void setup(Sink& sink, std::uint32_t process, std::uint32_t device, auto&& add_track) {
+    main_thread = add_track(TrackInfo{.kind = TrackKind::CpuThread, .process = process, .tid = 100});
+    loader_thread = add_track(TrackInfo{.kind = TrackKind::CpuThread, .process = process, .tid = 101});
+    compute_stream = add_track(TrackInfo{.kind = TrackKind::GpuStream, .device = device, .stream = 7});
+    copy_stream = add_track(TrackInfo{.kind = TrackKind::GpuStream, .device = device, .stream = 20});
+    for (int i = 0; i < 200; ++i) kernel_names.push_back(sink.intern("void at::native::kernel_" + std::to_string(i)));
+    for (const char* n : {"cudaLaunchKernel", "cudaMemcpyAsync", "cudaStreamSynchronize", "cudaEventRecord"}) {
+      api_names.push_back(sink.intern(n));
+    }
+    for (int i = 0; i < 50; ++i) range_names.push_back(sink.intern("aten::op_" + std::to_string(i)));
+  }
+
+  // Emits three events: a range, a launch call and its kernel.
+  template <typename Sink>
+  void emit3(Sink& sink) {
+    t += 2000 + static_cast<TimeNs>(rng() % 3000);
+    ++correlation;
+    const bool on_main = (rng() % 8) != 0;
+    const TrackId thread = on_main ? main_thread : loader_thread;
+    sink.add(AnnotationRecord{.track = thread, .start = t - 500, .end = t + 4000,
+                              .name = range_names[rng() % range_names.size()], .domain = 1, .category = 2,
+                              .payload = kNoValue, .external_id = correlation});
+    sink.add(CudaApiRecord{.track = thread, .start = t, .end = t + 3000 + static_cast<TimeNs>(rng() % 2000),
+                           .name = api_names[0], .cbid = 211, .kind = ApiKind::Runtime,
+                           .correlation = correlation, .external_id = kNoValue, .result = 0, .stream = 7,
+                           .event = kNoValue});
+    GpuOpRecord k{.track = compute_stream, .kind = GpuOpKind::Kernel, .subkind = 0, .start = t + 6000,
+                  .end = t + 6000 + static_cast<TimeNs>(rng() % 50000),
+                  .name = kernel_names[rng() % kernel_names.size()], .correlation = correlation};
+    k.launch = LaunchConfig{{static_cast<int>(rng() % 4096), 1, 1}, {256, 1, 1}, 32, 0, 0};
+    sink.add(k);
+  }
+};
+
+void BM_WriterEventsPerSecond(benchmark::State& state) {
+  const auto events = static_cast<std::size_t>(state.range(0));
+  double bytes_per_event = 0;
+  for (auto _ : state) {
+    auto path = scratch_file("writer");
+    {
+      TraceWriter w(path);
+      auto p = w.add_process(ProcessInfo{.pid = 1, .name = "train"});
+      auto d = w.add_device(DeviceInfo{.ordinal = 0, .name = "gpu"});
+      EventMix mix;
+      mix.setup(w, p, d, [&](const TrackInfo& t) { return w.add_track(t); });
+      for (std::size_t i = 0; i < events / 3; ++i) mix.emit3(w);
+      w.close();
+    }
+    bytes_per_event = static_cast<double>(std::filesystem::file_size(path)) / static_cast<double>(events);
+    std::filesystem::remove(path);
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * events));
+  state.counters["bytes_per_event"] = bytes_per_event;
+}
+BENCHMARK(BM_WriterEventsPerSecond)->Arg(3'000'000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+std::size_t peak_rss_bytes() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<std::size_t>(u.ru_maxrss) * 1024;
+}
+
+void BM_LoadTrace(benchmark::State& state) {
+  const auto events = static_cast<std::size_t>(state.range(0));
+  auto path = scratch_file("load");
+  {
+    TraceWriter w(path);
+    auto p = w.add_process(ProcessInfo{.pid = 1, .name = "train"});
+    auto d = w.add_device(DeviceInfo{.ordinal = 0, .name = "gpu"});
+    EventMix mix;
+    mix.setup(w, p, d, [&](const TrackInfo& t) { return w.add_track(t); });
+    for (std::size_t i = 0; i < events / 3; ++i) mix.emit3(w);
+    w.close();
+  }
+  const std::size_t rss_before = peak_rss_bytes();
+  std::size_t model_bytes = 0, loaded = 0;
+  for (auto _ : state) {
+    Trace t = read_trace(path);
+    model_bytes = t.memory_bytes();
+    loaded = t.event_count();
+    benchmark::DoNotOptimize(t);
+  }
+  std::filesystem::remove(path);
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * loaded));
+  state.counters["model_bytes_per_event"] = static_cast<double>(model_bytes) / static_cast<double>(loaded);
+  state.counters["peak_rss_growth_bytes_per_event"] =
+      static_cast<double>(peak_rss_bytes() - rss_before) / static_cast<double>(loaded);
+}
+BENCHMARK(BM_LoadTrace)->Arg(10'000'002)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+
+} // namespace
+} // namespace dreamscope
+
+BENCHMARK_MAIN();
