@@ -1,0 +1,67 @@
+/* dreamscope annotations, C API: NVTX v3 ranges in the "dreamscope" domain.
+ *
+ * Every call becomes an NVTX event, so the ranges show up in `dreamscope trace`, in Nsight
+ * Systems and in any other NVTX tool. The category says what a range is (a training step,
+ * an operation, or a data-pipeline phase); the payload carries the batch id or step number.
+ * With no NVTX tool attached each call costs a few instructions.
+ *
+ * Ranges opened with ds_range_push end with ds_range_pop on the same thread; a range that
+ * crosses threads uses ds_range_start / ds_range_end. */
+#ifndef DREAMSCOPE_ANNOTATE_H
+#define DREAMSCOPE_ANNOTATE_H
+
+#include <stdint.h>
+
+#if defined(DREAMSCOPE_ANNOTATE_EXPORT)
+#define DS_API __attribute__((visibility("default")))
+#else
+#define DS_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* NVTX category ids in the dreamscope domain; the tracer stores their names. */
+enum ds_category {
+  DS_CATEGORY_NONE = 0,
+  DS_CATEGORY_STEP = 1,      /* one training step; payload = step number */
+  DS_CATEGORY_OPERATION = 2, /* a named piece of work (forward, backward, optimizer) */
+  DS_CATEGORY_FETCH = 3,     /* reading a batch from storage; payload = batch id */
+  DS_CATEGORY_PREP = 4,      /* preprocessing a batch on the CPU; payload = batch id */
+  DS_CATEGORY_WAIT = 5       /* the consumer waiting for a batch; payload = batch id */
+};
+
+/* "No payload": the range carries no batch id or step number. */
+#define DS_NO_PAYLOAD INT64_MIN
+
+/* A name registered once and reused without copying (see DREAMSCOPE_SCOPE in annotate.hpp). */
+typedef const void* ds_string_t;
+
+DS_API ds_string_t ds_register_string(const char* name);
+
+DS_API void ds_range_push(int category, const char* name, int64_t payload);
+DS_API void ds_range_push_registered(int category, ds_string_t name, int64_t payload);
+DS_API void ds_range_pop(void);
+
+/* A range that may end on another thread; returns the id to pass to ds_range_end. */
+DS_API uint64_t ds_range_start(int category, const char* name, int64_t payload);
+DS_API void ds_range_end(uint64_t id);
+
+/* An instant event. */
+DS_API void ds_mark(int category, const char* name, int64_t payload);
+
+/* Shorthands for the data pipeline and the training loop. */
+DS_API void ds_step_push(int64_t step);
+DS_API void ds_fetch_push(int64_t batch_id);
+DS_API void ds_prep_push(int64_t batch_id);
+DS_API void ds_wait_push(int64_t batch_id);
+
+/* 1 when an NVTX tool (the dreamscope tracer or another) is attached to this process. */
+DS_API int ds_is_traced(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

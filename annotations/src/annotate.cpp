@@ -1,0 +1,104 @@
+// The C API on NVTX v3. The domain and its category names are created on first use, so
+// a process that never annotates never touches NVTX.
+#include "dreamscope/annotate.h"
+
+#include <nvtx3/nvToolsExt.h>
+
+#include <cstdlib>
+
+namespace {
+
+nvtxDomainHandle_t domain() {
+  static const nvtxDomainHandle_t d = [] {
+    nvtxDomainHandle_t h = nvtxDomainCreateA("dreamscope");
+    nvtxDomainNameCategoryA(h, DS_CATEGORY_STEP, "step");
+    nvtxDomainNameCategoryA(h, DS_CATEGORY_OPERATION, "operation");
+    nvtxDomainNameCategoryA(h, DS_CATEGORY_FETCH, "fetch");
+    nvtxDomainNameCategoryA(h, DS_CATEGORY_PREP, "prep");
+    nvtxDomainNameCategoryA(h, DS_CATEGORY_WAIT, "wait");
+    return h;
+  }();
+  return d;
+}
+
+nvtxEventAttributes_t attributes(int category, int64_t payload) {
+  nvtxEventAttributes_t a{};
+  a.version = NVTX_VERSION;
+  a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  a.category = static_cast<uint32_t>(category);
+  if (payload != DS_NO_PAYLOAD) {
+    a.payloadType = NVTX_PAYLOAD_TYPE_INT64;
+    a.payload.llValue = payload;
+  }
+  return a;
+}
+
+nvtxEventAttributes_t ascii(int category, const char* name, int64_t payload) {
+  nvtxEventAttributes_t a = attributes(category, payload);
+  a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  a.message.ascii = name;
+  return a;
+}
+
+// Registered handles for the shorthands: their names never need copying.
+struct Names {
+  nvtxStringHandle_t step, fetch, prep, wait;
+};
+
+const Names& names() {
+  static const Names n{nvtxDomainRegisterStringA(domain(), "step"), nvtxDomainRegisterStringA(domain(), "fetch"),
+                       nvtxDomainRegisterStringA(domain(), "prep"), nvtxDomainRegisterStringA(domain(), "wait")};
+  return n;
+}
+
+void push_registered(int category, nvtxStringHandle_t name, int64_t payload) {
+  nvtxEventAttributes_t a = attributes(category, payload);
+  a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+  a.message.registered = name;
+  nvtxDomainRangePushEx(domain(), &a);
+}
+
+} // namespace
+
+extern "C" {
+
+ds_string_t ds_register_string(const char* name) { return nvtxDomainRegisterStringA(domain(), name); }
+
+void ds_range_push(int category, const char* name, int64_t payload) {
+  nvtxEventAttributes_t a = ascii(category, name, payload);
+  nvtxDomainRangePushEx(domain(), &a);
+}
+
+void ds_range_push_registered(int category, ds_string_t name, int64_t payload) {
+  // A null handle (no tool attached when it was registered) still makes a valid range.
+  push_registered(category, static_cast<nvtxStringHandle_t>(const_cast<void*>(name)), payload);
+}
+
+void ds_range_pop(void) { nvtxDomainRangePop(domain()); }
+
+uint64_t ds_range_start(int category, const char* name, int64_t payload) {
+  nvtxEventAttributes_t a = ascii(category, name, payload);
+  return nvtxDomainRangeStartEx(domain(), &a);
+}
+
+void ds_range_end(uint64_t id) { nvtxDomainRangeEnd(domain(), id); }
+
+void ds_mark(int category, const char* name, int64_t payload) {
+  nvtxEventAttributes_t a = ascii(category, name, payload);
+  nvtxDomainMarkEx(domain(), &a);
+}
+
+void ds_step_push(int64_t step) { push_registered(DS_CATEGORY_STEP, names().step, step); }
+void ds_fetch_push(int64_t batch_id) { push_registered(DS_CATEGORY_FETCH, names().fetch, batch_id); }
+void ds_prep_push(int64_t batch_id) { push_registered(DS_CATEGORY_PREP, names().prep, batch_id); }
+void ds_wait_push(int64_t batch_id) { push_registered(DS_CATEGORY_WAIT, names().wait, batch_id); }
+
+int ds_is_traced(void) {
+  static const int traced = [] {
+    const char* p = std::getenv("NVTX_INJECTION64_PATH");
+    return p && *p ? 1 : 0;
+  }();
+  return traced;
+}
+
+} // extern "C"
