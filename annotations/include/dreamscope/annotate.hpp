@@ -7,6 +7,8 @@
 
 #include "dreamscope/annotate.h"
 
+#include <cstdint>
+
 namespace dreamscope {
 
 class Scope {
