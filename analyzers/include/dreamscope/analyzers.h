@@ -1,0 +1,226 @@
+// analyzers: where the time of a run went, across the stack, on any `Trace` (measured or
+// predicted). Each analysis is a pure function of a `const Trace&` returning value structs.
+//
+// - cross_stack_breakdown: RL-Scope's per-operation split into CPU only (framework / CUDA
+//   API), GPU only and CPU+GPU overlap, from one sweep over all intervals.
+// - hta_*: Holistic Trace Analysis's numbers (temporal, idle time, kernel types, comm/comp
+//   overlap, launch stats, queue length, user annotations), with HTA's own parsing rules,
+//   in HTA's unit (µs).
+// - step_breakdown, gpu_efficiency: the TensorBoard profiler's overview page.
+// - data_stalls, top_kernels.
+// report.h renders all of them (`analyze_trace`) as text, Markdown, JSON or HTML.
+#pragma once
+
+#include "dreamscope/trace.h"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dreamscope::analyzers {
+
+// ---- Cross-stack breakdown (RL-Scope) ---------------------------------------------------
+
+// Time of one operation (an innermost annotation on a CPU thread), split by what the stack
+// was doing. Every instant of the trace in which the CPU or the GPU was busy is counted in
+// exactly one cell of one operation.
+struct OperationTime {
+  std::string name;             // annotation name; "(no operation)" for unannotated time
+  std::int64_t instances = 0;   // innermost annotations with this name
+  TimeNs cpu_framework = 0;     // CPU only: inside the annotation, not in a CUDA API call
+  TimeNs cpu_cuda_api = 0;      // CPU only: inside a CUDA API call
+  TimeNs gpu_only = 0;          // GPU busy, no CPU activity (billed to the launching operation)
+  TimeNs cpu_gpu_overlap = 0;   // CPU and GPU busy at once
+  TimeNs cpu_only() const { return cpu_framework + cpu_cuda_api; }
+  TimeNs total() const { return cpu_only() + gpu_only + cpu_gpu_overlap; }
+};
+
+struct CrossStackBreakdown {
+  std::vector<OperationTime> operations; // by total time, largest first
+  OperationTime all;                     // the sum over operations
+};
+
+CrossStackBreakdown cross_stack_breakdown(const Trace& trace);
+
+// ---- HTA-compatible analyses -------------------------------------------------------------
+
+using TimeUs = std::int64_t; // HTA's unit for Kineto traces
+
+enum class KernelType : std::uint8_t { Communication, Memory, Computation, Other };
+std::string_view to_string(KernelType t);
+// HTA's regexes, matched at the start of the name, in this order.
+KernelType classify_kernel(std::string_view name);
+
+struct HtaOptions {
+  // HTA keeps only events of completed ProfilerSteps when there are two or more.
+  bool profiler_step_filter = true;
+  // Gaps below this are "kernel_wait" (HTA's consecutive_kernel_delay).
+  TimeUs consecutive_kernel_delay = 30;
+  // HTA's include_memory_kernels for the kernel-type and per-kernel breakdowns.
+  bool include_memory_kernels = true;
+};
+
+struct TemporalBreakdown {
+  TimeUs idle = 0, compute = 0, non_compute = 0, kernel_time = 0;
+  double idle_pct = 0, compute_pct = 0, non_compute_pct = 0; // rounded to 2 decimals
+};
+
+struct StreamIdleTime {
+  std::int64_t device = kNoValue; // device ordinal
+  std::int64_t stream = kNoValue;
+  TimeUs host_wait = 0, kernel_wait = 0, other = 0;
+  double host_wait_ratio = 0, kernel_wait_ratio = 0, other_ratio = 0; // rounded to 2 decimals
+  TimeUs total() const { return host_wait + kernel_wait + other; }
+};
+
+// One row of HTA's kernel-type table: "COMPUTATION", "COMMUNICATION", or an overlap such
+// as "COMPUTATION overlapping COMMUNICATION"; time on the merged intervals.
+struct KernelTypeTime {
+  std::string kernel_type;
+  TimeUs sum = 0;
+  double percentage = 0; // rounded to 1 decimal, as HTA
+};
+
+struct KernelNameStats {
+  std::string name;
+  KernelType type = KernelType::Other;
+  std::int64_t count = 0;
+  TimeUs sum = 0, min = 0, max = 0;
+  double mean = 0, stddev = 0; // sample standard deviation (0 for one kernel), as pandas
+};
+
+struct KernelBreakdown {
+  std::vector<KernelTypeTime> by_type;   // largest first
+  std::vector<KernelNameStats> by_name;  // by type, then by sum, largest first
+};
+
+struct KernelLaunch {
+  std::int64_t correlation = kNoValue;
+  std::string runtime_name;
+  std::string kernel_name;
+  TimeUs cpu_duration = 0, gpu_duration = 0, launch_delay = 0;
+};
+
+struct LaunchSummary {
+  std::int64_t count = 0;
+  double mean_cpu_duration = 0, mean_gpu_duration = 0, mean_launch_delay = 0;
+  TimeUs max_launch_delay = 0;
+  std::int64_t short_kernels = 0; // gpu duration shorter than the launch's cpu duration
+};
+
+struct QueueLengthPoint {
+  TimeUs ts = 0;
+  std::int64_t queue_length = 0;
+};
+
+struct StreamQueueLength {
+  std::int64_t device = kNoValue;
+  std::int64_t stream = kNoValue;
+  std::vector<QueueLengthPoint> series; // a step function: each point is a change
+  std::int64_t max = 0;
+  double mean = 0; // over the points, as HTA's describe()
+};
+
+struct AnnotationTotal {
+  std::string name;
+  std::int64_t count = 0;
+  TimeUs sum = 0;
+};
+
+struct HtaReport {
+  TemporalBreakdown temporal;
+  std::vector<StreamIdleTime> idle_time;
+  KernelBreakdown kernels;
+  std::optional<double> comm_comp_overlap_pct; // none without communication kernels
+  std::vector<KernelLaunch> launches;
+  LaunchSummary launch_summary;
+  std::vector<StreamQueueLength> queue_length;
+  std::vector<AnnotationTotal> cpu_annotations; // by sum, largest first
+  std::vector<AnnotationTotal> gpu_annotations;
+  std::int64_t profiler_steps = 0;   // distinct ProfilerStep#N
+  bool step_filter_applied = false;
+};
+
+HtaReport hta_analyze(const Trace& trace, const HtaOptions& options = {});
+TemporalBreakdown hta_temporal_breakdown(const Trace& trace, const HtaOptions& options = {});
+std::vector<StreamIdleTime> hta_idle_time_breakdown(const Trace& trace, const HtaOptions& options = {});
+KernelBreakdown hta_kernel_breakdown(const Trace& trace, const HtaOptions& options = {});
+std::optional<double> hta_comm_comp_overlap(const Trace& trace, const HtaOptions& options = {});
+std::vector<KernelLaunch> hta_kernel_launches(const Trace& trace, const HtaOptions& options = {});
+std::vector<StreamQueueLength> hta_queue_length(const Trace& trace, const HtaOptions& options = {});
+std::vector<AnnotationTotal> hta_cpu_annotations(const Trace& trace, const HtaOptions& options = {});
+std::vector<AnnotationTotal> hta_gpu_annotations(const Trace& trace, const HtaOptions& options = {});
+
+// ---- TensorBoard profiler overview ---------------------------------------------------------
+
+enum class StepCategory : std::uint8_t {
+  Kernel, Memcpy, Memset, Communication, Runtime, DataLoader, CpuExec, Other
+};
+inline constexpr std::size_t kStepCategories = 8;
+std::string_view to_string(StepCategory c);
+
+struct StepTime {
+  std::string name; // "ProfilerStep#3", a dreamscope step annotation, or "(whole trace)"
+  TimeNs start = 0, end = 0;
+  std::array<TimeNs, kStepCategories> time{}; // indexed by StepCategory; sums to end - start
+  TimeNs duration() const { return end - start; }
+};
+
+struct StepBreakdown {
+  std::vector<StepTime> steps;
+  std::array<TimeNs, kStepCategories> average{}; // per step
+};
+
+StepBreakdown step_breakdown(const Trace& trace);
+
+struct DeviceEfficiency {
+  std::int64_t device = kNoValue; // ordinal
+  std::string name;
+  TimeNs steps_time = 0;          // "all steps time"
+  TimeNs busy = 0;                // at least one kernel running, within the steps
+  double gpu_utilization = 0;     // busy / steps_time
+  std::optional<double> sm_efficiency;       // none without launch configs and SM count
+  std::optional<double> achieved_occupancy;  // none without launch configs and SM count
+};
+
+std::vector<DeviceEfficiency> gpu_efficiency(const Trace& trace);
+
+// The TensorBoard plugin's estimate for one kernel, and the CUDA occupancy limit it uses.
+double estimated_sm_efficiency(const LaunchConfig& launch, std::int64_t sm_count);
+double theoretical_occupancy(const LaunchConfig& launch, const DeviceInfo& device);
+double estimated_achieved_occupancy(const LaunchConfig& launch, const DeviceInfo& device);
+
+// ---- Data stalls and top kernels -----------------------------------------------------------
+
+struct StepDataStall {
+  std::string step;
+  TimeNs start = 0, end = 0;
+  TimeNs data_wait = 0; // the training thread waiting for its batch (exposed stall)
+  TimeNs fetch = 0;     // fetch work for the batches consumed in this step
+  TimeNs prep = 0;      // preprocessing work for those batches
+  std::int64_t batches = 0;
+  double stall_fraction() const {
+    return end > start ? static_cast<double>(data_wait) / static_cast<double>(end - start) : 0.0;
+  }
+};
+
+struct DataStalls {
+  std::string source; // "dreamscope annotations", "DataLoader operators", or "none"
+  std::vector<StepDataStall> steps;
+  TimeNs total_wait = 0, total_time = 0;
+};
+
+DataStalls data_stalls(const Trace& trace);
+
+struct KernelTotal {
+  std::string name;
+  std::int64_t count = 0;
+  TimeNs total = 0, min = 0, max = 0;
+  double share = 0; // of all kernel time
+};
+
+std::vector<KernelTotal> top_kernels(const Trace& trace, std::size_t limit = 20);
+
+} // namespace dreamscope::analyzers

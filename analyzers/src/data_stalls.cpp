@@ -1,0 +1,109 @@
+// Data stalls per step (DS-Analyzer's question, answered from one trace) and top kernels.
+#include "dreamscope/analyzers.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+namespace dreamscope::analyzers {
+
+namespace {
+
+bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+struct Window {
+  std::string name;
+  TimeNs start, end;
+};
+
+TimeNs overlap(TimeNs s, TimeNs e, const Window& w) {
+  return std::max<TimeNs>(0, std::min(e, w.end) - std::max(s, w.start));
+}
+
+} // namespace
+
+DataStalls data_stalls(const Trace& trace) {
+  const auto& ann = trace.annotations();
+  const auto& tracks = trace.tracks();
+  DataStalls out;
+
+  std::vector<Window> steps;
+  std::vector<EventIndex> waits, loader_ops;
+  std::unordered_map<std::int64_t, TimeNs> fetch_of_batch, prep_of_batch;
+  for (EventIndex i = 0; i < ann.size(); ++i) {
+    if (tracks[ann.track[i]].kind != TrackKind::CpuThread) continue;
+    std::string_view name = trace.str(ann.name[i]);
+    std::string_view category = trace.str(ann.category[i]);
+    const TimeNs dur = ann.end[i] - ann.start[i];
+    if (category == "step" || starts_with(name, "ProfilerStep#")) steps.push_back({std::string(name), ann.start[i], ann.end[i]});
+    else if (category == "wait") waits.push_back(i);
+    else if (category == "fetch") fetch_of_batch[ann.payload[i]] += dur;
+    else if (category == "prep") prep_of_batch[ann.payload[i]] += dur;
+    else if (starts_with(name, "enumerate(DataLoader)")) loader_ops.push_back(i);
+  }
+  std::sort(steps.begin(), steps.end(), [](const Window& a, const Window& b) { return a.start < b.start; });
+  if (steps.empty() && trace.end_time() > trace.begin_time()) {
+    steps.push_back({"(whole trace)", trace.begin_time(), trace.end_time()});
+  }
+
+  const bool annotated = !waits.empty() || !fetch_of_batch.empty() || !prep_of_batch.empty();
+  const std::vector<EventIndex>& stalls = annotated ? waits : loader_ops;
+  out.source = annotated ? "dreamscope annotations" : (!loader_ops.empty() ? "DataLoader operators" : "none");
+
+  for (const Window& w : steps) {
+    StepDataStall s{.step = w.name, .start = w.start, .end = w.end};
+    std::set<std::int64_t> batches;
+    for (EventIndex i : stalls) {
+      s.data_wait += overlap(ann.start[i], ann.end[i], w);
+      // A batch belongs to the step in which the training thread started waiting for it.
+      if (annotated && ann.payload[i] != kNoValue && ann.start[i] >= w.start && ann.start[i] < w.end) {
+        batches.insert(ann.payload[i]);
+      }
+    }
+    for (std::int64_t b : batches) {
+      if (auto f = fetch_of_batch.find(b); f != fetch_of_batch.end()) s.fetch += f->second;
+      if (auto p = prep_of_batch.find(b); p != prep_of_batch.end()) s.prep += p->second;
+    }
+    s.batches = static_cast<std::int64_t>(batches.size());
+    out.total_wait += s.data_wait;
+    out.total_time += w.end - w.start;
+    out.steps.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<KernelTotal> top_kernels(const Trace& trace, std::size_t limit) {
+  const auto& gpu = trace.gpu_ops();
+  std::unordered_map<StringId, KernelTotal> by_name;
+  TimeNs all = 0;
+  for (EventIndex i = 0; i < gpu.size(); ++i) {
+    if (gpu.kind[i] != GpuOpKind::Kernel) continue;
+    const TimeNs dur = gpu.end[i] - gpu.start[i];
+    auto [it, inserted] = by_name.try_emplace(gpu.name[i]);
+    KernelTotal& k = it->second;
+    if (inserted) {
+      k.name = std::string(trace.str(gpu.name[i]));
+      k.min = dur;
+      k.max = dur;
+    }
+    ++k.count;
+    k.total += dur;
+    k.min = std::min(k.min, dur);
+    k.max = std::max(k.max, dur);
+    all += dur;
+  }
+  std::vector<KernelTotal> out;
+  out.reserve(by_name.size());
+  for (auto& [id, k] : by_name) {
+    k.share = all > 0 ? static_cast<double>(k.total) / static_cast<double>(all) : 0.0;
+    out.push_back(std::move(k));
+  }
+  std::sort(out.begin(), out.end(), [](const KernelTotal& a, const KernelTotal& b) {
+    return a.total != b.total ? a.total > b.total : a.name < b.name;
+  });
+  if (out.size() > limit) out.resize(limit);
+  return out;
+}
+
+} // namespace dreamscope::analyzers

@@ -1,0 +1,436 @@
+// Holistic Trace Analysis's analyses, computed the way HTA computes them (definitions in
+// ../shared/data/README.md), so that the numbers match HTA's on the same Kineto trace.
+#include "dreamscope/analyzers.h"
+
+#include "intervals.h"
+
+#include <algorithm>
+#include <cmath>
+#include <array>
+#include <bit>
+#include <limits>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+namespace dreamscope::analyzers {
+
+namespace {
+
+using detail::Interval;
+
+bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+
+// HTA works on Kineto's µs as float64: end = floor(ts + dur), ts = ceil(ts). An importer
+// that keeps exact ns gives back HTA's doubles here: ns / 1000.0 is the correctly rounded
+// value of the decimal µs text, which is what a JSON parser produced for HTA.
+struct UsSpan {
+  TimeUs ts;
+  TimeUs end;
+};
+UsSpan to_hta_us(TimeNs start, TimeNs end) {
+  const double ts = static_cast<double>(start) / 1000.0;
+  const double dur = static_cast<double>(end - start) / 1000.0;
+  return {static_cast<TimeUs>(std::ceil(ts)), static_cast<TimeUs>(std::floor(ts + dur))};
+}
+
+bool is_launch_call(std::string_view name) {
+  return name == "cudaLaunchKernel" || name == "cudaLaunchKernelExC" || name == "cudaMemcpyAsync" ||
+         name == "cudaMemsetAsync" || starts_with(name, "runFunction");
+}
+
+struct GpuEvent {
+  TrackId track;
+  TimeUs ts, end;
+  StringId name;
+  KernelType type;
+  GpuOpKind kind;
+  std::int64_t correlation;
+  EventIndex call; // the CUDA API row with the same correlation, or kNoIndex
+};
+
+struct AnnotationEvent {
+  TimeUs ts, end;
+  EventIndex row;
+};
+
+// The events HTA keeps after parsing and its ProfilerStep filter, in µs.
+struct HtaEvents {
+  std::vector<GpuEvent> gpu;               // in trace order: by stream, then start
+  std::vector<UsSpan> calls;               // per cuda_api row
+  std::vector<bool> call_kept;             // per cuda_api row
+  std::vector<AnnotationEvent> annotations; // kept annotations, any track
+  std::int64_t profiler_steps = 0;
+  bool filtered = false;
+};
+
+HtaEvents prepare(const Trace& trace, const HtaOptions& options) {
+  HtaEvents ev;
+  const auto& api = trace.cuda_api();
+  const auto& ann = trace.annotations();
+  const auto& gpu = trace.gpu_ops();
+  const auto& tracks = trace.tracks();
+
+  std::set<std::string_view> step_names;
+  TimeUs last_step_start = std::numeric_limits<TimeUs>::min();
+  for (EventIndex i = 0; i < ann.size(); ++i) {
+    if (tracks[ann.track[i]].kind != TrackKind::CpuThread) continue;
+    std::string_view name = trace.str(ann.name[i]);
+    if (!starts_with(name, "ProfilerStep#")) continue;
+    step_names.insert(name);
+    last_step_start = std::max(last_step_start, to_hta_us(ann.start[i], ann.end[i]).ts);
+  }
+  ev.profiler_steps = static_cast<std::int64_t>(step_names.size());
+  ev.filtered = options.profiler_step_filter && step_names.size() >= 2;
+  auto cpu_kept = [&](TimeUs ts) { return !ev.filtered || ts < last_step_start; };
+
+  ev.calls.resize(api.size());
+  ev.call_kept.resize(api.size());
+  for (EventIndex i = 0; i < api.size(); ++i) {
+    ev.calls[i] = to_hta_us(api.start[i], api.end[i]);
+    ev.call_kept[i] = cpu_kept(ev.calls[i].ts);
+  }
+  // Kineto's gpu_user_annotation has no stream argument, so HTA sees it as a CPU event.
+  for (EventIndex i = 0; i < ann.size(); ++i) {
+    UsSpan s = to_hta_us(ann.start[i], ann.end[i]);
+    if (cpu_kept(s.ts)) ev.annotations.push_back({s.ts, s.end, i});
+  }
+
+  std::unordered_map<StringId, KernelType> type_of;
+  ev.gpu.reserve(gpu.size());
+  for (EventIndex i = 0; i < gpu.size(); ++i) {
+    EventIndex call = kNoIndex;
+    if (gpu.correlation[i] != kNoValue) {
+      if (auto c = trace.cuda_api_with_correlation(gpu.correlation[i])) call = *c;
+    }
+    if (ev.filtered) {
+      // HTA inner-joins GPU events with the kept CPU events on correlation; a GPU event
+      // without one carries -1, as every CPU operator does, so it survives the join.
+      if (gpu.correlation[i] != kNoValue && (call == kNoIndex || !ev.call_kept[call])) continue;
+    }
+    auto [it, inserted] = type_of.emplace(gpu.name[i], KernelType::Other);
+    if (inserted) it->second = classify_kernel(trace.str(gpu.name[i]));
+    UsSpan s = to_hta_us(gpu.start[i], gpu.end[i]);
+    ev.gpu.push_back({gpu.track[i], s.ts, s.end, gpu.name[i], it->second, gpu.kind[i], gpu.correlation[i], call});
+  }
+  return ev;
+}
+
+std::vector<Interval> merged_of(const HtaEvents& ev, std::optional<KernelType> type) {
+  std::vector<Interval> v;
+  for (const GpuEvent& g : ev.gpu) {
+    if (!type || g.type == *type) v.push_back({g.ts, g.end});
+  }
+  return detail::merge_intervals(std::move(v));
+}
+
+TemporalBreakdown temporal(const HtaEvents& ev) {
+  TemporalBreakdown t;
+  auto all = merged_of(ev, std::nullopt);
+  if (all.empty()) return t;
+  // HTA takes the first merged group's start and the last one's end.
+  t.kernel_time = all.back().end - all.front().start;
+  t.idle = t.kernel_time - detail::total_length(all);
+  t.compute = detail::total_length(merged_of(ev, KernelType::Computation));
+  t.non_compute = t.kernel_time - t.compute - t.idle;
+  if (t.kernel_time > 0) {
+    const double k = static_cast<double>(t.kernel_time);
+    t.idle_pct = detail::round_to(100.0 * static_cast<double>(t.idle) / k, 2);
+    t.compute_pct = detail::round_to(100.0 * static_cast<double>(t.compute) / k, 2);
+    t.non_compute_pct = detail::round_to(100.0 * static_cast<double>(t.non_compute) / k, 2);
+  }
+  return t;
+}
+
+std::vector<StreamIdleTime> idle_time(const Trace& trace, const HtaEvents& ev, const HtaOptions& options) {
+  std::map<TrackId, std::vector<const GpuEvent*>> by_stream;
+  for (const GpuEvent& g : ev.gpu) {
+    if (g.kind != GpuOpKind::Sync) by_stream[g.track].push_back(&g);
+  }
+  std::vector<StreamIdleTime> out;
+  for (auto& [track, events] : by_stream) {
+    std::stable_sort(events.begin(), events.end(), [](const GpuEvent* a, const GpuEvent* b) { return a->ts < b->ts; });
+    const TrackInfo& info = trace.tracks()[track];
+    StreamIdleTime s;
+    s.device = info.device < trace.devices().size() ? trace.devices()[info.device].ordinal : kNoValue;
+    s.stream = info.stream;
+    for (std::size_t i = 1; i < events.size(); ++i) {
+      const TimeUs previous_end = events[i - 1]->end;
+      const TimeUs gap = events[i]->ts - previous_end;
+      const bool host_wait = events[i]->call != kNoIndex && ev.calls[events[i]->call].ts > previous_end;
+      if (host_wait) s.host_wait += gap;
+      else if (gap < options.consecutive_kernel_delay) s.kernel_wait += gap;
+      else s.other += gap;
+    }
+    if (const TimeUs total = s.total(); total != 0) {
+      const double t = static_cast<double>(total);
+      s.host_wait_ratio = detail::round_to(static_cast<double>(s.host_wait) / t, 2);
+      s.kernel_wait_ratio = detail::round_to(static_cast<double>(s.kernel_wait) / t, 2);
+      s.other_ratio = detail::round_to(static_cast<double>(s.other) / t, 2);
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+KernelBreakdown kernel_breakdown(const Trace& trace, const HtaEvents& ev, const HtaOptions& options) {
+  KernelBreakdown out;
+  std::vector<KernelType> types{KernelType::Computation, KernelType::Communication};
+  if (options.include_memory_kernels) types.push_back(KernelType::Memory);
+
+  // Time under each combination of types, over each type's merged intervals.
+  struct Edge {
+    TimeUs time;
+    int delta;
+    unsigned bit;
+  };
+  std::vector<Edge> edges;
+  for (std::size_t t = 0; t < types.size(); ++t) {
+    for (const Interval& i : merged_of(ev, types[t])) {
+      edges.push_back({i.start, +1, 1u << t});
+      edges.push_back({i.end, -1, 1u << t});
+    }
+  }
+  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.time < b.time; });
+  std::map<unsigned, TimeUs> time_by_mask;
+  std::array<int, 3> running{};
+  for (std::size_t i = 0; i + 1 < edges.size(); ++i) {
+    running[static_cast<std::size_t>(std::countr_zero(edges[i].bit))] += edges[i].delta;
+    unsigned mask = 0;
+    for (std::size_t t = 0; t < types.size(); ++t) {
+      if (running[t] > 0) mask |= 1u << t;
+    }
+    if (mask != 0) time_by_mask[mask] += edges[i + 1].time - edges[i].time;
+  }
+  TimeUs total = 0;
+  for (const auto& [mask, time] : time_by_mask) total += time;
+  for (const auto& [mask, time] : time_by_mask) {
+    if (time == 0) continue;
+    std::string label;
+    for (std::size_t t = 0; t < types.size(); ++t) {
+      if (!(mask & (1u << t))) continue;
+      if (!label.empty()) label += " overlapping ";
+      label += to_string(types[t]);
+    }
+    out.by_type.push_back({label, time, total > 0 ? detail::round_to(100.0 * static_cast<double>(time) / static_cast<double>(total), 1) : 0.0});
+  }
+  std::sort(out.by_type.begin(), out.by_type.end(), [](const KernelTypeTime& a, const KernelTypeTime& b) {
+    return a.sum != b.sum ? a.sum > b.sum : a.kernel_type < b.kernel_type;
+  });
+
+  std::map<StringId, KernelNameStats> by_name;
+  std::map<StringId, double> sum_squares;
+  for (const GpuEvent& g : ev.gpu) {
+    if (std::find(types.begin(), types.end(), g.type) == types.end()) continue;
+    const TimeUs dur = g.end - g.ts;
+    auto [it, inserted] = by_name.try_emplace(g.name);
+    KernelNameStats& k = it->second;
+    if (inserted) {
+      k.name = std::string(trace.str(g.name));
+      k.type = g.type;
+      k.min = dur;
+      k.max = dur;
+    }
+    ++k.count;
+    k.sum += dur;
+    k.min = std::min(k.min, dur);
+    k.max = std::max(k.max, dur);
+    sum_squares[g.name] += static_cast<double>(dur) * static_cast<double>(dur);
+  }
+  for (auto& [id, k] : by_name) {
+    const double n = static_cast<double>(k.count);
+    k.mean = static_cast<double>(k.sum) / n;
+    if (k.count > 1) {
+      const double var = (sum_squares[id] - n * k.mean * k.mean) / (n - 1);
+      k.stddev = std::sqrt(std::max(var, 0.0));
+    }
+    out.by_name.push_back(std::move(k));
+  }
+  std::sort(out.by_name.begin(), out.by_name.end(), [](const KernelNameStats& a, const KernelNameStats& b) {
+    if (a.type != b.type) return a.type < b.type;
+    if (a.sum != b.sum) return a.sum > b.sum;
+    return a.name < b.name;
+  });
+  return out;
+}
+
+std::optional<double> comm_comp_overlap(const HtaEvents& ev) {
+  auto comm = merged_of(ev, KernelType::Communication);
+  const TimeUs comm_time = detail::total_length(comm);
+  if (comm_time == 0) return std::nullopt;
+  auto comp = merged_of(ev, KernelType::Computation);
+  return 100.0 * static_cast<double>(detail::intersection_length(comp, comm)) / static_cast<double>(comm_time);
+}
+
+std::vector<KernelLaunch> kernel_launches(const Trace& trace, const HtaEvents& ev) {
+  std::vector<KernelLaunch> out;
+  const auto& api = trace.cuda_api();
+  for (const GpuEvent& g : ev.gpu) {
+    if (g.call == kNoIndex || !ev.call_kept[g.call]) continue;
+    std::string_view call_name = trace.str(api.name[g.call]);
+    if (!is_launch_call(call_name)) continue;
+    const UsSpan& c = ev.calls[g.call];
+    out.push_back({g.correlation, std::string(call_name), std::string(trace.str(g.name)), c.end - c.ts,
+                   g.end - g.ts, std::max<TimeUs>(0, g.ts - c.end)});
+  }
+  std::sort(out.begin(), out.end(), [](const KernelLaunch& a, const KernelLaunch& b) { return a.correlation < b.correlation; });
+  return out;
+}
+
+LaunchSummary summarize_launches(const std::vector<KernelLaunch>& launches) {
+  LaunchSummary s;
+  s.count = static_cast<std::int64_t>(launches.size());
+  if (launches.empty()) return s;
+  double cpu = 0, gpu = 0, delay = 0;
+  for (const KernelLaunch& l : launches) {
+    cpu += static_cast<double>(l.cpu_duration);
+    gpu += static_cast<double>(l.gpu_duration);
+    delay += static_cast<double>(l.launch_delay);
+    s.max_launch_delay = std::max(s.max_launch_delay, l.launch_delay);
+    if (l.gpu_duration < l.cpu_duration) ++s.short_kernels;
+  }
+  const double n = static_cast<double>(launches.size());
+  s.mean_cpu_duration = cpu / n;
+  s.mean_gpu_duration = gpu / n;
+  s.mean_launch_delay = delay / n;
+  return s;
+}
+
+std::vector<StreamQueueLength> queue_length(const Trace& trace, const HtaEvents& ev) {
+  const auto& api = trace.cuda_api();
+  struct Change {
+    TimeUs ts;
+    int delta;
+  };
+  std::map<TrackId, std::vector<Change>> by_stream;
+  for (const GpuEvent& g : ev.gpu) {
+    if (g.call == kNoIndex || !ev.call_kept[g.call] || !is_launch_call(trace.str(api.name[g.call]))) continue;
+    by_stream[g.track].push_back({ev.calls[g.call].ts, +1});
+    by_stream[g.track].push_back({g.ts, -1});
+  }
+  std::vector<StreamQueueLength> out;
+  for (auto& [track, changes] : by_stream) {
+    // On a tie the launch counts first: a kernel cannot start before it is enqueued.
+    std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
+      return a.ts != b.ts ? a.ts < b.ts : a.delta > b.delta;
+    });
+    const TrackInfo& info = trace.tracks()[track];
+    StreamQueueLength q;
+    q.device = info.device < trace.devices().size() ? trace.devices()[info.device].ordinal : kNoValue;
+    q.stream = info.stream;
+    std::int64_t length = 0;
+    double sum = 0;
+    q.series.reserve(changes.size());
+    for (const Change& c : changes) {
+      length += c.delta;
+      q.series.push_back({c.ts, length});
+      q.max = std::max(q.max, length);
+      sum += static_cast<double>(length);
+    }
+    q.mean = changes.empty() ? 0 : sum / static_cast<double>(changes.size());
+    out.push_back(std::move(q));
+  }
+  return out;
+}
+
+std::vector<AnnotationTotal> annotation_totals(const Trace& trace, const HtaEvents& ev, bool gpu_side) {
+  const auto& ann = trace.annotations();
+  const bool kineto = trace.source() == TraceSource::Kineto;
+  std::map<std::string_view, AnnotationTotal> by_name;
+  for (const AnnotationEvent& a : ev.annotations) {
+    const bool on_gpu = trace.tracks()[ann.track[a.row]].kind == TrackKind::GpuStream;
+    if (on_gpu != gpu_side) continue;
+    std::string_view category = trace.str(ann.category[a.row]);
+    // Kineto marks record_function ranges user_annotation (gpu_user_annotation on the GPU
+    // side); other sources have only user ranges there (NVTX, dreamscope annotations).
+    if (kineto && category != (gpu_side ? "gpu_user_annotation" : "user_annotation")) continue;
+    std::string_view name = trace.str(ann.name[a.row]);
+    AnnotationTotal& t = by_name[name];
+    t.name = std::string(name);
+    ++t.count;
+    t.sum += a.end - a.ts;
+  }
+  std::vector<AnnotationTotal> out;
+  for (auto& [name, t] : by_name) out.push_back(std::move(t));
+  std::sort(out.begin(), out.end(), [](const AnnotationTotal& a, const AnnotationTotal& b) {
+    return a.sum != b.sum ? a.sum > b.sum : a.name < b.name;
+  });
+  return out;
+}
+
+} // namespace
+
+std::string_view to_string(KernelType t) {
+  switch (t) {
+    case KernelType::Communication: return "COMMUNICATION";
+    case KernelType::Memory: return "MEMORY";
+    case KernelType::Computation: return "COMPUTATION";
+    case KernelType::Other: return "OTHER";
+  }
+  return "OTHER";
+}
+
+KernelType classify_kernel(std::string_view name) {
+  if (starts_with(name, "nccl") || starts_with(name, "hip") || starts_with(name, "hccl") || contains(name, "ncclKernel")) {
+    return KernelType::Communication;
+  }
+  if (starts_with(name, "Memcpy") || starts_with(name, "hipMemcpy") || starts_with(name, "Memset") ||
+      starts_with(name, "hipMemset") || starts_with(name, "dma")) {
+    return KernelType::Memory;
+  }
+  // `cuda.*LaunchKernel`: "cuda" at the start and "LaunchKernel" anywhere after it.
+  const bool cuda_launch = starts_with(name, "cuda") && name.find("LaunchKernel", 4) != std::string_view::npos;
+  for (std::string_view prefix : {"nccl", "Stream Wait Event", "runFunction", "hip", "job_exe", "packet", "pe_exe",
+                                  "cpum_exe_subgraph", "hccl", "collective_subgraph_execution"}) {
+    if (starts_with(name, prefix)) return KernelType::Other;
+  }
+  for (std::string_view part : {"Memcpy", "Memset", "dma", "Sync"}) {
+    if (contains(name, part)) return KernelType::Other;
+  }
+  return cuda_launch ? KernelType::Other : KernelType::Computation;
+}
+
+HtaReport hta_analyze(const Trace& trace, const HtaOptions& options) {
+  const HtaEvents ev = prepare(trace, options);
+  HtaReport r;
+  r.temporal = temporal(ev);
+  r.idle_time = idle_time(trace, ev, options);
+  r.kernels = kernel_breakdown(trace, ev, options);
+  r.comm_comp_overlap_pct = comm_comp_overlap(ev);
+  r.launches = kernel_launches(trace, ev);
+  r.launch_summary = summarize_launches(r.launches);
+  r.queue_length = queue_length(trace, ev);
+  r.cpu_annotations = annotation_totals(trace, ev, false);
+  r.gpu_annotations = annotation_totals(trace, ev, true);
+  r.profiler_steps = ev.profiler_steps;
+  r.step_filter_applied = ev.filtered;
+  return r;
+}
+
+TemporalBreakdown hta_temporal_breakdown(const Trace& trace, const HtaOptions& options) {
+  return temporal(prepare(trace, options));
+}
+std::vector<StreamIdleTime> hta_idle_time_breakdown(const Trace& trace, const HtaOptions& options) {
+  return idle_time(trace, prepare(trace, options), options);
+}
+KernelBreakdown hta_kernel_breakdown(const Trace& trace, const HtaOptions& options) {
+  return kernel_breakdown(trace, prepare(trace, options), options);
+}
+std::optional<double> hta_comm_comp_overlap(const Trace& trace, const HtaOptions& options) {
+  return comm_comp_overlap(prepare(trace, options));
+}
+std::vector<KernelLaunch> hta_kernel_launches(const Trace& trace, const HtaOptions& options) {
+  return kernel_launches(trace, prepare(trace, options));
+}
+std::vector<StreamQueueLength> hta_queue_length(const Trace& trace, const HtaOptions& options) {
+  return queue_length(trace, prepare(trace, options));
+}
+std::vector<AnnotationTotal> hta_cpu_annotations(const Trace& trace, const HtaOptions& options) {
+  return annotation_totals(trace, prepare(trace, options), false);
+}
+std::vector<AnnotationTotal> hta_gpu_annotations(const Trace& trace, const HtaOptions& options) {
+  return annotation_totals(trace, prepare(trace, options), true);
+}
+
+} // namespace dreamscope::analyzers
