@@ -1,0 +1,183 @@
+// The task dependency graph of one run (design.md, "Dependency graph and simulation").
+//
+// Tasks are stored column-wise (flat arrays indexed by TaskId), not one allocation per
+// node: a 10 M-task graph is a few hundred bytes per task at most. The tasks of one
+// resource (a CPU thread or a GPU stream, i.e. a Trace track) are numbered consecutively in
+// their FIFO order, so "the next task on my resource" is `t + 1` within the resource's range.
+//
+// Cross-resource edges live in a Boost compressed-sparse-row graph. Program order and stream
+// FIFO order are implicit in the numbering. Synchronization on the GPU (stream, device and
+// event syncs, event record → stream wait) is kept symbolic as `SyncAction`s and resolved
+// by the simulator against what has been issued when the call runs, so that a what-if that
+// inserts or removes GPU work keeps every sync right.
+#pragma once
+
+#include "dreamscope/trace.h"
+
+#include <boost/graph/compressed_sparse_row_graph.hpp>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dreamscope {
+
+using TaskId = std::uint32_t;
+using ResourceId = std::uint32_t; // the TrackId of the thread or stream the task runs on
+inline constexpr TaskId kNoTask = kNoIndex;
+
+enum class TaskKind : std::uint8_t {
+  CpuWork = 0,    // time on a thread between recorded events (untraced CPU work)
+  CudaApi = 1,    // (part of) a CUDA API call
+  Annotation = 2, // (part of) an annotation range not covered by anything nested in it
+  Kernel = 3,
+  Memcpy = 4,
+  Memset = 5,
+  Synthetic = 6,  // added by a what-if
+};
+std::string_view to_string(TaskKind k);
+inline bool is_gpu_task(TaskKind k) { return k == TaskKind::Kernel || k == TaskKind::Memcpy || k == TaskKind::Memset; }
+
+// What an edge constrains. The source end is the start of the source task for launches and
+// its end otherwise; the target is the start of the target task (launch, dependency) or its
+// completion (sync, flow: the target is a blocking task whose end waits for the source).
+enum class EdgeKind : std::uint8_t {
+  Launch = 0,     // API call start → GPU task start, delay = launch latency
+  Dependency = 1, // end → start (what-ifs)
+  Sync = 2,       // GPU task end → end of a blocking call (a synchronous cudaMemcpy)
+  Flow = 3,       // producer's end → consumer's wait end (batch prepared → batch consumed)
+};
+std::string_view to_string(EdgeKind k);
+inline bool edge_from_start(EdgeKind k) { return k == EdgeKind::Launch; }
+inline bool edge_gates_completion(EdgeKind k) { return k == EdgeKind::Sync || k == EdgeKind::Flow; }
+
+struct EdgeInfo {
+  TimeNs delay = 0;
+  EdgeKind kind = EdgeKind::Dependency;
+};
+
+using EdgeGraph = boost::compressed_sparse_row_graph<boost::directedS, boost::no_property, EdgeInfo,
+                                                      boost::no_property, std::uint32_t, std::uint32_t>;
+
+// A synchronization resolved while simulating, against the tasks issued so far.
+enum class SyncOp : std::uint8_t {
+  WaitStreams = 0,     // block until the last task issued to each stream of `streams` ends
+  WaitEvent = 1,       // block until the task captured by the last record of `event` ends
+  RecordEvent = 2,     // capture the last task issued to `stream` into `event`
+  StreamWaitEvent = 3, // the next task issued to `stream` starts after `event`'s task ends
+};
+std::string_view to_string(SyncOp op);
+
+struct SyncAction {
+  TaskId task = kNoTask;     // the CPU task that performs it
+  SyncOp op = SyncOp::WaitStreams;
+  std::uint32_t streams = 0; // WaitStreams: index into stream_groups()
+  ResourceId stream = kNoIndex; // RecordEvent, StreamWaitEvent
+  std::uint32_t event = 0;   // WaitEvent, RecordEvent, StreamWaitEvent: dense event index
+};
+
+// Per-task flags.
+inline constexpr std::uint8_t kTaskRemoved = 1;     // takes no time and is left out of the prediction
+inline constexpr std::uint8_t kTaskBlocking = 2;    // its end waits for completion edges or syncs
+inline constexpr std::uint8_t kTaskHasSync = 4;     // has SyncActions (sorted by task in sync_actions())
+inline constexpr std::uint8_t kTaskIssuedByEdge = 8; // a GPU task with a launch edge
+
+// What the builder saw that it could not use as it is; the graph is still usable.
+struct GraphWarnings {
+  std::int64_t gpu_op_before_launch = 0;  // GPU op starts before its launch call: latency clamped to 0
+  std::int64_t sync_target_after_return = 0; // a wait's target ends after the wait returned: not linked
+  std::int64_t unknown_sync_stream = 0;   // stream sync with no known stream: waits for the whole process
+  std::int64_t unresolved_event = 0;      // event sync / stream wait with no event id
+  std::int64_t gpu_ops_without_launch = 0;
+  std::int64_t sync_ops_skipped = 0;      // GPU "sync" records: the waits they show are edges
+  std::int64_t total() const;
+  std::string describe() const;
+};
+
+class DependencyGraph {
+ public:
+  std::size_t task_count() const { return resource_.size(); }
+  std::size_t resource_count() const { return resource_begin_.size() - 1; }
+
+  // Tasks of a resource, [first, last), in FIFO order.
+  TaskId resource_first(ResourceId r) const { return resource_begin_[r]; }
+  TaskId resource_end(ResourceId r) const { return resource_begin_[r + 1]; }
+  bool is_stream(ResourceId r) const { return resource_is_stream_[r] != 0; }
+
+  ResourceId resource(TaskId t) const { return resource_[t]; }
+  TaskKind kind(TaskId t) const { return kind_[t]; }
+  std::uint8_t flags(TaskId t) const { return flags_[t]; }
+  bool removed(TaskId t) const { return (flags_[t] & kTaskRemoved) != 0; }
+  bool blocking(TaskId t) const { return (flags_[t] & kTaskBlocking) != 0; }
+  // The Trace row the task comes from: cuda_api, annotations or gpu_ops by kind; kNoIndex for
+  // CPU work and synthetic tasks.
+  EventIndex source_row(TaskId t) const { return source_row_[t]; }
+
+  // As measured. A blocking task's base duration is what remains after its wait ends.
+  TimeNs measured_start(TaskId t) const { return measured_start_[t]; }
+  TimeNs measured_end(TaskId t) const { return measured_end_[t]; }
+  TimeNs base_duration(TaskId t) const { return base_[t]; }
+  // Time between the previous task on the resource (or the run's begin) and this one that
+  // the resource needs anyway: what the trace shows as idle but is not waiting on anything.
+  TimeNs gap(TaskId t) const { return gap_[t]; }
+  TimeNs run_begin() const { return run_begin_; }
+  TimeNs run_end() const { return run_end_; }
+
+  // The knobs a what-if turns: duration = max(base × ratio + add, 0).
+  double ratio(TaskId t) const { return ratio_[t]; }
+  TimeNs add(TaskId t) const { return add_[t]; }
+  TimeNs duration(TaskId t) const;
+  void scale(TaskId t, double ratio, TimeNs add) { ratio_[t] = static_cast<float>(ratio); add_[t] = add; }
+  void set_gap(TaskId t, TimeNs gap) { gap_[t] = gap; }
+  void set_removed(TaskId t, bool removed);
+
+  const EdgeGraph& edges() const { return edges_; }
+  std::size_t edge_count() const { return boost::num_edges(edges_); }
+  // Edges into t that gate its start, and those that gate its completion.
+  std::uint32_t start_in_degree(TaskId t) const { return start_in_[t]; }
+  std::uint32_t completion_in_degree(TaskId t) const { return completion_in_[t]; }
+
+  std::span<const SyncAction> sync_actions() const { return sync_actions_; }
+  std::span<const SyncAction> sync_actions_of(TaskId t) const;
+  const std::vector<std::vector<ResourceId>>& stream_groups() const { return stream_groups_; }
+  std::uint32_t event_count() const { return event_count_; }
+  // FIFO position of a GPU task on its stream (t - resource_first).
+  std::uint32_t stream_position(TaskId t) const { return t - resource_begin_[resource_[t]]; }
+
+  // The tasks an event of the trace became: an API call or annotation is every task from its
+  // first to its last (nested events have tasks in between); a GPU op is one task.
+  TaskId api_first(EventIndex row) const { return api_first_[row]; }
+  TaskId api_last(EventIndex row) const { return api_last_[row]; }
+  TaskId annotation_first(EventIndex row) const { return annotation_first_[row]; }
+  TaskId annotation_last(EventIndex row) const { return annotation_last_[row]; }
+  TaskId gpu_task(EventIndex row) const { return gpu_task_[row]; }
+
+  const GraphWarnings& warnings() const { return warnings_; }
+  std::size_t memory_bytes() const;
+
+ private:
+  friend class DependencyGraphBuilder;
+
+  std::vector<TaskId> resource_begin_; // resource_count + 1 offsets
+  std::vector<std::uint8_t> resource_is_stream_;
+  std::vector<ResourceId> resource_;
+  std::vector<TaskKind> kind_;
+  std::vector<std::uint8_t> flags_;
+  std::vector<EventIndex> source_row_;
+  std::vector<TimeNs> measured_start_, measured_end_, base_, gap_, add_;
+  std::vector<float> ratio_;
+  std::vector<std::uint32_t> start_in_, completion_in_;
+  EdgeGraph edges_;
+  std::vector<SyncAction> sync_actions_;
+  std::vector<std::vector<ResourceId>> stream_groups_;
+  std::uint32_t event_count_ = 0;
+  std::vector<TaskId> api_first_, api_last_, annotation_first_, annotation_last_, gpu_task_;
+  TimeNs run_begin_ = 0, run_end_ = 0;
+  GraphWarnings warnings_;
+};
+
+// Builds the graph of a Trace (any source: tracer, importer, simulator).
+DependencyGraph build_dependency_graph(const Trace& trace);
+
+} // namespace dreamscope
