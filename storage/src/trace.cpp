@@ -1,6 +1,7 @@
 #include "dreamscope/trace.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <numeric>
 #include <stdexcept>
 
@@ -57,6 +58,15 @@ std::string_view to_string(SyncKind k) {
     case SyncKind::StreamWaitEvent: return "stream_wait_event";
     case SyncKind::StreamSynchronize: return "stream_synchronize";
     case SyncKind::ContextSynchronize: return "context_synchronize";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(EventTable t) {
+  switch (t) {
+    case EventTable::CudaApi: return "cuda_api";
+    case EventTable::GpuOp: return "gpu_op";
+    case EventTable::Annotation: return "annotation";
   }
   return "unknown";
 }
@@ -151,6 +161,24 @@ std::vector<EventIndex> sort_order(const std::vector<TrackId>& track, const std:
   return order;
 }
 
+// Rows of the args side table follow their events through the sort: `order[new] = old`.
+void remap_args(std::vector<EventIndex>& arg_rows, const std::vector<EventIndex>& order, bool already_sorted) {
+  if (already_sorted || arg_rows.empty()) return;
+  std::vector<EventIndex> new_index(order.size());
+  for (std::size_t i = 0; i < order.size(); ++i) new_index[order[i]] = static_cast<EventIndex>(i);
+  for (EventIndex& r : arg_rows) r = new_index[r];
+}
+
+// By row, keeping each event's args in the order they were added.
+void sort_args(std::vector<EventIndex>& rows, std::vector<EventArg>& args) {
+  if (std::is_sorted(rows.begin(), rows.end())) return;
+  std::vector<EventIndex> order(rows.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](EventIndex a, EventIndex b) { return rows[a] < rows[b]; });
+  permute(rows, order);
+  permute(args, order);
+}
+
 void compute_ranges(const std::vector<TrackId>& track, const std::vector<TimeNs>& start,
                     const std::vector<TimeNs>& end, std::size_t track_count,
                     std::vector<EventRange>& ranges, std::vector<TimeNs>& max_dur) {
@@ -218,6 +246,49 @@ std::optional<EventIndex> Trace::cuda_api_with_correlation(std::int64_t correlat
   return std::nullopt;
 }
 
+std::span<const EventArg> Trace::args_of(EventTable table, EventIndex row) const {
+  const ArgColumn& c = args_[static_cast<std::size_t>(table)];
+  auto [lo, hi] = std::equal_range(c.row.begin(), c.row.end(), row);
+  return {c.arg.data() + (lo - c.row.begin()), static_cast<std::size_t>(hi - lo)};
+}
+
+const EventArg* Trace::find_arg(EventTable table, EventIndex row, std::string_view key) const {
+  auto id = find_string(key);
+  if (!id) return nullptr;
+  for (const EventArg& a : args_of(table, row)) {
+    if (a.key == *id) return &a;
+  }
+  return nullptr;
+}
+
+std::optional<std::int64_t> Trace::arg_int(EventTable table, EventIndex row, std::string_view key) const {
+  const EventArg* a = find_arg(table, row, key);
+  if (!a) return std::nullopt;
+  if (a->type == ArgType::Int) return a->int_value;
+  if (a->type == ArgType::Double) return static_cast<std::int64_t>(a->double_value);
+  return std::nullopt;
+}
+
+std::optional<std::string> Trace::arg_text(EventTable table, EventIndex row, std::string_view key) const {
+  const EventArg* a = find_arg(table, row, key);
+  if (!a) return std::nullopt;
+  switch (a->type) {
+    case ArgType::Int: return std::to_string(a->int_value);
+    case ArgType::Double: {
+      char buf[32];
+      auto n = std::snprintf(buf, sizeof buf, "%.17g", a->double_value);
+      return std::string(buf, static_cast<std::size_t>(n));
+    }
+    case ArgType::String:
+    case ArgType::Json: return std::string(str(a->text));
+  }
+  return std::nullopt;
+}
+
+std::size_t Trace::arg_count() const {
+  return args_[0].arg.size() + args_[1].arg.size() + args_[2].arg.size();
+}
+
 std::size_t Trace::memory_bytes() const {
   std::size_t n = 0;
   for (const auto& s : strings_) n += sizeof(std::string) + (s.size() > 15 ? s.capacity() : 0);
@@ -234,6 +305,7 @@ std::size_t Trace::memory_bytes() const {
        bytes_of(n2.category) + bytes_of(n2.payload) + bytes_of(n2.external_id) + bytes_of(n2.parent) +
        bytes_of(n2.depth);
   n += bytes_of(flows_) + bytes_of(overheads_) + bytes_of(launch_configs_);
+  for (const auto& c : args_) n += bytes_of(c.row) + bytes_of(c.arg);
   n += bytes_of(gpu_by_correlation_) + bytes_of(api_by_correlation_);
   n += 3 * (bytes_of(cuda_api_ranges_) + bytes_of(cuda_api_max_dur_));
   return n;
@@ -247,7 +319,7 @@ TraceBuilder::TraceBuilder() {
 }
 
 StringId TraceBuilder::intern(std::string_view s) {
-  auto it = string_ids_.find(std::string(s));
+  auto it = string_ids_.find(s);
   if (it != string_ids_.end()) return it->second;
   auto id = static_cast<StringId>(trace_.strings_.size());
   trace_.strings_.emplace_back(s);
@@ -328,7 +400,7 @@ void TraceBuilder::reserve(std::size_t api, std::size_t gpu_ops, std::size_t ann
   n.category.reserve(annotations);
 }
 
-void TraceBuilder::add(const CudaApiRecord& r) {
+EventIndex TraceBuilder::add(const CudaApiRecord& r) {
   auto& a = trace_.cuda_api_;
   a.track.push_back(r.track);
   a.start.push_back(r.start);
@@ -341,6 +413,7 @@ void TraceBuilder::add(const CudaApiRecord& r) {
   a.result.push_back(r.result);
   a.stream.push_back(r.stream);
   a.event.push_back(r.event);
+  return static_cast<EventIndex>(a.start.size() - 1);
 }
 
 std::uint32_t TraceBuilder::intern_launch(const LaunchConfig& c) {
@@ -351,7 +424,7 @@ std::uint32_t TraceBuilder::intern_launch(const LaunchConfig& c) {
   return it->second;
 }
 
-void TraceBuilder::add(const GpuOpRecord& r) {
+EventIndex TraceBuilder::add(const GpuOpRecord& r) {
   auto& g = trace_.gpu_ops_;
   g.track.push_back(r.track);
   g.kind.push_back(r.kind);
@@ -363,9 +436,10 @@ void TraceBuilder::add(const GpuOpRecord& r) {
   g.launch.push_back(intern_launch(r.launch));
   g.bytes.push_back(r.bytes);
   g.event.push_back(r.event);
+  return static_cast<EventIndex>(g.start.size() - 1);
 }
 
-void TraceBuilder::add(const AnnotationRecord& r) {
+EventIndex TraceBuilder::add(const AnnotationRecord& r) {
   auto& n = trace_.annotations_;
   n.track.push_back(r.track);
   n.start.push_back(r.start);
@@ -375,6 +449,30 @@ void TraceBuilder::add(const AnnotationRecord& r) {
   n.category.push_back(r.category);
   n.payload.push_back(r.payload);
   n.external_id.push_back(r.external_id);
+  return static_cast<EventIndex>(n.start.size() - 1);
+}
+
+std::size_t TraceBuilder::row_count(EventTable table) const {
+  switch (table) {
+    case EventTable::CudaApi: return trace_.cuda_api_.size();
+    case EventTable::GpuOp: return trace_.gpu_ops_.size();
+    case EventTable::Annotation: return trace_.annotations_.size();
+  }
+  return 0;
+}
+
+void TraceBuilder::add_arg(EventTable table, EventIndex row, const EventArg& arg) {
+  auto& c = trace_.args_[static_cast<std::size_t>(table)];
+  c.row.push_back(row);
+  c.arg.push_back(arg);
+}
+
+void TraceBuilder::add_arg(EventTable table, EventIndex row, std::string_view key, std::int64_t value) {
+  add_arg(table, row, EventArg{.key = intern(key), .type = ArgType::Int, .int_value = value});
+}
+
+void TraceBuilder::add_arg(EventTable table, EventIndex row, std::string_view key, std::string_view text) {
+  add_arg(table, row, EventArg{.key = intern(key), .type = ArgType::String, .text = intern(text)});
 }
 
 Trace TraceBuilder::build() && {
@@ -389,10 +487,21 @@ Trace TraceBuilder::build() && {
   check_tracks(t.gpu_ops_.track, "gpu_op");
   check_tracks(t.annotations_.track, "annotation");
 
+  for (auto table : {EventTable::CudaApi, EventTable::GpuOp, EventTable::Annotation}) {
+    const std::size_t rows = row_count(table);
+    for (EventIndex row : t.args_[static_cast<std::size_t>(table)].row) {
+      if (row >= rows) {
+        throw std::invalid_argument(std::string("arg of unknown ") + std::string(to_string(table)) + " row " +
+                                    std::to_string(row));
+      }
+    }
+  }
+
   bool sorted = false;
   {
     auto& a = t.cuda_api_;
     auto order = sort_order(a.track, a.start, a.end, sorted);
+    remap_args(t.args_[0].row, order, sorted);
     if (!sorted) {
       permute(a.track, order); permute(a.start, order); permute(a.end, order); permute(a.name, order);
       permute(a.cbid, order); permute(a.kind, order); permute(a.correlation, order);
@@ -402,6 +511,7 @@ Trace TraceBuilder::build() && {
   {
     auto& g = t.gpu_ops_;
     auto order = sort_order(g.track, g.start, g.end, sorted);
+    remap_args(t.args_[1].row, order, sorted);
     if (!sorted) {
       permute(g.track, order); permute(g.kind, order); permute(g.subkind, order); permute(g.start, order);
       permute(g.end, order); permute(g.name, order); permute(g.correlation, order); permute(g.launch, order);
@@ -411,6 +521,7 @@ Trace TraceBuilder::build() && {
   {
     auto& n = t.annotations_;
     auto order = sort_order(n.track, n.start, n.end, sorted);
+    remap_args(t.args_[2].row, order, sorted);
     if (!sorted) {
       permute(n.track, order); permute(n.start, order); permute(n.end, order); permute(n.name, order);
       permute(n.domain, order); permute(n.category, order); permute(n.payload, order);
@@ -443,6 +554,8 @@ Trace TraceBuilder::build() && {
       }
     }
   }
+
+  for (auto& c : t.args_) sort_args(c.row, c.arg);
 
   t.gpu_by_correlation_.clear();
   for (EventIndex i = 0; i < t.gpu_ops_.size(); ++i) {

@@ -9,13 +9,51 @@
 #include <cstring>
 #include <fcntl.h>
 #include <unistd.h>
+#include <array>
 #include <unordered_map>
+#include <vector>
 
 namespace dreamscope {
 
+struct LaunchConfigHash {
+  std::size_t operator()(const LaunchConfig& c) const {
+    std::size_t h = 1469598103934665603ull;
+    for (std::int32_t v : {c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1], c.block[2], c.registers_per_thread,
+                           c.shared_memory_static, c.shared_memory_dynamic}) {
+      h = (h ^ static_cast<std::uint32_t>(v)) * 1099511628211ull;
+    }
+    return h;
+  }
+};
+
 struct InternTable {
   std::unordered_map<std::string, StringId> ids;
-  std::unordered_map<std::string, std::int64_t> launch_ids; // LaunchConfig bytes -> launch.id
+  std::unordered_map<LaunchConfig, std::int64_t, LaunchConfigHash> launch_ids; // -> launch.id
+};
+
+// Event rows are buffered and inserted kRowsPerInsert at a time with one multi-row INSERT:
+// SQLite's per-statement cost (step, reset, cursor open and close) then falls on 128 rows
+// instead of one: 1.0 M -> 1.6 M events/s on the tracer's mix (bench/storage, loaded machine).
+template <std::size_t Columns>
+struct RowBatch {
+  static constexpr std::size_t kRowsPerInsert = 128;
+  using Row = std::array<std::int64_t, Columns>; // kNoValue binds NULL
+  std::vector<Row> pending;
+  sqlite3_stmt* one = nullptr;
+  sqlite3_stmt* many = nullptr;
+
+  static std::string insert_sql(const char* table, const char* columns, std::size_t rows) {
+    std::string one_row = "(";
+    for (std::size_t c = 0; c < Columns; ++c) one_row += c ? ",?" : "?";
+    one_row += ")";
+    std::string sql = std::string("INSERT INTO ") + table + "(" + columns + ") VALUES ";
+    for (std::size_t r = 0; r < rows; ++r) sql += (r ? "," : "") + one_row;
+    return sql;
+  }
+  ~RowBatch() {
+    sqlite3_finalize(one);
+    sqlite3_finalize(many);
+  }
 };
 
 struct TraceWriter::Statements {
@@ -24,17 +62,16 @@ struct TraceWriter::Statements {
   sqlite3_stmt* process = nullptr;
   sqlite3_stmt* device = nullptr;
   sqlite3_stmt* track = nullptr;
-  sqlite3_stmt* cuda_api = nullptr;
-  sqlite3_stmt* gpu_op = nullptr;
-  sqlite3_stmt* annotation = nullptr;
+  RowBatch<12> cuda_api;
+  RowBatch<11> gpu_op;
+  RowBatch<9> annotation;
   sqlite3_stmt* flow = nullptr;
   sqlite3_stmt* calibration = nullptr;
   sqlite3_stmt* overhead = nullptr;
   sqlite3_stmt* launch = nullptr;
 
   ~Statements() {
-    for (auto* s : {string, meta, process, device, track, cuda_api, gpu_op, annotation, flow, calibration, overhead,
-                    launch}) {
+    for (auto* s : {string, meta, process, device, track, flow, calibration, overhead, launch}) {
       sqlite3_finalize(s);
     }
   }
@@ -98,10 +135,13 @@ TraceWriter::TraceWriter(std::filesystem::path path, TraceWriterOptions options)
   }
   sqlite3_extended_result_codes(db_, 0);
   // WAL: a commit is one append, and a process killed mid-write keeps every committed
-  // batch. synchronous=NORMAL keeps that guarantee against a crash of the process.
+  // batch, since committed pages are in the OS's cache whatever happens to the process.
+  // Only close() pays for fsync: a trace need survive a power cut only once it is closed.
   exec("PRAGMA journal_mode=WAL");
-  exec("PRAGMA synchronous=NORMAL");
+  exec("PRAGMA synchronous=OFF");
   exec("PRAGMA page_size=8192");
+  // The B-tree pages being appended to stay in memory between transactions.
+  exec("PRAGMA cache_size=-65536");
   exec("BEGIN");
   exec(schema::kCreateTables);
   exec(schema::kCreateViews);
@@ -123,18 +163,19 @@ TraceWriter::TraceWriter(std::filesystem::path path, TraceWriterOptions options)
           "memory_bus_width_bits, memory_bandwidth_bytes_per_s, global_memory_bytes, "
           "compute_capability_major, compute_capability_minor) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
   prepare(s.track, "INSERT INTO track(id, kind, process, tid, device, stream, name) VALUES(?,?,?,?,?,?,?)");
-  prepare(s.cuda_api,
-          "INSERT INTO cuda_api(track, start, id, dur, name, cbid, kind, correlation, external_id, result, "
-          "stream, event) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
-  prepare(s.gpu_op,
-          "INSERT INTO gpu_op(track, start, id, dur, kind, subkind, name, correlation, launch, bytes, event) "
-          "VALUES(?,?,?,?,?,?,?,?,?,?,?)");
+  auto prepare_batch = [&](auto& batch, const char* table, const char* columns) {
+    using Batch = std::remove_reference_t<decltype(batch)>;
+    prepare(batch.one, Batch::insert_sql(table, columns, 1).c_str());
+    prepare(batch.many, Batch::insert_sql(table, columns, Batch::kRowsPerInsert).c_str());
+    batch.pending.reserve(Batch::kRowsPerInsert);
+  };
+  prepare_batch(s.cuda_api, "cuda_api",
+                "track, start, id, dur, name, cbid, kind, correlation, external_id, result, stream, event");
+  prepare_batch(s.gpu_op, "gpu_op", "track, start, id, dur, kind, subkind, name, correlation, launch, bytes, event");
+  prepare_batch(s.annotation, "annotation", "track, start, id, dur, name, domain, category, payload, external_id");
   prepare(s.launch,
           "INSERT INTO launch(id, grid_x, grid_y, grid_z, block_x, block_y, block_z, registers_per_thread, "
           "shared_memory_static, shared_memory_dynamic) VALUES(?,?,?,?,?,?,?,?,?,?)");
-  prepare(s.annotation,
-          "INSERT INTO annotation(track, start, id, dur, name, domain, category, payload, external_id) "
-          "VALUES(?,?,?,?,?,?,?,?,?)");
   prepare(s.flow,
           "INSERT INTO flow(kind, from_track, from_time, to_track, to_time, flow_id) VALUES(?,?,?,?,?,?)");
   prepare(s.calibration,
@@ -152,7 +193,10 @@ TraceWriter::~TraceWriter() {
   if (!db_) return;
   try {
     // Not closed: keep what was added, but leave `complete` at 0.
-    if (in_transaction_) exec("COMMIT");
+    if (in_transaction_) {
+      drain_pending_rows();
+      exec("COMMIT");
+    }
   } catch (const TraceError&) {
   }
   stmts_.reset();
@@ -197,6 +241,36 @@ void step(sqlite3* db, sqlite3_stmt* s, const std::function<void(const std::stri
 } // namespace
 
 #define DS_STEP(stmt) step(db_, stmt, [this](const std::string& m) { fail(m); })
+
+namespace {
+template <std::size_t N>
+void insert_rows(sqlite3* db, sqlite3_stmt* st, const typename RowBatch<N>::Row* rows, std::size_t count,
+                 const std::function<void(const std::string&)>& fail) {
+  int col = 1;
+  for (std::size_t i = 0; i < count; ++i) {
+    for (std::size_t c = 0; c < N; ++c) bind_optional(st, col++, rows[i][c]);
+  }
+  step(db, st, fail);
+}
+
+template <std::size_t N>
+void push_row(sqlite3* db, RowBatch<N>& batch, const typename RowBatch<N>::Row& row,
+              const std::function<void(const std::string&)>& fail) {
+  batch.pending.push_back(row);
+  if (batch.pending.size() == RowBatch<N>::kRowsPerInsert) {
+    insert_rows<N>(db, batch.many, batch.pending.data(), batch.pending.size(), fail);
+    batch.pending.clear();
+  }
+}
+
+template <std::size_t N>
+void drain(sqlite3* db, RowBatch<N>& batch, const std::function<void(const std::string&)>& fail) {
+  for (const auto& row : batch.pending) insert_rows<N>(db, batch.one, &row, 1, fail);
+  batch.pending.clear();
+}
+} // namespace
+
+#define DS_FAIL [this](const std::string& m) { fail(m); }
 
 StringId TraceWriter::intern(std::string_view s) {
   if (s.empty()) return 0;
@@ -288,27 +362,16 @@ TrackId TraceWriter::add_track(const TrackInfo& t) {
 
 void TraceWriter::add(const CudaApiRecord& r) {
   begin_if_needed();
-  auto* st = stmts_->cuda_api;
-  sqlite3_bind_int64(st, 1, r.track);
-  sqlite3_bind_int64(st, 2, r.start);
-  sqlite3_bind_int64(st, 3, next_event_id_++);
-  sqlite3_bind_int64(st, 4, r.end - r.start);
-  sqlite3_bind_int64(st, 5, r.name);
-  sqlite3_bind_int64(st, 6, r.cbid);
-  sqlite3_bind_int64(st, 7, static_cast<int>(r.kind));
-  bind_optional(st, 8, r.correlation);
-  bind_optional(st, 9, r.external_id);
-  sqlite3_bind_int64(st, 10, r.result);
-  bind_optional(st, 11, r.stream);
-  bind_optional(st, 12, r.event);
-  DS_STEP(st);
+  push_row<12>(db_, stmts_->cuda_api,
+               {r.track, r.start, next_event_id_++, r.end - r.start, r.name, r.cbid, static_cast<int>(r.kind),
+                r.correlation, r.external_id, r.result, r.stream, r.event},
+               DS_FAIL);
   count_row();
 }
 
 std::int64_t TraceWriter::launch_id(const LaunchConfig& c) {
   if (c == LaunchConfig{}) return kNoValue;
-  std::string key(reinterpret_cast<const char*>(&c), sizeof c);
-  auto [it, inserted] = strings_->launch_ids.try_emplace(std::move(key), 0);
+  auto [it, inserted] = strings_->launch_ids.try_emplace(c, 0);
   if (!inserted) return it->second;
   it->second = static_cast<std::int64_t>(strings_->launch_ids.size());
   auto* st = stmts_->launch;
@@ -326,35 +389,19 @@ std::int64_t TraceWriter::launch_id(const LaunchConfig& c) {
 void TraceWriter::add(const GpuOpRecord& r) {
   begin_if_needed();
   const std::int64_t launch = launch_id(r.launch);
-  auto* st = stmts_->gpu_op;
-  sqlite3_bind_int64(st, 1, r.track);
-  sqlite3_bind_int64(st, 2, r.start);
-  sqlite3_bind_int64(st, 3, next_event_id_++);
-  sqlite3_bind_int64(st, 4, r.end - r.start);
-  sqlite3_bind_int64(st, 5, static_cast<int>(r.kind));
-  sqlite3_bind_int64(st, 6, r.subkind);
-  sqlite3_bind_int64(st, 7, r.name);
-  bind_optional(st, 8, r.correlation);
-  bind_optional(st, 9, launch);
-  sqlite3_bind_int64(st, 10, r.bytes);
-  bind_optional(st, 11, r.event);
-  DS_STEP(st);
+  push_row<11>(db_, stmts_->gpu_op,
+               {r.track, r.start, next_event_id_++, r.end - r.start, static_cast<int>(r.kind), r.subkind, r.name,
+                r.correlation, launch, r.bytes, r.event},
+               DS_FAIL);
   count_row();
 }
 
 void TraceWriter::add(const AnnotationRecord& r) {
   begin_if_needed();
-  auto* st = stmts_->annotation;
-  sqlite3_bind_int64(st, 1, r.track);
-  sqlite3_bind_int64(st, 2, r.start);
-  sqlite3_bind_int64(st, 3, next_event_id_++);
-  sqlite3_bind_int64(st, 4, r.end - r.start);
-  sqlite3_bind_int64(st, 5, r.name);
-  sqlite3_bind_int64(st, 6, r.domain);
-  sqlite3_bind_int64(st, 7, r.category);
-  bind_optional(st, 8, r.payload);
-  bind_optional(st, 9, r.external_id);
-  DS_STEP(st);
+  push_row<9>(db_, stmts_->annotation,
+              {r.track, r.start, next_event_id_++, r.end - r.start, r.name, r.domain, r.category, r.payload,
+               r.external_id},
+              DS_FAIL);
   count_row();
 }
 
@@ -393,8 +440,15 @@ void TraceWriter::add(const OverheadRecord& r) {
   count_row();
 }
 
+void TraceWriter::drain_pending_rows() {
+  drain<12>(db_, stmts_->cuda_api, DS_FAIL);
+  drain<11>(db_, stmts_->gpu_op, DS_FAIL);
+  drain<9>(db_, stmts_->annotation, DS_FAIL);
+}
+
 void TraceWriter::flush() {
   if (!db_) fail("trace writer already closed");
+  drain_pending_rows();
   if (in_transaction_) {
     in_transaction_ = false;
     exec("COMMIT");
@@ -405,6 +459,7 @@ void TraceWriter::close() {
   if (!db_) return;
   set_meta("complete", "1");
   flush();
+  exec("PRAGMA synchronous=FULL");
   // Fold the WAL back into the one file, so that the trace is a single self-contained file.
   exec("PRAGMA wal_checkpoint(TRUNCATE)");
   exec("PRAGMA journal_mode=DELETE");

@@ -6,6 +6,7 @@
 // command accepts them directly. Malformed input that leaves the rest usable is counted in
 // `ImportStats` (as Perfetto's stats table does) and stored in meta.import_warnings;
 // input that cannot be used throws TraceError naming the file and the problem.
+// The mapping from each format to the Trace is documented in docs/importers.md.
 #pragma once
 
 #include "dreamscope/trace.h"
@@ -19,19 +20,31 @@
 namespace dreamscope {
 
 enum class TraceFormat { DreamscopeDb, KinetoJson, NsysSqlite, Unknown };
+std::string_view to_string(TraceFormat f);
+
+// Info: input dropped on purpose, as the peer tools do (HTA drops events without dur);
+// Warning: input that was malformed, or that the importer could not place.
+enum class ImportSeverity : std::uint8_t { Info = 0, Warning = 1 };
 
 // A kind of problem, how often it happened, and one example of it.
 struct ImportIssue {
+  ImportSeverity severity = ImportSeverity::Warning;
   std::int64_t count = 0;
   std::string example;
 };
 
 struct ImportStats {
   std::uint64_t bytes = 0;        // input bytes parsed (uncompressed)
-  std::uint64_t events_read = 0;  // events in the input
-  std::uint64_t events_kept = 0;  // events that became rows of the Trace
+  std::uint64_t events_read = 0;  // events in the input (Kineto: traceEvents elements; nsys: rows)
+  std::uint64_t events_kept = 0;  // events that became rows of the Trace (event tables and flows)
   double seconds = 0;
   std::map<std::string, ImportIssue> issues; // key: what was wrong, e.g. "event without dur"
+
+  // Counts one occurrence; the first example is kept.
+  void note(const std::string& what, ImportSeverity severity, const std::string& example);
+  std::int64_t warning_count() const;
+  // One line per issue, warnings first: "12 x event without cat (dropped, as HTA does); e.g. ...".
+  std::string summary() const;
 };
 
 struct ImportProgress {
@@ -40,6 +53,7 @@ struct ImportProgress {
 };
 using ImportProgressFn = std::function<void(const ImportProgress&)>;
 
+// By content, not by name: the SQLite header and its tables, the gzip magic, a JSON '{'.
 TraceFormat detect_trace_format(const std::filesystem::path& path);
 
 Trace import_kineto(const std::filesystem::path& path, ImportStats* stats = nullptr,

@@ -185,6 +185,25 @@ struct OverheadRecord {
   bool operator==(const OverheadRecord&) const = default;
 };
 
+// The event tables, for what refers to a row of any of them (event args).
+enum class EventTable : std::uint8_t { CudaApi = 0, GpuOp = 1, Annotation = 2 };
+std::string_view to_string(EventTable t);
+
+// One argument of an event that the tables have no column for: what importers find in
+// their input beyond the schema (Kineto's NCCL collective metadata, `kernel_backend`,
+// CUPTI range-profiler counters, input shapes). Rare fields live here, in a side table,
+// so the event rows stay packed.
+enum class ArgType : std::uint8_t { Int = 0, Double = 1, String = 2, Json = 3 };
+struct EventArg {
+  StringId key = 0;
+  ArgType type = ArgType::String;
+  std::int64_t int_value = 0; // Int
+  double double_value = 0;    // Double
+  StringId text = 0;          // String: the text; Json: the value's JSON (array, object, bool, null)
+
+  bool operator==(const EventArg&) const = default;
+};
+
 // Columnar tables. Within each, rows are sorted by (track, start, longer first).
 struct CudaApiTable {
   std::vector<TrackId> track;
@@ -286,6 +305,16 @@ class Trace {
   // The innermost annotation on a track that contains time t.
   std::optional<EventIndex> innermost_annotation_at(TrackId t, TimeNs time) const;
 
+  // The args of one event row, in the order the producer added them; empty if none.
+  std::span<const EventArg> args_of(EventTable table, EventIndex row) const;
+  // The arg named `key` of one event row, if it has one.
+  const EventArg* find_arg(EventTable table, EventIndex row, std::string_view key) const;
+  // The arg as a number (Int, or Double truncated toward zero) or as text (String and Json
+  // as stored, numbers formatted), if the event has it.
+  std::optional<std::int64_t> arg_int(EventTable table, EventIndex row, std::string_view key) const;
+  std::optional<std::string> arg_text(EventTable table, EventIndex row, std::string_view key) const;
+  std::size_t arg_count() const;
+
   // Lookup by correlation id: the GPU ops a CUDA API call launched, and the reverse.
   std::vector<EventIndex> gpu_ops_with_correlation(std::int64_t correlation) const;
   std::optional<EventIndex> cuda_api_with_correlation(std::int64_t correlation) const;
@@ -320,6 +349,13 @@ class Trace {
   std::vector<CalibrationRecord> calibration_;
   std::vector<OverheadRecord> overheads_;
 
+  // Per event table: args sorted by row (stable), and each arg's row.
+  struct ArgColumn {
+    std::vector<EventIndex> row;
+    std::vector<EventArg> arg;
+  };
+  ArgColumn args_[3];
+
   std::vector<EventRange> cuda_api_ranges_, gpu_op_ranges_, annotation_ranges_;
   std::vector<TimeNs> cuda_api_max_dur_, gpu_op_max_dur_, annotation_max_dur_;
   // Sorted (correlation, row) pairs.
@@ -343,9 +379,14 @@ class TraceBuilder {
   TrackId thread_track(std::uint32_t process, std::int64_t tid, std::string_view name = {});
   TrackId stream_track(std::uint32_t device, std::int64_t stream, std::string_view name = {});
 
-  void add(const CudaApiRecord& r);
-  void add(const GpuOpRecord& r);
-  void add(const AnnotationRecord& r);
+  // Each returns the row's index in insertion order, which add_arg() takes.
+  EventIndex add(const CudaApiRecord& r);
+  EventIndex add(const GpuOpRecord& r);
+  EventIndex add(const AnnotationRecord& r);
+  // An arg of the row that add() returned `row` for; build() moves it along with its row.
+  void add_arg(EventTable table, EventIndex row, const EventArg& arg);
+  void add_arg(EventTable table, EventIndex row, std::string_view key, std::int64_t value);
+  void add_arg(EventTable table, EventIndex row, std::string_view key, std::string_view text);
   void add(const FlowRecord& r) { trace_.flows_.push_back(r); }
   void add(const CalibrationRecord& r) { trace_.calibration_.push_back(r); }
   void add(const OverheadRecord& r) { trace_.overheads_.push_back(r); }
@@ -356,6 +397,11 @@ class TraceBuilder {
   const std::vector<ProcessInfo>& processes() const { return trace_.processes_; }
   const std::vector<DeviceInfo>& devices() const { return trace_.devices_; }
   std::string_view str(StringId id) const { return trace_.strings_[id]; }
+  // Importers learn names (Kineto's metadata events) after the tracks' first events.
+  TrackInfo& track(TrackId id) { return trace_.tracks_[id]; }
+  ProcessInfo& process(std::uint32_t id) { return trace_.processes_[id]; }
+  DeviceInfo& device(std::uint32_t id) { return trace_.devices_[id]; }
+  std::size_t row_count(EventTable table) const;
 
   // Rows already in (track, start, longer-first) order skip the sort: the reader's case.
   Trace build() &&;
@@ -364,7 +410,12 @@ class TraceBuilder {
   std::uint32_t intern_launch(const LaunchConfig& c);
 
   Trace trace_;
-  std::unordered_map<std::string, StringId> string_ids_;
+  // Heterogeneous lookup: interning a string_view that is already there allocates nothing.
+  struct StringHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, StringId, StringHash, std::equal_to<>> string_ids_;
   std::unordered_map<std::string, std::uint32_t> launch_ids_;
   std::map<std::pair<std::uint32_t, std::int64_t>, TrackId> thread_tracks_, stream_tracks_;
 };

@@ -70,6 +70,7 @@ class TraceWriter {
 
  private:
   void begin_if_needed();
+  void drain_pending_rows();
   std::int64_t launch_id(const LaunchConfig& c); // the launch row, written on first use
   void count_row();
   void exec(const char* sql);

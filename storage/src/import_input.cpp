@@ -1,0 +1,110 @@
+#include "import_input.h"
+
+#include "dreamscope/trace_file.h"
+
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+namespace dreamscope {
+
+namespace {
+
+[[noreturn]] void fail(const std::filesystem::path& path, const std::string& what) {
+  throw TraceError(path.string() + ": " + what);
+}
+
+std::string read_file(const std::filesystem::path& path, std::size_t padding) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) fail(path, "no such file");
+  if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory, not a trace file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  const auto size = static_cast<std::size_t>(std::filesystem::file_size(path, ec));
+  if (ec) fail(path, "cannot read its size: " + ec.message());
+  std::string data;
+  data.resize(size + padding);
+  in.read(data.data(), static_cast<std::streamsize>(size));
+  if (static_cast<std::size_t>(in.gcount()) != size) fail(path, "cannot read the whole file");
+  data.resize(size + padding);
+  return data;
+}
+
+bool is_gzip(const std::string& data, std::size_t size) {
+  return size >= 2 && static_cast<unsigned char>(data[0]) == 0x1f && static_cast<unsigned char>(data[1]) == 0x8b;
+}
+
+// Gunzips every member of the stream (gzip files may be concatenations).
+void gunzip(const std::filesystem::path& path, const std::string& in, std::size_t in_size, InputBuffer& out,
+            const ImportProgressFn& progress) {
+  // The gzip trailer holds the uncompressed size mod 2^32: a good first guess for the buffer.
+  std::size_t guess = 0;
+  if (in_size >= 18) {
+    std::uint32_t isize = 0;
+    std::memcpy(&isize, in.data() + in_size - 4, 4);
+    guess = isize;
+  }
+  if (guess < in_size * 2) guess = in_size * 8;
+  out.storage.resize(guess + SIMDJSON_PADDING);
+
+  z_stream zs{};
+  if (inflateInit2(&zs, 15 + 16) != Z_OK) fail(path, "cannot start gzip decompression");
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  std::size_t in_done = 0, out_done = 0;
+  int rc = Z_OK;
+  for (;;) {
+    if (out.storage.size() - SIMDJSON_PADDING - out_done == 0) {
+      out.storage.resize(out.storage.size() * 2);
+    }
+    const std::size_t in_chunk = std::min<std::size_t>(in_size - in_done, 1u << 30);
+    const std::size_t out_chunk = std::min<std::size_t>(out.storage.size() - SIMDJSON_PADDING - out_done, 1u << 30);
+    zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data() + in_done));
+    zs.avail_in = static_cast<uInt>(in_chunk);
+    zs.next_out = reinterpret_cast<Bytef*>(out.storage.data() + out_done);
+    zs.avail_out = static_cast<uInt>(out_chunk);
+    rc = inflate(&zs, Z_NO_FLUSH);
+    in_done += in_chunk - zs.avail_in;
+    out_done += out_chunk - zs.avail_out;
+    if (progress) progress(ImportProgress{in_done, in_size});
+    if (rc == Z_STREAM_END) {
+      if (in_done < in_size && is_gzip(in.substr(in_done, 2), 2)) {
+        inflateReset(&zs);
+        continue;
+      }
+      break;
+    }
+    if (rc == Z_OK) continue;
+    if (rc == Z_BUF_ERROR && zs.avail_out == 0) continue;
+    std::string why = rc == Z_BUF_ERROR ? "" : (zs.msg ? zs.msg : "error " + std::to_string(rc));
+    inflateEnd(&zs);
+    if (rc == Z_BUF_ERROR) {
+      fail(path, "truncated gzip file: the compressed data ends early (after " + std::to_string(out_done) +
+                     " bytes of JSON); the file was cut off while being written or copied");
+    }
+    fail(path, "damaged gzip data (zlib: " + why + ")");
+  }
+  inflateEnd(&zs);
+  out.size = out_done;
+  std::memset(out.storage.data() + out_done, 0, out.storage.size() - out_done);
+}
+
+} // namespace
+
+InputBuffer read_input(const std::filesystem::path& path, const ImportProgressFn& progress) {
+  InputBuffer buf;
+  std::string raw = read_file(path, SIMDJSON_PADDING);
+  const std::size_t raw_size = raw.size() - SIMDJSON_PADDING;
+  if (is_gzip(raw, raw_size)) {
+    buf.was_gzip = true;
+    gunzip(path, raw, raw_size, buf, progress);
+    return buf;
+  }
+  buf.storage = std::move(raw);
+  buf.size = raw_size;
+  std::memset(buf.storage.data() + raw_size, 0, SIMDJSON_PADDING);
+  return buf;
+}
+
+} // namespace dreamscope

@@ -1,0 +1,129 @@
+// Opening any trace by its content, and the import statistics every importer fills.
+#include "dreamscope/importers.h"
+#include "dreamscope/trace_file.h"
+
+#include <sqlite3.h>
+
+#include <cctype>
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+namespace dreamscope {
+
+std::string_view to_string(TraceFormat f) {
+  switch (f) {
+    case TraceFormat::DreamscopeDb: return "dreamscope trace";
+    case TraceFormat::KinetoJson: return "PyTorch profiler JSON";
+    case TraceFormat::NsysSqlite: return "Nsight Systems SQLite export";
+    case TraceFormat::Unknown: return "unknown";
+  }
+  return "unknown";
+}
+
+void ImportStats::note(const std::string& what, ImportSeverity severity, const std::string& example) {
+  auto [it, inserted] = issues.try_emplace(what);
+  if (inserted) {
+    it->second.severity = severity;
+    it->second.example = example;
+  }
+  ++it->second.count;
+}
+
+std::int64_t ImportStats::warning_count() const {
+  std::int64_t n = 0;
+  for (const auto& [what, issue] : issues) {
+    if (issue.severity == ImportSeverity::Warning) n += issue.count;
+  }
+  return n;
+}
+
+std::string ImportStats::summary() const {
+  std::string out;
+  for (auto severity : {ImportSeverity::Warning, ImportSeverity::Info}) {
+    for (const auto& [what, issue] : issues) {
+      if (issue.severity != severity) continue;
+      if (!out.empty()) out += '\n';
+      out += severity == ImportSeverity::Warning ? "warning: " : "info: ";
+      out += std::to_string(issue.count) + " x " + what;
+      if (!issue.example.empty()) out += "; e.g. " + issue.example;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// The names of the tables of a SQLite file, or nothing if it cannot be opened.
+std::vector<std::string> sqlite_tables(const std::filesystem::path& path) {
+  std::vector<std::string> names;
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db, "SELECT name FROM sqlite_schema WHERE type IN ('table','view')", -1, &s, nullptr) ==
+        SQLITE_OK) {
+      while (sqlite3_step(s) == SQLITE_ROW) {
+        const auto* n = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+        if (n) names.emplace_back(n);
+      }
+    }
+    sqlite3_finalize(s);
+  }
+  sqlite3_close_v2(db);
+  return names;
+}
+
+bool has(const std::vector<std::string>& names, std::string_view name) {
+  for (const auto& n : names) {
+    if (n == name) return true;
+  }
+  return false;
+}
+
+} // namespace
+
+TraceFormat detect_trace_format(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return TraceFormat::Unknown;
+  char head[256] = {};
+  in.read(head, sizeof head);
+  const auto n = static_cast<std::size_t>(in.gcount());
+  if (n >= 16 && std::memcmp(head, "SQLite format 3", 16) == 0) {
+    auto tables = sqlite_tables(path);
+    if (has(tables, "meta")) return TraceFormat::DreamscopeDb;
+    if (has(tables, "StringIds") || has(tables, "CUPTI_ACTIVITY_KIND_KERNEL") ||
+        has(tables, "CUPTI_ACTIVITY_KIND_RUNTIME") || has(tables, "NVTX_EVENTS")) {
+      return TraceFormat::NsysSqlite;
+    }
+    return TraceFormat::Unknown;
+  }
+  if (n >= 2 && static_cast<unsigned char>(head[0]) == 0x1f && static_cast<unsigned char>(head[1]) == 0x8b) {
+    return TraceFormat::KinetoJson;
+  }
+  std::size_t i = 0;
+  if (n >= 3 && std::memcmp(head, "\xEF\xBB\xBF", 3) == 0) i = 3; // UTF-8 byte order mark
+  while (i < n && std::isspace(static_cast<unsigned char>(head[i]))) ++i;
+  if (i < n && (head[i] == '{' || head[i] == '[')) return TraceFormat::KinetoJson;
+  return TraceFormat::Unknown;
+}
+
+Trace load_trace(const std::filesystem::path& path, ImportStats* stats, const ImportProgressFn& progress) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw TraceError(path.string() + ": no such file");
+  if (std::filesystem::is_directory(path, ec)) throw TraceError(path.string() + ": is a directory, not a trace file");
+  switch (detect_trace_format(path)) {
+    case TraceFormat::DreamscopeDb: return read_trace(path);
+    case TraceFormat::KinetoJson: return import_kineto(path, stats, progress);
+    case TraceFormat::NsysSqlite: return import_nsys(path, stats, progress);
+    case TraceFormat::Unknown: break;
+  }
+  if (looks_like_sqlite(path)) {
+    // read_trace says precisely why a SQLite file is not a dreamscope trace.
+    return read_trace(path);
+  }
+  throw TraceError(path.string() +
+                   ": not a trace dreamscope reads (expected a dreamscope trace.db, a PyTorch profiler "
+                   "trace .json or .json.gz, or an Nsight Systems SQLite export)");
+}
+
+} // namespace dreamscope
