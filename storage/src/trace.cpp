@@ -233,16 +233,18 @@ std::optional<EventIndex> Trace::innermost_annotation_at(TrackId t, TimeNs time)
 
 std::vector<EventIndex> Trace::gpu_ops_with_correlation(std::int64_t correlation) const {
   std::vector<EventIndex> out;
-  auto it = std::lower_bound(gpu_by_correlation_.begin(), gpu_by_correlation_.end(),
-                             std::pair<std::int64_t, EventIndex>{correlation, 0});
-  for (; it != gpu_by_correlation_.end() && it->first == correlation; ++it) out.push_back(it->second);
+  const auto& corr = gpu_ops_.correlation;
+  auto it = std::lower_bound(gpu_by_correlation_.begin(), gpu_by_correlation_.end(), correlation,
+                             [&](EventIndex row, std::int64_t c) { return corr[row] < c; });
+  for (; it != gpu_by_correlation_.end() && corr[*it] == correlation; ++it) out.push_back(*it);
   return out;
 }
 
 std::optional<EventIndex> Trace::cuda_api_with_correlation(std::int64_t correlation) const {
-  auto it = std::lower_bound(api_by_correlation_.begin(), api_by_correlation_.end(),
-                             std::pair<std::int64_t, EventIndex>{correlation, 0});
-  if (it != api_by_correlation_.end() && it->first == correlation) return it->second;
+  const auto& corr = cuda_api_.correlation;
+  auto it = std::lower_bound(api_by_correlation_.begin(), api_by_correlation_.end(), correlation,
+                             [&](EventIndex row, std::int64_t c) { return corr[row] < c; });
+  if (it != api_by_correlation_.end() && corr[*it] == correlation) return *it;
   return std::nullopt;
 }
 
@@ -557,16 +559,17 @@ Trace TraceBuilder::build() && {
 
   for (auto& c : t.args_) sort_args(c.row, c.arg);
 
-  t.gpu_by_correlation_.clear();
-  for (EventIndex i = 0; i < t.gpu_ops_.size(); ++i) {
-    if (t.gpu_ops_.correlation[i] != kNoValue) t.gpu_by_correlation_.emplace_back(t.gpu_ops_.correlation[i], i);
-  }
-  std::sort(t.gpu_by_correlation_.begin(), t.gpu_by_correlation_.end());
-  t.api_by_correlation_.clear();
-  for (EventIndex i = 0; i < t.cuda_api_.size(); ++i) {
-    if (t.cuda_api_.correlation[i] != kNoValue) t.api_by_correlation_.emplace_back(t.cuda_api_.correlation[i], i);
-  }
-  std::sort(t.api_by_correlation_.begin(), t.api_by_correlation_.end());
+  auto index_by_correlation = [](const std::vector<std::int64_t>& corr, std::vector<EventIndex>& index) {
+    index.clear();
+    for (EventIndex i = 0; i < corr.size(); ++i) {
+      if (corr[i] != kNoValue) index.push_back(i);
+    }
+    // Correlation ids mostly grow with time, so this is often nearly sorted already.
+    std::stable_sort(index.begin(), index.end(), [&](EventIndex a, EventIndex b) { return corr[a] < corr[b]; });
+    index.shrink_to_fit();
+  };
+  index_by_correlation(t.gpu_ops_.correlation, t.gpu_by_correlation_);
+  index_by_correlation(t.cuda_api_.correlation, t.api_by_correlation_);
 
   bool any = false;
   TimeNs lo = 0, hi = 0;

@@ -126,12 +126,13 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
            std::to_string(kSchemaVersion) + (v > kSchemaVersion ? "); a newer dreamscope wrote it" : ")"));
   }
 
+  // A cleanly closed trace says how many rows it holds; counting a table would be a full scan.
   std::size_t n_api = 0, n_gpu = 0, n_ann = 0;
-  r.each("SELECT (SELECT count(*) FROM cuda_api), (SELECT count(*) FROM gpu_op), (SELECT count(*) FROM annotation)",
+  r.each("SELECT key, value FROM meta WHERE key IN ('rows.cuda_api', 'rows.gpu_op', 'rows.annotation')",
          [&](sqlite3_stmt* s) {
-           n_api = static_cast<std::size_t>(sqlite3_column_int64(s, 0));
-           n_gpu = static_cast<std::size_t>(sqlite3_column_int64(s, 1));
-           n_ann = static_cast<std::size_t>(sqlite3_column_int64(s, 2));
+           std::string k = text(s, 0);
+           auto n = static_cast<std::size_t>(std::strtoull(text(s, 1).c_str(), nullptr, 10));
+           (k == "rows.cuda_api" ? n_api : k == "rows.gpu_op" ? n_gpu : n_ann) = n;
          });
   ReadProgress prog;
   prog.rows_total = n_api + n_gpu + n_ann;

@@ -362,6 +362,7 @@ TrackId TraceWriter::add_track(const TrackInfo& t) {
 
 void TraceWriter::add(const CudaApiRecord& r) {
   begin_if_needed();
+  ++cuda_api_rows_;
   push_row<12>(db_, stmts_->cuda_api,
                {r.track, r.start, next_event_id_++, r.end - r.start, r.name, r.cbid, static_cast<int>(r.kind),
                 r.correlation, r.external_id, r.result, r.stream, r.event},
@@ -388,6 +389,7 @@ std::int64_t TraceWriter::launch_id(const LaunchConfig& c) {
 
 void TraceWriter::add(const GpuOpRecord& r) {
   begin_if_needed();
+  ++gpu_op_rows_;
   const std::int64_t launch = launch_id(r.launch);
   push_row<11>(db_, stmts_->gpu_op,
                {r.track, r.start, next_event_id_++, r.end - r.start, static_cast<int>(r.kind), r.subkind, r.name,
@@ -398,6 +400,7 @@ void TraceWriter::add(const GpuOpRecord& r) {
 
 void TraceWriter::add(const AnnotationRecord& r) {
   begin_if_needed();
+  ++annotation_rows_;
   push_row<9>(db_, stmts_->annotation,
               {r.track, r.start, next_event_id_++, r.end - r.start, r.name, r.domain, r.category, r.payload,
                r.external_id},
@@ -457,6 +460,10 @@ void TraceWriter::flush() {
 
 void TraceWriter::close() {
   if (!db_) return;
+  // Row counts let the reader size its arrays without counting the tables.
+  set_meta("rows.cuda_api", std::to_string(cuda_api_rows_));
+  set_meta("rows.gpu_op", std::to_string(gpu_op_rows_));
+  set_meta("rows.annotation", std::to_string(annotation_rows_));
   set_meta("complete", "1");
   flush();
   exec("PRAGMA synchronous=FULL");
@@ -472,7 +479,7 @@ void TraceWriter::close() {
 void write_trace(const Trace& trace, const std::filesystem::path& path) {
   TraceWriter w(path);
   for (const auto& [k, v] : trace.meta()) {
-    if (k == "schema_version" || k == "dreamscope_version" || k == "complete") continue;
+    if (k == "schema_version" || k == "dreamscope_version" || k == "complete" || k.starts_with("rows.")) continue;
     w.set_meta(k, v);
   }
   // Strings keep their ids: the Trace's interned table is written as it is.

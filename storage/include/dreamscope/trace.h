@@ -358,8 +358,8 @@ class Trace {
 
   std::vector<EventRange> cuda_api_ranges_, gpu_op_ranges_, annotation_ranges_;
   std::vector<TimeNs> cuda_api_max_dur_, gpu_op_max_dur_, annotation_max_dur_;
-  // Sorted (correlation, row) pairs.
-  std::vector<std::pair<std::int64_t, EventIndex>> gpu_by_correlation_, api_by_correlation_;
+  // Rows with a correlation id, ordered by it (4 bytes a row, not 16 for (id, row) pairs).
+  std::vector<EventIndex> gpu_by_correlation_, api_by_correlation_;
 };
 
 // Builds a Trace in memory: the reader, the importers and the simulator all use it.

@@ -83,6 +83,7 @@ class TraceWriter {
   std::size_t rows_in_transaction_ = 0;
   std::uint64_t rows_written_ = 0;
   std::int64_t next_event_id_ = 1;
+  std::uint64_t cuda_api_rows_ = 0, gpu_op_rows_ = 0, annotation_rows_ = 0;
   StringId next_string_id_ = 1;
   std::uint32_t next_process_ = 0, next_device_ = 0, next_track_ = 0;
   std::unique_ptr<struct InternTable> strings_;
