@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <fstream>
 #include <random>
 
 namespace dreamscope {
@@ -188,6 +189,51 @@ TEST(TraceRoundTrip, StreamingWriterMatchesReader) {
     EXPECT_EQ(a.depth[i + 1], 1);
     EXPECT_EQ(a.payload[i + 1], static_cast<std::int64_t>(i / 2));
   }
+}
+
+} // namespace
+} // namespace dreamscope
+
+namespace dreamscope {
+namespace {
+
+// The example queries in docs/trace-format.md run on a real trace file.
+TEST(TraceFormatDoc, ExampleQueriesRun) {
+  std::ifstream doc(std::string(DREAMSCOPE_SOURCE_DIR) + "/docs/trace-format.md");
+  ASSERT_TRUE(doc) << "docs/trace-format.md not found";
+  std::string line, sql;
+  bool in_sql = false;
+  int blocks = 0;
+  while (std::getline(doc, line)) {
+    if (line == "```sql") {
+      in_sql = true;
+      ++blocks;
+    } else if (in_sql && line == "```") {
+      in_sql = false;
+    } else if (in_sql) {
+      sql += line + "\n";
+    }
+  }
+  ASSERT_GE(blocks, 1);
+  test::ScratchDir dir;
+  write_trace(test::make_full_trace(), dir / "doc.db");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2((dir / "doc.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  int statements = 0, rows = 0;
+  const char* tail = sql.c_str();
+  while (*tail) {
+    sqlite3_stmt* s = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db, tail, -1, &s, &tail), SQLITE_OK) << sqlite3_errmsg(db);
+    if (!s) break;
+    ++statements;
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) ++rows;
+    EXPECT_EQ(rc, SQLITE_DONE) << sqlite3_errmsg(db);
+    sqlite3_finalize(s);
+  }
+  sqlite3_close(db);
+  EXPECT_EQ(statements, 3);
+  EXPECT_GT(rows, 3); // each query finds something in the full trace
 }
 
 } // namespace
