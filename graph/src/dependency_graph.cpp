@@ -135,8 +135,10 @@ class DependencyGraphBuilder {
     g_.gap_.assign(n, 0);
     wait_end_.assign(n, kNoValue);
 
-    add_launches();
+    barrier_end_.assign(n, kNoValue);
+    find_launchers();
     add_synchronization();
+    set_launch_latencies();
     add_data_flows();
     set_blocking_residuals();
     finish_edges();
@@ -258,68 +260,82 @@ class DependencyGraphBuilder {
     edge_info_.push_back({delay, kind});
   }
 
-  // Launch edges, and the gap that, with the launch latency, puts each GPU task where it was.
-  // A task launched onto an idle stream waited for its launch: latency = start - call start,
-  // no gap. A task launched onto a busy stream waited for the stream: gap = start - previous
-  // end, and the latency is the run's typical one, so that it still cannot start before a
-  // launch would have reached the GPU once the work ahead of it gets faster.
-  void add_launches() {
+  // The API call that launched each GPU task (by correlation id), and when each GPU task was
+  // issued: its launch call's start, or its own start when no call is known.
+  void find_launchers() {
     const auto& ops = trace_.gpu_ops();
-    const auto& api = trace_.cuda_api();
     const std::size_t n = g_.resource_.size();
-    issue_time_.assign(0, 0);
-    std::vector<TaskId> launcher(n, kNoTask);
-    std::vector<TimeNs> idle_latencies;
+    launcher_.assign(n, kNoTask);
+    issue_time_.assign(n, kNoValue);
+    for (ResourceId r = 0; r < g_.resource_count(); ++r) {
+      if (!g_.is_stream(r)) continue;
+      for (TaskId t = g_.resource_first(r); t < g_.resource_end(r); ++t) {
+        issue_time_[t] = g_.measured_start_[t];
+        const std::int64_t corr = ops.correlation[g_.source_row_[t]];
+        if (corr == kNoValue) continue;
+        if (auto call = trace_.cuda_api_with_correlation(corr); call && g_.api_first_[*call] != kNoTask) {
+          launcher_[t] = g_.api_first_[*call];
+          issue_time_[t] = g_.measured_start_[launcher_[t]];
+        }
+      }
+    }
+  }
+
+  // Launch edges, and the gap that, with the launch latency, puts each GPU task where it was.
+  // A task launched onto a clear stream waited for its launch: latency = start - call start,
+  // no gap. A task launched behind work (the previous task on its stream, or an event it was
+  // told to wait for) waited for that: gap = start - the later of the two, and the latency is
+  // the run's typical one, so that once the work ahead gets faster the task still cannot
+  // start before a launch reaches the GPU.
+  void set_launch_latencies() {
+    auto blocker = [&](TaskId t, TimeNs prev_end) {
+      return barrier_end_[t] == kNoValue ? prev_end : std::max(prev_end, barrier_end_[t]);
+    };
+    std::vector<TimeNs> clear_latencies;
     for (ResourceId r = 0; r < g_.resource_count(); ++r) {
       if (!g_.is_stream(r)) continue;
       TimeNs prev_end = g_.run_begin_;
       for (TaskId t = g_.resource_first(r); t < g_.resource_end(r); ++t) {
-        const std::int64_t corr = ops.correlation[g_.source_row_[t]];
-        if (corr != kNoValue) {
-          if (auto call = trace_.cuda_api_with_correlation(corr); call && g_.api_first_[*call] != kNoTask) {
-            launcher[t] = g_.api_first_[*call];
-            const TimeNs call_start = api.start[*call];
-            if (prev_end <= call_start && g_.measured_start_[t] >= call_start) {
-              idle_latencies.push_back(g_.measured_start_[t] - call_start);
-            }
+        if (launcher_[t] != kNoTask) {
+          const TimeNs call_start = g_.measured_start_[launcher_[t]];
+          if (blocker(t, prev_end) <= call_start && g_.measured_start_[t] >= call_start) {
+            clear_latencies.push_back(g_.measured_start_[t] - call_start);
           }
         }
         prev_end = std::max(prev_end, g_.measured_end_[t]);
       }
     }
     TimeNs typical = 0;
-    if (!idle_latencies.empty()) {
-      auto mid = idle_latencies.begin() + static_cast<std::ptrdiff_t>(idle_latencies.size() / 2);
-      std::nth_element(idle_latencies.begin(), mid, idle_latencies.end());
+    if (!clear_latencies.empty()) {
+      auto mid = clear_latencies.begin() + static_cast<std::ptrdiff_t>(clear_latencies.size() / 2);
+      std::nth_element(clear_latencies.begin(), mid, clear_latencies.end());
       typical = *mid;
     }
-    issue_time_.resize(n, kNoValue);
     for (ResourceId r = 0; r < g_.resource_count(); ++r) {
       if (!g_.is_stream(r)) continue;
       TimeNs prev_end = g_.run_begin_;
       for (TaskId t = g_.resource_first(r); t < g_.resource_end(r); ++t) {
         const TimeNs start = g_.measured_start_[t];
-        const TimeNs stream_gap = std::max<TimeNs>(0, start - prev_end);
-        if (launcher[t] != kNoTask) {
-          const TimeNs call_start = g_.measured_start_[launcher[t]];
+        const TimeNs waited_for = blocker(t, prev_end);
+        const TimeNs stream_gap = std::max<TimeNs>(0, start - waited_for);
+        if (launcher_[t] != kNoTask) {
+          const TimeNs call_start = g_.measured_start_[launcher_[t]];
           TimeNs latency = start - call_start;
           if (latency < 0) {
             ++g_.warnings_.gpu_op_before_launch;
             latency = 0;
           }
-          if (prev_end <= call_start) {
+          if (waited_for <= call_start) {
             g_.gap_[t] = 0;
           } else {
             g_.gap_[t] = stream_gap;
             latency = std::min(latency, typical);
           }
-          add_edge(launcher[t], t, EdgeKind::Launch, latency);
+          add_edge(launcher_[t], t, EdgeKind::Launch, latency);
           g_.flags_[t] |= kTaskIssuedByEdge;
-          issue_time_[t] = call_start;
         } else {
           ++g_.warnings_.gpu_ops_without_launch;
           g_.gap_[t] = stream_gap;
-          issue_time_[t] = start;
         }
         prev_end = std::max(prev_end, g_.measured_end_[t]);
       }
@@ -558,9 +574,12 @@ class DependencyGraphBuilder {
           }
           const TaskId target = event_target[*e];
           const TaskId next = issued_from(s, start);
-          if (target != kNoTask && next != kNoTask && g_.measured_start_[next] < g_.measured_end_[target]) {
-            ++g_.warnings_.sync_target_after_return;
-            break;
+          if (target != kNoTask && next != kNoTask) {
+            if (g_.measured_start_[next] < g_.measured_end_[target]) {
+              ++g_.warnings_.sync_target_after_return;
+              break;
+            }
+            barrier_end_[next] = std::max(barrier_end_[next], g_.measured_end_[target]);
           }
           g_.sync_actions_.push_back({.task = first, .op = SyncOp::StreamWaitEvent, .stream = s, .event = *e});
           break;
@@ -646,7 +665,8 @@ class DependencyGraphBuilder {
 
   const Trace& trace_;
   DependencyGraph g_;
-  std::vector<TimeNs> issue_time_, wait_end_;
+  std::vector<TimeNs> issue_time_, wait_end_, barrier_end_;
+  std::vector<TaskId> launcher_;
   std::vector<IssueOrder> issue_order_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edge_ends_;
   std::vector<EdgeInfo> edge_info_;

@@ -118,8 +118,9 @@ class DependencyGraph {
   TimeNs measured_start(TaskId t) const { return measured_start_[t]; }
   TimeNs measured_end(TaskId t) const { return measured_end_[t]; }
   TimeNs base_duration(TaskId t) const { return base_[t]; }
-  // Time between the previous task on the resource (or the run's begin) and this one that
-  // the resource needs anyway: what the trace shows as idle but is not waiting on anything.
+  // Time the resource needs before this task once what it waited for is done (the previous
+  // task on the resource, the run's begin, or an event its stream was told to wait for):
+  // what the trace shows as idle that no edge explains.
   TimeNs gap(TaskId t) const { return gap_[t]; }
   TimeNs run_begin() const { return run_begin_; }
   TimeNs run_end() const { return run_end_; }

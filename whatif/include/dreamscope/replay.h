@@ -1,0 +1,69 @@
+// Replay: a Trace → its graph → simulation → the predicted run, compared with the measured
+// one per step and overall (what `dreamscope replay` prints), plus the pieces it is made of:
+// the predicted Trace and per-step times, which every what-if reuses.
+#pragma once
+
+#include "dreamscope/dependency_graph.h"
+#include "dreamscope/overhead_correction.h"
+#include "dreamscope/simulator.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dreamscope {
+
+// The simulated run as a Trace of the same type as the measured one: every event of the
+// measured trace moved to its predicted time (removed tasks left out), source "simulator".
+// `overhead_corrected` drops the tracer's overhead records, which an untraced run has not.
+Trace make_predicted_trace(const Trace& measured, const DependencyGraph& graph, const SimulationResult& result,
+                           bool overhead_corrected = false);
+
+// Where a measured instant on a resource lands in the prediction: inside a task it keeps its
+// offset from the task's start (capped by the predicted duration), between tasks its offset
+// from the previous task's end.
+TimeNs predicted_instant(const DependencyGraph& graph, const SimulationResult& result, ResourceId r, TimeNs measured);
+
+// Steps: annotations of category "step", or `ProfilerStep#N` ranges of PyTorch-profiler
+// traces, on CPU threads, in time order.
+std::vector<EventIndex> find_steps(const Trace& trace);
+
+struct StepTime {
+  std::string name;
+  EventIndex row = kNoIndex;
+  TimeNs measured_start = 0, measured_end = 0;
+  TimeNs predicted_start = 0, predicted_end = 0;
+  TimeNs measured() const { return measured_end - measured_start; }
+  TimeNs predicted() const { return predicted_end - predicted_start; }
+  // (predicted - measured) / measured duration.
+  double error() const;
+};
+
+std::vector<StepTime> step_times(const Trace& trace, const DependencyGraph& graph, const SimulationResult& result);
+
+struct ReplayOptions {
+  bool correct_overhead = false;
+  std::optional<OverheadCosts> costs; // instead of the trace's calibration rows
+  bool make_trace = false;            // fill ReplayReport::predicted
+  const TiePolicy* policy = nullptr;
+};
+
+struct ReplayReport {
+  TimeNs begin = 0;
+  TimeNs measured_end = 0;  // latest measured end over the graph's tasks
+  TimeNs predicted_end = 0;
+  std::vector<StepTime> steps;
+  std::size_t tasks = 0, edges = 0, sync_actions = 0, unscheduled = 0;
+  GraphWarnings warnings;
+  std::optional<OverheadCorrection> correction;
+  double build_seconds = 0, simulate_seconds = 0;
+  std::optional<Trace> predicted;
+
+  TimeNs measured_span() const { return measured_end - begin; }
+  TimeNs predicted_span() const { return predicted_end - begin; }
+  double error() const;
+};
+
+ReplayReport replay(const Trace& trace, const ReplayOptions& options = {});
+
+} // namespace dreamscope

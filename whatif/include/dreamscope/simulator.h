@@ -1,0 +1,91 @@
+// The replay simulator: list scheduling of a DependencyGraph (design.md, "Simulation").
+//
+//   ready    = max over start predecessors (their start or end + edge delay)
+//   start    = max(ready, resource free + gap)
+//   duration = max(base × ratio + add, 0)
+//   end      = max(start, max over completion predecessors (end + delay)) + duration
+//
+// The earliest startable task goes first; ties are broken by a pluggable policy. Syncs are
+// resolved when their task starts, against the GPU tasks issued by then. The result has each
+// task's predicted times and the constraint that bound it, from which the critical path and
+// the predicted Trace (predicted_trace.h) are derived.
+#pragma once
+
+#include "dreamscope/dependency_graph.h"
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+namespace dreamscope {
+
+// What decided a task's start or end.
+enum class Constraint : std::uint8_t {
+  RunStart = 0,      // first task on its resource: run begin + gap
+  ResourceOrder = 1, // previous task on the thread or stream + gap
+  Launch = 2,        // the API call that launched it (start + latency)
+  Dependency = 3,    // a what-if dependency edge
+  EventWait = 4,     // a cudaStreamWaitEvent on its stream
+  Duration = 5,      // its own duration (end only)
+  Sync = 6,          // a GPU task it synchronized with (end only)
+  Flow = 7,          // the producer of a batch it waited for (end only)
+};
+std::string_view to_string(Constraint c);
+
+struct TaskBinding {
+  TaskId start_by = kNoTask; // the task whose start or end set this task's start
+  TaskId end_by = kNoTask;   // for Sync / Flow: the task whose end set this task's end
+  Constraint start = Constraint::RunStart;
+  Constraint end = Constraint::Duration;
+};
+
+// Breaks ties between tasks that can start at the same time: lower key first.
+class TiePolicy {
+ public:
+  virtual ~TiePolicy() = default;
+  virtual std::uint64_t key(const DependencyGraph& graph, TaskId t) const = 0;
+};
+
+// The default: the order in which the tasks started in the measured run, which keeps the
+// replay of an unmodified graph in measured order.
+class MeasuredOrderPolicy final : public TiePolicy {
+ public:
+  std::uint64_t key(const DependencyGraph& graph, TaskId t) const override;
+};
+
+// GPU tasks before CPU tasks, then measured order: a GPU that never waits for a CPU tie.
+class GpuFirstPolicy final : public TiePolicy {
+ public:
+  std::uint64_t key(const DependencyGraph& graph, TaskId t) const override;
+};
+
+struct SimulationResult {
+  std::vector<TimeNs> start, end; // per task; kNoValue for tasks never scheduled
+  std::vector<TaskBinding> binding;
+  TimeNs begin = 0;               // the run's begin (as measured: replay keeps the origin)
+  TimeNs end_time = 0;            // latest predicted end over all tasks
+  std::size_t unscheduled = 0;    // tasks left waiting (a cycle a what-if introduced)
+
+  TimeNs span() const { return end_time - begin; }
+};
+
+struct SimulationOptions {
+  const TiePolicy* policy = nullptr; // null: MeasuredOrderPolicy
+  bool record_bindings = true;
+};
+
+SimulationResult simulate(const DependencyGraph& graph, const SimulationOptions& options = {});
+
+// One step of the critical path: a task, and the constraint through which the path reached
+// it from the task after it. The path runs from the last task to end back to the run start.
+struct CriticalPathStep {
+  TaskId task = kNoTask;
+  Constraint via = Constraint::Duration;
+  bool through_start = false; // the path reached this task's start (a launch), not its end
+};
+
+// The chain of binding constraints that ends at the task with the latest end, last first.
+std::vector<CriticalPathStep> critical_path(const DependencyGraph& graph, const SimulationResult& result);
+
+} // namespace dreamscope

@@ -1,0 +1,290 @@
+#include "dreamscope/simulator.h"
+
+#include <algorithm>
+#include <queue>
+
+namespace dreamscope {
+
+std::string_view to_string(Constraint c) {
+  switch (c) {
+    case Constraint::RunStart: return "run_start";
+    case Constraint::ResourceOrder: return "resource_order";
+    case Constraint::Launch: return "launch";
+    case Constraint::Dependency: return "dependency";
+    case Constraint::EventWait: return "event_wait";
+    case Constraint::Duration: return "duration";
+    case Constraint::Sync: return "sync";
+    case Constraint::Flow: return "flow";
+  }
+  return "unknown";
+}
+
+namespace {
+
+std::uint64_t measured_order_key(const DependencyGraph& graph, TaskId t) {
+  // Offset so that negative times still order correctly as unsigned keys.
+  return static_cast<std::uint64_t>(graph.measured_start(t)) ^ (std::uint64_t{1} << 63);
+}
+
+} // namespace
+
+std::uint64_t MeasuredOrderPolicy::key(const DependencyGraph& graph, TaskId t) const {
+  return measured_order_key(graph, t);
+}
+
+std::uint64_t GpuFirstPolicy::key(const DependencyGraph& graph, TaskId t) const {
+  const std::uint64_t cpu = is_gpu_task(graph.kind(t)) ? 0 : 1;
+  return (cpu << 63) | (measured_order_key(graph, t) >> 1);
+}
+
+namespace {
+
+class Simulation {
+ public:
+  Simulation(const DependencyGraph& g, const SimulationOptions& options)
+      : g_(g), policy_(options.policy ? options.policy : &default_policy_), bindings_(options.record_bindings) {}
+
+  SimulationResult run() {
+    const std::size_t n = g_.task_count();
+    r_.begin = g_.run_begin();
+    r_.start.assign(n, kNoValue);
+    r_.end.assign(n, kNoValue);
+    if (bindings_) r_.binding.assign(n, TaskBinding{});
+    ready_.assign(n, kNoValue);
+    wait_ready_.assign(n, kNoValue);
+    pending_.resize(n);
+    wait_pending_.resize(n);
+    for (TaskId t = 0; t < n; ++t) {
+      pending_[t] = g_.start_in_degree(t) + 1;
+      wait_pending_[t] = g_.completion_in_degree(t);
+    }
+    waiter_head_.assign(n, kNoTask);
+    last_issued_.assign(g_.resource_count(), kNoTask);
+    barriers_.assign(g_.resource_count(), {});
+    event_target_.assign(g_.event_count(), kNoTask);
+
+    for (ResourceId r = 0; r < g_.resource_count(); ++r) {
+      const TaskId first = g_.resource_first(r);
+      if (first != g_.resource_end(r)) offer_start(first, r_.begin + gap(first), Constraint::RunStart, kNoTask);
+    }
+    while (!heap_.empty()) {
+      const Candidate c = heap_.top();
+      heap_.pop();
+      begin_task(c.task, c.start);
+    }
+    r_.end_time = r_.begin;
+    for (TaskId t = 0; t < n; ++t) {
+      if (r_.end[t] == kNoValue) {
+        ++r_.unscheduled;
+      } else if (!g_.removed(t)) {
+        r_.end_time = std::max(r_.end_time, r_.end[t]);
+      }
+    }
+    return std::move(r_);
+  }
+
+ private:
+  struct Candidate {
+    TimeNs start;
+    std::uint64_t key;
+    TaskId task;
+    bool operator>(const Candidate& o) const {
+      if (start != o.start) return start > o.start;
+      if (key != o.key) return key > o.key;
+      return task > o.task;
+    }
+  };
+
+  // A wait registered while simulating: `task` waits for the end of the task whose list
+  // holds it, for its completion (a sync) or its start (an event wait on its stream).
+  struct Waiter {
+    TaskId task;
+    TaskId next;
+    bool for_start;
+  };
+
+  TimeNs gap(TaskId t) const { return g_.removed(t) ? 0 : g_.gap(t); }
+
+  void offer_start(TaskId t, TimeNs time, Constraint why, TaskId by) {
+    if (time > ready_[t]) {
+      ready_[t] = time;
+      if (bindings_) {
+        r_.binding[t].start = why;
+        r_.binding[t].start_by = by;
+      }
+    }
+    if (--pending_[t] == 0) heap_.push({ready_[t], policy_->key(g_, t), t});
+  }
+
+  void offer_completion(TaskId t, TimeNs time, Constraint why, TaskId by) {
+    if (time > wait_ready_[t]) {
+      wait_ready_[t] = time;
+      if (bindings_) {
+        r_.binding[t].end = why;
+        r_.binding[t].end_by = by;
+      }
+    }
+  }
+
+  void wait_for(TaskId t, TaskId target, bool for_start) {
+    if (r_.end[target] != kNoValue) {
+      if (for_start) {
+        ++pending_[t];
+        offer_start(t, r_.end[target] + gap(t), Constraint::EventWait, target);
+      } else {
+        offer_completion(t, r_.end[target], Constraint::Sync, target);
+      }
+      return;
+    }
+    if (for_start) {
+      ++pending_[t];
+    } else {
+      ++wait_pending_[t];
+    }
+    waiters_.push_back({t, waiter_head_[target], for_start});
+    waiter_head_[target] = static_cast<TaskId>(waiters_.size() - 1);
+  }
+
+  // A GPU task joins its stream's queue: later syncs on the stream wait for it, and it
+  // waits for the events its stream was told to wait for since the last task issued.
+  void issue(TaskId t) {
+    const ResourceId s = g_.resource(t);
+    if (last_issued_[s] == kNoTask || t > last_issued_[s]) last_issued_[s] = t;
+    auto& pending = barriers_[s];
+    if (pending.empty()) return;
+    for (TaskId target : pending) wait_for(t, target, true);
+    pending.clear();
+  }
+
+  void run_sync_actions(TaskId t) {
+    for (const SyncAction& a : g_.sync_actions_of(t)) {
+      switch (a.op) {
+        case SyncOp::WaitStreams:
+          for (ResourceId s : g_.stream_groups()[a.streams]) {
+            if (last_issued_[s] != kNoTask) wait_for(t, last_issued_[s], false);
+          }
+          break;
+        case SyncOp::WaitEvent:
+          if (event_target_[a.event] != kNoTask) wait_for(t, event_target_[a.event], false);
+          break;
+        case SyncOp::RecordEvent:
+          event_target_[a.event] = last_issued_[a.stream];
+          break;
+        case SyncOp::StreamWaitEvent:
+          if (event_target_[a.event] != kNoTask) barriers_[a.stream].push_back(event_target_[a.event]);
+          break;
+      }
+    }
+  }
+
+  void begin_task(TaskId t, TimeNs start) {
+    r_.start[t] = start;
+    if (g_.is_stream(g_.resource(t)) && !(g_.flags(t) & kTaskIssuedByEdge)) issue(t);
+    const auto& edges = g_.edges();
+    for (auto [e, e_end] = boost::out_edges(t, edges); e != e_end; ++e) {
+      const EdgeInfo& info = edges[*e];
+      if (!edge_from_start(info.kind)) continue;
+      const TaskId u = boost::target(*e, edges);
+      issue(u);
+      offer_start(u, start + info.delay, Constraint::Launch, t);
+    }
+    if (g_.flags(t) & kTaskHasSync) run_sync_actions(t);
+    if (wait_pending_[t] == 0) finish(t);
+  }
+
+  // Ends t and everything whose end was only waiting for it (chains of blocking tasks).
+  void finish(TaskId first) {
+    finishing_.push_back(first);
+    while (!finishing_.empty()) {
+      const TaskId t = finishing_.back();
+      finishing_.pop_back();
+      const TimeNs woke = std::max(r_.start[t], wait_ready_[t]);
+      if (bindings_ && wait_ready_[t] <= r_.start[t]) r_.binding[t].end = Constraint::Duration;
+      const TimeNs end = woke + g_.duration(t);
+      r_.end[t] = end;
+      if (t + 1 < g_.resource_end(g_.resource(t))) offer_start(t + 1, end + gap(t + 1), Constraint::ResourceOrder, t);
+      const auto& edges = g_.edges();
+      for (auto [e, e_end] = boost::out_edges(t, edges); e != e_end; ++e) {
+        const EdgeInfo& info = edges[*e];
+        if (edge_from_start(info.kind)) continue;
+        const TaskId u = boost::target(*e, edges);
+        if (edge_gates_completion(info.kind)) {
+          offer_completion(u, end + info.delay, info.kind == EdgeKind::Flow ? Constraint::Flow : Constraint::Sync, t);
+          complete_wait(u);
+        } else {
+          offer_start(u, end + info.delay, Constraint::Dependency, t);
+        }
+      }
+      for (TaskId w = waiter_head_[t]; w != kNoTask;) {
+        const Waiter waiter = waiters_[w];
+        if (waiter.for_start) {
+          offer_start(waiter.task, end + gap(waiter.task), Constraint::EventWait, t);
+        } else {
+          offer_completion(waiter.task, end, Constraint::Sync, t);
+          complete_wait(waiter.task);
+        }
+        w = waiter.next;
+      }
+      waiter_head_[t] = kNoTask;
+    }
+  }
+
+  void complete_wait(TaskId u) {
+    if (--wait_pending_[u] == 0 && r_.start[u] != kNoValue) finishing_.push_back(u);
+  }
+
+  const DependencyGraph& g_;
+  MeasuredOrderPolicy default_policy_;
+  const TiePolicy* policy_;
+  bool bindings_;
+  SimulationResult r_;
+  std::vector<TimeNs> ready_, wait_ready_;
+  std::vector<std::uint32_t> pending_, wait_pending_;
+  std::vector<TaskId> waiter_head_;
+  std::vector<Waiter> waiters_;
+  std::vector<TaskId> last_issued_, event_target_, finishing_;
+  std::vector<std::vector<TaskId>> barriers_;
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> heap_;
+};
+
+} // namespace
+
+SimulationResult simulate(const DependencyGraph& graph, const SimulationOptions& options) {
+  return Simulation(graph, options).run();
+}
+
+std::vector<CriticalPathStep> critical_path(const DependencyGraph& graph, const SimulationResult& result) {
+  std::vector<CriticalPathStep> path;
+  if (result.binding.empty()) return path;
+  TaskId last = kNoTask;
+  for (TaskId t = 0; t < graph.task_count(); ++t) {
+    if (result.end[t] == kNoValue || graph.removed(t)) continue;
+    if (last == kNoTask || result.end[t] > result.end[last]) last = t;
+  }
+  TaskId t = last;
+  bool at_end = true;
+  Constraint via = Constraint::Duration;
+  while (t != kNoTask) {
+    path.push_back({t, via, !at_end});
+    const TaskBinding& b = result.binding[t];
+    if (at_end && (b.end == Constraint::Sync || b.end == Constraint::Flow) && b.end_by != kNoTask) {
+      via = b.end;
+      t = b.end_by;
+      continue;
+    }
+    via = b.start;
+    switch (b.start) {
+      case Constraint::RunStart: t = kNoTask; break;
+      case Constraint::Launch:
+        // The path reaches the call's start: its own duration is not on the path.
+        t = b.start_by;
+        at_end = false;
+        continue;
+      default: t = b.start_by; break;
+    }
+    at_end = true;
+  }
+  return path;
+}
+
+} // namespace dreamscope
