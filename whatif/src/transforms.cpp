@@ -1,0 +1,396 @@
+#include <dreamscope/transforms.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <unordered_map>
+
+namespace dreamscope::whatif {
+
+namespace {
+
+std::string location(const SourcePosition& where) {
+  return where.line > 0 ? fmt::format("{}:{}:{}", where.file, where.line, where.column) : where.file;
+}
+
+std::int64_t profiler_step_number(std::string_view name) {
+  constexpr std::string_view kPrefix = "ProfilerStep#";
+  if (!name.starts_with(kPrefix)) return kNoValue;
+  std::int64_t n = 0;
+  const auto digits = name.substr(kPrefix.size());
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+  return ec == std::errc() ? n : kNoValue;
+}
+
+TimeNs summed_duration(const DependencyGraph& graph, const std::vector<TaskId>& tasks) {
+  TimeNs sum = 0;
+  for (TaskId t : tasks) sum += graph.duration(t);
+  return sum;
+}
+
+void remove_task(DependencyGraph& graph, TaskId t) {
+  graph.set_removed(t, true);
+  // The idle time before a removed task belonged to it (waiting to issue it), not to the
+  // resource: keeping it would leave the removed work's shadow in the timeline.
+  graph.set_gap(t, 0);
+}
+
+// Every task an API call became (its pieces around nested events included).
+void remove_api_call(DependencyGraph& graph, EventIndex row) {
+  const TaskId first = graph.api_first(row);
+  const TaskId last = graph.api_last(row);
+  if (first == kNoTask) return;
+  for (TaskId t = first; t <= last; ++t) remove_task(graph, t);
+}
+
+} // namespace
+
+TaskSelection::TaskSelection(const Trace& trace, const DependencyGraph& graph) : trace_(trace), graph_(graph) {
+  const std::size_t n = graph.task_count();
+  launcher_.assign(n, kNoTask);
+  is_launch_.assign(n, 0);
+  const auto& ops = trace.gpu_ops();
+  for (TaskId t = 0; t < n; ++t) {
+    if (!is_gpu_task(graph.kind(t)) || graph.source_row(t) == kNoIndex) continue;
+    const std::int64_t correlation = ops.correlation[graph.source_row(t)];
+    if (correlation == kNoValue) continue;
+    const auto api = trace.cuda_api_with_correlation(correlation);
+    if (!api || graph.api_first(*api) == kNoTask) continue;
+    launcher_[t] = graph.api_first(*api);
+    for (TaskId a = graph.api_first(*api); a <= graph.api_last(*api); ++a) is_launch_[a] = 1;
+  }
+
+  const auto& ann = trace.annotations();
+  const auto step_category = trace.find_string("step");
+  step_of_annotation_.assign(ann.size(), kNoValue);
+  std::int64_t ordinal = 0;
+  // Rows are sorted by (track, start, longer first), so a parent precedes its children.
+  for (EventIndex row = 0; row < ann.size(); ++row) {
+    const std::int64_t profiler_step = profiler_step_number(trace.str(ann.name[row]));
+    const bool is_step = (step_category && ann.category[row] == *step_category) || profiler_step != kNoValue;
+    if (is_step) {
+      steps_.push_back(row);
+      step_of_annotation_[row] = ann.payload[row] != kNoValue ? ann.payload[row]
+                                 : profiler_step != kNoValue  ? profiler_step
+                                                              : ordinal;
+      ++ordinal;
+    } else if (ann.parent[row] != kNoIndex) {
+      step_of_annotation_[row] = step_of_annotation_[ann.parent[row]];
+    }
+  }
+  std::sort(steps_.begin(), steps_.end(), [&](EventIndex a, EventIndex b) { return ann.start[a] < ann.start[b]; });
+}
+
+std::string_view TaskSelection::name(TaskId t) const {
+  const EventIndex row = graph_.source_row(t);
+  if (row == kNoIndex) return {};
+  switch (graph_.kind(t)) {
+    case TaskKind::CudaApi: return trace_.str(trace_.cuda_api().name[row]);
+    case TaskKind::Annotation: return trace_.str(trace_.annotations().name[row]);
+    case TaskKind::Kernel:
+    case TaskKind::Memcpy:
+    case TaskKind::Memset: return trace_.str(trace_.gpu_ops().name[row]);
+    default: return {};
+  }
+}
+
+TrackId TaskSelection::context_track(TaskId t) const {
+  if (is_gpu_task(graph_.kind(t)) && launcher_[t] != kNoTask) return graph_.resource(launcher_[t]);
+  return graph_.resource(t);
+}
+
+EventIndex TaskSelection::enclosing_annotation(TaskId t) const {
+  const TaskKind kind = graph_.kind(t);
+  if (kind == TaskKind::Annotation) return graph_.source_row(t);
+  if (kind == TaskKind::Synthetic) return kNoIndex;
+  TaskId on_cpu = t;
+  if (is_gpu_task(kind) && launcher_[t] != kNoTask) on_cpu = launcher_[t];
+  // The middle of the task: a piece that starts where an annotation ends belongs outside it.
+  const TimeNs begin = graph_.measured_start(on_cpu);
+  const TimeNs end = graph_.measured_end(on_cpu);
+  const TimeNs at = end > begin ? begin + (end - begin) / 2 : begin;
+  return trace_.innermost_annotation_at(graph_.resource(on_cpu), at).value_or(kNoIndex);
+}
+
+std::optional<std::int64_t> TaskSelection::step(TaskId t) const {
+  const EventIndex a = enclosing_annotation(t);
+  if (a == kNoIndex || step_of_annotation_[a] == kNoValue) return std::nullopt;
+  return step_of_annotation_[a];
+}
+
+bool TaskSelection::matches_kind(TaskId t, const std::string& kind) const {
+  const TaskKind k = graph_.kind(t);
+  if (kind == "kernel") return k == TaskKind::Kernel;
+  if (kind == "memcpy") return k == TaskKind::Memcpy;
+  if (kind == "memset") return k == TaskKind::Memset;
+  if (kind == "gpu") return is_gpu_task(k);
+  if (kind == "sync") return k == TaskKind::CudaApi && (graph_.flags(t) & (kTaskHasSync | kTaskBlocking)) != 0;
+  if (kind == "api") return k == TaskKind::CudaApi;
+  if (kind == "launch") return k == TaskKind::CudaApi && is_launch_[t] != 0;
+  if (kind == "cpu") return k == TaskKind::CpuWork || k == TaskKind::CudaApi || k == TaskKind::Annotation;
+  if (kind == "annotation") return k == TaskKind::Annotation;
+  if (kind == "gap") return k == TaskKind::CpuWork;
+  return false;
+}
+
+std::vector<TaskId> TaskSelection::select(const Selector& s) const {
+  const auto& ann = trace_.annotations();
+  const auto flags = std::regex::ECMAScript | std::regex::optimize;
+  std::optional<std::regex> name_re, not_name_re, annotation_re, category_re;
+  if (s.name) name_re.emplace(*s.name, flags);
+  if (s.not_name) not_name_re.emplace(*s.not_name, flags);
+  if (s.annotation) annotation_re.emplace(*s.annotation, flags);
+  if (s.category) category_re.emplace(*s.category, flags);
+
+  // Regexes are slow and names repeat: one answer per interned string.
+  std::unordered_map<std::string_view, bool> name_hits, not_name_hits;
+  auto cached_search = [](std::unordered_map<std::string_view, bool>& cache, const std::regex& re,
+                          std::string_view text) {
+    auto [it, fresh] = cache.try_emplace(text, false);
+    if (fresh) it->second = std::regex_search(text.begin(), text.end(), re);
+    return it->second;
+  };
+  // Per annotation row: does it or an enclosing one match? (-1: not computed yet)
+  std::vector<std::int8_t> annotation_hit(annotation_re ? ann.size() : 0, -1);
+  std::vector<std::int8_t> category_hit(category_re ? ann.size() : 0, -1);
+  std::unordered_map<StringId, bool> annotation_name_hits, category_hits;
+  auto inside = [&](EventIndex row, std::vector<std::int8_t>& memo, std::unordered_map<StringId, bool>& by_string,
+                    const std::vector<StringId>& column, const std::regex& re, bool whole) {
+    std::vector<EventIndex> chain;
+    bool hit = false;
+    for (EventIndex a = row; a != kNoIndex; a = ann.parent[a]) {
+      if (memo[a] >= 0) {
+        hit = memo[a] != 0;
+        break;
+      }
+      chain.push_back(a);
+      auto [it, fresh] = by_string.try_emplace(column[a], false);
+      if (fresh) {
+        const std::string_view text = trace_.str(column[a]);
+        it->second = whole ? std::regex_match(text.begin(), text.end(), re)
+                           : std::regex_search(text.begin(), text.end(), re);
+      }
+      if (it->second) {
+        hit = true;
+        break;
+      }
+    }
+    // Everything on the walked chain below a hit is inside it; below a miss, outside.
+    for (EventIndex a : chain) memo[a] = hit ? 1 : 0;
+    return hit;
+  };
+
+  std::vector<TaskId> out;
+  for (TaskId t = 0; t < graph_.task_count(); ++t) {
+    if (graph_.removed(t)) continue;
+    if (!s.kinds.empty() &&
+        std::none_of(s.kinds.begin(), s.kinds.end(), [&](const std::string& k) { return matches_kind(t, k); })) {
+      continue;
+    }
+    if (s.window && (graph_.measured_start(t) < s.window->first || graph_.measured_start(t) >= s.window->second)) {
+      continue;
+    }
+    if (s.stream) {
+      const auto& track = trace_.tracks()[graph_.resource(t)];
+      if (track.kind != TrackKind::GpuStream || track.stream != *s.stream) continue;
+    }
+    if (s.thread) {
+      const auto& track = trace_.tracks()[context_track(t)];
+      if (track.kind != TrackKind::CpuThread || track.tid != *s.thread) continue;
+    }
+    if (name_re && !cached_search(name_hits, *name_re, name(t))) continue;
+    if (not_name_re && cached_search(not_name_hits, *not_name_re, name(t))) continue;
+    if (annotation_re || category_re || s.steps) {
+      const EventIndex a = enclosing_annotation(t);
+      if (annotation_re && (a == kNoIndex || !inside(a, annotation_hit, annotation_name_hits, ann.name,
+                                                      *annotation_re, false))) {
+        continue;
+      }
+      if (category_re &&
+          (a == kNoIndex || !inside(a, category_hit, category_hits, ann.category, *category_re, true))) {
+        continue;
+      }
+      if (s.steps) {
+        if (a == kNoIndex || step_of_annotation_[a] == kNoValue) continue;
+        const std::int64_t step = step_of_annotation_[a];
+        if (step < s.steps->first || step > s.steps->second) continue;
+      }
+    }
+    out.push_back(t);
+  }
+  return out;
+}
+
+TransformEffect scale(DependencyGraph& graph, const std::vector<TaskId>& tasks, double ratio, TimeNs add) {
+  TransformEffect e;
+  e.tasks = tasks.size();
+  e.time_before = summed_duration(graph, tasks);
+  // Composes with earlier transforms: a task already at ×0.5 scaled by ×0.5 runs at ×0.25.
+  for (TaskId t : tasks) graph.scale(t, graph.ratio(t) * ratio, static_cast<TimeNs>(graph.add(t) * ratio) + add);
+  e.time_after = summed_duration(graph, tasks);
+  e.detail = add == 0 ? fmt::format("×{:.4g}", ratio) : fmt::format("×{:.4g} {:+} ns", ratio, add);
+  return e;
+}
+
+TransformEffect set_duration(DependencyGraph& graph, const TaskSelection& selection, const std::vector<TaskId>& tasks,
+                             const CostModel& model) {
+  TransformEffect e;
+  e.tasks = tasks.size();
+  e.time_before = summed_duration(graph, tasks);
+  const Trace& trace = selection.trace();
+  const auto& ops = trace.gpu_ops();
+  for (TaskId t : tasks) {
+    TaskCost cost;
+    cost.measured = graph.duration(t);
+    const EventIndex row = graph.source_row(t);
+    if (is_gpu_task(graph.kind(t)) && row != kNoIndex) {
+      if (ops.launch[row] != 0) cost.launch = trace.launch_configs()[ops.launch[row]];
+      cost.bytes = ops.bytes[row];
+    }
+    graph.scale(t, 0.0, predict_duration(model, cost));
+  }
+  e.time_after = summed_duration(graph, tasks);
+  e.detail = describe(model);
+  return e;
+}
+
+TransformEffect remove(DependencyGraph& graph, const TaskSelection& selection, const std::vector<TaskId>& tasks,
+                       bool with_launches) {
+  TransformEffect e;
+  e.time_before = summed_duration(graph, tasks);
+  std::size_t launches = 0;
+  for (TaskId t : tasks) {
+    if (with_launches && selection.launcher(t) != kNoTask && !graph.removed(selection.launcher(t))) {
+      e.time_before += graph.duration(selection.launcher(t));
+      remove_api_call(graph, graph.source_row(selection.launcher(t)));
+      ++launches;
+    }
+    remove_task(graph, t);
+  }
+  e.tasks = tasks.size() + launches;
+  e.time_after = 0;
+  if (with_launches) e.detail = fmt::format("with {} launch calls", launches);
+  return e;
+}
+
+TransformEffect fuse(DependencyGraph& graph, const TaskSelection& selection, const std::vector<TaskId>& tasks,
+                     bool per_step, bool keep_launch, const std::optional<CostModel>& model) {
+  TransformEffect e;
+  e.tasks = tasks.size();
+  std::map<std::int64_t, std::vector<TaskId>> groups;
+  for (TaskId t : tasks) {
+    const std::int64_t key = per_step ? selection.step(t).value_or(kNoValue) : 0;
+    groups[key].push_back(t);
+  }
+  std::size_t fused = 0;
+  for (auto& [key, members] : groups) {
+    std::sort(members.begin(), members.end(), [&](TaskId a, TaskId b) {
+      return graph.measured_start(a) != graph.measured_start(b) ? graph.measured_start(a) < graph.measured_start(b)
+                                                                : a < b;
+    });
+    const TimeNs sum = summed_duration(graph, members);
+    e.time_before += sum;
+    // Launch cost is counted with the tasks it launched, so the report shows what fusing saved.
+    for (TaskId t : members) {
+      if (selection.launcher(t) != kNoTask && !graph.removed(selection.launcher(t))) {
+        e.time_before += graph.duration(selection.launcher(t));
+      }
+    }
+    const TaskId survivor = members.front();
+    TaskCost cost;
+    cost.measured = sum;
+    const TimeNs fused_duration = model ? predict_duration(*model, cost) : sum;
+    graph.scale(survivor, 0.0, fused_duration);
+    e.time_after += fused_duration;
+    for (std::size_t i = 1; i < members.size(); ++i) {
+      const TaskId t = members[i];
+      if (selection.launcher(t) != kNoTask && !graph.removed(selection.launcher(t))) {
+        remove_api_call(graph, graph.source_row(selection.launcher(t)));
+      }
+      remove_task(graph, t);
+    }
+    const TaskId survivor_launch = selection.launcher(survivor);
+    if (survivor_launch != kNoTask && !graph.removed(survivor_launch)) {
+      if (keep_launch) {
+        e.time_after += graph.duration(survivor_launch);
+      } else {
+        remove_api_call(graph, graph.source_row(survivor_launch));
+      }
+    }
+    ++fused;
+  }
+  e.detail = fmt::format("{} tasks into {}", tasks.size(), fused);
+  return e;
+}
+
+CostModel resolve_cost_model(const CostModelSpec& spec, const Trace& trace, const SourcePosition& where) {
+  if (!spec.wave_scaling_to) {
+    return std::visit([](const auto& m) -> CostModel { return m; }, spec.fixed);
+  }
+  const auto destination = find_device(*spec.wave_scaling_to);
+  if (!destination) {
+    throw TransformError(fmt::format("{}: unknown GPU '{}' (known: {})", location(where), *spec.wave_scaling_to,
+                                     device_names()));
+  }
+  std::optional<DeviceSpec> origin;
+  if (spec.wave_scaling_from) {
+    origin = find_device(*spec.wave_scaling_from);
+  } else if (!trace.devices().empty()) {
+    origin = device_from_trace(trace.devices().front());
+  }
+  if (!origin) {
+    const std::string traced = trace.devices().empty() ? "the trace has no GPU" :
+                                                         fmt::format("'{}' is not in the device table and the trace "
+                                                                     "lacks its SMs, clock or bandwidth",
+                                                                     trace.devices().front().name);
+    throw TransformError(fmt::format("{}: wave scaling needs the traced GPU: {}; name it with -p from=GPU (known: {})",
+                                     location(where), traced, device_names()));
+  }
+  return WaveScalingCost{*origin, *destination};
+}
+
+void apply(const std::vector<Transform>& transforms, const TaskSelection& selection, DependencyGraph& graph,
+           AppliedScenario& applied) {
+  for (const auto& transform : transforms) {
+    TransformEffect effect;
+    const SourcePosition& where = transform.where;
+    std::visit(
+        [&](const auto& spec) {
+          using Spec = std::decay_t<decltype(spec)>;
+          if constexpr (std::is_same_v<Spec, ScaleSpec>) {
+            effect = scale(graph, selection.select(spec.select), spec.ratio, spec.add);
+          } else if constexpr (std::is_same_v<Spec, SetDurationSpec>) {
+            const CostModel model = resolve_cost_model(spec.model, selection.trace(), where);
+            effect = set_duration(graph, selection, selection.select(spec.select), model);
+          } else if constexpr (std::is_same_v<Spec, RemoveSpec>) {
+            effect = remove(graph, selection, selection.select(spec.select), spec.with_launches);
+          } else if constexpr (std::is_same_v<Spec, FuseSpec>) {
+            std::optional<CostModel> model;
+            if (spec.duration) model = resolve_cost_model(*spec.duration, selection.trace(), where);
+            effect = fuse(graph, selection, selection.select(spec.select), spec.per_step, spec.keep_launch, model);
+          } else if constexpr (std::is_same_v<Spec, SetPolicySpec>) {
+            if (spec.policy == "gpu_first") {
+              applied.policy = std::make_unique<GpuFirstPolicy>();
+            } else {
+              applied.policy = std::make_unique<MeasuredOrderPolicy>();
+            }
+            effect.detail = spec.policy;
+          } else {
+            // insert, move, add_edge, remove_edge change the graph's structure: DependencyGraph
+            // keeps its edges in an immutable CSR and a resource's tasks in consecutive ids,
+            // and offers no way yet to add tasks or edges or to move a task.
+            throw TransformError(fmt::format("{}: '{}' is not supported yet: the dependency graph cannot add tasks "
+                                             "or edges or move tasks between resources",
+                                             location(where), transform.op));
+          }
+        },
+        transform.spec);
+    effect.op = transform.op;
+    effect.where = where;
+    applied.effects.push_back(std::move(effect));
+  }
+}
+
+} // namespace dreamscope::whatif
