@@ -139,7 +139,7 @@ const CommandRegistration info_command(20, "info", [](CLI::App& app) -> CommandA
   cmd->add_option("--top", opts->top, "How many kernels to list")->capture_default_str();
   cmd->footer("Example:\n  dreamscope info trace.db\n  dreamscope info --json trace.db > info.json");
   return [opts] {
-    Trace trace = read_trace(opts->trace);
+    Trace trace = load_trace(opts->trace);
     TraceSummary s = summarize(trace, opts->top);
     write_output(opts->output, opts->json ? render_json(opts->trace, s) : render_text(opts->trace, s));
     return kExitOk;

@@ -47,7 +47,7 @@ void gunzip(const std::filesystem::path& path, const std::string& in, std::size_
     guess = isize;
   }
   if (guess < in_size * 2) guess = in_size * 8;
-  out.storage.resize(guess + SIMDJSON_PADDING);
+  out.storage.resize(guess + simdjson::SIMDJSON_PADDING);
 
   z_stream zs{};
   if (inflateInit2(&zs, 15 + 16) != Z_OK) fail(path, "cannot start gzip decompression");
@@ -55,11 +55,11 @@ void gunzip(const std::filesystem::path& path, const std::string& in, std::size_
   std::size_t in_done = 0, out_done = 0;
   int rc = Z_OK;
   for (;;) {
-    if (out.storage.size() - SIMDJSON_PADDING - out_done == 0) {
+    if (out.storage.size() - simdjson::SIMDJSON_PADDING - out_done == 0) {
       out.storage.resize(out.storage.size() * 2);
     }
     const std::size_t in_chunk = std::min<std::size_t>(in_size - in_done, 1u << 30);
-    const std::size_t out_chunk = std::min<std::size_t>(out.storage.size() - SIMDJSON_PADDING - out_done, 1u << 30);
+    const std::size_t out_chunk = std::min<std::size_t>(out.storage.size() - simdjson::SIMDJSON_PADDING - out_done, 1u << 30);
     zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data() + in_done));
     zs.avail_in = static_cast<uInt>(in_chunk);
     zs.next_out = reinterpret_cast<Bytef*>(out.storage.data() + out_done);
@@ -94,8 +94,8 @@ void gunzip(const std::filesystem::path& path, const std::string& in, std::size_
 
 InputBuffer read_input(const std::filesystem::path& path, const ImportProgressFn& progress) {
   InputBuffer buf;
-  std::string raw = read_file(path, SIMDJSON_PADDING);
-  const std::size_t raw_size = raw.size() - SIMDJSON_PADDING;
+  std::string raw = read_file(path, simdjson::SIMDJSON_PADDING);
+  const std::size_t raw_size = raw.size() - simdjson::SIMDJSON_PADDING;
   if (is_gzip(raw, raw_size)) {
     buf.was_gzip = true;
     gunzip(path, raw, raw_size, buf, progress);
@@ -103,7 +103,7 @@ InputBuffer read_input(const std::filesystem::path& path, const ImportProgressFn
   }
   buf.storage = std::move(raw);
   buf.size = raw_size;
-  std::memset(buf.storage.data() + raw_size, 0, SIMDJSON_PADDING);
+  std::memset(buf.storage.data() + raw_size, 0, simdjson::SIMDJSON_PADDING);
   return buf;
 }
 

@@ -12,7 +12,7 @@
 namespace dreamscope {
 
 struct InputBuffer {
-  std::string storage; // size() >= size + SIMDJSON_PADDING
+  std::string storage; // size() >= size + simdjson::SIMDJSON_PADDING
   std::size_t size = 0;
   bool was_gzip = false;
 

@@ -11,6 +11,8 @@
 
 #include <simdjson.h>
 
+#include <utility>
+
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -278,7 +280,7 @@ class KinetoImporter {
       if ((error = doc.get_object().get(root))) fail(std::string("not valid JSON (") + simdjson::error_message(error) + ")");
       for (auto field_result : root) {
         od::field field;
-        if ((error = field_result.get(field))) json_error(error, doc, saw_events);
+        if ((error = std::move(field_result).get(field))) json_error(error, doc, saw_events);
         std::string_view key;
         if ((error = field.unescaped_key().get(key))) json_error(error, doc, saw_events);
         if (stopped_) break;
@@ -297,13 +299,6 @@ class KinetoImporter {
       }
     }
     if (!saw_events) fail("no traceEvents array, so not a PyTorch profiler trace");
-    if (!stopped_) {
-      // Trailing content after the root value means the file is damaged or concatenated.
-      if (!doc.at_end()) {
-        stats_.note("content after the end of the JSON document (ignored)", ImportSeverity::Warning,
-                    "at byte " + std::to_string(offset(doc)));
-      }
-    }
     finish();
     return std::move(builder_).build();
   }
@@ -340,8 +335,7 @@ class KinetoImporter {
       case od::json_type::number:
       case od::json_type::boolean:
       case od::json_type::null: {
-        if (v.raw_json_token().get(out.text)) return false;
-        out.text = trim(out.text);
+        out.text = trim(v.raw_json_token());
         if (type == od::json_type::boolean) return !v.get_bool().error();
         if (type == od::json_type::null) return !v.is_null().error();
         return true;
@@ -381,7 +375,7 @@ class KinetoImporter {
       bool bad_field = false;
       for (auto field_result : obj) {
         od::field field;
-        if ((error = field_result.get(field))) return json_error(error, doc, true);
+        if ((error = std::move(field_result).get(field))) return json_error(error, doc, true);
         std::string_view key;
         if ((error = field.unescaped_key().get(key))) return json_error(error, doc, true);
         od::value fv = field.value();
@@ -422,7 +416,7 @@ class KinetoImporter {
     }
     for (auto field_result : obj) {
       od::field field;
-      if (field_result.get(field)) return false;
+      if (std::move(field_result).get(field)) return false;
       RawArg a;
       if (field.unescaped_key().get(a.key)) return false;
       od::value av = field.value();
@@ -777,7 +771,7 @@ class KinetoImporter {
       std::int64_t memory_clock_khz = 0, bus_width = 0;
       for (auto field_result : obj) {
         od::field field;
-        if (auto error = field_result.get(field)) return json_error(error, doc, false);
+        if (auto error = std::move(field_result).get(field)) return json_error(error, doc, false);
         std::string_view key;
         if (field.unescaped_key().get(key)) continue;
         od::value fv = field.value();

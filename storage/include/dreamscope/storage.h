@@ -5,8 +5,13 @@
 // - trace_file.h: the SQLite trace file (`TraceWriter`, `read_trace`, `write_trace`),
 //   schema v1, documented in docs/trace-format.md.
 // - trace_summary.h: the facts `dreamscope info` prints, computed from a Trace.
+// - importers.h: PyTorch profiler JSON and Nsight Systems SQLite into a Trace, and
+//   `load_trace()`, which opens any of them or a trace.db by content.
+// - exporters.h: a Trace as Chrome trace JSON (Perfetto UI, chrome://tracing).
 #pragma once
 
 #include "dreamscope/trace.h"
 #include "dreamscope/trace_file.h"
 #include "dreamscope/trace_summary.h"
+#include "dreamscope/importers.h"
+#include "dreamscope/exporters.h"

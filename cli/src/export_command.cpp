@@ -1,0 +1,39 @@
+// `dreamscope export TRACE --chrome out.json`: any trace, measured or predicted, in the
+// Chrome trace format that the Perfetto UI and chrome://tracing open.
+#include "commands.h"
+
+#include <dreamscope/exporters.h>
+#include <dreamscope/importers.h>
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+namespace dreamscope::cli {
+
+namespace {
+
+struct ExportOptions {
+  std::string trace;
+  std::string chrome;
+};
+
+const CommandRegistration export_command(40, "export", [](CLI::App& app) -> CommandAction {
+  auto opts = std::make_shared<ExportOptions>();
+  auto* cmd = app.add_subcommand("export", "Write a trace in another tool's format (Chrome trace JSON for the "
+                                           "Perfetto UI and chrome://tracing)");
+  cmd->add_option("trace", opts->trace, "The trace (trace.db, or any format `dreamscope import` reads)")->required();
+  cmd->add_option("--chrome", opts->chrome, "Write Chrome trace JSON to this file")->required();
+  cmd->footer("Example:\n  dreamscope export trace.db --chrome trace.json   # then open it at https://ui.perfetto.dev");
+  return [opts] {
+    Trace trace = load_trace(opts->trace);
+    export_chrome(trace, opts->chrome);
+    std::fprintf(stderr, "%s", fmt::format("Wrote {} events and {} flows to {}\n", trace.event_count(),
+                                           trace.flows().size(), opts->chrome)
+                                   .c_str());
+    return kExitOk;
+  };
+});
+
+} // namespace
+} // namespace dreamscope::cli
