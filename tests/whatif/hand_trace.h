@@ -1,0 +1,99 @@
+// Small traces written event by event, for tests with exact expected timelines.
+#pragma once
+
+#include <dreamscope/trace.h>
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace dreamscope::test {
+
+// One process, one GPU; threads and streams by id; every event named uniquely so that a
+// test can find its row again after the Trace sorted its tables.
+class HandTrace {
+ public:
+  HandTrace() {
+    ProcessInfo p;
+    p.pid = 1000;
+    p.name = "train";
+    process_ = b_.add_process(p);
+    DeviceInfo d;
+    d.process = process_;
+    d.name = "test GPU";
+    device_ = b_.add_device(d);
+    b_.set_source(TraceSource::Tracer);
+  }
+
+  TrackId thread(std::int64_t tid) { return b_.thread_track(process_, tid, "thread-" + std::to_string(tid)); }
+  TrackId stream(std::int64_t id) { return b_.stream_track(device_, id); }
+
+  void api(TrackId thread, std::string_view name, TimeNs start, TimeNs end, std::int64_t correlation = kNoValue,
+           std::int64_t stream = kNoValue, std::int64_t event = kNoValue) {
+    CudaApiRecord r;
+    r.track = thread;
+    r.name = b_.intern(name);
+    r.start = start;
+    r.end = end;
+    r.correlation = correlation;
+    r.stream = stream;
+    r.event = event;
+    b_.add(r);
+  }
+
+  void gpu(TrackId stream, GpuOpKind kind, std::string_view name, TimeNs start, TimeNs end,
+           std::int64_t correlation = kNoValue) {
+    GpuOpRecord r;
+    r.track = stream;
+    r.kind = kind;
+    r.name = b_.intern(name);
+    r.start = start;
+    r.end = end;
+    r.correlation = correlation;
+    b_.add(r);
+  }
+  void kernel(TrackId stream, std::string_view name, TimeNs start, TimeNs end, std::int64_t correlation = kNoValue) {
+    gpu(stream, GpuOpKind::Kernel, name, start, end, correlation);
+  }
+
+  void annotation(TrackId thread, std::string_view name, std::string_view category, TimeNs start, TimeNs end,
+                  std::int64_t payload = kNoValue) {
+    AnnotationRecord r;
+    r.track = thread;
+    r.name = b_.intern(name);
+    r.domain = b_.intern("dreamscope");
+    r.category = b_.intern(category);
+    r.start = start;
+    r.end = end;
+    r.payload = payload;
+    b_.add(r);
+  }
+
+  void calibration(std::string kind, double cost_ns) {
+    b_.add(CalibrationRecord{.event_kind = std::move(kind), .cost_ns = cost_ns, .samples = 1000, .method = "test"});
+  }
+  void overhead(TrackId thread, TimeNs start, TimeNs end) {
+    b_.add(OverheadRecord{.track = thread, .start = start, .end = end, .kind = b_.intern("cupti_buffer")});
+  }
+
+  Trace build() { return std::move(b_).build(); }
+
+ private:
+  TraceBuilder b_;
+  std::uint32_t process_ = 0;
+  std::uint32_t device_ = 0;
+};
+
+inline EventIndex row_named(const Trace& trace, const std::vector<StringId>& names, std::string_view name) {
+  for (EventIndex i = 0; i < names.size(); ++i) {
+    if (trace.str(names[i]) == name) return i;
+  }
+  throw std::runtime_error("no event named " + std::string(name));
+}
+inline EventIndex api_row(const Trace& t, std::string_view name) { return row_named(t, t.cuda_api().name, name); }
+inline EventIndex gpu_row(const Trace& t, std::string_view name) { return row_named(t, t.gpu_ops().name, name); }
+inline EventIndex annotation_row(const Trace& t, std::string_view name) {
+  return row_named(t, t.annotations().name, name);
+}
+
+} // namespace dreamscope::test

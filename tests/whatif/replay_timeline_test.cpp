@@ -1,0 +1,301 @@
+// Hand-built traces with exact expected timelines: for each edge kind and each sync kind,
+// the unmodified replay reproduces every event to the nanosecond, and a changed duration
+// moves exactly what depends on it.
+#include "hand_trace.h"
+
+#include <dreamscope/graph.h>
+#include <dreamscope/whatif.h>
+
+#include <gtest/gtest.h>
+
+namespace dreamscope {
+namespace {
+
+using test::annotation_row;
+using test::api_row;
+using test::gpu_row;
+using test::HandTrace;
+
+// Every event of the predicted trace at its measured time.
+void expect_exact_replay(const Trace& trace) {
+  DependencyGraph graph = build_dependency_graph(trace);
+  SimulationResult result = simulate(graph);
+  ASSERT_EQ(result.unscheduled, 0u);
+  Trace predicted = make_predicted_trace(trace, graph, result);
+  ASSERT_EQ(predicted.cuda_api().size(), trace.cuda_api().size());
+  ASSERT_EQ(predicted.gpu_ops().size(), trace.gpu_ops().size());
+  ASSERT_EQ(predicted.annotations().size(), trace.annotations().size());
+  for (EventIndex i = 0; i < trace.cuda_api().size(); ++i) {
+    EXPECT_EQ(predicted.cuda_api().start[i], trace.cuda_api().start[i]) << trace.str(trace.cuda_api().name[i]);
+    EXPECT_EQ(predicted.cuda_api().end[i], trace.cuda_api().end[i]) << trace.str(trace.cuda_api().name[i]);
+  }
+  for (EventIndex i = 0; i < trace.gpu_ops().size(); ++i) {
+    EXPECT_EQ(predicted.gpu_ops().start[i], trace.gpu_ops().start[i]) << trace.str(trace.gpu_ops().name[i]);
+    EXPECT_EQ(predicted.gpu_ops().end[i], trace.gpu_ops().end[i]) << trace.str(trace.gpu_ops().name[i]);
+  }
+  for (EventIndex i = 0; i < trace.annotations().size(); ++i) {
+    EXPECT_EQ(predicted.annotations().start[i], trace.annotations().start[i]) << trace.str(trace.annotations().name[i]);
+    EXPECT_EQ(predicted.annotations().end[i], trace.annotations().end[i]) << trace.str(trace.annotations().name[i]);
+  }
+}
+
+struct Times {
+  TimeNs start, end;
+  bool operator==(const Times&) const = default;
+};
+std::ostream& operator<<(std::ostream& os, const Times& t) { return os << "[" << t.start << ", " << t.end << "]"; }
+
+Times of_task(const SimulationResult& r, TaskId t) { return {r.start[t], r.end[t]}; }
+Times of_api(const DependencyGraph& g, const SimulationResult& r, EventIndex row) {
+  return {r.start[g.api_first(row)], r.end[g.api_last(row)]};
+}
+Times of_annotation(const DependencyGraph& g, const SimulationResult& r, EventIndex row) {
+  return {r.start[g.annotation_first(row)], r.end[g.annotation_last(row)]};
+}
+
+TEST(ReplayTimeline, ProgramOrderKeepsGapsBetweenEvents) {
+  HandTrace h;
+  const TrackId t = h.thread(1);
+  h.annotation(t, "step", "step", 100, 300);
+  h.api(t, "cudaGetDevice", 120, 130);
+  h.api(t, "cudaFree", 150, 190);
+  h.annotation(t, "after", "operation", 400, 450);
+  const Trace trace = h.build();
+  expect_exact_replay(trace);
+
+  DependencyGraph g = build_dependency_graph(trace);
+  // step: [100,120) [120,130) [130,150) [150,190) [190,300), CPU work [300,400), after.
+  EXPECT_EQ(g.task_count(), 7u);
+  const TaskId free_call = g.api_first(api_row(trace, "cudaFree"));
+  EXPECT_EQ(g.kind(free_call), TaskKind::CudaApi);
+  EXPECT_EQ(g.kind(free_call + 2), TaskKind::CpuWork);
+  g.scale(free_call, 2.0, 0);
+  const SimulationResult r = simulate(g);
+  EXPECT_EQ(of_api(g, r, api_row(trace, "cudaFree")), (Times{150, 230}));
+  EXPECT_EQ(of_annotation(g, r, annotation_row(trace, "step")), (Times{100, 340}));
+  EXPECT_EQ(of_annotation(g, r, annotation_row(trace, "after")), (Times{440, 490}));
+  const auto steps = step_times(trace, g, r);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].measured(), 200);
+  EXPECT_EQ(steps[0].predicted(), 240);
+}
+
+TrackId launch_pair(HandTrace& h, TrackId t) {
+  const TrackId s = h.stream(7);
+  h.api(t, "launch1", 0, 10, 1, 7);
+  h.api(t, "launch2", 20, 30, 2, 7);
+  h.kernel(s, "k1", 15, 115, 1);
+  h.kernel(s, "k2", 117, 217, 2); // queued behind k1, 2 ns stream gap
+  return s;
+}
+
+TEST(ReplayTimeline, LaunchLatencyAndStreamOrder) {
+  HandTrace h;
+  const TrackId t = h.thread(1);
+  launch_pair(h, t);
+  const Trace trace = h.build();
+  expect_exact_replay(trace);
+
+  DependencyGraph g = build_dependency_graph(trace);
+  const TaskId k1 = g.gpu_task(gpu_row(trace, "k1")), k2 = g.gpu_task(gpu_row(trace, "k2"));
+  EXPECT_EQ(g.edge_count(), 2u);
+  EXPECT_EQ(g.gap(k2), 2);
+  // k1 faster: k2 follows it (stream order), 2 ns later.
+  g.scale(k1, 0.5, 0);
+  SimulationResult r = simulate(g);
+  EXPECT_EQ(of_task(r, k1), (Times{15, 65}));
+  EXPECT_EQ(of_task(r, k2), (Times{67, 167}));
+  EXPECT_EQ(r.binding[k2].start, Constraint::ResourceOrder);
+  // k1 much faster: k2 waits for its launch (call start 20 + the typical latency 15).
+  g.scale(k1, 0.1, 0);
+  r = simulate(g);
+  EXPECT_EQ(of_task(r, k2), (Times{35, 135}));
+  EXPECT_EQ(r.binding[k2].start, Constraint::Launch);
+  // k1 removed: it takes no time, k2 is still bound by its own launch.
+  g.scale(k1, 1.0, 0);
+  g.set_removed(k1, true);
+  r = simulate(g);
+  EXPECT_EQ(of_task(r, k2), (Times{35, 135}));
+  Trace predicted = make_predicted_trace(trace, g, r);
+  EXPECT_EQ(predicted.gpu_ops().size(), 1u);
+}
+
+TEST(ReplayTimeline, StreamSynchronizeWaitsForTheLastTaskIssuedToItsStream) {
+  HandTrace h;
+  const TrackId t = h.thread(1);
+  const TrackId s = h.stream(7);
+  h.api(t, "launch", 10, 20, 1, 7);
+  h.kernel(s, "k", 25, 525, 1);
+  h.api(t, "cudaStreamSynchronize", 30, 530, kNoValue, 7);
+  h.api(t, "cudaFree", 540, 550);
+  const Trace trace = h.build();
+  expect_exact_replay(trace);
+
+  DependencyGraph g = build_dependency_graph(trace);
+  const TaskId k = g.gpu_task(gpu_row(trace, "k"));
+  const TaskId sync = g.api_last(api_row(trace, "cudaStreamSynchronize"));
+  EXPECT_TRUE(g.blocking(sync));
+  EXPECT_EQ(g.base_duration(sync), 5); // 530 - 525: the wake-up after the wait
+  g.scale(k, 0.5, 0);
+  SimulationResult r = simulate(g);
+  EXPECT_EQ(of_task(r, k), (Times{25, 275}));
+  EXPECT_EQ(of_task(r, sync), (Times{30, 280}));
+  EXPECT_EQ(of_api(g, r, api_row(trace, "cudaFree")), (Times{290, 300}));
+  EXPECT_EQ(r.binding[sync].end, Constraint::Sync);
+  EXPECT_EQ(r.binding[sync].end_by, k);
+
+  const auto path = critical_path(g, r);
+  ASSERT_GE(path.size(), 4u);
+  EXPECT_EQ(path[0].task, g.api_first(api_row(trace, "cudaFree")));
+  bool through_kernel = false;
+  for (const auto& step : path) through_kernel |= step.task == k && step.via == Constraint::Sync;
+  EXPECT_TRUE(through_kernel);
+
+  // Kernel done before the sync is called: the sync costs its own time only.
+  g.scale(k, 0.01, 0);
+  r = simulate(g);
+  EXPECT_EQ(of_task(r, sync), (Times{30, 35}));
+  EXPECT_EQ(r.binding[sync].end, Constraint::Duration);
+}
+
+TEST(ReplayTimeline, DeviceSynchronizeWaitsForEveryStream) {
+  HandTrace h;
+  const TrackId t = h.thread(1);
+  const TrackId s1 = h.stream(7), s2 = h.stream(9);
+  h.api(t, "launch1", 0, 10, 1, 7);
+  h.api(t, "launch2", 20, 30, 2, 9);
+  h.kernel(s1, "k1", 12, 212, 1);
+  h.kernel(s2, "k2", 32, 432, 2);
+  h.api(t, "cudaDeviceSynchronize", 40, 440);
+  const Trace trace = h.build();
+  expect_exact_replay(trace);
+
+  DependencyGraph g = build_dependency_graph(trace);
+  const TaskId k1 = g.gpu_task(gpu_row(trace, "k1")), k2 = g.gpu_task(gpu_row(trace, "k2"));
+  const TaskId sync = g.api_last(api_row(trace, "cudaDeviceSynchronize"));
+  g.scale(k2, 0.25, 0);
+  const SimulationResult r = simulate(g);
+  EXPECT_EQ(of_task(r, k2), (Times{32, 132}));
+  EXPECT_EQ(of_task(r, sync), (Times{40, 220})); // now k1 (ends 212) is the last + 8 ns wake-up
+  EXPECT_EQ(r.binding[sync].end_by, k1);
+}
+
+TEST(ReplayTimeline, EventSynchronizeWaitsForWhatWasRecorded) {
+  HandTrace h;
+  const TrackId t = h.thread(1);
+  const TrackId s = h.stream(7);
+  h.api(t, "launch1", 0, 10, 1, 7);
+  h.kernel(s, "k1", 12, 312, 1);
+  h.api(t, "cudaEventRecord", 15, 20, kNoValue, 7, 5);
+  h.api(t, "launch2", 25, 35, 2, 7);
+  h.kernel(s, "k2", 314, 414, 2);
+  h.api(t, "cudaEventSynchronize", 40, 318, kNoValue, kNoValue, 5);
+  const Trace trace = h.build();
+  expect_exact_replay(trace);
+
+  DependencyGraph g = build_dependency_graph(trace);
+  const TaskId k1 = g.gpu_task(gpu_row(trace, "k1")), k2 = g.gpu_task(gpu_row(trace, "k2"));
+  const TaskId sync = g.api_last(api_row(trace, "cudaEventSynchronize"));
+  // k2 was issued after the record: slowing it changes nothing for the sync.
+  g.scale(k2, 3.0, 0);
+  SimulationResult r = simulate(g);
+  EXPECT_EQ(of_task(r, sync), (Times{40, 318}));
+  EXPECT_EQ(of_task(r, k2), (Times{314, 614}));
+  g.scale(k2, 1.0, 0);
+  g.scale(k1, 0.5, 0);
+  r = simulate(g);
+  EXPECT_EQ(of_task(r, k1), (Times{12, 162}));
+  EXPECT_EQ(of_task(r, sync), (Times{40, 168}));
+  EXPECT_EQ(of_task(r, k2), (Times{164, 264}));
+}
+
+TEST(ReplayTimeline, StreamWaitEventHoldsTheNextTaskOnTheWaitingStream) {
+  HandTrace h;
+  const TrackId t = h.thread(1);
+  const TrackId sa = h.stream(7), sb = h.stream(13);
+  h.api(t, "launchA", 0, 10, 1, 7);
+  h.kernel(sa, "ka", 20, 220, 1);
+  h.api(t, "cudaEventRecord", 12, 14, kNoValue, 7, 3);
+  h.api(t, "cudaStreamWaitEvent", 16, 18, kNoValue, 13, 3);
+  h.api(t, "launchB", 20, 30, 2, 13);
+  h.kernel(sb, "kb", 222, 322, 2);
+  const Trace trace = h.build();
+  expect_exact_replay(trace);
+
+  DependencyGraph g = build_dependency_graph(trace);
+  const TaskId ka = g.gpu_task(gpu_row(trace, "ka")), kb = g.gpu_task(gpu_row(trace, "kb"));
+  EXPECT_EQ(g.gap(kb), 2); // after the event, not the launch: the launch latency is ka's (20)
+  g.scale(ka, 0.5, 0);
+  SimulationResult r = simulate(g);
+  EXPECT_EQ(of_task(r, kb), (Times{122, 222}));
+  EXPECT_EQ(r.binding[kb].start, Constraint::EventWait);
+  g.scale(ka, 0.05, 0);
+  r = simulate(g);
+  EXPECT_EQ(of_task(r, kb), (Times{40, 140}));
+  EXPECT_EQ(r.binding[kb].start, Constraint::Launch);
+}
+
+TEST(ReplayTimeline, BlockingMemcpyWaitsForItsCopy) {
+  HandTrace h;
+  const TrackId t = h.thread(1);
+  const TrackId s = h.stream(7);
+  h.api(t, "launch", 0, 10, 1, 7);
+  h.kernel(s, "k", 15, 315, 1);
+  h.api(t, "cudaMemcpy", 20, 420, 2, 7);
+  h.gpu(s, GpuOpKind::Memcpy, "copy DtoH", 317, 417, 2);
+  h.api(t, "cudaFree", 430, 440);
+  const Trace trace = h.build();
+  expect_exact_replay(trace);
+
+  DependencyGraph g = build_dependency_graph(trace);
+  const TaskId k = g.gpu_task(gpu_row(trace, "k")), copy = g.gpu_task(gpu_row(trace, "copy DtoH"));
+  const TaskId call = g.api_last(api_row(trace, "cudaMemcpy"));
+  EXPECT_EQ(g.completion_in_degree(call), 1u);
+  g.scale(k, 0.5, 0);
+  const SimulationResult r = simulate(g);
+  EXPECT_EQ(of_task(r, copy), (Times{167, 267}));
+  EXPECT_EQ(of_task(r, call), (Times{20, 270}));
+  EXPECT_EQ(of_api(g, r, api_row(trace, "cudaFree")), (Times{280, 290}));
+  EXPECT_EQ(r.binding[call].end, Constraint::Sync);
+}
+
+TEST(ReplayTimeline, DataFlowFromPreparedBatchToItsWait) {
+  HandTrace h;
+  const TrackId main = h.thread(1), worker = h.thread(2);
+  h.annotation(worker, "prep batch 1", "prep", 0, 500, 1);
+  h.annotation(main, "wait batch 1", "wait", 100, 510, 1);
+  h.annotation(main, "forward", "operation", 510, 600);
+  const Trace trace = h.build();
+  expect_exact_replay(trace);
+
+  DependencyGraph g = build_dependency_graph(trace);
+  const TaskId prep = g.annotation_first(annotation_row(trace, "prep batch 1"));
+  const TaskId wait = g.annotation_last(annotation_row(trace, "wait batch 1"));
+  EXPECT_EQ(g.base_duration(wait), 10);
+  g.scale(prep, 2.0, 0);
+  SimulationResult r = simulate(g);
+  EXPECT_EQ(of_task(r, wait), (Times{100, 1010}));
+  EXPECT_EQ(of_annotation(g, r, annotation_row(trace, "forward")), (Times{1010, 1100}));
+  EXPECT_EQ(r.binding[wait].end, Constraint::Flow);
+  g.scale(prep, 0.1, 0);
+  r = simulate(g);
+  EXPECT_EQ(of_task(r, wait), (Times{100, 110}));
+}
+
+TEST(ReplayTimeline, TiePolicyDecidesBetweenEqualStarts) {
+  HandTrace h;
+  const TrackId t = h.thread(1);
+  h.api(t, "cudaFree", 0, 10);
+  const Trace trace = h.build();
+  DependencyGraph g = build_dependency_graph(trace);
+  GpuFirstPolicy gpu_first;
+  MeasuredOrderPolicy measured;
+  EXPECT_EQ(gpu_first.key(g, 0) >> 63, 1u); // a CPU task sorts after every GPU task
+  EXPECT_LT(measured.key(g, 0), measured.key(g, 0) + 1);
+  SimulationOptions options;
+  options.policy = &gpu_first;
+  EXPECT_EQ(simulate(g, options).end_time, 10);
+}
+
+} // namespace
+} // namespace dreamscope
