@@ -1,0 +1,132 @@
+// The whole window: a trace file written by the storage writer opened through the
+// background loader, search and jump driven as a user would, and a bad file reported.
+#include "gui_test_support.h"
+#include "main_window.h"
+#include "models/details_model.h"
+#include "models/kernel_table_model.h"
+#include "models/search_model.h"
+#include "timeline_view.h"
+
+#include <dreamscope/trace_file.h>
+
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QPainter>
+#include <QSignalSpy>
+#include <QSortFilterProxyModel>
+#include <QTest>
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace dreamscope::gui {
+namespace {
+
+using test::app;
+using test::find_named;
+
+TEST(MainWindow, OpensATraceFileInTheBackgroundAndDrawsIt) {
+  app();
+  test::ScratchDir dir;
+  const auto path = dir / "step.db";
+  write_trace(test::make_step_trace(), path);
+
+  MainWindow w;
+  w.show();
+  QSignalSpy loaded(&w, &MainWindow::loaded);
+  QSignalSpy failed(&w, &MainWindow::load_failed);
+  w.open_file(QString::fromStdString(path.string()));
+  EXPECT_TRUE(w.loading() || loaded.count() == 1);
+  ASSERT_TRUE(loaded.count() == 1 || loaded.wait(20000));
+  EXPECT_EQ(failed.count(), 0);
+  ASSERT_NE(w.document(), nullptr);
+  EXPECT_EQ(w.document()->trace().event_count(), 8u);
+  EXPECT_TRUE(MainWindow::recent_files().contains(QString::fromStdString(path.string())));
+  EXPECT_EQ(w.kernels()->rowCount(), 2);
+
+  // What was read from disk is drawn: the kernel in its colour at its place.
+  TimelineView* view = w.timeline();
+  view->fit_all();
+  const TraceDocument& doc = *w.document();
+  const EventRef relu = find_named(doc, EventTable::GpuOp, "relu_kernel");
+  const auto pos = view->event_position(relu);
+  ASSERT_TRUE(pos.has_value());
+  QImage img(view->viewport()->size(), QImage::Format_RGB32);
+  QPainter p(&img);
+  view->paint(p, img.size());
+  EXPECT_EQ(img.pixelColor(*pos - QPoint(0, 6)), doc.name_color(doc.name(relu)));
+}
+
+TEST(MainWindow, SearchStepsThroughMatchesAndJumpsToTheLaunch) {
+  app();
+  MainWindow w;
+  w.show();
+  auto doc = test::make_step_document();
+  w.set_document(doc);
+  QTest::keyClicks(w.search_field(), QStringLiteral("_KERNEL$"));
+  w.run_search();
+  // Case-insensitive: both kernels, not the launches.
+  ASSERT_EQ(w.search_results()->rowCount(), 2);
+  const EventRef gemm = find_named(*doc, EventTable::GpuOp, "gemm_kernel");
+  const EventRef relu = find_named(*doc, EventTable::GpuOp, "relu_kernel");
+  QTest::keyClick(w.search_field(), Qt::Key_Return);
+  EXPECT_EQ(w.timeline()->selection(), gemm);
+  w.next_match(+1);
+  EXPECT_EQ(w.timeline()->selection(), relu);
+  w.next_match(+1); // wraps around
+  EXPECT_EQ(w.timeline()->selection(), gemm);
+  w.next_match(-1);
+  EXPECT_EQ(w.timeline()->selection(), relu);
+  EXPECT_EQ(w.details()->index(0, DetailsModel::Value).data().toString(), QStringLiteral("relu_kernel"));
+
+  // J goes to the launch of the selected kernel and back.
+  w.jump_to_counterpart();
+  const EventRef launch = w.timeline()->selection();
+  ASSERT_EQ(launch.table, EventTable::CudaApi);
+  EXPECT_EQ(doc->start(launch), 60000);
+  w.jump_to_counterpart();
+  EXPECT_EQ(w.timeline()->selection(), relu);
+
+  // An invalid expression changes nothing and says why.
+  w.search_field()->setText(QStringLiteral("(unclosed"));
+  w.run_search();
+  EXPECT_EQ(w.search_results()->rowCount(), 2);
+  w.search_field()->clear();
+  w.run_search();
+  EXPECT_EQ(w.search_results()->rowCount(), 0);
+
+  // The kernel filter narrows the table.
+  w.kernel_filter()->setText(QStringLiteral("relu"));
+  ASSERT_EQ(w.kernel_proxy()->rowCount(), 1);
+  EXPECT_EQ(w.kernel_proxy()->index(0, KernelTableModel::Name).data().toString(), QStringLiteral("relu_kernel"));
+}
+
+TEST(MainWindow, ABadFileIsReportedWithItsName) {
+  app();
+  test::ScratchDir dir;
+  const auto path = dir / "not-a-trace.db";
+  std::ofstream(path) << "this is not a database, just some text that is long enough to be read\n";
+  MainWindow w;
+  w.show();
+  QSignalSpy failed(&w, &MainWindow::load_failed);
+  w.open_file(QString::fromStdString(path.string()));
+  ASSERT_TRUE(failed.count() == 1 || failed.wait(20000));
+  const QString message = failed.front().front().toString();
+  EXPECT_TRUE(message.contains(QStringLiteral("not-a-trace.db"))) << message.toStdString();
+  EXPECT_EQ(w.document(), nullptr);
+  EXPECT_EQ(w.last_error(), message);
+  auto* box = w.findChild<QMessageBox*>(QStringLiteral("load-error"));
+  ASSERT_NE(box, nullptr);
+  EXPECT_TRUE(box->isVisible());
+  EXPECT_EQ(box->text(), message);
+
+  // A missing file too.
+  QSignalSpy failed_again(&w, &MainWindow::load_failed);
+  w.open_file(QString::fromStdString((dir / "missing.db").string()));
+  ASSERT_TRUE(failed_again.count() == 1 || failed_again.wait(20000));
+  EXPECT_TRUE(failed_again.front().front().toString().contains(QStringLiteral("missing.db")));
+}
+
+} // namespace
+} // namespace dreamscope::gui
