@@ -353,6 +353,13 @@ CostModel resolve_cost_model(const CostModelSpec& spec, const Trace& trace, cons
 
 void apply(const std::vector<Transform>& transforms, const TaskSelection& selection, DependencyGraph& graph,
            AppliedScenario& applied) {
+  // `selection` looks at the graph it was built with; this graph may already have tasks
+  // removed by earlier transforms or scenarios, and those are no longer there to select.
+  auto pick = [&](const Selector& selector) {
+    auto tasks = selection.select(selector);
+    std::erase_if(tasks, [&](TaskId t) { return graph.removed(t); });
+    return tasks;
+  };
   for (const auto& transform : transforms) {
     TransformEffect effect;
     const SourcePosition& where = transform.where;
@@ -360,16 +367,16 @@ void apply(const std::vector<Transform>& transforms, const TaskSelection& select
         [&](const auto& spec) {
           using Spec = std::decay_t<decltype(spec)>;
           if constexpr (std::is_same_v<Spec, ScaleSpec>) {
-            effect = scale(graph, selection.select(spec.select), spec.ratio, spec.add);
+            effect = scale(graph, pick(spec.select), spec.ratio, spec.add);
           } else if constexpr (std::is_same_v<Spec, SetDurationSpec>) {
             const CostModel model = resolve_cost_model(spec.model, selection.trace(), where);
-            effect = set_duration(graph, selection, selection.select(spec.select), model);
+            effect = set_duration(graph, selection, pick(spec.select), model);
           } else if constexpr (std::is_same_v<Spec, RemoveSpec>) {
-            effect = remove(graph, selection, selection.select(spec.select), spec.with_launches);
+            effect = remove(graph, selection, pick(spec.select), spec.with_launches);
           } else if constexpr (std::is_same_v<Spec, FuseSpec>) {
             std::optional<CostModel> model;
             if (spec.duration) model = resolve_cost_model(*spec.duration, selection.trace(), where);
-            effect = fuse(graph, selection, selection.select(spec.select), spec.per_step, spec.keep_launch, model);
+            effect = fuse(graph, selection, pick(spec.select), spec.per_step, spec.keep_launch, model);
           } else if constexpr (std::is_same_v<Spec, SetPolicySpec>) {
             if (spec.policy == "gpu_first") {
               applied.policy = std::make_unique<GpuFirstPolicy>();

@@ -1,0 +1,179 @@
+#include <dreamscope/whatif_engine.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace dreamscope::whatif {
+
+namespace {
+
+std::string share_label(const TaskSelection& selection, const DependencyGraph& graph, TaskId t) {
+  const std::string_view name = selection.name(t);
+  switch (graph.kind(t)) {
+    case TaskKind::Kernel: return fmt::format("kernel {}", name);
+    case TaskKind::Memcpy: return fmt::format("memcpy {}", name);
+    case TaskKind::Memset: return fmt::format("memset {}", name);
+    case TaskKind::CudaApi: return std::string(name);
+    case TaskKind::Annotation: return fmt::format("cpu in {}", name);
+    case TaskKind::Synthetic: return "added by a what-if";
+    case TaskKind::CpuWork: return "cpu outside annotations";
+  }
+  return "other";
+}
+
+std::vector<CriticalPathShare> critical_path_shares(const TaskSelection& selection, const DependencyGraph& graph,
+                                                    const SimulationResult& result, std::size_t keep) {
+  std::unordered_map<std::string, TimeNs> by_label;
+  for (const auto& step : critical_path(graph, result)) {
+    if (step.task == kNoTask || graph.removed(step.task)) continue;
+    const TimeNs own = graph.duration(step.task);
+    if (own <= 0) continue;
+    by_label[share_label(selection, graph, step.task)] += own;
+  }
+  std::vector<CriticalPathShare> shares;
+  shares.reserve(by_label.size());
+  for (auto& [what, time] : by_label) shares.push_back({what, time});
+  std::sort(shares.begin(), shares.end(), [](const auto& a, const auto& b) {
+    return a.time != b.time ? a.time > b.time : a.what < b.what;
+  });
+  if (shares.size() > keep) shares.resize(keep);
+  return shares;
+}
+
+std::string gate_name(std::string_view scenario) {
+  std::string out(scenario);
+  std::replace(out.begin(), out.end(), '-', '_');
+  return out;
+}
+
+// One simulation of a transformed copy of the baseline graph.
+Prediction predict(const Trace& trace, const DependencyGraph& baseline, const TaskSelection& selection,
+                   const std::vector<const ScenarioRequest*>& requests, const WhatIfOptions& options,
+                   double baseline_step, bool make_trace) {
+  Prediction p;
+  DependencyGraph graph = baseline;
+  AppliedScenario applied;
+  for (const ScenarioRequest* r : requests) {
+    p.scenarios.push_back(r->scenario.name());
+    for (const auto& [name, value] : r->scenario.bind(r->overrides)) {
+      p.parameters[fmt::format("{}.{}", r->scenario.name(), name)] = to_string(value);
+    }
+    apply(r->scenario.instantiate(r->overrides), selection, graph, applied);
+  }
+  for (std::size_t i = 0; i < p.scenarios.size(); ++i) p.label += (i ? " + " : "") + p.scenarios[i];
+  p.effects = std::move(applied.effects);
+
+  SimulationOptions sim;
+  sim.policy = applied.policy.get();
+  const SimulationResult result = simulate(graph, sim);
+  p.span = result.span();
+  p.unscheduled = result.unscheduled;
+  p.steps = step_times(trace, graph, result);
+  p.step_median = median_step(p.steps, p.span, true);
+  p.speedup = p.step_median > 0 ? baseline_step / p.step_median : 0;
+  p.critical_path = critical_path_shares(selection, graph, result, options.critical_path_entries);
+  if (make_trace) p.predicted = make_predicted_trace(trace, graph, result);
+  return p;
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+double simulated_step_median(const Trace& trace, const DependencyGraph& graph) {
+  const SimulationResult result = simulate(graph);
+  return median_step(step_times(trace, graph, result), result.span(), true);
+}
+
+} // namespace
+
+double median_step(const std::vector<StepTime>& steps, TimeNs span, bool predicted) {
+  if (steps.empty()) return static_cast<double>(span);
+  std::vector<double> d;
+  d.reserve(steps.size());
+  for (const auto& s : steps) d.push_back(static_cast<double>(predicted ? s.predicted() : s.measured()));
+  return median(std::move(d));
+}
+
+std::optional<DataStallBreakdown> data_stall_breakdown(const Trace& trace, const DependencyGraph& graph,
+                                                       const TaskSelection& selection) {
+  Selector fetch;
+  fetch.category = "fetch";
+  Selector loading;
+  loading.category = "fetch|prep";
+  const auto fetch_tasks = selection.select(fetch);
+  const auto loading_tasks = selection.select(loading);
+  if (fetch_tasks.empty() && loading_tasks.empty()) return std::nullopt;
+
+  DataStallBreakdown b;
+  b.traced_step = simulated_step_median(trace, graph);
+  // A fetch from a cache that holds everything costs nothing next to storage: DS-Analyzer's
+  // second run reads from a fully cached dataset.
+  DependencyGraph cached = graph;
+  remove(cached, selection, fetch_tasks, false);
+  b.cached_step = simulated_step_median(trace, cached);
+  DependencyGraph synthetic = graph;
+  remove(synthetic, selection, loading_tasks, false);
+  b.synthetic_step = simulated_step_median(trace, synthetic);
+  return b;
+}
+
+WhatIfReport run_whatif(const Trace& trace, const std::vector<ScenarioRequest>& requests,
+                        const WhatIfOptions& options) {
+  WhatIfReport report;
+  const DependencyGraph baseline = build_dependency_graph(trace);
+  const TaskSelection selection(trace, baseline);
+  report.tasks = baseline.task_count();
+
+  const SimulationResult replayed = simulate(baseline);
+  const auto steps = step_times(trace, baseline, replayed);
+  report.step_count = steps.size();
+  report.measured_span = baseline.run_end() - baseline.run_begin();
+  report.replayed_span = replayed.span();
+  report.measured_step_median = median_step(steps, report.measured_span, false);
+  report.replayed_step_median = median_step(steps, report.replayed_span, true);
+  report.baseline_critical_path = critical_path_shares(selection, baseline, replayed, options.critical_path_entries);
+
+  const bool combine = requests.size() > 1;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const bool last = !combine && i + 1 == requests.size();
+    report.predictions.push_back(predict(trace, baseline, selection, {&requests[i]}, options,
+                                         report.replayed_step_median, options.make_trace && last));
+  }
+  if (combine) {
+    std::vector<const ScenarioRequest*> all;
+    for (const auto& r : requests) all.push_back(&r);
+    report.predictions.push_back(
+        predict(trace, baseline, selection, all, options, report.replayed_step_median, options.make_trace));
+  }
+  if (options.data_stalls) report.data_stalls = data_stall_breakdown(trace, baseline, selection);
+  return report;
+}
+
+ExpressionValues gate_values(const WhatIfReport& report) {
+  ExpressionValues v;
+  v["measured_step_ms"] = report.measured_step_median / 1e6;
+  v["replayed_step_ms"] = report.replayed_step_median / 1e6;
+  const double fetch = report.data_stalls ? report.data_stalls->fetch_stall() : 0.0;
+  const double prep = report.data_stalls ? report.data_stalls->prep_stall() : 0.0;
+  v["fetch_stall_ms"] = fetch / 1e6;
+  v["prep_stall_ms"] = prep / 1e6;
+  for (const auto& p : report.predictions) {
+    if (p.scenarios.size() == 1) {
+      v[gate_name(p.label) + ".speedup"] = p.speedup;
+      v[gate_name(p.label) + ".predicted_step_ms"] = p.step_median / 1e6;
+    }
+  }
+  if (!report.predictions.empty()) {
+    v["speedup"] = report.predictions.back().speedup;
+    v["predicted_step_ms"] = report.predictions.back().step_median / 1e6;
+  }
+  return v;
+}
+
+} // namespace dreamscope::whatif
