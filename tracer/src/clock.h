@@ -1,0 +1,51 @@
+// The tracer's clock. The hot path reads the raw TSC (one instruction, no syscall); the
+// writer thread turns ticks into CLOCK_MONOTONIC nanoseconds, the one clock of the trace
+// and the one CUPTI is given through its timestamp callback. Every process of a job maps
+// its own ticks onto CLOCK_MONOTONIC, so processes line up in the merged trace.
+#pragma once
+
+#include <cstdint>
+#include <ctime>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define DREAMSCOPE_HAVE_TSC 1
+#endif
+
+namespace dreamscope::tracer {
+
+inline std::int64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Raw ticks: TSC where it is invariant, else nanoseconds.
+inline std::uint64_t ticks(bool use_tsc) {
+#ifdef DREAMSCOPE_HAVE_TSC
+  if (use_tsc) return __rdtsc();
+#endif
+  (void)use_tsc;
+  return static_cast<std::uint64_t>(monotonic_ns());
+}
+
+// Ticks -> monotonic ns, a line through two (ticks, ns) anchors; the writer moves the
+// second anchor forward as the run goes on, so the slope gets more precise with time.
+class TickConverter {
+ public:
+  void start(bool use_tsc);
+  void refine();
+  std::int64_t to_ns(std::uint64_t t) const;
+  bool uses_tsc() const { return use_tsc_; }
+
+ private:
+  bool use_tsc_ = false;
+  std::uint64_t t0_ = 0;
+  std::int64_t ns0_ = 0;
+  double ns_per_tick_ = 1.0;
+};
+
+// True when the CPU's TSC runs at a constant rate and does not stop in idle states.
+bool tsc_is_invariant();
+
+} // namespace dreamscope::tracer

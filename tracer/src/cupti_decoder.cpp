@@ -1,0 +1,227 @@
+#include "cupti_decoder.h"
+
+#include <array>
+#include <cstring>
+#include <string_view>
+
+namespace dreamscope::tracer {
+
+namespace {
+
+// Called many times per step by frameworks, cheap, and of no use to the graph: skipped
+// unless --cuda-api all.
+constexpr std::array<std::string_view, 30> kNoisyApi = {
+    "cudaGetDevice", "cudaGetLastError", "cudaPeekAtLastError", "cudaGetDeviceCount", "cudaDeviceGetAttribute",
+    "cudaPointerGetAttributes", "cudaStreamIsCapturing", "cudaStreamGetCaptureInfo", "cudaFuncGetAttributes",
+    "cudaGetFuncBySymbol", "cudaDriverGetVersion", "cudaRuntimeGetVersion", "cudaGetDeviceProperties",
+    "cudaGetDriverEntryPoint", "cudaGetDriverEntryPointByVersion", "cudaGetExportTable", "cudaGetSymbolAddress",
+    "cuCtxGetCurrent", "cuCtxSetCurrent", "cuCtxGetDevice", "cuDeviceGet", "cuDeviceGetAttribute",
+    "cuGetProcAddress", "cuDriverGetVersion", "cuGetExportTable", "cuPointerGetAttribute",
+    "cuPointerGetAttributes", "cuStreamIsCapturing", "cuStreamGetCaptureInfo", "cuDevicePrimaryCtxGetState"};
+
+std::int64_t ns(std::uint64_t t) { return static_cast<std::int64_t>(t); }
+
+} // namespace
+
+CuptiDecoder::CuptiDecoder(TraceTarget& target, CuptiDecoderOptions options)
+    : target_(target), options_(std::move(options)) {}
+
+std::string CuptiDecoder::api_display_name(std::string raw) {
+  auto v = raw.rfind("_v");
+  if (v != std::string::npos && v + 2 < raw.size() &&
+      raw.find_first_not_of("0123456789", v + 2) == std::string::npos) {
+    raw.resize(v);
+  }
+  return raw;
+}
+
+bool CuptiDecoder::is_noisy_api(std::string_view name) {
+  for (auto n : kNoisyApi) {
+    if (name == n) return true;
+  }
+  return false;
+}
+
+StringId CuptiDecoder::api_name(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  const std::uint64_t key = (static_cast<std::uint64_t>(domain) << 32) | cbid;
+  auto it = api_names_.find(key);
+  if (it != api_names_.end()) return it->second;
+  std::string name = options_.api_name ? options_.api_name(domain, cbid) : std::string();
+  if (name.empty()) name = (domain == CUPTI_CB_DOMAIN_RUNTIME_API ? "runtime#" : "driver#") + std::to_string(cbid);
+  name = api_display_name(std::move(name));
+  api_noisy_[key] = is_noisy_api(name);
+  const StringId id = target_.intern(name);
+  api_names_.emplace(key, id);
+  return id;
+}
+
+std::uint32_t CuptiDecoder::device_of_context(std::uint32_t context) const {
+  auto it = context_device_.find(context);
+  return it == context_device_.end() ? 0 : it->second;
+}
+
+void CuptiDecoder::decode(const CUpti_Activity* record) {
+  switch (record->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+      const auto& k = *reinterpret_cast<const cupti::KernelRecord*>(record);
+      if (!target_.in_window(ns(k.start))) { ++target_.rows_skipped_by_window; return; }
+      StringId name = 0;
+      if (k.name) {
+        auto it = kernel_names_.find(k.name);
+        name = it != kernel_names_.end() ? it->second : kernel_names_.emplace(k.name, target_.intern(k.name)).first->second;
+      }
+      GpuOpRecord r{.track = target_.stream_track(k.deviceId, k.streamId), .kind = GpuOpKind::Kernel,
+                    .start = ns(k.start), .end = ns(k.end), .name = name, .correlation = k.correlationId};
+      r.launch = LaunchConfig{.grid = {k.gridX, k.gridY, k.gridZ}, .block = {k.blockX, k.blockY, k.blockZ},
+                              .registers_per_thread = k.registersPerThread,
+                              .shared_memory_static = k.staticSharedMemory,
+                              .shared_memory_dynamic = k.dynamicSharedMemory};
+      target_.writer().add(r);
+      ++counts_.kernels;
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      const auto& m = *reinterpret_cast<const cupti::MemcpyRecord*>(record);
+      if (!target_.in_window(ns(m.start))) { ++target_.rows_skipped_by_window; return; }
+      static const char* const kCopyNames[] = {"memcpy",     "memcpy HtoD", "memcpy DtoH", "memcpy HtoA",
+                                               "memcpy AtoH", "memcpy AtoA", "memcpy AtoD", "memcpy DtoA",
+                                               "memcpy DtoD", "memcpy HtoH", "memcpy PtoP"};
+      const std::uint8_t kind = m.copyKind <= 10 ? m.copyKind : 0;
+      target_.writer().add(GpuOpRecord{.track = target_.stream_track(m.deviceId, m.streamId),
+                                       .kind = GpuOpKind::Memcpy, .subkind = kind, .start = ns(m.start),
+                                       .end = ns(m.end), .name = target_.intern(kCopyNames[kind]),
+                                       .correlation = m.correlationId, .bytes = static_cast<std::int64_t>(m.bytes)});
+      ++counts_.memcpys;
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      const auto& m = *reinterpret_cast<const cupti::MemsetRecord*>(record);
+      if (!target_.in_window(ns(m.start))) { ++target_.rows_skipped_by_window; return; }
+      target_.writer().add(GpuOpRecord{.track = target_.stream_track(m.deviceId, m.streamId),
+                                       .kind = GpuOpKind::Memset, .start = ns(m.start), .end = ns(m.end),
+                                       .name = target_.intern("memset"), .correlation = m.correlationId,
+                                       .bytes = static_cast<std::int64_t>(m.bytes)});
+      ++counts_.memsets;
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+      const auto& s = *reinterpret_cast<const cupti::SyncRecord*>(record);
+      if (!target_.in_window(ns(s.start))) { ++target_.rows_skipped_by_window; return; }
+      static const char* const kSyncNames[] = {"sync", "cudaEventSynchronize", "cudaStreamWaitEvent",
+                                               "cudaStreamSynchronize", "cudaDeviceSynchronize"};
+      const std::uint8_t type = s.type <= 4 ? static_cast<std::uint8_t>(s.type) : 0;
+      target_.writer().add(GpuOpRecord{
+          .track = target_.stream_track(device_of_context(s.contextId), s.streamId), .kind = GpuOpKind::Sync,
+          .subkind = type, .start = ns(s.start), .end = ns(s.end), .name = target_.intern(kSyncNames[type]),
+          .correlation = s.correlationId,
+          .event = s.cudaEventId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? kNoValue : static_cast<std::int64_t>(s.cudaEventId)});
+      ++counts_.syncs;
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
+      const auto& a = *reinterpret_cast<const cupti::ApiRecord*>(record);
+      const bool runtime = record->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
+      const CUpti_CallbackDomain domain = runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API;
+      const StringId name = api_name(domain, a.cbid);
+      if (!options_.all_api && api_noisy_[(static_cast<std::uint64_t>(domain) << 32) | a.cbid]) {
+        ++counts_.api_skipped;
+        return;
+      }
+      if (!target_.in_window(ns(a.start))) { ++target_.rows_skipped_by_window; return; }
+      pending_api_.push_back(CudaApiRecord{.track = target_.cupti_thread_track(a.threadId), .start = ns(a.start),
+                                           .end = ns(a.end), .name = name, .cbid = static_cast<std::int32_t>(a.cbid),
+                                           .kind = runtime ? ApiKind::Runtime : ApiKind::Driver,
+                                           .correlation = a.correlationId,
+                                           .result = static_cast<std::int32_t>(a.returnValue)});
+      ++counts_.api;
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: {
+      const auto& o = *reinterpret_cast<const cupti::OverheadRecord*>(record);
+      if (!target_.in_window(ns(o.start))) { ++target_.rows_skipped_by_window; return; }
+      const char* kind = "cupti_overhead";
+      switch (o.overheadKind) {
+        case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER: kind = "driver_compiler"; break;
+        case CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH: kind = "cupti_buffer_flush"; break;
+        case CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION: kind = "cupti_instrumentation"; break;
+        case CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE: kind = "cupti_resource"; break;
+        case CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING: kind = "module_loading"; break;
+        case CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING: kind = "lazy_function_loading"; break;
+        case CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL: kind = "command_buffer_full"; break;
+        case CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST: kind = "activity_buffer_request"; break;
+        default: break;
+      }
+      const TrackId track = o.objectKind == CUPTI_ACTIVITY_OBJECT_THREAD
+                                ? target_.cupti_thread_track(o.objectId.pt.threadId)
+                                : o.objectKind == CUPTI_ACTIVITY_OBJECT_DEVICE
+                                      ? target_.stream_track(o.objectId.dcs.deviceId, CUPTI_INVALID_STREAM_ID)
+                                      : target_.cupti_thread_track(0);
+      target_.writer().add(OverheadRecord{.track = track, .start = ns(o.start), .end = ns(o.end),
+                                          .kind = target_.intern(kind)});
+      ++counts_.overheads;
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+      const auto& e = *reinterpret_cast<const cupti::ExternalCorrelationRecord*>(record);
+      external_ids_[e.correlationId] = static_cast<std::int64_t>(e.externalId);
+      ++counts_.external_correlations;
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_CUDA_EVENT: {
+      const auto& e = *reinterpret_cast<const cupti::CudaEventRecord*>(record);
+      event_records_[e.correlationId] = EventUse{e.streamId, e.eventId};
+      ++counts_.cuda_events;
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_CONTEXT: {
+      const auto& c = *reinterpret_cast<const CUpti_ActivityContext3*>(record);
+      context_device_[c.contextId] = c.deviceId;
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_DEVICE: {
+      const auto& d = *reinterpret_cast<const cupti::DeviceRecord*>(record);
+      target_.add_device(d.id, DeviceInfo{.ordinal = d.id,
+                                          .name = d.name ? d.name : "",
+                                          .sm_count = d.numMultiprocessors,
+                                          .core_clock_khz = d.coreClockRate,
+                                          // CUPTI reports KB/s.
+                                          .memory_bandwidth_bytes_per_s =
+                                              static_cast<std::int64_t>(d.globalMemoryBandwidth) * 1000,
+                                          .global_memory_bytes = static_cast<std::int64_t>(d.globalMemorySize),
+                                          .compute_capability_major = d.computeCapabilityMajor,
+                                          .compute_capability_minor = d.computeCapabilityMinor});
+      ++counts_.devices;
+      return;
+    }
+    default:
+      ++counts_.unknown;
+      return;
+  }
+}
+
+void CuptiDecoder::end_buffer() {
+  for (auto& r : pending_api_) {
+    const auto c = static_cast<std::uint32_t>(r.correlation);
+    if (auto it = external_ids_.find(c); it != external_ids_.end()) {
+      r.external_id = it->second;
+      external_ids_.erase(it);
+    }
+    if (auto it = event_records_.find(c); it != event_records_.end()) {
+      r.stream = it->second.stream;
+      r.event = it->second.event;
+      event_records_.erase(it);
+    }
+    target_.writer().add(r);
+  }
+  pending_api_.clear();
+}
+
+void CuptiDecoder::decode_buffer(std::uint8_t* buffer, std::size_t valid, const NextRecord& next) {
+  CUpti_Activity* record = nullptr;
+  while (next(buffer, valid, &record)) decode(record);
+  end_buffer();
+}
+
+} // namespace dreamscope::tracer

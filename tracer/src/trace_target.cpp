@@ -1,0 +1,50 @@
+#include "trace_target.h"
+
+#include <string>
+
+namespace dreamscope::tracer {
+
+TrackId TraceTarget::thread_track(std::int64_t tid, std::uint64_t pthread_id, std::string_view name) {
+  auto it = by_tid_.find(tid);
+  if (it != by_tid_.end()) return it->second;
+  const TrackId t = writer_.add_track(
+      TrackInfo{.kind = TrackKind::CpuThread, .process = process_, .tid = tid, .name = std::string(name)});
+  by_tid_.emplace(tid, t);
+  if (pthread_id != 0) by_pthread_.emplace(static_cast<std::uint32_t>(pthread_id), t);
+  return t;
+}
+
+TrackId TraceTarget::cupti_thread_track(std::uint32_t thread_id) {
+  auto it = by_tid_.find(thread_id);
+  if (it != by_tid_.end()) return it->second;
+  auto p = by_pthread_.find(thread_id);
+  if (p != by_pthread_.end()) return p->second;
+  return thread_track(thread_id, 0, {});
+}
+
+void TraceTarget::add_device(std::uint32_t cupti_device, DeviceInfo info) {
+  if (devices_.count(cupti_device)) return;
+  info.process = process_;
+  devices_.emplace(cupti_device, writer_.add_device(info));
+}
+
+std::uint32_t TraceTarget::device(std::uint32_t cupti_device) {
+  auto it = devices_.find(cupti_device);
+  if (it != devices_.end()) return it->second;
+  const std::uint32_t d = writer_.add_device(DeviceInfo{.ordinal = cupti_device, .process = process_});
+  devices_.emplace(cupti_device, d);
+  return d;
+}
+
+TrackId TraceTarget::stream_track(std::uint32_t cupti_device, std::uint32_t stream) {
+  auto key = std::make_pair(cupti_device, stream);
+  auto it = streams_.find(key);
+  if (it != streams_.end()) return it->second;
+  const std::uint32_t d = device(cupti_device);
+  const TrackId t = writer_.add_track(TrackInfo{.kind = TrackKind::GpuStream, .process = process_, .device = d,
+                                                .stream = stream, .name = "stream " + std::to_string(stream)});
+  streams_.emplace(key, t);
+  return t;
+}
+
+} // namespace dreamscope::tracer
