@@ -1,0 +1,348 @@
+// Each primitive on hand-written traces (scenario_traces.h), with the replayed timeline
+// worked out on paper.
+#include "scenario_traces.h"
+
+#include <dreamscope/transforms.h>
+#include <dreamscope/whatif_engine.h>
+
+#include <gtest/gtest.h>
+
+using namespace dreamscope;
+using namespace dreamscope::whatif;
+using dreamscope::scenario_test::data_pipeline_trace;
+using dreamscope::scenario_test::gpu_step_trace;
+
+namespace {
+
+struct Fixture {
+  Trace trace;
+  DependencyGraph graph;
+  TaskSelection selection;
+
+  explicit Fixture(Trace t) : trace(std::move(t)), graph(build_dependency_graph(trace)), selection(trace, graph) {}
+
+  TaskId kernel(std::string_view name) const {
+    for (TaskId t = 0; t < graph.task_count(); ++t) {
+      if (graph.kind(t) == TaskKind::Kernel && selection.name(t) == name) return t;
+    }
+    ADD_FAILURE() << "no kernel " << name;
+    return kNoTask;
+  }
+  TaskId launch_of(std::string_view kernel_name) const { return selection.launcher(kernel(kernel_name)); }
+  TaskId api(std::string_view name) const {
+    for (TaskId t = 0; t < graph.task_count(); ++t) {
+      if (graph.kind(t) == TaskKind::CudaApi && selection.name(t) == name) return t;
+    }
+    ADD_FAILURE() << "no API call " << name;
+    return kNoTask;
+  }
+  std::vector<std::string> names(const std::vector<TaskId>& tasks) const {
+    std::vector<std::string> out;
+    for (TaskId t : tasks) out.emplace_back(selection.name(t));
+    return out;
+  }
+};
+
+std::pair<TimeNs, TimeNs> span_of(const SimulationResult& r, TaskId t) { return {r.start[t], r.end[t]}; }
+
+TimeNs step_end(const Fixture& f, const SimulationResult& r) {
+  const auto steps = step_times(f.trace, f.graph, r);
+  EXPECT_FALSE(steps.empty());
+  return steps.empty() ? 0 : steps.back().predicted_end;
+}
+
+Selector kernels() {
+  Selector s;
+  s.kinds = {"kernel"};
+  return s;
+}
+
+std::vector<Transform> scenario(const std::string& toml, const std::map<std::string, std::string>& p = {}) {
+  return Scenario::parse(toml, "test.toml").instantiate(p);
+}
+
+using Span = std::pair<TimeNs, TimeNs>;
+
+} // namespace
+
+TEST(Primitives, BaselineReplayIsTheMeasuredRun) {
+  Fixture f(gpu_step_trace());
+  const auto r = simulate(f.graph);
+  EXPECT_EQ(span_of(r, f.kernel("sgemm_nn")), Span(250, 2250));
+  EXPECT_EQ(span_of(r, f.kernel("adam_b")), Span(3750, 4250));
+  EXPECT_EQ(step_end(f, r), 5000);
+}
+
+TEST(Select, ByKindNameAnnotationStreamThreadStepAndWindow) {
+  Fixture f(gpu_step_trace());
+  EXPECT_EQ(f.names(f.selection.select(kernels())),
+            (std::vector<std::string>{"sgemm_nn", "relu_fw", "adam_a", "adam_b"}));
+
+  Selector s = kernels();
+  s.annotation = "optim";
+  EXPECT_EQ(f.names(f.selection.select(s)), (std::vector<std::string>{"adam_a", "adam_b"}));
+  s.not_name = "_b$";
+  EXPECT_EQ(f.names(f.selection.select(s)), (std::vector<std::string>{"adam_a"}));
+
+  Selector launches;
+  launches.kinds = {"launch"};
+  launches.annotation = "forward";
+  EXPECT_EQ(f.selection.select(launches).size(), 2u);
+
+  Selector sync;
+  sync.kinds = {"sync"};
+  EXPECT_EQ(f.names(f.selection.select(sync)), (std::vector<std::string>{"cudaDeviceSynchronize"}));
+
+  Selector on_stream = kernels();
+  on_stream.stream = 7;
+  EXPECT_EQ(f.selection.select(on_stream).size(), 4u);
+  on_stream.stream = 8;
+  EXPECT_TRUE(f.selection.select(on_stream).empty());
+
+  Selector from_thread = kernels();
+  from_thread.thread = 1; // GPU tasks belong to the thread that launched them
+  EXPECT_EQ(f.selection.select(from_thread).size(), 4u);
+  from_thread.thread = 2;
+  EXPECT_TRUE(f.selection.select(from_thread).empty());
+
+  Selector in_step = kernels();
+  in_step.steps = std::pair<std::int64_t, std::int64_t>{0, 0};
+  EXPECT_EQ(f.selection.select(in_step).size(), 4u);
+  in_step.steps = std::pair<std::int64_t, std::int64_t>{1, 3};
+  EXPECT_TRUE(f.selection.select(in_step).empty());
+
+  Selector window = kernels();
+  window.window = std::pair<TimeNs, TimeNs>{2250, 3750}; // measured starts 2250 and 3250
+  EXPECT_EQ(f.names(f.selection.select(window)), (std::vector<std::string>{"relu_fw", "adam_a"}));
+}
+
+TEST(Select, ByCategoryOfAnEnclosingAnnotation) {
+  Fixture f(data_pipeline_trace());
+  Selector fetch;
+  fetch.category = "fetch";
+  EXPECT_EQ(f.names(f.selection.select(fetch)), (std::vector<std::string>{"fetch", "fetch", "fetch"}));
+  Selector loading;
+  loading.category = "fetch|prep";
+  EXPECT_EQ(f.selection.select(loading).size(), 6u);
+  Selector partial;
+  partial.category = "fet"; // a category must match whole
+  EXPECT_TRUE(f.selection.select(partial).empty());
+}
+
+TEST(Primitives, ScaleAsInAmp) {
+  // sgemm ×1/3 → 667 ns, every other kernel ×1/2. The stream drains from 250:
+  // sgemm [250, 917), relu [917, 1417), adam_a [1417, 1667), adam_b [1667, 1917);
+  // the sync entered at 2000 returns 50 ns after that: 2050; the step ends 700 ns later.
+  Fixture f(gpu_step_trace());
+  AppliedScenario applied;
+  apply(find_scenario("amp").instantiate(), f.selection, f.graph, applied);
+  ASSERT_EQ(applied.effects.size(), 2u);
+  EXPECT_EQ(applied.effects[0].tasks, 1u);
+  EXPECT_EQ(applied.effects[0].time_before, 2000);
+  EXPECT_EQ(applied.effects[0].time_after, 667);
+  EXPECT_EQ(applied.effects[1].tasks, 3u);
+  EXPECT_EQ(applied.effects[1].time_after, 1000);
+  const auto r = simulate(f.graph);
+  EXPECT_EQ(span_of(r, f.kernel("sgemm_nn")), Span(250, 917));
+  EXPECT_EQ(span_of(r, f.kernel("relu_fw")), Span(917, 1417));
+  EXPECT_EQ(span_of(r, f.kernel("adam_a")), Span(1417, 1667));
+  EXPECT_EQ(span_of(r, f.kernel("adam_b")), Span(1667, 1917));
+  EXPECT_EQ(span_of(r, f.api("cudaDeviceSynchronize")), Span(2000, 2050));
+  EXPECT_EQ(step_end(f, r), 2750);
+}
+
+TEST(Primitives, ScaleComposes) {
+  Fixture f(gpu_step_trace());
+  const std::vector<TaskId> sgemm = {f.kernel("sgemm_nn")};
+  scale(f.graph, sgemm, 0.5, 100); // 2000 → 1100
+  scale(f.graph, sgemm, 0.5, 0);   // → 550
+  EXPECT_EQ(f.graph.duration(sgemm[0]), 550);
+}
+
+TEST(Primitives, SetDurationWithWaveScalingToAnotherGpu) {
+  // V100 → A100, memory bound (no counters, no launch config): every kernel × 900/2039:
+  // 2000 → 883, 1000 → 441, 500 → 221. sgemm [250, 1133), relu [1133, 1574),
+  // adam_a [1574, 1795), adam_b [1795, 2016); the sync returns at 2066, the step ends 2766.
+  Fixture f(gpu_step_trace());
+  AppliedScenario applied;
+  apply(find_scenario("gpu").instantiate({{"device", "A100"}}), f.selection, f.graph, applied);
+  EXPECT_EQ(applied.effects.at(0).detail, "wave scaling V100 → A100");
+  const auto r = simulate(f.graph);
+  EXPECT_EQ(span_of(r, f.kernel("sgemm_nn")), Span(250, 1133));
+  EXPECT_EQ(span_of(r, f.kernel("relu_fw")), Span(1133, 1574));
+  EXPECT_EQ(span_of(r, f.kernel("adam_a")), Span(1574, 1795));
+  EXPECT_EQ(span_of(r, f.kernel("adam_b")), Span(1795, 2016));
+  EXPECT_EQ(step_end(f, r), 2766);
+}
+
+TEST(Primitives, SetDurationNeedsAKnownTracedGpu) {
+  scenario_test::TraceWriter w;
+  const auto gpu = w.device("Mystery GPU");
+  const TrackId cpu = w.thread(1);
+  w.api(cpu, "cudaLaunchKernel", 0, 10, 1);
+  w.kernel(w.stream(gpu, 1), "k", 20, 30, 1);
+  Fixture f(w.build());
+  AppliedScenario applied;
+  try {
+    apply(find_scenario("gpu").instantiate(), f.selection, f.graph, applied);
+    FAIL();
+  } catch (const TransformError& e) {
+    EXPECT_NE(std::string(e.what()).find("'Mystery GPU' is not in the device table"), std::string::npos) << e.what();
+  }
+  // Naming the traced GPU makes it work.
+  apply(find_scenario("gpu").instantiate({{"from", "V100"}, {"device", "H100"}}), f.selection, f.graph, applied);
+  EXPECT_EQ(f.graph.duration(f.kernel("k")), 3); // 10 × 900/3350 = 2.7
+}
+
+TEST(Primitives, RemoveWithItsLaunchCall) {
+  // relu and its launch [300, 400) go: the CPU runs 100 ns earlier from there on, adam_a
+  // follows sgemm on the stream: [2250, 2750), adam_b [2750, 3250); the sync, entered at 1900,
+  // returns at 3300 and the step ends at 4000.
+  Fixture f(gpu_step_trace());
+  Selector relu = kernels();
+  relu.name = "relu";
+  const TaskId launch = f.launch_of("relu_fw");
+  const auto effect = remove(f.graph, f.selection, f.selection.select(relu), true);
+  EXPECT_EQ(effect.tasks, 2u);
+  EXPECT_EQ(effect.time_before, 1100);
+  EXPECT_TRUE(f.graph.removed(f.kernel("relu_fw")));
+  EXPECT_TRUE(f.graph.removed(launch));
+  const auto r = simulate(f.graph);
+  EXPECT_EQ(r.start[f.launch_of("adam_a")], 1000);
+  EXPECT_EQ(span_of(r, f.kernel("adam_a")), Span(2250, 2750));
+  EXPECT_EQ(span_of(r, f.kernel("adam_b")), Span(2750, 3250));
+  EXPECT_EQ(span_of(r, f.api("cudaDeviceSynchronize")), Span(1900, 3300));
+  EXPECT_EQ(step_end(f, r), 4000);
+}
+
+TEST(Primitives, RemoveLaunchCallsKeepsTheGpuWork) {
+  // cuda-graphs: the four launches go, the kernels stay where they were; the CPU reaches the
+  // sync 400 ns earlier, which still returns 50 ns after the last kernel.
+  Fixture f(gpu_step_trace());
+  AppliedScenario applied;
+  apply(find_scenario("cuda-graphs").instantiate(), f.selection, f.graph, applied);
+  EXPECT_EQ(applied.effects.at(0).tasks, 4u);
+  EXPECT_EQ(applied.effects.at(0).time_before, 400);
+  const auto r = simulate(f.graph);
+  EXPECT_EQ(span_of(r, f.kernel("sgemm_nn")), Span(250, 2250));
+  EXPECT_EQ(span_of(r, f.kernel("adam_b")), Span(3750, 4250));
+  EXPECT_EQ(span_of(r, f.api("cudaDeviceSynchronize")), Span(1600, 4300));
+  EXPECT_EQ(step_end(f, r), 5000);
+}
+
+TEST(Primitives, FuseTheOptimizerKernels) {
+  // adam_a and adam_b become one 1000 ns kernel where adam_a was, launched once: adam_b's
+  // launch [1300, 1400) goes, so the CPU reaches the sync at 1900.
+  Fixture f(gpu_step_trace());
+  AppliedScenario applied;
+  apply(find_scenario("fused-optimizer").instantiate(), f.selection, f.graph, applied);
+  const auto& e = applied.effects.at(0);
+  EXPECT_EQ(e.tasks, 2u);
+  EXPECT_EQ(e.time_before, 1000 + 200); // the kernels and their launches
+  EXPECT_EQ(e.time_after, 1000 + 100);
+  EXPECT_TRUE(f.graph.removed(f.kernel("adam_b")));
+  EXPECT_TRUE(f.graph.removed(f.launch_of("adam_b")));
+  EXPECT_FALSE(f.graph.removed(f.launch_of("adam_a")));
+  const auto r = simulate(f.graph);
+  EXPECT_EQ(span_of(r, f.kernel("adam_a")), Span(3250, 4250));
+  EXPECT_EQ(span_of(r, f.api("cudaDeviceSynchronize")), Span(1900, 4300));
+  EXPECT_EQ(step_end(f, r), 5000);
+}
+
+TEST(Primitives, FuseWithACostModel) {
+  Fixture f(gpu_step_trace());
+  Selector optimizer = kernels();
+  optimizer.annotation = "optimizer";
+  fuse(f.graph, f.selection, f.selection.select(optimizer), true, false, CostModel{RatioCost{0.5, 0}});
+  EXPECT_EQ(f.graph.duration(f.kernel("adam_a")), 500);
+  EXPECT_TRUE(f.graph.removed(f.launch_of("adam_a"))); // keep_launch = false
+  const auto r = simulate(f.graph);
+  EXPECT_EQ(span_of(r, f.kernel("adam_a")), Span(3250, 3750));
+  EXPECT_EQ(span_of(r, f.api("cudaDeviceSynchronize")), Span(1800, 3800));
+}
+
+TEST(Primitives, SetPolicyChoosesTheTieBreaker) {
+  Fixture f(gpu_step_trace());
+  AppliedScenario applied;
+  apply(scenario("name = \"p\"\n[[transform]]\nop = \"set_policy\"\npolicy = \"gpu_first\"\n"), f.selection, f.graph,
+        applied);
+  ASSERT_TRUE(applied.policy);
+  EXPECT_NE(dynamic_cast<GpuFirstPolicy*>(applied.policy.get()), nullptr);
+  SimulationOptions o;
+  o.policy = applied.policy.get();
+  EXPECT_EQ(simulate(f.graph, o).unscheduled, 0u);
+}
+
+TEST(Primitives, StructuralEditsAreReportedNotApproximated) {
+  Fixture f(gpu_step_trace());
+  AppliedScenario applied;
+  const auto move = scenario("name = \"m\"\n[[transform]]\nop = \"move\"\nselect = { kind = \"kernel\" }\npool = 2\n");
+  try {
+    apply(move, f.selection, f.graph, applied);
+    FAIL();
+  } catch (const TransformError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("test.toml:2:1: 'move' is not supported yet", 0), 0u) << e.what();
+  }
+}
+
+TEST(DataStalls, ThreeSimulationsSplitFetchAndPrepStall) {
+  // As traced the step waits for prep: 400, 300, 300 → 300. Without fetch, batches are ready
+  // at 200, 400, 600: steps 300, 200, 200 → 200. Without loading: 100 each.
+  Fixture f(data_pipeline_trace());
+  const auto b = data_stall_breakdown(f.trace, f.graph, f.selection);
+  ASSERT_TRUE(b);
+  EXPECT_DOUBLE_EQ(b->traced_step, 300);
+  EXPECT_DOUBLE_EQ(b->cached_step, 200);
+  EXPECT_DOUBLE_EQ(b->synthetic_step, 100);
+  EXPECT_DOUBLE_EQ(b->fetch_stall(), 100);
+  EXPECT_DOUBLE_EQ(b->prep_stall(), 100);
+
+  Fixture gpu(gpu_step_trace());
+  EXPECT_FALSE(data_stall_breakdown(gpu.trace, gpu.graph, gpu.selection));
+}
+
+TEST(DataScenario, FasterStorageAndSyntheticData) {
+  // storage=2: fetches take 50, batches are ready at 250, 500, 750: steps 350, 250, 250.
+  const Trace trace = data_pipeline_trace();
+  std::vector<ScenarioRequest> requests;
+  requests.push_back({find_scenario("data"), {{"storage", "2"}}});
+  auto report = run_whatif(trace, requests);
+  ASSERT_EQ(report.predictions.size(), 1u);
+  EXPECT_DOUBLE_EQ(report.replayed_step_median, 300);
+  EXPECT_DOUBLE_EQ(report.predictions[0].step_median, 250);
+  EXPECT_DOUBLE_EQ(report.predictions[0].speedup, 300.0 / 250.0);
+
+  requests = {{find_scenario("data"), {{"synthetic", "true"}}}};
+  report = run_whatif(trace, requests);
+  EXPECT_DOUBLE_EQ(report.predictions[0].step_median, 100);
+
+  requests = {{find_scenario("data"), {{"cache", "1.0"}}}};
+  report = run_whatif(trace, requests);
+  EXPECT_DOUBLE_EQ(report.predictions[0].step_median, 200);
+}
+
+TEST(Engine, CombinesScenariosAndExposesGateValues) {
+  const Trace trace = gpu_step_trace();
+  std::vector<ScenarioRequest> requests;
+  requests.push_back({find_scenario("amp"), {}});
+  requests.push_back({find_scenario("cuda-graphs"), {}});
+  const auto report = run_whatif(trace, requests);
+  ASSERT_EQ(report.predictions.size(), 3u);
+  EXPECT_EQ(report.step_count, 1u);
+  EXPECT_DOUBLE_EQ(report.measured_step_median, 5000);
+  EXPECT_DOUBLE_EQ(report.replayed_step_median, 5000);
+  EXPECT_DOUBLE_EQ(report.predictions[0].step_median, 2750);
+  EXPECT_DOUBLE_EQ(report.predictions[1].step_median, 5000);
+  EXPECT_EQ(report.predictions[2].label, "amp + cuda-graphs");
+  // amp with no launch cost: the kernels drain by 1917 and the sync (entered at 1600) returns
+  // at 1967; 700 ns of CPU work follow.
+  EXPECT_DOUBLE_EQ(report.predictions[2].step_median, 2667);
+  EXPECT_EQ(report.predictions[2].parameters.at("amp.memory_bound_ratio"), "0.5");
+  EXPECT_FALSE(report.baseline_critical_path.empty());
+
+  const auto gates = gate_values(report);
+  EXPECT_DOUBLE_EQ(std::get<double>(gates.at("speedup")), 5000.0 / 2667.0);
+  EXPECT_DOUBLE_EQ(std::get<double>(gates.at("amp.speedup")), 5000.0 / 2750.0);
+  EXPECT_DOUBLE_EQ(std::get<double>(gates.at("cuda_graphs.speedup")), 1.0);
+  EXPECT_EQ(evaluate_expression("speedup < 1.10", gates), ParameterValue(false));
+}
