@@ -58,7 +58,7 @@ std::string GraphWarnings::describe() const {
   add(gpu_op_before_launch, "GPU ops start before their launch call (latency taken as 0)");
   add(sync_target_after_return, "waits whose target ends after the wait returned (not linked)");
   add(unknown_sync_stream, "stream syncs on an unknown stream (wait for every stream of the process)");
-  add(unresolved_event, "event syncs or stream waits without an event id (not linked)");
+  add(unresolved_event, "event records, syncs or stream waits without an event id (not linked)");
   add(gpu_ops_without_launch, "GPU ops without a launch call (placed by their measured gap)");
   add(sync_ops_skipped, "GPU sync records (their waits are edges)");
   return out;

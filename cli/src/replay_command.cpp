@@ -1,0 +1,159 @@
+// `dreamscope replay TRACE`: rebuild the run's dependency graph, replay it, and compare the
+// replay with the measurement per step and overall. The unmodified replay checks that the
+// graph explains the trace (the baseline every what-if stands on); --correct-overhead
+// predicts the run without the tracer instead.
+#include "commands.h"
+#include "output.h"
+
+#include <dreamscope/importers.h>
+#include <dreamscope/storage.h>
+#include <dreamscope/whatif.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+namespace dreamscope::cli {
+
+namespace {
+
+struct ReplayCommandOptions {
+  std::string trace;
+  std::string predicted;
+  std::string output;
+  std::string format = "text";
+  bool correct_overhead = false;
+  std::size_t max_steps = 50;
+};
+
+std::string percent(double error) { return fmt::format("{:+.3f} %", 100 * error); }
+
+std::string render_text(const ReplayCommandOptions& o, const Trace& trace, const ReplayReport& r) {
+  std::string out;
+  auto line = [&](std::string_view key, const std::string& value) { out += fmt::format("{:<14}{}\n", key, value); };
+  line("trace", fmt::format("{} ({})", o.trace, to_string(trace.source())));
+  const double seconds = r.build_seconds + r.simulate_seconds;
+  line("graph", fmt::format("{} tasks, {} edges, {} syncs; built in {:.1f} ms, replayed in {:.1f} ms ({:.1f} M tasks/s)",
+                            r.tasks, r.edges, r.sync_actions, 1e3 * r.build_seconds, 1e3 * r.simulate_seconds,
+                            seconds > 0 ? static_cast<double>(r.tasks) / seconds / 1e6 : 0.0));
+  if (r.correction) {
+    const auto& c = *r.correction;
+    if (c.costs.empty() && c.overhead_records == 0) {
+      line("overhead", "the trace has no calibration rows or overhead records: nothing to remove");
+    } else {
+      line("overhead", fmt::format("removed {} (range {:.1f} ns, marker {:.1f} ns, API call {:.1f} ns; {} events, "
+                                   "{} overhead records; {} hidden by waits)",
+                                   format_duration(c.removed_ns), c.costs.range_ns, c.costs.marker_ns,
+                                   c.costs.cuda_api_ns, c.events_charged, c.overhead_records,
+                                   format_duration(c.unabsorbed_ns)));
+    }
+  }
+  if (r.warnings.total() > 0) line("warnings", r.warnings.describe());
+  if (r.unscheduled > 0) line("unscheduled", fmt::format("{} tasks never ran (a cycle)", r.unscheduled));
+  const char* predicted = r.correction ? "untraced" : "replayed";
+  out += fmt::format("\n{:<28}{:>14}{:>14}{:>12}\n", "step", "measured", predicted, "error");
+  const std::size_t shown = std::min(r.steps.size(), o.max_steps);
+  for (std::size_t i = 0; i < shown; ++i) {
+    const auto& s = r.steps[i];
+    out += fmt::format("{:<28}{:>14}{:>14}{:>12}\n", s.name.substr(0, 27), format_duration(s.measured()),
+                       format_duration(s.predicted()), percent(s.error()));
+  }
+  if (shown < r.steps.size()) out += fmt::format("... {} more steps (--max-steps)\n", r.steps.size() - shown);
+  if (r.steps.empty()) out += "(no step annotations or ProfilerStep ranges)\n";
+  if (!r.steps.empty()) {
+    double worst = 0, sum_measured = 0, sum_predicted = 0;
+    for (const auto& s : r.steps) {
+      worst = std::max(worst, std::abs(s.error()));
+      sum_measured += static_cast<double>(s.measured());
+      sum_predicted += static_cast<double>(s.predicted());
+    }
+    const double n = static_cast<double>(r.steps.size());
+    out += fmt::format("{:<28}{:>14}{:>14}{:>12}\n", "mean step", format_duration(static_cast<TimeNs>(sum_measured / n)),
+                       format_duration(static_cast<TimeNs>(sum_predicted / n)),
+                       percent(sum_measured > 0 ? (sum_predicted - sum_measured) / sum_measured : 0));
+    out += fmt::format("{:<28}{:>40}\n", "worst step error", fmt::format("{:.3f} %", 100 * worst));
+  }
+  out += fmt::format("{:<28}{:>14}{:>14}{:>12}\n", "run", format_duration(r.measured_span()),
+                     format_duration(r.predicted_span()), percent(r.error()));
+  if (!o.predicted.empty()) out += fmt::format("\npredicted trace written to {}\n", o.predicted);
+  return out;
+}
+
+std::string render_json(const ReplayCommandOptions& o, const Trace& trace, const ReplayReport& r) {
+  using nlohmann::json;
+  json j;
+  j["trace"] = o.trace;
+  j["source"] = std::string(to_string(trace.source()));
+  j["overhead_corrected"] = r.correction.has_value();
+  j["tasks"] = r.tasks;
+  j["edges"] = r.edges;
+  j["sync_actions"] = r.sync_actions;
+  j["unscheduled_tasks"] = r.unscheduled;
+  j["build_seconds"] = r.build_seconds;
+  j["simulate_seconds"] = r.simulate_seconds;
+  j["measured_ns"] = r.measured_span();
+  j["predicted_ns"] = r.predicted_span();
+  j["error"] = r.error();
+  j["steps"] = json::array();
+  for (const auto& s : r.steps) {
+    j["steps"].push_back({{"name", s.name},
+                          {"measured_ns", s.measured()},
+                          {"predicted_ns", s.predicted()},
+                          {"measured_start_ns", s.measured_start},
+                          {"predicted_start_ns", s.predicted_start},
+                          {"error", s.error()}});
+  }
+  if (r.correction) {
+    const auto& c = *r.correction;
+    j["overhead"] = {{"range_ns", c.costs.range_ns},     {"marker_ns", c.costs.marker_ns},
+                     {"cuda_api_ns", c.costs.cuda_api_ns}, {"charged_ns", c.charged_ns},
+                     {"removed_ns", c.removed_ns},       {"hidden_by_waits_ns", c.unabsorbed_ns},
+                     {"events_charged", c.events_charged}, {"overhead_records", c.overhead_records}};
+  }
+  const auto& w = r.warnings;
+  j["warnings"] = {{"gpu_op_before_launch", w.gpu_op_before_launch},
+                   {"sync_target_after_return", w.sync_target_after_return},
+                   {"unknown_sync_stream", w.unknown_sync_stream},
+                   {"unresolved_event", w.unresolved_event},
+                   {"gpu_ops_without_launch", w.gpu_ops_without_launch},
+                   {"sync_ops_skipped", w.sync_ops_skipped}};
+  if (!o.predicted.empty()) j["predicted_trace"] = o.predicted;
+  return j.dump(2) + "\n";
+}
+
+const CommandRegistration replay_command(60, "replay", [](CLI::App& app) -> CommandAction {
+  auto opts = std::make_shared<ReplayCommandOptions>();
+  auto* cmd = app.add_subcommand("replay", "Replay a trace's dependency graph: measured and replayed time per step "
+                                           "and overall, and the error; optionally without the tracer's overhead");
+  cmd->add_option("trace", opts->trace, "The trace: trace.db, PyTorch profiler JSON(.gz) or Nsight Systems SQLite")
+      ->required();
+  cmd->add_option("-o,--predicted", opts->predicted, "Write the predicted run as a trace.db here");
+  cmd->add_flag("--correct-overhead", opts->correct_overhead,
+                "Remove the tracer's own cost (calibration rows, overhead records) before replaying: "
+                "predicts the untraced run");
+  cmd->add_option("--format", opts->format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  cmd->add_option("--report", opts->output, "Write the report to this file instead of stdout");
+  cmd->add_option("--max-steps", opts->max_steps, "Steps listed in the text report")->capture_default_str();
+  cmd->footer("Examples:\n"
+              "  dreamscope replay trace.db\n"
+              "  dreamscope replay trace.db --correct-overhead -o untraced.db\n"
+              "  dreamscope replay rank0.pt.trace.json.gz --format json\n"
+              "Exit codes: 0 ok, 1 unreadable trace or unwritable output, 2 bad command line.");
+  return [opts] {
+    const Trace trace = load_trace(opts->trace);
+    ReplayOptions ro;
+    ro.correct_overhead = opts->correct_overhead;
+    ro.make_trace = !opts->predicted.empty();
+    const ReplayReport report = replay(trace, ro);
+    if (report.predicted) write_trace(*report.predicted, opts->predicted);
+    write_output(opts->output, opts->format == "json" ? render_json(*opts, trace, report)
+                                                      : render_text(*opts, trace, report));
+    return kExitOk;
+  };
+});
+
+} // namespace
+} // namespace dreamscope::cli
