@@ -566,7 +566,8 @@ class KinetoImporter {
         break;
       }
       case EventClass::GpuAnnotation: {
-        TrackId track = gpu_track(*pid, *tid, tid_stream);
+        // Kineto draws GPU annotations on their stream's row without naming the stream in args.
+        TrackId track = gpu_track(*pid, *tid, tid_stream ? tid_stream : tid);
         AnnotationRecord a{.track = track, .start = start, .end = end, .name = name,
                            .domain = event_.cat == "cuda_profiler_range" ? builder_.intern("cupti") : pytorch_,
                            .category = builder_.intern(event_.cat)};
@@ -837,6 +838,8 @@ class KinetoImporter {
     }
 
     builder_.set_meta("kineto.ts_precision", ns_precision_ ? "ns" : "us");
+    // Complete as far as the file goes; a damaged file is not.
+    builder_.set_meta("complete", stopped_ ? "0" : "1");
     if (!distributed_info_.empty()) {
       // The rank, for multi-rank analyses; the full object stays in kineto.distributedInfo.
       simdjson::dom::parser p;

@@ -52,6 +52,7 @@ class NsysImporter {
     if (progress_) progress_(ImportProgress{stats_.bytes, stats_.bytes});
     if (!stats_.issues.empty()) builder_.set_meta("import_warnings", stats_.summary());
     builder_.set_meta("import_events_read", std::to_string(stats_.events_read));
+    builder_.set_meta("complete", "1");
     return std::move(builder_).build();
   }
 

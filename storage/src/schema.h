@@ -48,6 +48,9 @@ CREATE TABLE flow(
   to_track INTEGER NOT NULL, to_time INTEGER NOT NULL, flow_id INTEGER);
 CREATE TABLE calibration(
   event_kind TEXT PRIMARY KEY, cost_ns REAL NOT NULL, samples INTEGER, method TEXT);
+CREATE TABLE arg(
+  event INTEGER NOT NULL, key INTEGER NOT NULL, type INTEGER NOT NULL, int_value INTEGER,
+  real_value REAL, text INTEGER);
 CREATE TABLE overhead(
   id INTEGER PRIMARY KEY, track INTEGER NOT NULL, start INTEGER NOT NULL, dur INTEGER NOT NULL,
   kind INTEGER);
@@ -78,6 +81,11 @@ CREATE VIEW cuda_api_named AS
          CASE a.kind WHEN 0 THEN 'runtime' ELSE 'driver' END AS api, a.cbid,
          a.correlation, a.result
   FROM cuda_api a JOIN string s ON s.id = a.name;
+CREATE VIEW arg_named AS
+  SELECT a.event, k.value AS key,
+         CASE a.type WHEN 0 THEN a.int_value WHEN 1 THEN a.real_value ELSE t.value END AS value,
+         CASE a.type WHEN 0 THEN 'int' WHEN 1 THEN 'double' WHEN 2 THEN 'string' ELSE 'json' END AS type
+  FROM arg a JOIN string k ON k.id = a.key LEFT JOIN string t ON t.id = a.text;
 CREATE VIEW annotation_named AS
   SELECT a.track, a.start, a.start + a.dur AS end, a.dur, s.value AS name,
          d.value AS domain, c.value AS category, a.payload

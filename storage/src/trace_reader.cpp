@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <unordered_map>
@@ -212,8 +213,22 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
 
   b.reserve(n_api, n_gpu, n_ann);
 
+  // Args name their event by id; only when there are any are event ids collected to map them.
+  bool has_args = false;
+  if (r.has_table("arg")) r.each("SELECT EXISTS(SELECT 1 FROM arg)", [&](sqlite3_stmt* s) { has_args = sqlite3_column_int(s, 0) != 0; });
+  struct EventRow {
+    std::int64_t id;
+    EventTable table;
+    EventIndex row;
+    bool operator<(const EventRow& o) const { return id < o.id; }
+  };
+  std::vector<EventRow> event_rows;
+  auto remember = [&](sqlite3_stmt* s, int col, EventTable table, EventIndex row) {
+    if (has_args) event_rows.push_back({sqlite3_column_int64(s, col), table, row});
+  };
+
   // Primary-key order is (track, start, id): rows arrive sorted, so build() needs no sort.
-  r.each("SELECT track, start, start + dur, name, cbid, kind, correlation, external_id, result, stream, event "
+  r.each("SELECT track, start, start + dur, name, cbid, kind, correlation, external_id, result, stream, event, id "
          "FROM cuda_api ORDER BY track, start, id",
          [&](sqlite3_stmt* s) {
            CudaApiRecord a;
@@ -228,7 +243,7 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
            a.result = sqlite3_column_int(s, 8);
            a.stream = opt_int(s, 9);
            a.event = opt_int(s, 10);
-           b.add(a);
+           remember(s, 11, EventTable::CudaApi, b.add(a));
            tick();
          });
   std::unordered_map<std::int64_t, LaunchConfig> launches;
@@ -243,7 +258,7 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
            c.shared_memory_dynamic = sqlite3_column_int(s, 9);
            launches.emplace(sqlite3_column_int64(s, 0), c);
          });
-  r.each("SELECT track, start, start + dur, kind, subkind, name, correlation, launch, bytes, event "
+  r.each("SELECT track, start, start + dur, kind, subkind, name, correlation, launch, bytes, event, id "
          "FROM gpu_op ORDER BY track, start, id",
          [&](sqlite3_stmt* s) {
            GpuOpRecord g;
@@ -263,10 +278,10 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
            }
            g.bytes = sqlite3_column_int64(s, 8);
            g.event = opt_int(s, 9);
-           b.add(g);
+           remember(s, 10, EventTable::GpuOp, b.add(g));
            tick();
          });
-  r.each("SELECT track, start, start + dur, name, domain, category, payload, external_id "
+  r.each("SELECT track, start, start + dur, name, domain, category, payload, external_id, id "
          "FROM annotation ORDER BY track, start, id",
          [&](sqlite3_stmt* s) {
            AnnotationRecord a;
@@ -278,9 +293,26 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
            a.category = str(s, 5);
            a.payload = opt_int(s, 6);
            a.external_id = opt_int(s, 7);
-           b.add(a);
+           remember(s, 8, EventTable::Annotation, b.add(a));
            tick();
          });
+  if (has_args) {
+    std::sort(event_rows.begin(), event_rows.end());
+    r.each("SELECT event, key, type, int_value, real_value, text FROM arg ORDER BY rowid", [&](sqlite3_stmt* s) {
+      const std::int64_t event = sqlite3_column_int64(s, 0);
+      auto it = std::lower_bound(event_rows.begin(), event_rows.end(), EventRow{event, EventTable::CudaApi, 0});
+      if (it == event_rows.end() || it->id != event) r.fail("an arg names event " + std::to_string(event) + ", which no event table holds");
+      EventArg arg;
+      arg.key = str(s, 1);
+      const int type = sqlite3_column_int(s, 2);
+      if (type < 0 || type > 3) r.fail("arg row with unknown type " + std::to_string(type));
+      arg.type = static_cast<ArgType>(type);
+      if (arg.type == ArgType::Int) arg.int_value = sqlite3_column_int64(s, 3);
+      if (arg.type == ArgType::Double) arg.double_value = sqlite3_column_double(s, 4);
+      if (arg.type == ArgType::String || arg.type == ArgType::Json) arg.text = str(s, 5);
+      b.add_arg(it->table, it->row, arg);
+    });
+  }
   r.each("SELECT kind, from_track, from_time, to_track, to_time, flow_id FROM flow ORDER BY id", [&](sqlite3_stmt* s) {
     FlowRecord f;
     f.kind = str(s, 0);

@@ -69,9 +69,10 @@ struct TraceWriter::Statements {
   sqlite3_stmt* calibration = nullptr;
   sqlite3_stmt* overhead = nullptr;
   sqlite3_stmt* launch = nullptr;
+  sqlite3_stmt* arg = nullptr;
 
   ~Statements() {
-    for (auto* s : {string, meta, process, device, track, flow, calibration, overhead, launch}) {
+    for (auto* s : {string, meta, process, device, track, flow, calibration, overhead, launch, arg}) {
       sqlite3_finalize(s);
     }
   }
@@ -181,6 +182,7 @@ TraceWriter::TraceWriter(std::filesystem::path path, TraceWriterOptions options)
   prepare(s.calibration,
           "INSERT OR REPLACE INTO calibration(event_kind, cost_ns, samples, method) VALUES(?,?,?,?)");
   prepare(s.overhead, "INSERT INTO overhead(track, start, dur, kind) VALUES(?,?,?,?)");
+  prepare(s.arg, "INSERT INTO arg(event, key, type, int_value, real_value, text) VALUES(?,?,?,?,?,?)");
 
   set_meta("schema_version", std::to_string(kSchemaVersion));
   set_meta("dreamscope_version", DREAMSCOPE_VERSION);
@@ -360,7 +362,8 @@ TrackId TraceWriter::add_track(const TrackInfo& t) {
   return id;
 }
 
-void TraceWriter::add(const CudaApiRecord& r) {
+std::int64_t TraceWriter::add(const CudaApiRecord& r) {
+  const std::int64_t id = next_event_id_;
   begin_if_needed();
   ++cuda_api_rows_;
   push_row<12>(db_, stmts_->cuda_api,
@@ -368,6 +371,7 @@ void TraceWriter::add(const CudaApiRecord& r) {
                 r.correlation, r.external_id, r.result, r.stream, r.event},
                DS_FAIL);
   count_row();
+  return id;
 }
 
 std::int64_t TraceWriter::launch_id(const LaunchConfig& c) {
@@ -387,7 +391,8 @@ std::int64_t TraceWriter::launch_id(const LaunchConfig& c) {
   return it->second;
 }
 
-void TraceWriter::add(const GpuOpRecord& r) {
+std::int64_t TraceWriter::add(const GpuOpRecord& r) {
+  const std::int64_t id = next_event_id_;
   begin_if_needed();
   ++gpu_op_rows_;
   const std::int64_t launch = launch_id(r.launch);
@@ -396,15 +401,37 @@ void TraceWriter::add(const GpuOpRecord& r) {
                 r.correlation, launch, r.bytes, r.event},
                DS_FAIL);
   count_row();
+  return id;
 }
 
-void TraceWriter::add(const AnnotationRecord& r) {
+std::int64_t TraceWriter::add(const AnnotationRecord& r) {
+  const std::int64_t id = next_event_id_;
   begin_if_needed();
   ++annotation_rows_;
   push_row<9>(db_, stmts_->annotation,
               {r.track, r.start, next_event_id_++, r.end - r.start, r.name, r.domain, r.category, r.payload,
                r.external_id},
               DS_FAIL);
+  count_row();
+  return id;
+}
+
+void TraceWriter::add_arg(std::int64_t event, const EventArg& arg) {
+  begin_if_needed();
+  auto* st = stmts_->arg;
+  sqlite3_bind_int64(st, 1, event);
+  sqlite3_bind_int64(st, 2, arg.key);
+  sqlite3_bind_int64(st, 3, static_cast<int>(arg.type));
+  sqlite3_bind_null(st, 4);
+  sqlite3_bind_null(st, 5);
+  sqlite3_bind_null(st, 6);
+  switch (arg.type) {
+    case ArgType::Int: sqlite3_bind_int64(st, 4, arg.int_value); break;
+    case ArgType::Double: sqlite3_bind_double(st, 5, arg.double_value); break;
+    case ArgType::String:
+    case ArgType::Json: sqlite3_bind_int64(st, 6, arg.text); break;
+  }
+  DS_STEP(st);
   count_row();
 }
 
@@ -488,11 +515,18 @@ void write_trace(const Trace& trace, const std::filesystem::path& path) {
   for (const auto& p : trace.processes()) w.add_process(p);
   for (const auto& d : trace.devices()) w.add_device(d);
   for (const auto& t : trace.tracks()) w.add_track(t);
+  auto write_args = [&](EventTable table, std::size_t row, std::int64_t event) {
+    for (EventArg arg : trace.args_of(table, static_cast<EventIndex>(row))) {
+      arg.key = ids[arg.key];
+      arg.text = ids[arg.text];
+      w.add_arg(event, arg);
+    }
+  };
   const auto& a = trace.cuda_api();
   for (std::size_t i = 0; i < a.size(); ++i) {
     CudaApiRecord r = a.row(i);
     r.name = ids[r.name];
-    w.add(r);
+    write_args(EventTable::CudaApi, i, w.add(r));
   }
   const auto& g = trace.gpu_ops();
   for (std::size_t i = 0; i < g.size(); ++i) {
@@ -507,7 +541,7 @@ void write_trace(const Trace& trace, const std::filesystem::path& path) {
     r.launch = trace.launch_configs()[g.launch[i]];
     r.bytes = g.bytes[i];
     r.event = g.event[i];
-    w.add(r);
+    write_args(EventTable::GpuOp, i, w.add(r));
   }
   const auto& n = trace.annotations();
   for (std::size_t i = 0; i < n.size(); ++i) {
@@ -515,7 +549,7 @@ void write_trace(const Trace& trace, const std::filesystem::path& path) {
     r.name = ids[r.name];
     r.domain = ids[r.domain];
     r.category = ids[r.category];
-    w.add(r);
+    write_args(EventTable::Annotation, i, w.add(r));
   }
   for (FlowRecord f : trace.flows()) {
     f.kind = ids[f.kind];

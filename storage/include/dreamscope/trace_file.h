@@ -52,9 +52,13 @@ class TraceWriter {
   std::uint32_t add_device(const DeviceInfo& d);
   TrackId add_track(const TrackInfo& t);
 
-  void add(const CudaApiRecord& r);
-  void add(const GpuOpRecord& r);
-  void add(const AnnotationRecord& r);
+  // Each returns the event's id, which add_arg() takes.
+  std::int64_t add(const CudaApiRecord& r);
+  std::int64_t add(const GpuOpRecord& r);
+  std::int64_t add(const AnnotationRecord& r);
+  // An arg of the event `event` (an id add() returned); key and text are this writer's
+  // string ids (from intern()). Stored in the arg table, which only importers fill.
+  void add_arg(std::int64_t event, const EventArg& arg);
   void add(const FlowRecord& r);
   void add(const CalibrationRecord& r);
   void add(const OverheadRecord& r);
