@@ -7,6 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 config=${1:-release}
 jobs=${JOBS:-$(nproc)}
+# ccache (installed by install-deps.sh) shares objects between clones of the repository:
+# paths are made relative to the source tree and the build directory is not hashed.
+export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=true CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 case "$config" in
