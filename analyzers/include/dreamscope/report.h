@@ -1,0 +1,69 @@
+// Reports: every analysis of one trace, rendered for a terminal, a CI job summary
+// (Markdown), a script (JSON, schema in docs/analyze.md) or a browser (one self-contained
+// HTML file with inline SVG charts). `dreamscope analyze` and the GUI both use these.
+#pragma once
+
+#include "dreamscope/analyzers.h"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dreamscope::analyzers {
+
+enum class ReportSection : std::uint8_t { CrossStack, Hta, Steps, Gpu, DataStalls, TopKernels };
+inline constexpr ReportSection kAllSections[] = {ReportSection::CrossStack, ReportSection::Hta,
+                                                 ReportSection::Steps,      ReportSection::Gpu,
+                                                 ReportSection::DataStalls, ReportSection::TopKernels};
+// "cross-stack", "hta", "steps", "gpu", "data-stalls", "top-kernels".
+std::string_view to_string(ReportSection s);
+std::optional<ReportSection> report_section_from_string(std::string_view s);
+
+struct ReportOptions {
+  std::vector<ReportSection> sections{std::begin(kAllSections), std::end(kAllSections)};
+  std::size_t top = 15;        // rows of the longest tables in text, Markdown and HTML
+  std::size_t timeline_bins = 240;
+  HtaOptions hta;
+};
+
+// How busy each track was over the run, in equal time bins: what the HTML timeline draws.
+struct TimelineRow {
+  std::string label;
+  TrackKind kind = TrackKind::CpuThread;
+  std::vector<float> busy; // fraction of each bin covered by the track's events
+};
+
+struct TimelineOverview {
+  TimeNs begin = 0, end = 0;
+  std::vector<TimelineRow> rows;
+};
+
+struct AnalysisReport {
+  std::string trace_name;
+  std::string source;
+  TimeNs begin = 0, end = 0;
+  std::size_t events = 0;
+  ReportOptions options;
+
+  std::optional<CrossStackBreakdown> cross_stack;
+  std::optional<HtaReport> hta;
+  std::optional<StepBreakdown> steps;
+  std::optional<std::vector<DeviceEfficiency>> gpu;
+  std::optional<DataStalls> data_stalls;
+  std::optional<std::vector<KernelTotal>> top_kernels;
+  TimelineOverview timeline;
+
+  bool has(ReportSection s) const;
+};
+
+AnalysisReport analyze_trace(const Trace& trace, std::string trace_name, const ReportOptions& options = {});
+
+std::string render_text(const AnalysisReport& report);
+std::string render_markdown(const AnalysisReport& report);
+std::string render_json(const AnalysisReport& report);
+std::string render_html(const AnalysisReport& report);
+
+inline constexpr std::string_view kReportJsonSchema = "dreamscope-analyze/1";
+
+} // namespace dreamscope::analyzers

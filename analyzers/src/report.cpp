@@ -1,0 +1,254 @@
+// Runs the chosen analyses once and renders them as JSON.
+#include "dreamscope/report.h"
+
+#include "intervals.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+namespace dreamscope::analyzers {
+
+std::string_view to_string(ReportSection s) {
+  switch (s) {
+    case ReportSection::CrossStack: return "cross-stack";
+    case ReportSection::Hta: return "hta";
+    case ReportSection::Steps: return "steps";
+    case ReportSection::Gpu: return "gpu";
+    case ReportSection::DataStalls: return "data-stalls";
+    case ReportSection::TopKernels: return "top-kernels";
+  }
+  return "unknown";
+}
+
+std::optional<ReportSection> report_section_from_string(std::string_view s) {
+  for (ReportSection r : kAllSections) {
+    if (to_string(r) == s) return r;
+  }
+  return std::nullopt;
+}
+
+bool AnalysisReport::has(ReportSection s) const {
+  return std::find(options.sections.begin(), options.sections.end(), s) != options.sections.end();
+}
+
+namespace {
+
+std::string track_label(const Trace& trace, TrackId t) {
+  const TrackInfo& info = trace.tracks()[t];
+  if (info.kind == TrackKind::GpuStream) {
+    const std::int64_t ordinal = info.device < trace.devices().size() ? trace.devices()[info.device].ordinal : 0;
+    return "GPU " + std::to_string(ordinal) + " stream " + std::to_string(info.stream);
+  }
+  std::string label = "thread " + (info.tid == kNoValue ? std::string("?") : std::to_string(info.tid));
+  if (!info.name.empty()) label += " " + info.name;
+  return label;
+}
+
+TimelineOverview timeline_overview(const Trace& trace, std::size_t bins) {
+  TimelineOverview tl;
+  tl.begin = trace.begin_time();
+  tl.end = trace.end_time();
+  if (tl.end <= tl.begin || bins == 0) return tl;
+  const double bin_ns = static_cast<double>(tl.end - tl.begin) / static_cast<double>(bins);
+  const auto& ann = trace.annotations();
+  const auto& api = trace.cuda_api();
+  const auto& gpu = trace.gpu_ops();
+  // GPU streams first, then threads; each row is the union of the track's events.
+  std::vector<TrackId> order(trace.tracks().size());
+  for (TrackId t = 0; t < order.size(); ++t) order[t] = t;
+  std::stable_sort(order.begin(), order.end(), [&](TrackId a, TrackId b) {
+    return trace.tracks()[a].kind == TrackKind::GpuStream && trace.tracks()[b].kind != TrackKind::GpuStream;
+  });
+  for (TrackId t : order) {
+    std::vector<detail::Interval> spans;
+    for (EventRange r = trace.gpu_ops_on(t); r.begin < r.end; ++r.begin) {
+      if (gpu.kind[r.begin] != GpuOpKind::Sync) spans.push_back({gpu.start[r.begin], gpu.end[r.begin]});
+    }
+    for (EventRange r = trace.cuda_api_on(t); r.begin < r.end; ++r.begin) spans.push_back({api.start[r.begin], api.end[r.begin]});
+    if (trace.tracks()[t].kind == TrackKind::CpuThread) {
+      for (EventRange r = trace.annotations_on(t); r.begin < r.end; ++r.begin) {
+        if (ann.depth[r.begin] == 0) spans.push_back({ann.start[r.begin], ann.end[r.begin]});
+      }
+    }
+    if (spans.empty()) continue;
+    TimelineRow row{track_label(trace, t), trace.tracks()[t].kind, std::vector<float>(bins, 0.0f)};
+    for (const detail::Interval& s : detail::merge_intervals(std::move(spans))) {
+      const double a = static_cast<double>(s.start - tl.begin) / bin_ns;
+      const double b = static_cast<double>(s.end - tl.begin) / bin_ns;
+      for (auto i = static_cast<std::size_t>(a); i < bins && static_cast<double>(i) < b; ++i) {
+        const double lo = std::max(a, static_cast<double>(i));
+        const double hi = std::min(b, static_cast<double>(i + 1));
+        row.busy[i] += static_cast<float>(hi - lo);
+      }
+    }
+    for (float& f : row.busy) f = std::min(f, 1.0f);
+    tl.rows.push_back(std::move(row));
+  }
+  return tl;
+}
+
+} // namespace
+
+AnalysisReport analyze_trace(const Trace& trace, std::string trace_name, const ReportOptions& options) {
+  AnalysisReport r;
+  r.trace_name = std::move(trace_name);
+  r.source = std::string(to_string(trace.source()));
+  r.begin = trace.begin_time();
+  r.end = trace.end_time();
+  r.events = trace.event_count();
+  r.options = options;
+  if (r.has(ReportSection::CrossStack)) r.cross_stack = cross_stack_breakdown(trace);
+  if (r.has(ReportSection::Hta)) r.hta = hta_analyze(trace, options.hta);
+  if (r.has(ReportSection::Steps)) r.steps = step_breakdown(trace);
+  if (r.has(ReportSection::Gpu)) r.gpu = gpu_efficiency(trace);
+  if (r.has(ReportSection::DataStalls)) r.data_stalls = data_stalls(trace);
+  if (r.has(ReportSection::TopKernels)) r.top_kernels = top_kernels(trace, std::max<std::size_t>(options.top, 1));
+  r.timeline = timeline_overview(trace, options.timeline_bins);
+  return r;
+}
+
+std::string render_json(const AnalysisReport& r) {
+  using nlohmann::json;
+  auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  json j;
+  j["schema"] = kReportJsonSchema;
+  j["trace"] = {{"name", r.trace_name}, {"source", r.source},      {"begin_ns", r.begin},
+                {"end_ns", r.end},      {"duration_ns", r.end - r.begin}, {"events", r.events}};
+  json sections = json::array();
+  for (ReportSection s : r.options.sections) sections.push_back(to_string(s));
+  j["sections"] = sections;
+
+  if (r.cross_stack) {
+    auto op = [](const OperationTime& o) {
+      return json{{"name", o.name},
+                  {"instances", o.instances},
+                  {"cpu_framework_ns", o.cpu_framework},
+                  {"cpu_cuda_api_ns", o.cpu_cuda_api},
+                  {"gpu_only_ns", o.gpu_only},
+                  {"cpu_gpu_overlap_ns", o.cpu_gpu_overlap},
+                  {"total_ns", o.total()}};
+    };
+    json ops = json::array();
+    for (const auto& o : r.cross_stack->operations) ops.push_back(op(o));
+    j["cross_stack"] = {{"operations", ops}, {"all", op(r.cross_stack->all)}};
+  }
+
+  if (r.hta) {
+    const HtaReport& h = *r.hta;
+    json hj;
+    hj["unit"] = "us";
+    hj["profiler_steps"] = h.profiler_steps;
+    hj["step_filter_applied"] = h.step_filter_applied;
+    const TemporalBreakdown& t = h.temporal;
+    hj["temporal"] = {{"idle_us", t.idle},          {"compute_us", t.compute},
+                      {"non_compute_us", t.non_compute}, {"kernel_time_us", t.kernel_time},
+                      {"idle_pct", t.idle_pct},     {"compute_pct", t.compute_pct},
+                      {"non_compute_pct", t.non_compute_pct}};
+    hj["idle_time"] = json::array();
+    for (const auto& s : h.idle_time) {
+      hj["idle_time"].push_back({{"device", s.device},
+                                 {"stream", s.stream},
+                                 {"host_wait_us", s.host_wait},
+                                 {"kernel_wait_us", s.kernel_wait},
+                                 {"other_us", s.other},
+                                 {"host_wait_ratio", s.host_wait_ratio},
+                                 {"kernel_wait_ratio", s.kernel_wait_ratio},
+                                 {"other_ratio", s.other_ratio}});
+    }
+    hj["kernel_types"] = json::array();
+    for (const auto& k : h.kernels.by_type) {
+      hj["kernel_types"].push_back({{"kernel_type", k.kernel_type}, {"sum_us", k.sum}, {"percentage", k.percentage}});
+    }
+    hj["kernels"] = json::array();
+    for (const auto& k : h.kernels.by_name) {
+      hj["kernels"].push_back({{"name", k.name},   {"kernel_type", to_string(k.type)}, {"count", k.count},
+                               {"sum_us", k.sum},  {"min_us", k.min},                   {"max_us", k.max},
+                               {"mean_us", k.mean}, {"stddev_us", k.stddev}});
+    }
+    hj["comm_comp_overlap_pct"] = opt(h.comm_comp_overlap_pct);
+    const LaunchSummary& ls = h.launch_summary;
+    hj["launch_summary"] = {{"count", ls.count},
+                            {"mean_cpu_duration_us", ls.mean_cpu_duration},
+                            {"mean_gpu_duration_us", ls.mean_gpu_duration},
+                            {"mean_launch_delay_us", ls.mean_launch_delay},
+                            {"max_launch_delay_us", ls.max_launch_delay},
+                            {"short_kernels", ls.short_kernels}};
+    // Rows as arrays: a large trace has one per launch.
+    hj["launch_columns"] = {"correlation", "runtime_name", "kernel_name", "cpu_duration_us", "gpu_duration_us",
+                            "launch_delay_us"};
+    hj["launches"] = json::array();
+    for (const auto& l : h.launches) {
+      hj["launches"].push_back(json::array({l.correlation, l.runtime_name, l.kernel_name, l.cpu_duration,
+                                            l.gpu_duration, l.launch_delay}));
+    }
+    hj["queue_length"] = json::array();
+    for (const auto& q : h.queue_length) {
+      json points = json::array();
+      for (const auto& p : q.series) points.push_back(json::array({p.ts, p.queue_length}));
+      hj["queue_length"].push_back(
+          {{"device", q.device}, {"stream", q.stream}, {"max", q.max}, {"mean", q.mean}, {"points", points}});
+    }
+    auto annotations = [](const std::vector<AnnotationTotal>& v) {
+      json a = json::array();
+      for (const auto& x : v) a.push_back({{"name", x.name}, {"count", x.count}, {"sum_us", x.sum}});
+      return a;
+    };
+    hj["cpu_annotations"] = annotations(h.cpu_annotations);
+    hj["gpu_annotations"] = annotations(h.gpu_annotations);
+    j["hta"] = hj;
+  }
+
+  if (r.steps) {
+    json cats = json::array();
+    for (std::size_t c = 0; c < kStepCategories; ++c) cats.push_back(to_string(static_cast<StepCategory>(c)));
+    auto times = [](const std::array<TimeNs, kStepCategories>& a) {
+      json o = json::object();
+      for (std::size_t c = 0; c < kStepCategories; ++c) o[std::string(to_string(static_cast<StepCategory>(c)))] = a[c];
+      return o;
+    };
+    json steps = json::array();
+    for (const auto& s : r.steps->steps) {
+      steps.push_back({{"name", s.name}, {"start_ns", s.start}, {"end_ns", s.end}, {"time_ns", times(s.time)}});
+    }
+    j["steps"] = {{"categories", cats}, {"steps", steps}, {"average_ns", times(r.steps->average)}};
+  }
+
+  if (r.gpu) {
+    j["gpu"] = json::array();
+    for (const auto& g : *r.gpu) {
+      j["gpu"].push_back({{"device", g.device},
+                          {"name", g.name},
+                          {"steps_time_ns", g.steps_time},
+                          {"busy_ns", g.busy},
+                          {"gpu_utilization", g.gpu_utilization},
+                          {"sm_efficiency", opt(g.sm_efficiency)},
+                          {"achieved_occupancy", opt(g.achieved_occupancy)}});
+    }
+  }
+
+  if (r.data_stalls) {
+    json steps = json::array();
+    for (const auto& s : r.data_stalls->steps) {
+      steps.push_back({{"step", s.step},       {"start_ns", s.start},
+                       {"end_ns", s.end},       {"data_wait_ns", s.data_wait},
+                       {"fetch_ns", s.fetch},   {"prep_ns", s.prep},
+                       {"batches", s.batches},  {"stall_fraction", s.stall_fraction()}});
+    }
+    j["data_stalls"] = {{"source", r.data_stalls->source},
+                        {"total_wait_ns", r.data_stalls->total_wait},
+                        {"total_time_ns", r.data_stalls->total_time},
+                        {"steps", steps}};
+  }
+
+  if (r.top_kernels) {
+    j["top_kernels"] = json::array();
+    for (const auto& k : *r.top_kernels) {
+      j["top_kernels"].push_back({{"name", k.name}, {"count", k.count}, {"total_ns", k.total},
+                                  {"min_ns", k.min}, {"max_ns", k.max},   {"share", k.share}});
+    }
+  }
+  return j.dump(2) + "\n";
+}
+
+} // namespace dreamscope::analyzers

@@ -1,0 +1,207 @@
+// `dreamscope analyze` end to end: the built binary on a trace.db and on a real PyTorch
+// profiler trace, every format, and the HTML report rendered by headless Chromium.
+#include "analysis_traces.h"
+#include "png.h"
+
+#include <dreamscope/trace_file.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace dreamscope {
+namespace {
+
+namespace fs = std::filesystem;
+using test::TraceMaker;
+using test::us;
+
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::string tmpl = (fs::temp_directory_path() / "dreamscope-analyze-XXXXXX").string();
+    path_ = ::mkdtemp(tmpl.data());
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  fs::path operator/(const std::string& name) const { return path_ / name; }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+};
+
+CommandResult run(const std::string& args) {
+  const std::string cmd = std::string(DREAMSCOPE_BIN_DIR "/dreamscope ") + args + " 2>&1";
+  CommandResult r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A training loop's worth of operations so that every chart has something to draw.
+fs::path write_workload(const ScratchDir& dir) {
+  TraceMaker m;
+  test::add_hta_workload(m);
+  m.annotation("ProfilerStep#1", us(80), us(160), "user_annotation");
+  m.annotation("ProfilerStep#2", us(160), us(260), "user_annotation");
+  m.annotation("forward", us(85), us(128), "operation");
+  m.annotation("backward", us(128), us(158), "operation");
+  m.annotation("optimizer", us(158), us(240), "operation");
+  const fs::path path = dir / "trace.db";
+  write_trace(std::move(m).build(), path);
+  return path;
+}
+
+TEST(AnalyzeCli, TextByDefault) {
+  ScratchDir dir;
+  const fs::path trace = write_workload(dir);
+  const CommandResult a = run("analyze " + trace.string());
+  ASSERT_EQ(a.exit_code, 0) << a.out;
+  for (const char* s : {"Cross-stack breakdown", "forward", "Temporal breakdown", "Top kernels"}) {
+    EXPECT_NE(a.out.find(s), std::string::npos) << s;
+  }
+}
+
+TEST(AnalyzeCli, JsonToAFileWithTheNumbersOfTheAnalyses) {
+  ScratchDir dir;
+  const fs::path trace = write_workload(dir);
+  const fs::path out = dir / "report.json";
+  const CommandResult r = run("analyze " + trace.string() + " --format json -o " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  const auto j = nlohmann::json::parse(slurp(out));
+  EXPECT_EQ(j["schema"], "dreamscope-analyze/1");
+  EXPECT_EQ(j["trace"]["name"], "trace.db");
+  EXPECT_EQ(j["hta"]["temporal"]["kernel_time_us"], 110);
+  EXPECT_EQ(j["hta"]["temporal"]["idle_us"], 65);
+  EXPECT_EQ(j["steps"]["steps"].size(), 2u);
+  bool found = false;
+  for (const auto& o : j["cross_stack"]["operations"]) found = found || o["name"] == "forward";
+  EXPECT_TRUE(found);
+}
+
+TEST(AnalyzeCli, OnlyAndMarkdown) {
+  ScratchDir dir;
+  const fs::path trace = write_workload(dir);
+  const CommandResult r = run("analyze " + trace.string() + " --format md --only top-kernels,steps");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("## Top kernels by total time"), std::string::npos);
+  EXPECT_NE(r.out.find("## Step time breakdown"), std::string::npos);
+  EXPECT_EQ(r.out.find("Cross-stack"), std::string::npos);
+  EXPECT_NE(r.out.find("| gemm | 3 |"), std::string::npos);
+}
+
+TEST(AnalyzeCli, ErrorsSayWhatWentWrong) {
+  ScratchDir dir;
+  const fs::path trace = write_workload(dir);
+  const CommandResult bad_only = run("analyze " + trace.string() + " --only bogus");
+  EXPECT_EQ(bad_only.exit_code, 2);
+  EXPECT_NE(bad_only.out.find("unknown analysis 'bogus'"), std::string::npos) << bad_only.out;
+  const CommandResult bad_format = run("analyze " + trace.string() + " --format pdf");
+  EXPECT_EQ(bad_format.exit_code, 2);
+  const CommandResult missing = run("analyze " + (dir / "missing.db").string());
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.out.find("missing.db"), std::string::npos) << missing.out;
+}
+
+TEST(AnalyzeCli, ReadsPyTorchProfilerTracesDirectly) {
+  const fs::path trace = fs::path(DREAMSCOPE_SHARED_DATA_DIR) / "kineto-hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz";
+  if (!fs::exists(trace)) GTEST_SKIP() << "shared test data not found at " << trace;
+  const CommandResult r = run("analyze " + trace.string() + " --format json --only hta");
+  ASSERT_EQ(r.exit_code, 0) << r.out.substr(0, 2000);
+  const auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> gpu;
+  for (const auto& a : j["hta"]["gpu_annotations"]) gpu[a["name"]] = {a["sum_us"], a["count"]};
+  EXPECT_EQ(gpu["DistributedDataParallel.forward"], std::make_pair(std::int64_t{123880}, std::int64_t{4}));
+}
+
+// Chromium is Debian's `chromium`; without it the rendering cannot be checked here.
+std::string find_chromium() {
+  for (const char* c : {"chromium", "chromium-browser", "google-chrome"}) {
+    const std::string probe = std::string("command -v ") + c + " >/dev/null 2>&1";
+    if (std::system(probe.c_str()) == 0) return c;
+  }
+  return {};
+}
+
+TEST(AnalyzeHtml, RendersInHeadlessChromiumWithItsCharts) {
+  const std::string chromium = find_chromium();
+  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed: the HTML screenshot check needs it";
+  ScratchDir dir;
+  const fs::path trace = write_workload(dir);
+  const fs::path html = dir / "report.html";
+  const CommandResult r = run("analyze " + trace.string() + " --format html -o " + html.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+
+  const fs::path png = dir / "shot.png";
+  const std::string shot = chromium +
+                           " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
+                           " --disable-background-networking --disable-component-update --disable-sync"
+                           " --user-data-dir=" + (dir / "profile").string() + " --screenshot=" + png.string() +
+                           " --window-size=1280,2000 file://" + html.string() + " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(shot.c_str()), 0) << shot;
+  if (const char* keep = std::getenv("DREAMSCOPE_KEEP_SCREENSHOT")) fs::copy_file(png, keep, fs::copy_options::overwrite_existing);
+  const test::Image img = test::read_png(png);
+  ASSERT_EQ(img.width, 1280);
+  ASSERT_EQ(img.height, 2000);
+
+  auto close = [](test::Rgb a, test::Rgb b) {
+    return std::abs(a.r - b.r) <= 3 && std::abs(a.g - b.g) <= 3 && std::abs(a.b - b.b) <= 3;
+  };
+  struct Found {
+    long count = 0;
+    long sum_y = 0;
+    double mean_y() const { return count ? static_cast<double>(sum_y) / static_cast<double>(count) : -1; }
+  };
+  const std::vector<std::string> colours = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2"};
+  std::vector<Found> found(colours.size());
+  long non_white = 0;
+  for (int y = 0; y < img.height; ++y) {
+    for (int x = 0; x < img.width; ++x) {
+      const test::Rgb p = img.at(x, y);
+      if (!(p.r > 245 && p.g > 245 && p.b > 245)) ++non_white;
+      for (std::size_t c = 0; c < colours.size(); ++c) {
+        if (close(p, test::parse_colour(colours[c]))) {
+          ++found[c].count;
+          found[c].sum_y += y;
+        }
+      }
+    }
+  }
+  EXPECT_GT(non_white, 20000) << "the page looks blank";
+  for (std::size_t c = 0; c < colours.size(); ++c) EXPECT_GT(found[c].count, 100) << colours[c] << " not drawn";
+  // The cross-stack bars (framework, CUDA API, CPU+GPU) come first on the page, the top
+  // kernels chart below the timeline.
+  EXPECT_LT(found[0].mean_y(), found[4].mean_y());
+  EXPECT_LT(found[3].mean_y(), found[4].mean_y());
+  EXPECT_LT(found[3].mean_y(), 600);
+}
+
+} // namespace
+} // namespace dreamscope
