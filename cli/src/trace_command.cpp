@@ -282,6 +282,9 @@ MergeResult merge_parts(const fs::path& dir, const fs::path& output, const std::
     start = std::min(start, p.start);
     end = std::max<std::int64_t>(end, std::atoll(p.trace.meta_value("end", "0").c_str()));
     if (host.empty()) host = p.trace.meta_value("host");
+    for (const char* key : {"window_from_ns", "window_to_ns", "clock"}) {
+      if (std::string v = p.trace.meta_value(key); !v.empty()) out.set_meta(key, v);
+    }
     std::string w = p.trace.meta_value("warnings");
     std::size_t from = 0;
     while (!w.empty() && from <= w.size()) {

@@ -39,7 +39,9 @@ void on_signal(int sig, siginfo_t* info, void* context) {
     prev.sa_handler(sig);
     return;
   }
-  if (owner()) tracer_flush_from_signal();
+  // A crash leaves the part flushed but incomplete; a request to terminate closes it.
+  const bool terminate = sig == SIGTERM || sig == SIGINT || sig == SIGHUP;
+  if (owner()) tracer_flush_from_signal(terminate ? sig : 0);
   sigaction(sig, &prev, nullptr);
   // A fault raised by the CPU happens again when we return, now with the default action;
   // anything else is re-raised and delivered as soon as this handler returns.

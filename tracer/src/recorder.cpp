@@ -193,6 +193,7 @@ struct Session {
   std::map<std::pair<std::uint16_t, std::uint8_t>, StringId> category_ids;
   std::uint64_t dropped_written = ~std::uint64_t{0};
   std::int64_t last_time = 0;
+  bool closed = false;
 };
 
 struct Tracer {
@@ -215,6 +216,8 @@ struct Tracer {
   std::atomic<std::uint64_t> extra_dropped{0};
   std::atomic<std::uint64_t> flush_requested{0};
   std::atomic<std::uint64_t> flush_done{0};
+  // Set with a flush request when a termination signal should end the session cleanly.
+  std::atomic<int> close_signal{0};
   std::atomic<bool> enabled{false};
   std::vector<CalibrationRecord> calibration;
   std::atomic<int> session_counter{0};
@@ -445,6 +448,37 @@ void fail_session(Session& s, const std::exception& e) {
   tracer_add_warning(std::string("cannot write the trace, recording stopped: ") + e.what());
 }
 
+// The last drain and the close of a part file; the caller holds work_mu.
+void finish_session(Session& s, bool clean, std::int64_t exit_status, const char* why) {
+  if (s.closed || s.failed || !s.writer) return;
+  s.closed = true;
+  try {
+    drain_all(s);
+    const std::int64_t end = std::max(s.last_time, monotonic_ns());
+    // Ranges still open at exit end with the process: the outer step of a loop that
+    // called exit() is real time the program spent.
+    for (auto& [index, sink] : s.sinks) {
+      while (!sink.stack.empty()) {
+        write_range(s, sink.stack.back(), end);
+        sink.stack.pop_back();
+      }
+    }
+    s.info.end = end;
+    s.info.exit_status = exit_status;
+    s.writer->update_process(s.process, s.info);
+    if (why) s.writer->set_meta("ended_by", why);
+    s.writer->set_meta("end", std::to_string(end));
+    write_status(s);
+    if (clean) {
+      s.writer->close();
+    } else {
+      s.writer->flush();
+    }
+  } catch (const std::exception& e) {
+    fail_session(s, e);
+  }
+}
+
 void writer_loop(Session* s) {
   Tracer& t = *g_tracer;
   t.writer_tid.store(gettid_now());
@@ -467,6 +501,13 @@ void writer_loop(Session* s) {
     if (s->stop.load()) break;
     const std::uint64_t requested = t.flush_requested.load();
     std::lock_guard work(t.work_mu);
+    if (const int sig = t.close_signal.load(); sig != 0 && requested != t.flush_done.load()) {
+      // A termination signal: the process is about to die in good order, so its part
+      // ends complete, with the status the signal will give it.
+      finish_session(*s, true, 128 + sig, "signal");
+      t.flush_done.store(requested);
+      return;
+    }
     const auto now = std::chrono::steady_clock::now();
     try {
       drain_all(*s);
@@ -508,7 +549,10 @@ Session* open_session(std::int64_t parent_pid) {
     s->target = std::make_unique<TraceTarget>(*s->writer, s->process);
     if (t.config.job_start_ns > 0 && (t.config.delay_ns > 0 || t.config.duration_ns >= 0)) {
       const std::int64_t from = t.config.job_start_ns + t.config.delay_ns;
-      s->target->set_window(from, t.config.duration_ns >= 0 ? from + t.config.duration_ns : INT64_MAX);
+      const std::int64_t to = t.config.duration_ns >= 0 ? from + t.config.duration_ns : INT64_MAX;
+      s->target->set_window(from, to);
+      s->writer->set_meta("window_from_ns", std::to_string(from));
+      if (to != INT64_MAX) s->writer->set_meta("window_to_ns", std::to_string(to));
     }
     for (const auto& c : t.calibration) s->writer->add(c);
     s->writer->flush();
@@ -567,32 +611,7 @@ void close_session(Session* s, bool clean, std::int64_t exit_status, const char*
     }
   }
   std::lock_guard work(t.work_mu);
-  if (s->failed || !s->writer) return;
-  try {
-    drain_all(*s);
-    const std::int64_t end = std::max(s->last_time, monotonic_ns());
-    // Ranges still open at exit end with the process: the outer step of a loop that
-    // called exit() is real time the program spent.
-    for (auto& [index, sink] : s->sinks) {
-      while (!sink.stack.empty()) {
-        write_range(*s, sink.stack.back(), end);
-        sink.stack.pop_back();
-      }
-    }
-    s->info.end = end;
-    s->info.exit_status = exit_status;
-    s->writer->update_process(s->process, s->info);
-    if (why) s->writer->set_meta("ended_by", why);
-    s->writer->set_meta("end", std::to_string(end));
-    write_status(*s);
-    if (clean) {
-      s->writer->close();
-    } else {
-      s->writer->flush();
-    }
-  } catch (const std::exception& e) {
-    fail_session(*s, e);
-  }
+  finish_session(*s, clean, exit_status, why);
 }
 
 void fork_prepare() {
@@ -684,9 +703,10 @@ void tracer_restart_session() {
   g_tracer->session = open_session(getppid());
 }
 
-void tracer_flush_from_signal() {
+void tracer_flush_from_signal(int close_with_signal) {
   Tracer* t = g_tracer;
   if (!t || !t->session || t->writer_tid.load() == gettid_now()) return;
+  if (close_with_signal) t->close_signal.store(close_with_signal);
   const std::uint64_t want = t->flush_requested.fetch_add(1) + 1;
   // The writer wakes every 10 ms on its own; wait for it for at most 2 s.
   timespec pause{0, 1'000'000};

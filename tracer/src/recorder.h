@@ -88,7 +88,9 @@ bool tracer_start();          // at load; false when the tracer could not start 
 bool tracer_enabled();
 void tracer_end_session(bool clean, std::int64_t exit_status, const char* why);
 void tracer_restart_session(); // after a failed exec
-void tracer_flush_from_signal(); // async-signal-safe: asks the writer to flush and waits a little
+// Async-signal-safe: asks the writer to flush (or, given a termination signal, to close the
+// part cleanly) and waits for it a little.
+void tracer_flush_from_signal(int close_with_signal);
 void tracer_add_warning(const std::string& w);
 void tracer_add_dropped(std::uint64_t n);
 const Config& tracer_config();

@@ -1,0 +1,144 @@
+// cpu_train traced end to end through `dreamscope trace`: every step, wait, fetch and prep
+// is in the trace, on the right thread, with the right batch id, exactly once.
+#include "run_helpers.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace dreamscope::test {
+namespace {
+
+std::vector<Row> named(const std::vector<Row>& rows, const std::string& name) {
+  std::vector<Row> out;
+  for (const auto& r : rows) {
+    if (r.name == name) out.push_back(r);
+  }
+  return out;
+}
+
+std::map<std::int64_t, Row> by_payload(const std::vector<Row>& rows) {
+  std::map<std::int64_t, Row> m;
+  for (const auto& r : rows) EXPECT_TRUE(m.emplace(r.payload, r).second) << r.name << " payload " << r.payload << " twice";
+  return m;
+}
+
+TEST(CpuTrainTrace, EveryPhaseOfEveryBatchOnItsThread) {
+  const auto dir = scratch_dir("cpu-train");
+  const auto out = dir / "cpu.db";
+  constexpr int kSteps = 30, kWorkers = 3;
+  RunResult r = run(traced(out, {bin("cpu_train"), "--steps", std::to_string(kSteps), "--workers",
+                                 std::to_string(kWorkers), "--prefetch", "4", "--dataset-size", "100",
+                                 "--data", (dir / "data").string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("median_step_ns"), std::string::npos) << r.output;
+
+  Trace t = read_trace(out);
+  EXPECT_TRUE(t.complete());
+  EXPECT_EQ(t.dropped_events(), 0);
+  ASSERT_EQ(t.processes().size(), 1u);
+  const std::int64_t pid = t.processes()[0].pid;
+  EXPECT_EQ(t.processes()[0].exit_status, 0);
+  ASSERT_EQ(t.calibration().size(), 2u);
+
+  const auto rows = annotation_rows(t);
+  for (const auto& row : rows) EXPECT_EQ(row.domain, "dreamscope") << row.name;
+
+  const auto steps = by_payload(named(rows, "step"));
+  const auto waits = by_payload(named(rows, "wait"));
+  const auto fetches = by_payload(named(rows, "fetch"));
+  const auto preps = by_payload(named(rows, "prep"));
+  ASSERT_EQ(steps.size(), static_cast<std::size_t>(kSteps));
+  ASSERT_EQ(waits.size(), static_cast<std::size_t>(kSteps));
+  ASSERT_EQ(fetches.size(), static_cast<std::size_t>(kSteps));
+  ASSERT_EQ(preps.size(), static_cast<std::size_t>(kSteps));
+  for (const char* op : {"forward", "loss", "backward", "optimizer"}) {
+    EXPECT_EQ(named(rows, op).size(), static_cast<std::size_t>(kSteps)) << op;
+  }
+
+  std::set<std::int64_t> loader_threads;
+  for (std::int64_t i = 0; i < kSteps; ++i) {
+    ASSERT_TRUE(steps.count(i) && waits.count(i) && fetches.count(i) && preps.count(i)) << "batch " << i;
+    const Row &step = steps.at(i), &wait = waits.at(i), &fetch = fetches.at(i), &prep = preps.at(i);
+    EXPECT_EQ(step.category, "step");
+    EXPECT_EQ(wait.category, "wait");
+    EXPECT_EQ(fetch.category, "fetch");
+    EXPECT_EQ(prep.category, "prep");
+    // The step and its wait on the main thread, the wait inside the step.
+    EXPECT_EQ(step.tid, pid);
+    EXPECT_EQ(wait.tid, pid);
+    EXPECT_GE(wait.start, step.start);
+    EXPECT_LE(wait.end, step.end);
+    // Fetch then prep of a batch on one loader thread, done before the step got it.
+    EXPECT_NE(fetch.tid, pid);
+    EXPECT_EQ(fetch.tid, prep.tid);
+    EXPECT_LE(fetch.end, prep.start);
+    EXPECT_LE(prep.end, wait.end);
+    loader_threads.insert(fetch.tid);
+  }
+  EXPECT_LE(loader_threads.size(), static_cast<std::size_t>(kWorkers));
+
+  // The loader threads carry their names.
+  std::set<std::string> names;
+  for (const auto& track : t.tracks()) {
+    if (track.kind == TrackKind::CpuThread && track.tid != pid) names.insert(track.name);
+  }
+  for (const auto& n : names) EXPECT_EQ(n.rfind("loader-", 0), 0u) << n;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CpuTrainTrace, InlineLoadingAndFineAnnotations) {
+  const auto dir = scratch_dir("cpu-train-inline");
+  const auto out = dir / "cpu.db";
+  RunResult r = run(traced(out, {bin("cpu_train"), "--steps", "5", "--workers", "0", "--batch-size", "4",
+                                 "--hidden", "16", "--dataset-size", "20", "--data", (dir / "data").string(),
+                                 "--fine-annotations"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto rows = annotation_rows(read_trace(out));
+  const std::int64_t pid = rows.empty() ? 0 : rows.front().pid;
+  // One neuron range per hidden unit and sample and step: 5 x 4 x 16.
+  EXPECT_EQ(named(rows, "neuron").size(), 320u);
+  EXPECT_EQ(named(rows, "wait").size(), 0u);
+  const auto steps = by_payload(named(rows, "step"));
+  for (const auto& f : named(rows, "fetch")) {
+    EXPECT_EQ(f.tid, pid);
+    ASSERT_TRUE(steps.count(f.payload));
+    EXPECT_GE(f.start, steps.at(f.payload).start);
+    EXPECT_LE(f.end, steps.at(f.payload).end);
+  }
+  EXPECT_EQ(named(rows, "fetch").size(), 5u);
+  EXPECT_EQ(named(rows, "prep").size(), 5u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CpuTrainTrace, SyntheticDataHasNoPipeline) {
+  const auto dir = scratch_dir("cpu-train-synthetic");
+  const auto out = dir / "cpu.db";
+  RunResult r = run(traced(out, {bin("cpu_train"), "--steps", "7", "--no-loading"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto rows = annotation_rows(read_trace(out));
+  EXPECT_EQ(named(rows, "step").size(), 7u);
+  EXPECT_EQ(named(rows, "fetch").size() + named(rows, "prep").size() + named(rows, "wait").size(), 0u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CpuTrainTrace, RecordingWindowKeepsOnlyLaterEvents) {
+  const auto dir = scratch_dir("cpu-train-window");
+  const auto out = dir / "cpu.db";
+  // A 3 ms fetch delay per batch makes the run long enough that a 60 ms delay cuts it.
+  RunResult r = run(traced(out, {bin("cpu_train"), "--steps", "60", "--workers", "1", "--fetch-delay-us", "3000",
+                                 "--dataset-size", "50", "--data", (dir / "data").string()},
+                           {"--delay", "0.06"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  Trace t = read_trace(out);
+  const auto steps = named(annotation_rows(t), "step");
+  EXPECT_GT(steps.size(), 0u);
+  EXPECT_LT(steps.size(), 60u);
+  const std::int64_t from = std::atoll(t.meta_value("window_from_ns").c_str());
+  ASSERT_GT(from, 0);
+  for (const auto& s : steps) EXPECT_GE(s.start, from);
+  std::filesystem::remove_all(dir);
+}
+
+} // namespace
+} // namespace dreamscope::test

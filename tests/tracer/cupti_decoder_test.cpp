@@ -1,0 +1,307 @@
+// The CUPTI decoder fed fabricated records of the real CUDA 13 CUPTI struct types, through
+// the same buffer walk the tracer's writer thread uses: every field lands in the trace.
+#include "cupti_decoder.h"
+
+#include <dreamscope/trace_file.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <unistd.h>
+
+namespace dreamscope::tracer {
+namespace {
+
+// An activity buffer as CUPTI lays it out: records one after another, 8-byte aligned.
+class FabricatedBuffer {
+ public:
+  template <class R>
+  void add(const R& r) {
+    const std::size_t at = bytes_.size();
+    bytes_.resize(at + ((sizeof(R) + 7) & ~std::size_t{7}), 0);
+    std::memcpy(bytes_.data() + at, &r, sizeof(R));
+    offsets_.push_back(at);
+  }
+  std::uint8_t* data() { return bytes_.data(); }
+  std::size_t size() const { return bytes_.size(); }
+  CuptiDecoder::NextRecord walker() {
+    return [this, i = std::size_t{0}](std::uint8_t* buffer, std::size_t, CUpti_Activity** record) mutable {
+      if (i == offsets_.size()) return false;
+      *record = reinterpret_cast<CUpti_Activity*>(buffer + offsets_[i++]);
+      return true;
+    };
+  }
+
+ private:
+  std::vector<std::uint8_t> bytes_;
+  std::vector<std::size_t> offsets_;
+};
+
+std::string callback_name(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  const char* name = nullptr;
+  if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name) return {};
+  return name;
+}
+
+class CuptiDecoderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = std::filesystem::temp_directory_path() / ("ds-cupti-decoder-" + std::to_string(getpid()) + ".db");
+  }
+  void TearDown() override { std::filesystem::remove(path_); }
+
+  // Decodes the buffer into a fresh trace whose process has the CPU thread 4242.
+  Trace decode(FabricatedBuffer& buffer, bool all_api, CuptiDecoderCounts* counts = nullptr) {
+    TraceWriter writer(path_);
+    const std::uint32_t process = writer.add_process(ProcessInfo{.pid = 4242, .name = "train"});
+    TraceTarget target(writer, process);
+    target.thread_track(4242, 0, "main");
+    CuptiDecoder decoder(target, CuptiDecoderOptions{all_api, callback_name});
+    decoder.decode_buffer(buffer.data(), buffer.size(), buffer.walker());
+    if (counts) *counts = decoder.counts();
+    writer.close();
+    return read_trace(path_);
+  }
+
+  std::filesystem::path path_;
+};
+
+cupti::DeviceRecord device_record() {
+  cupti::DeviceRecord d{};
+  d.kind = CUPTI_ACTIVITY_KIND_DEVICE;
+  d.id = 0;
+  d.name = "NVIDIA H100 80GB HBM3";
+  d.numMultiprocessors = 132;
+  d.coreClockRate = 1980000;
+  d.globalMemoryBandwidth = 3352000000; // KB/s
+  d.globalMemorySize = 85520809984ull;
+  d.computeCapabilityMajor = 9;
+  d.computeCapabilityMinor = 0;
+  return d;
+}
+
+cupti::KernelRecord kernel_record() {
+  cupti::KernelRecord k{};
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = 1'000'000;
+  k.end = 1'250'000;
+  k.deviceId = 0;
+  k.contextId = 1;
+  k.streamId = 7;
+  k.gridX = 128, k.gridY = 2, k.gridZ = 1;
+  k.blockX = 256, k.blockY = 1, k.blockZ = 1;
+  k.registersPerThread = 40;
+  k.staticSharedMemory = 1024;
+  k.dynamicSharedMemory = 4096;
+  k.correlationId = 11;
+  k.name = "_Z6matmulPfS_S_i";
+  return k;
+}
+
+cupti::ApiRecord api_record(CUpti_ActivityKind kind, CUpti_CallbackId cbid, std::uint32_t correlation,
+                            std::uint64_t start, std::uint64_t end) {
+  cupti::ApiRecord a{};
+  a.kind = kind;
+  a.cbid = cbid;
+  a.start = start;
+  a.end = end;
+  a.processId = 4242;
+  a.threadId = 4242;
+  a.correlationId = correlation;
+  a.returnValue = 0;
+  return a;
+}
+
+TEST_F(CuptiDecoderTest, EveryKindLandsWithEveryField) {
+  FabricatedBuffer b;
+  b.add(device_record());
+  CUpti_ActivityContext3 ctx{};
+  ctx.kind = CUPTI_ACTIVITY_KIND_CONTEXT;
+  ctx.contextId = 1;
+  ctx.deviceId = 0;
+  b.add(ctx);
+
+  cupti::ExternalCorrelationRecord ext{};
+  ext.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+  ext.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+  ext.externalId = (std::uint64_t{3} << 40) | 17;
+  ext.correlationId = 11;
+  b.add(ext);
+  b.add(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 11, 990'000, 995'000));
+  b.add(kernel_record());
+
+  cupti::MemcpyRecord m{};
+  m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+  m.bytes = 1 << 20;
+  m.start = 2'000'000;
+  m.end = 2'100'000;
+  m.deviceId = 0;
+  m.streamId = 9;
+  m.correlationId = 12;
+  b.add(m);
+
+  cupti::MemsetRecord s{};
+  s.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  s.bytes = 4096;
+  s.start = 3'000'000;
+  s.end = 3'010'000;
+  s.deviceId = 0;
+  s.streamId = 7;
+  s.correlationId = 13;
+  b.add(s);
+
+  cupti::SyncRecord y{};
+  y.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+  y.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT;
+  y.start = 4'000'000;
+  y.end = 4'000'500;
+  y.correlationId = 14;
+  y.contextId = 1;
+  y.streamId = 7;
+  y.cudaEventId = 5;
+  b.add(y);
+
+  cupti::CudaEventRecord ev{};
+  ev.kind = CUPTI_ACTIVITY_KIND_CUDA_EVENT;
+  ev.correlationId = 15;
+  ev.contextId = 1;
+  ev.streamId = 9;
+  ev.eventId = 5;
+  b.add(ev);
+  b.add(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020, 15, 2'150'000,
+                   2'152'000));
+  b.add(api_record(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 16, 5'000'000, 5'004'000));
+  // Noisy: skipped by default.
+  b.add(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 17, 6'000'000,
+                   6'000'100));
+
+  cupti::OverheadRecord o{};
+  o.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+  o.overheadKind = CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH;
+  o.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+  o.objectId.pt.processId = 4242;
+  o.objectId.pt.threadId = 4242;
+  o.start = 7'000'000;
+  o.end = 7'020'000;
+  b.add(o);
+
+  CuptiDecoderCounts counts;
+  Trace t = decode(b, false, &counts);
+  EXPECT_EQ(counts.unknown, 0u);
+  EXPECT_EQ(counts.api_skipped, 1u);
+
+  ASSERT_EQ(t.devices().size(), 1u);
+  const DeviceInfo& d = t.devices()[0];
+  EXPECT_EQ(d.name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(d.sm_count, 132);
+  EXPECT_EQ(d.core_clock_khz, 1980000);
+  EXPECT_EQ(d.memory_bandwidth_bytes_per_s, 3352000000ll * 1000);
+  EXPECT_EQ(d.global_memory_bytes, 85520809984ll);
+  EXPECT_EQ(d.compute_capability_major, 9);
+  EXPECT_EQ(d.compute_capability_minor, 0);
+
+  const auto& ops = t.gpu_ops();
+  ASSERT_EQ(ops.size(), 4u);
+  auto op_with = [&](std::int64_t correlation) {
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (ops.correlation[i] == correlation) return i;
+    }
+    ADD_FAILURE() << "no gpu op with correlation " << correlation;
+    return std::size_t{0};
+  };
+  const std::size_t k = op_with(11);
+  EXPECT_EQ(ops.kind[k], GpuOpKind::Kernel);
+  EXPECT_EQ(ops.start[k], 1'000'000);
+  EXPECT_EQ(ops.end[k], 1'250'000);
+  EXPECT_EQ(t.str(ops.name[k]), "_Z6matmulPfS_S_i");
+  EXPECT_EQ(t.tracks()[ops.track[k]].stream, 7);
+  EXPECT_EQ(t.tracks()[ops.track[k]].kind, TrackKind::GpuStream);
+  const LaunchConfig& lc = t.launch_configs()[ops.launch[k]];
+  EXPECT_EQ(lc, (LaunchConfig{.grid = {128, 2, 1}, .block = {256, 1, 1}, .registers_per_thread = 40,
+                              .shared_memory_static = 1024, .shared_memory_dynamic = 4096}));
+
+  const std::size_t c = op_with(12);
+  EXPECT_EQ(ops.kind[c], GpuOpKind::Memcpy);
+  EXPECT_EQ(ops.subkind[c], static_cast<std::uint8_t>(CopyKind::HtoD));
+  EXPECT_EQ(ops.bytes[c], 1 << 20);
+  EXPECT_EQ(t.tracks()[ops.track[c]].stream, 9);
+  EXPECT_EQ(t.str(ops.name[c]), "memcpy HtoD");
+
+  const std::size_t ms = op_with(13);
+  EXPECT_EQ(ops.kind[ms], GpuOpKind::Memset);
+  EXPECT_EQ(ops.bytes[ms], 4096);
+  EXPECT_EQ(ops.end[ms] - ops.start[ms], 10'000);
+
+  const std::size_t sy = op_with(14);
+  EXPECT_EQ(ops.kind[sy], GpuOpKind::Sync);
+  EXPECT_EQ(ops.subkind[sy], static_cast<std::uint8_t>(SyncKind::StreamWaitEvent));
+  EXPECT_EQ(ops.event[sy], 5);
+  EXPECT_EQ(t.tracks()[ops.track[sy]].stream, 7);
+
+  const auto& api = t.cuda_api();
+  ASSERT_EQ(api.size(), 3u) << "cudaGetDevice is skipped by default";
+  auto api_with = [&](std::int64_t correlation) {
+    auto row = t.cuda_api_with_correlation(correlation);
+    EXPECT_TRUE(row.has_value()) << correlation;
+    return row.value_or(0);
+  };
+  const std::size_t launch = api_with(11);
+  EXPECT_EQ(t.str(api.name[launch]), "cudaLaunchKernel");
+  EXPECT_EQ(api.cbid[launch], CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
+  EXPECT_EQ(api.kind[launch], ApiKind::Runtime);
+  EXPECT_EQ(api.start[launch], 990'000);
+  EXPECT_EQ(api.end[launch], 995'000);
+  EXPECT_EQ(api.external_id[launch], static_cast<std::int64_t>((std::uint64_t{3} << 40) | 17));
+  EXPECT_EQ(t.tracks()[api.track[launch]].tid, 4242);
+  EXPECT_EQ(t.tracks()[api.track[launch]].name, "main");
+  // The launch and its kernel are linked by correlation id.
+  EXPECT_EQ(t.gpu_ops_with_correlation(11).size(), 1u);
+
+  const std::size_t record = api_with(15);
+  EXPECT_EQ(t.str(api.name[record]), "cudaEventRecord");
+  EXPECT_EQ(api.stream[record], 9);
+  EXPECT_EQ(api.event[record], 5);
+
+  const std::size_t driver = api_with(16);
+  EXPECT_EQ(api.kind[driver], ApiKind::Driver);
+  EXPECT_EQ(t.str(api.name[driver]), "cuLaunchKernel");
+
+  ASSERT_EQ(t.overheads().size(), 1u);
+  EXPECT_EQ(t.str(t.overheads()[0].kind), "cupti_buffer_flush");
+  EXPECT_EQ(t.overheads()[0].end - t.overheads()[0].start, 20'000);
+  EXPECT_EQ(t.tracks()[t.overheads()[0].track].tid, 4242);
+}
+
+TEST_F(CuptiDecoderTest, AllApiKeepsTheNoisyCalls) {
+  FabricatedBuffer b;
+  b.add(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 1, 10, 20));
+  b.add(api_record(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent, 2, 30, 40));
+  Trace t = decode(b, true);
+  ASSERT_EQ(t.cuda_api().size(), 2u);
+  EXPECT_EQ(t.str(t.cuda_api().name[0]), "cudaGetDevice");
+}
+
+TEST_F(CuptiDecoderTest, ThreadIdsMatchTheTracersThreadsByTidOrPthread) {
+  TraceWriter writer(path_);
+  const std::uint32_t process = writer.add_process(ProcessInfo{.pid = 1});
+  TraceTarget target(writer, process);
+  const TrackId by_tid = target.thread_track(100, 0xABCDEF0012345678ull, "worker");
+  EXPECT_EQ(target.cupti_thread_track(100), by_tid);
+  EXPECT_EQ(target.cupti_thread_track(0x12345678u), by_tid) << "a pthread_t truncated to 32 bits";
+  EXPECT_NE(target.cupti_thread_track(555), by_tid);
+  writer.close();
+}
+
+TEST(CuptiDecoderNames, VersionSuffixesAreStripped) {
+  EXPECT_EQ(CuptiDecoder::api_display_name("cudaLaunchKernel_v7000"), "cudaLaunchKernel");
+  EXPECT_EQ(CuptiDecoder::api_display_name("cudaMemcpyAsync_ptsz_v7000"), "cudaMemcpyAsync_ptsz");
+  EXPECT_EQ(CuptiDecoder::api_display_name("cuLaunchKernel"), "cuLaunchKernel");
+  EXPECT_EQ(CuptiDecoder::api_display_name("cu_vx"), "cu_vx");
+  EXPECT_TRUE(CuptiDecoder::is_noisy_api("cudaGetDevice"));
+  EXPECT_FALSE(CuptiDecoder::is_noisy_api("cudaLaunchKernel"));
+}
+
+} // namespace
+} // namespace dreamscope::tracer

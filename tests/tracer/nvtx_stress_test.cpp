@@ -1,0 +1,63 @@
+// Many threads pushing nested NVTX ranges as fast as they can: every range is either in
+// the trace or counted in meta.dropped_events, exactly.
+#include "run_helpers.h"
+
+#include <map>
+
+namespace dreamscope::test {
+namespace {
+
+struct StressResult {
+  std::size_t ranges = 0;
+  std::int64_t dropped = 0;
+  std::size_t threads = 0;
+  bool nesting_ok = true;
+};
+
+StressResult stress(int threads, long ranges_per_thread, std::map<std::string, std::string> env) {
+  const auto dir = scratch_dir("nvtx-stress-" + std::to_string(threads));
+  const auto out = dir / "stress.db";
+  RunResult r = run(traced(out, {program("nvtx_stress"), std::to_string(threads), std::to_string(ranges_per_thread)}),
+                    env);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  Trace t = read_trace(out);
+  EXPECT_TRUE(t.complete());
+  StressResult s;
+  s.ranges = t.annotations().size();
+  s.dropped = t.dropped_events();
+  std::map<TrackId, std::size_t> per_track;
+  const auto& a = t.annotations();
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    ++per_track[a.track[i]];
+    // An inner range recorded with its outer one sits inside it.
+    if (t.str(a.name[i]) == "inner" && a.parent[i] != kNoIndex) {
+      s.nesting_ok = s.nesting_ok && t.str(a.name[a.parent[i]]) == "outer";
+    }
+  }
+  s.threads = per_track.size();
+  std::filesystem::remove_all(dir);
+  return s;
+}
+
+TEST(NvtxStress, SixtyFourThreadsNothingLostOrDropsCountedExactly) {
+  constexpr int kThreads = 64;
+  constexpr long kRanges = 100'000;
+  StressResult s = stress(kThreads, kRanges, {});
+  EXPECT_EQ(static_cast<std::int64_t>(s.ranges) + s.dropped, kThreads * kRanges)
+      << s.ranges << " recorded, " << s.dropped << " dropped";
+  EXPECT_EQ(s.threads, static_cast<std::size_t>(kThreads));
+  EXPECT_TRUE(s.nesting_ok);
+}
+
+TEST(NvtxStress, RingsLargeEnoughLoseNothing) {
+  // 200 k events per thread fit in a 256 k-event ring even if the writer never caught up.
+  constexpr int kThreads = 8;
+  constexpr long kRanges = 100'000;
+  StressResult s = stress(kThreads, kRanges, {{"DREAMSCOPE_BUFFER_EVENTS", "262144"}});
+  EXPECT_EQ(s.dropped, 0);
+  EXPECT_EQ(s.ranges, static_cast<std::size_t>(kThreads * kRanges));
+  EXPECT_TRUE(s.nesting_ok);
+}
+
+} // namespace
+} // namespace dreamscope::test
