@@ -171,13 +171,12 @@ class ChromeExporter {
     }
     for (TrackId i = 0; i < t_.tracks().size(); ++i) {
       const TrackInfo& tr = t_.tracks()[i];
+      // Unnamed threads stay unnamed (the viewers show their tid); streams always say what they are.
       std::string name = tr.name;
-      if (name.empty()) {
-        name = tr.kind == TrackKind::CpuThread ? "thread " + std::to_string(rows_[i].tid)
-               : tr.stream == kNoValue         ? std::string("GPU (no stream)")
-                                               : "stream " + std::to_string(tr.stream);
+      if (name.empty() && tr.kind == TrackKind::GpuStream) {
+        name = tr.stream == kNoValue ? std::string("GPU (no stream)") : "stream " + std::to_string(tr.stream);
       }
-      metadata("thread_name", rows_[i].pid, rows_[i].tid, "name", name);
+      if (!name.empty()) metadata("thread_name", rows_[i].pid, rows_[i].tid, "name", name);
     }
   }
 

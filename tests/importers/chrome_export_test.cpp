@@ -1,0 +1,95 @@
+// The Chrome trace exporter: what it writes is valid Trace Event Format JSON, and the
+// Kineto importer reads it back into the same events, flows and args.
+#include "import_test_util.h"
+
+#include <dreamscope/exporters.h>
+#include <dreamscope/trace_file.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <tuple>
+
+namespace dreamscope::test {
+namespace {
+
+// (track key, start, end, name) of every event of one table, sorted: ids and track
+// numbers may differ between two traces, what the rows say may not.
+template <typename Table>
+std::vector<std::string> rows_of(const Trace& t, const Table& table) {
+  std::vector<std::string> out;
+  for (EventIndex i = 0; i < table.size(); ++i) {
+    const TrackInfo& tr = t.tracks()[table.track[i]];
+    std::string where = tr.kind == TrackKind::CpuThread
+                            ? "pid " + std::to_string(t.processes()[tr.process].pid) + " tid " + std::to_string(tr.tid)
+                            : "gpu " + std::to_string(t.devices()[tr.device].ordinal) + " stream " + std::to_string(tr.stream);
+    out.push_back(where + " [" + std::to_string(table.start[i]) + ", " + std::to_string(table.end[i]) + ") " +
+                  std::string(t.str(table.name[i])));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(ChromeExport, ReimportGivesTheSameEvents) {
+  ScratchDir dir;
+  for (const char* file : {"ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
+                           "critical_path/cuda_event_sync/event_sync_trace.json.gz",
+                           "mtia_inference_trace/mtia_inference_rank_0.json.gz"}) {
+    SCOPED_TRACE(file);
+    Trace a = import_kineto(kineto(file));
+    export_chrome(a, dir / "out.json");
+    ImportStats stats;
+    Trace b = import_kineto(dir / "out.json", &stats);
+    EXPECT_EQ(stats.warning_count(), 0) << stats.summary();
+    EXPECT_EQ(rows_of(b, b.cuda_api()), rows_of(a, a.cuda_api()));
+    EXPECT_EQ(rows_of(b, b.gpu_ops()), rows_of(a, a.gpu_ops()));
+    EXPECT_EQ(rows_of(b, b.annotations()), rows_of(a, a.annotations()));
+    EXPECT_EQ(count_kinds(b), count_kinds(a));
+    EXPECT_EQ(b.flows().size(), a.flows().size());
+    // Correlation and launch configuration survive.
+    for (EventIndex i = 0; i < a.gpu_ops().size(); ++i) {
+      auto ops = b.gpu_ops_with_correlation(a.gpu_ops().correlation[i]);
+      if (a.gpu_ops().correlation[i] == kNoValue) continue;
+      ASSERT_FALSE(ops.empty());
+    }
+    EXPECT_EQ(b.launch_configs().size(), a.launch_configs().size());
+    // Thread and stream names survive.
+    std::vector<std::string> na, nb;
+    for (const auto& tr : a.tracks()) na.push_back(tr.name);
+    for (const auto& tr : b.tracks()) nb.push_back(tr.name);
+    std::sort(na.begin(), na.end());
+    std::sort(nb.begin(), nb.end());
+    EXPECT_EQ(nb, na);
+  }
+}
+
+TEST(ChromeExport, ArgsAndMetadataAreWritten) {
+  ScratchDir dir;
+  Trace a = import_kineto(kineto("nccl_parser_config/nccl_data.json.gz"));
+  export_chrome(a, dir / "nccl.json");
+  std::ifstream in(dir / "nccl.json");
+  std::string json((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_TRUE(json.starts_with("{\"displayTimeUnit\":\"ns\""));
+  EXPECT_NE(json.find("\"In msg nelems\":2049000"), std::string::npos);
+  EXPECT_NE(json.find("\"name\":\"thread_name\""), std::string::npos);
+  EXPECT_NE(json.find("\"ph\":\"f\""), std::string::npos);
+  Trace b = import_kineto(dir / "nccl.json");
+  auto nccl = gpu_ops_named(b, "ncclKernel");
+  ASSERT_EQ(nccl.size(), 21u);
+  std::int64_t max_in = 0;
+  for (EventIndex i : nccl) max_in = std::max(max_in, b.arg_int(EventTable::GpuOp, i, "In msg nelems").value_or(0));
+  EXPECT_EQ(max_in, 7875584);
+}
+
+TEST(ChromeExport, UnwritablePathIsAnErrorNamingIt) {
+  Trace t = TraceBuilder().build();
+  try {
+    export_chrome(t, "/nonexistent-dir/out.json");
+    FAIL() << "no error";
+  } catch (const TraceError& e) {
+    EXPECT_TRUE(std::string(e.what()).starts_with("/nonexistent-dir/out.json: cannot create")) << e.what();
+  }
+}
+
+} // namespace
+} // namespace dreamscope::test
