@@ -126,17 +126,24 @@ std::string timeline_chart(const TimelineOverview& tl) {
                        escape(clip(row.label, 48)));
     out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#f3f3f3\"/>\n", kLabelWidth, y + 2,
                        kChartWidth - kLabelWidth, kRow - 4);
-    for (std::size_t b = 0; b < row.busy.size(); ++b) {
-      if (row.busy[b] <= 0.0f) continue;
-      out += fmt::format("<rect x=\"{:.2f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\" fill-opacity=\"{:.2f}\"/>\n",
-                         kLabelWidth + static_cast<double>(b) * bin_width, y + 2, bin_width + 0.3, kRow - 4, colour,
-                         0.15 + 0.85 * row.busy[b]);
+    // Runs of bins with the same shade become one rectangle: smaller files, no seams.
+    for (std::size_t b = 0; b < row.busy.size();) {
+      const int shade = static_cast<int>(row.busy[b] * 20.0f + 0.5f);
+      std::size_t e = b + 1;
+      while (e < row.busy.size() && static_cast<int>(row.busy[e] * 20.0f + 0.5f) == shade) ++e;
+      if (row.busy[b] > 0.0f) {
+        out += fmt::format("<rect x=\"{:.2f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\" fill-opacity=\"{:.2f}\"/>\n",
+                           kLabelWidth + static_cast<double>(b) * bin_width, y + 2,
+                           static_cast<double>(e - b) * bin_width, kRow - 4, colour, 0.15 + 0.85 * shade / 20.0);
+      }
+      b = e;
     }
   }
   const int axis = static_cast<int>(n) * kRow + 16;
   for (int tick = 0; tick <= 4; ++tick) {
-    const double x = kLabelWidth + (kChartWidth - kLabelWidth - 60) * tick / 4.0;
-    out += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{}</text>\n", x, axis,
+    const double x = kLabelWidth + (kChartWidth - kLabelWidth) * tick / 4.0;
+    const char* anchor = tick == 0 ? "start" : tick == 4 ? "end" : "middle";
+    out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"{}\">{}</text>\n", x, axis, anchor,
                        format_ns((tl.end - tl.begin) * tick / 4));
   }
   out += "</svg>\n";
