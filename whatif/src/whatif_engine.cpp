@@ -105,10 +105,12 @@ std::optional<DataStallBreakdown> data_stall_breakdown(const Trace& trace, const
   Selector fetch;
   fetch.category = "fetch";
   Selector loading;
-  loading.category = "fetch|prep";
+  loading.category = "fetch|prep|wait";
   const auto fetch_tasks = selection.select(fetch);
   const auto loading_tasks = selection.select(loading);
-  if (fetch_tasks.empty() && loading_tasks.empty()) return std::nullopt;
+  Selector produced;
+  produced.category = "fetch|prep";
+  if (selection.select(produced).empty()) return std::nullopt;
 
   DataStallBreakdown b;
   b.traced_step = simulated_step_median(trace, graph);
@@ -117,6 +119,8 @@ std::optional<DataStallBreakdown> data_stall_breakdown(const Trace& trace, const
   DependencyGraph cached = graph;
   remove(cached, selection, fetch_tasks, false);
   b.cached_step = simulated_step_median(trace, cached);
+  // DS-Analyzer's third run has no loader and no wait for one; the measured waits also hold
+  // the consumer's wake-up after the batch was ready, which goes with them.
   DependencyGraph synthetic = graph;
   remove(synthetic, selection, loading_tasks, false);
   b.synthetic_step = simulated_step_median(trace, synthetic);

@@ -1,0 +1,316 @@
+// `dreamscope whatif TRACE -s SCENARIO ...`: predict what an optimization would buy from one
+// trace, for a person (text), a CI job summary (md) or a script (json), with gates that fail
+// the job when a prediction falls short.
+#include "commands.h"
+#include "output.h"
+
+#include <dreamscope/importers.h>
+#include <dreamscope/storage.h>
+#include <dreamscope/whatif_engine.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+
+namespace dreamscope::cli {
+
+namespace {
+
+// A `--fail-if` condition held: the prediction is not good enough.
+constexpr int kExitGateFailed = 3;
+
+struct WhatIfCommandOptions {
+  std::string trace;
+  std::vector<std::string> scenarios;
+  std::vector<std::string> parameters;
+  std::string format = "text";
+  std::string predicted;
+  std::string output;
+  std::vector<std::string> gates;
+  bool list = false;
+  bool no_data_stalls = false;
+};
+
+using whatif::Prediction;
+using whatif::WhatIfReport;
+
+std::string ms(double ns) { return format_duration(static_cast<TimeNs>(ns)); }
+std::string percent(double fraction) { return fmt::format("{:+.1f} %", 100 * fraction); }
+std::string times(double speedup) { return fmt::format("{:.3f}×", speedup); }
+
+std::string where(const whatif::SourcePosition& p) {
+  return p.line > 0 ? fmt::format("{}:{}", p.file, p.line) : p.file;
+}
+
+std::string effect_text(const whatif::TransformEffect& e) {
+  std::string s = fmt::format("{} tasks", e.tasks);
+  if (e.time_before != 0 || e.time_after != 0) {
+    s += fmt::format(", {} → {}", format_duration(e.time_before), format_duration(e.time_after));
+  }
+  if (!e.detail.empty()) s += fmt::format(" ({})", e.detail);
+  return s;
+}
+
+// "-p workers=8" goes to every scenario that declares `workers`; "-p data.workers=8" to one.
+std::vector<whatif::ScenarioRequest> requests_from(const WhatIfCommandOptions& o) {
+  std::vector<whatif::ScenarioRequest> requests;
+  for (const auto& name : o.scenarios) requests.push_back({whatif::find_scenario(name), {}});
+  for (const auto& p : o.parameters) {
+    const auto eq = p.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw std::invalid_argument(fmt::format("-p '{}': expected NAME=VALUE or SCENARIO.NAME=VALUE", p));
+    }
+    std::string key = p.substr(0, eq);
+    const std::string value = p.substr(eq + 1);
+    std::string scenario;
+    if (const auto dot = key.find('.'); dot != std::string::npos) {
+      scenario = key.substr(0, dot);
+      key = key.substr(dot + 1);
+    }
+    bool used = false;
+    for (auto& r : requests) {
+      if (!scenario.empty() && r.scenario.name() != scenario) continue;
+      const auto& params = r.scenario.parameters();
+      const bool declared = std::any_of(params.begin(), params.end(), [&](const auto& q) { return q.name == key; });
+      if (declared || !scenario.empty()) {
+        r.overrides[key] = value; // an undeclared SCENARIO.NAME is reported by the scenario itself
+        used = true;
+      }
+    }
+    if (!used) {
+      throw std::invalid_argument(fmt::format("-p {}: no chosen scenario has a parameter '{}' (see --list)", p, key));
+    }
+  }
+  return requests;
+}
+
+std::string render_list() {
+  std::string out = "Built-in scenarios (dreamscope whatif TRACE -s NAME [-p PARAM=VALUE]):\n";
+  const auto builtins = whatif::builtin_scenarios();
+  if (builtins.empty()) out += "  none: this build did not embed whatif/scenarios\n";
+  for (const auto& b : builtins) {
+    const auto s = whatif::find_scenario(std::string(b.name));
+    out += fmt::format("\n  {}\n    {}\n", s.name(), s.description());
+    for (const auto& p : s.parameters()) {
+      const std::string assignment = fmt::format("{}={}", p.name, whatif::to_string(p.default_value));
+      out += assignment.size() <= 28 ? fmt::format("    -p {:<28} {}\n", assignment, p.help)
+                                     : fmt::format("    -p {}\n       {:<28} {}\n", assignment, "", p.help);
+    }
+  }
+  out += "\nA scenario can also be a TOML file of your own: see docs/whatif.md.\n";
+  return out;
+}
+
+std::string render_text(const WhatIfCommandOptions& o, const WhatIfReport& r) {
+  std::string out;
+  auto line = [&](std::string_view key, const std::string& value) { out += fmt::format("{:<16}{}\n", key, value); };
+  line("trace", fmt::format("{} ({} tasks, {} steps)", o.trace, r.tasks, r.step_count));
+  line("step (median)", fmt::format("measured {}, replayed {} ({})", ms(r.measured_step_median),
+                                    ms(r.replayed_step_median),
+                                    percent(r.measured_step_median > 0
+                                                ? r.replayed_step_median / r.measured_step_median - 1
+                                                : 0)));
+  out += fmt::format("\n{:<36}{:>16}{:>12}\n", "scenario", "predicted step", "speedup");
+  for (const auto& p : r.predictions) {
+    out += fmt::format("{:<36}{:>16}{:>12}\n", p.label, ms(p.step_median), times(p.speedup));
+  }
+  for (const auto& p : r.predictions) {
+    out += fmt::format("\n{}\n", p.label);
+    for (const auto& e : p.effects) out += fmt::format("  {:<14}{:<34}{}\n", e.op, where(e.where), effect_text(e));
+    if (p.unscheduled > 0) out += fmt::format("  WARNING: {} tasks never ran (the edits made a cycle)\n", p.unscheduled);
+    out += "  critical path:\n";
+    for (const auto& c : p.critical_path) out += fmt::format("    {:>12}  {}\n", format_duration(c.time), c.what);
+  }
+  out += "\ncritical path as traced:\n";
+  for (const auto& c : r.baseline_critical_path) out += fmt::format("    {:>12}  {}\n", format_duration(c.time), c.what);
+  if (r.data_stalls) {
+    const auto& d = *r.data_stalls;
+    out += "\ndata stalls (DS-Analyzer, from three simulations; step medians)\n";
+    line("  as traced", ms(d.traced_step));
+    line("  cached fetch", ms(d.cached_step));
+    line("  no loading", ms(d.synthetic_step));
+    line("  fetch stall", ms(d.fetch_stall()));
+    line("  prep stall", ms(d.prep_stall()));
+  }
+  if (!o.predicted.empty()) out += fmt::format("\npredicted trace ({}) written to {}\n", r.predictions.back().label,
+                                               o.predicted);
+  return out;
+}
+
+std::string md_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|' || c == '`' || c == '*' || c == '_') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string render_markdown(const WhatIfCommandOptions& o, const WhatIfReport& r) {
+  std::string out = fmt::format("## dreamscope what-if: `{}`\n\n", o.trace);
+  out += fmt::format("Measured median step **{}**, replayed {} ({}), {} steps, {} tasks.\n\n",
+                     ms(r.measured_step_median), ms(r.replayed_step_median),
+                     percent(r.measured_step_median > 0 ? r.replayed_step_median / r.measured_step_median - 1 : 0),
+                     r.step_count, r.tasks);
+  out += "| scenario | predicted step | speedup |\n|---|---:|---:|\n";
+  for (const auto& p : r.predictions) {
+    out += fmt::format("| {} | {} | **{}** |\n", md_escape(p.label), ms(p.step_median), times(p.speedup));
+  }
+  for (const auto& p : r.predictions) {
+    out += fmt::format("\n<details><summary>{}: what changed</summary>\n\n", md_escape(p.label));
+    out += "| transform | where | effect |\n|---|---|---|\n";
+    for (const auto& e : p.effects) {
+      out += fmt::format("| {} | {} | {} |\n", e.op, md_escape(where(e.where)), md_escape(effect_text(e)));
+    }
+    out += "\n| critical path | time |\n|---|---:|\n";
+    for (const auto& c : p.critical_path) out += fmt::format("| {} | {} |\n", md_escape(c.what), format_duration(c.time));
+    out += "\n</details>\n";
+  }
+  if (r.data_stalls) {
+    const auto& d = *r.data_stalls;
+    out += "\n**Data stalls** (DS-Analyzer's differential method, step medians): ";
+    out += fmt::format("fetch stall {}, prep stall {} (as traced {}, cached fetch {}, no loading {}).\n",
+                       ms(d.fetch_stall()), ms(d.prep_stall()), ms(d.traced_step), ms(d.cached_step),
+                       ms(d.synthetic_step));
+  }
+  return out;
+}
+
+std::string render_json(const WhatIfCommandOptions& o, const WhatIfReport& r) {
+  using nlohmann::json;
+  auto shares = [](const std::vector<whatif::CriticalPathShare>& v) {
+    json a = json::array();
+    for (const auto& c : v) a.push_back({{"what", c.what}, {"ns", c.time}});
+    return a;
+  };
+  json j;
+  j["trace"] = o.trace;
+  j["tasks"] = r.tasks;
+  j["steps"] = r.step_count;
+  j["measured_step_ns"] = r.measured_step_median;
+  j["replayed_step_ns"] = r.replayed_step_median;
+  j["measured_span_ns"] = r.measured_span;
+  j["replayed_span_ns"] = r.replayed_span;
+  j["critical_path"] = shares(r.baseline_critical_path);
+  j["predictions"] = json::array();
+  for (const auto& p : r.predictions) {
+    json jp{{"label", p.label},          {"scenarios", p.scenarios}, {"parameters", p.parameters},
+            {"predicted_step_ns", p.step_median}, {"speedup", p.speedup}, {"span_ns", p.span},
+            {"unscheduled_tasks", p.unscheduled}, {"critical_path", shares(p.critical_path)}};
+    jp["changes"] = json::array();
+    for (const auto& e : p.effects) {
+      jp["changes"].push_back({{"op", e.op},
+                               {"where", where(e.where)},
+                               {"tasks", e.tasks},
+                               {"before_ns", e.time_before},
+                               {"after_ns", e.time_after},
+                               {"detail", e.detail}});
+    }
+    j["predictions"].push_back(std::move(jp));
+  }
+  if (r.data_stalls) {
+    const auto& d = *r.data_stalls;
+    j["data_stalls"] = {{"traced_step_ns", d.traced_step},   {"cached_step_ns", d.cached_step},
+                        {"synthetic_step_ns", d.synthetic_step}, {"fetch_stall_ns", d.fetch_stall()},
+                        {"prep_stall_ns", d.prep_stall()}};
+  }
+  if (!o.predicted.empty()) j["predicted_trace"] = o.predicted;
+  return j.dump(2) + "\n";
+}
+
+// Gates are checked against placeholder values before the simulations run, so that a
+// misspelt name fails at once.
+void check_gates(const std::vector<std::string>& gates, const std::vector<whatif::ScenarioRequest>& requests) {
+  whatif::ExpressionValues placeholders;
+  for (const char* name : {"speedup", "predicted_step_ms", "measured_step_ms", "replayed_step_ms", "fetch_stall_ms",
+                           "prep_stall_ms"}) {
+    placeholders[name] = 1.0;
+  }
+  for (const auto& r : requests) {
+    std::string n = r.scenario.name();
+    std::replace(n.begin(), n.end(), '-', '_');
+    placeholders[n + ".speedup"] = 1.0;
+    placeholders[n + ".predicted_step_ms"] = 1.0;
+  }
+  for (const auto& gate : gates) {
+    if (!std::holds_alternative<bool>(whatif::evaluate_expression(gate, placeholders))) {
+      throw std::invalid_argument(fmt::format("--fail-if '{}' is not a condition (e.g. 'speedup < 1.10')", gate));
+    }
+  }
+}
+
+const CommandRegistration whatif_command(70, "whatif", [](CLI::App& app) -> CommandAction {
+  auto opts = std::make_shared<WhatIfCommandOptions>();
+  auto* cmd = app.add_subcommand("whatif", "Predict what optimizations would buy from one trace: step time and "
+                                           "speedup per scenario and combined, what changed on the critical path, "
+                                           "and the data-stall breakdown");
+  cmd->add_option("trace", opts->trace, "The trace: trace.db, PyTorch profiler JSON(.gz) or Nsight Systems SQLite");
+  cmd->add_option("-s,--scenario", opts->scenarios, "A built-in scenario (see --list) or a scenario TOML file; "
+                                                    "repeat to combine");
+  cmd->add_option("-p,--param", opts->parameters, "Override a parameter: NAME=VALUE (every scenario declaring it) "
+                                                  "or SCENARIO.NAME=VALUE");
+  cmd->add_option("--format", opts->format, "text, md (a CI job summary) or json")
+      ->check(CLI::IsMember({"text", "md", "json"}))
+      ->capture_default_str();
+  cmd->add_option("-o,--predicted", opts->predicted, "Write the last prediction (the combination) as a trace.db");
+  cmd->add_option("--report", opts->output, "Write the report to this file instead of stdout");
+  cmd->add_option("--fail-if", opts->gates, "Exit with 3 when this condition holds, e.g. 'speedup < 1.10'; names: "
+                                            "speedup, predicted_step_ms, measured_step_ms, replayed_step_ms, "
+                                            "fetch_stall_ms, prep_stall_ms, SCENARIO.speedup");
+  cmd->add_flag("--list", opts->list, "List the built-in scenarios and their parameters");
+  cmd->add_flag("--no-data-stalls", opts->no_data_stalls, "Skip the three data-stall simulations");
+  cmd->footer("Examples:\n"
+              "  dreamscope whatif --list\n"
+              "  dreamscope whatif trace.db -s amp -s fused-optimizer\n"
+              "  dreamscope whatif trace.db -s gpu -p device=H100 --format md >> $GITHUB_STEP_SUMMARY\n"
+              "  dreamscope whatif trace.db -s data -p storage=2 --fail-if 'speedup < 1.10'\n"
+              "Exit codes: 0 ok, 1 unreadable trace, bad scenario or unwritable output, 2 bad command line,\n"
+              "3 a --fail-if condition held (the report is still written).");
+  return [opts]() -> int {
+    if (opts->list) {
+      write_output(opts->output, render_list());
+      return kExitOk;
+    }
+    if (opts->trace.empty() || opts->scenarios.empty()) {
+      std::fprintf(stderr, "dreamscope whatif: needs a TRACE and at least one -s SCENARIO (or --list)\n");
+      return kExitUsage;
+    }
+    // Scenarios first: a typo in one should not wait for a large trace to load.
+    const auto requests = requests_from(*opts);
+    for (const auto& r : requests) (void)r.scenario.instantiate(r.overrides);
+    check_gates(opts->gates, requests);
+    const Trace trace = load_trace(opts->trace);
+    whatif::WhatIfOptions wo;
+    wo.make_trace = !opts->predicted.empty();
+    wo.data_stalls = !opts->no_data_stalls;
+    WhatIfReport report = whatif::run_whatif(trace, requests, wo);
+    if (wo.make_trace && report.predictions.back().predicted) {
+      write_trace(*report.predictions.back().predicted, opts->predicted);
+    }
+    const std::string text = opts->format == "json" ? render_json(*opts, report)
+                             : opts->format == "md" ? render_markdown(*opts, report)
+                                                    : render_text(*opts, report);
+    write_output(opts->output, text);
+
+    const auto values = whatif::gate_values(report);
+    int status = kExitOk;
+    for (const auto& gate : opts->gates) {
+      const auto held = whatif::evaluate_expression(gate, values);
+      const auto* truth = std::get_if<bool>(&held);
+      if (truth == nullptr) throw std::invalid_argument(fmt::format("--fail-if '{}' is not a condition", gate));
+      if (*truth) {
+        std::fprintf(stderr, "dreamscope whatif: gate failed: %s (speedup %.3f, predicted step %.3f ms)\n",
+                     gate.c_str(), std::get<double>(values.at("speedup")),
+                     std::get<double>(values.at("predicted_step_ms")));
+        status = kExitGateFailed;
+      }
+    }
+    return status;
+  };
+});
+
+} // namespace
+} // namespace dreamscope::cli
