@@ -203,6 +203,18 @@ double estimated_achieved_occupancy(const LaunchConfig& launch, const DeviceInfo
   return std::min(by_shape, theoretical_occupancy(launch, device));
 }
 
+namespace {
+// Kineto computes each kernel's estimate at record time (from the occupancy API, which knows
+// the real limits); the plugin shows that, so it wins over our own estimate when present.
+double achieved_occupancy_of(const Trace& trace, EventIndex kernel, const LaunchConfig& launch, const DeviceInfo& device) {
+  if (const EventArg* a = trace.find_arg(EventTable::GpuOp, kernel, "est. achieved occupancy %")) {
+    if (a->type == ArgType::Int) return static_cast<double>(a->int_value) / 100.0;
+    if (a->type == ArgType::Double) return a->double_value / 100.0;
+  }
+  return estimated_achieved_occupancy(launch, device);
+}
+} // namespace
+
 std::vector<DeviceEfficiency> gpu_efficiency(const Trace& trace) {
   const std::vector<StepWindow> windows = step_windows(trace);
   TimeNs steps_time = 0;
@@ -240,7 +252,7 @@ std::vector<DeviceEfficiency> gpu_efficiency(const Trace& trace) {
         const double dur = static_cast<double>(in_steps(gpu.start[i], gpu.end[i]));
         have_launch = true;
         sm_weighted += dur * estimated_sm_efficiency(l, devices[d].sm_count);
-        occupancy_weighted += dur * estimated_achieved_occupancy(l, devices[d]);
+        occupancy_weighted += dur * achieved_occupancy_of(trace, i, l, devices[d]);
         occupancy_time += dur;
       }
     }

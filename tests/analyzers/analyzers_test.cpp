@@ -336,6 +336,24 @@ TEST(GpuEfficiency, UtilizationSmEfficiencyAndOccupancyAsTensorBoardEstimates) {
   EXPECT_NEAR(*eff[0].achieved_occupancy, (40 * 0.03125 + 10 * 0.5) / 50, 1e-12);
 }
 
+TEST(GpuEfficiency, KinetosOwnOccupancyEstimateWinsWhenRecorded) {
+  TraceBuilder b;
+  auto p = b.add_process(ProcessInfo{.pid = 1});
+  DeviceInfo d;
+  d.sm_count = 10;
+  d.compute_capability_major = 8;
+  auto dev = b.add_device(d);
+  b.thread_track(p, 1);
+  const TrackId s = b.stream_track(dev, 7);
+  LaunchConfig l{.grid = {40, 1, 1}, .block = {256, 1, 1}};
+  const EventIndex k = b.add(GpuOpRecord{.track = s, .start = 0, .end = 100, .name = b.intern("k"), .launch = l});
+  b.add_arg(EventTable::GpuOp, k, "est. achieved occupancy %", std::int64_t{25});
+  const auto eff = gpu_efficiency(std::move(b).build());
+  ASSERT_EQ(eff.size(), 1u);
+  ASSERT_TRUE(eff[0].achieved_occupancy.has_value());
+  EXPECT_DOUBLE_EQ(*eff[0].achieved_occupancy, 0.25); // our estimate would say 0.5
+}
+
 TEST(GpuEfficiency, NoLaunchConfigsMeansNoEstimate) {
   TraceMaker m;
   m.gpu(7, "gemm", 0, 40, 1);
