@@ -111,6 +111,7 @@ Trace load_trace(const std::filesystem::path& path, ImportStats* stats, const Im
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw TraceError(path.string() + ": no such file");
   if (std::filesystem::is_directory(path, ec)) throw TraceError(path.string() + ": is a directory, not a trace file");
+  if (std::filesystem::file_size(path, ec) == 0 && !ec) throw TraceError(path.string() + ": empty file, not a trace");
   switch (detect_trace_format(path)) {
     case TraceFormat::DreamscopeDb: return read_trace(path);
     case TraceFormat::KinetoJson: return import_kineto(path, stats, progress);
