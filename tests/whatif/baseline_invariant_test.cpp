@@ -10,8 +10,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
+#include <unistd.h>
 
 namespace dreamscope {
 namespace {
@@ -112,6 +114,30 @@ TEST(Baseline, ImportedPyTorchProfilerTraces) {
     }
     expect_within_tolerance(label, replay(trace));
   }
+}
+
+// samples/cpu_train traced by `dreamscope trace`, with several loader-worker counts.
+TEST(Baseline, TracedCpuTrainRuns) {
+  const std::filesystem::path bin = DREAMSCOPE_BIN_DIR;
+  if (!std::filesystem::exists(bin / "dreamscope") || !std::filesystem::exists(bin / "cpu_train")) {
+    GTEST_SKIP() << "dreamscope and cpu_train not built in " << bin;
+  }
+  const auto dir = std::filesystem::temp_directory_path() / ("dreamscope-cpu-train-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  for (const char* args : {"--workers 0", "--workers 1", "--workers 2 --fetch-delay-us 300", "--workers 4",
+                           "--workers 2 --fine-annotations --steps 6"}) {
+    const std::string label = std::string("cpu_train ") + args;
+    const auto trace_path = dir / "cpu_train.db";
+    const std::string command = (bin / "dreamscope").string() + " trace -f -o " + trace_path.string() + " -- " +
+                                (bin / "cpu_train").string() + " --steps 20 --dataset-size 256 --data " +
+                                (dir / "data").string() + " " + args + " > " + (dir / "log").string() + " 2>&1";
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+    const Trace trace = read_trace(trace_path);
+    const ReplayReport report = replay(trace);
+    EXPECT_FALSE(report.steps.empty()) << label;
+    expect_within_tolerance(label, report);
+  }
+  std::filesystem::remove_all(dir);
 }
 
 } // namespace

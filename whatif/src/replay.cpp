@@ -33,6 +33,10 @@ std::vector<StepTime> step_times(const Trace& trace, const DependencyGraph& grap
     if (first == kNoTask || result.start[first] == kNoValue || result.end[last] == kNoValue) continue;
     StepTime s;
     s.name = std::string(trace.str(ann.name[row]));
+    // Tracer steps are all named "step"; their payload is the step number.
+    if (ann.payload[row] != kNoValue && s.name.find_first_of("0123456789") == std::string::npos) {
+      s.name += " " + std::to_string(ann.payload[row]);
+    }
     s.row = row;
     s.measured_start = ann.start[row];
     s.measured_end = ann.end[row];
