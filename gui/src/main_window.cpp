@@ -5,6 +5,12 @@
 #include "models/kernel_table_model.h"
 #include "models/search_model.h"
 #include "timeline_view.h"
+#ifdef DREAMSCOPE_GUI_HAVE_ANALYZERS
+#include "breakdown_panel.h"
+#endif
+#ifdef DREAMSCOPE_GUI_HAVE_WHATIF
+#include "whatif_panel.h"
+#endif
 
 #include <QAction>
 #include <QApplication>
@@ -25,6 +31,7 @@
 #include <QPushButton>
 #include <QSettings>
 #include <QSortFilterProxyModel>
+#include <QSplitter>
 #include <QStatusBar>
 #include <QTimer>
 #include <QToolButton>
@@ -55,8 +62,30 @@ QTreeView* make_table_view(QWidget* parent) {
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setWindowTitle(QStringLiteral("dreamscope"));
   setAcceptDrops(true);
-  timeline_ = new TimelineView(this);
-  setCentralWidget(timeline_);
+  auto* timelines = new QSplitter(Qt::Vertical, this);
+  timeline_ = new TimelineView(timelines);
+  predicted_box_ = new QWidget(timelines);
+  auto* pl = new QVBoxLayout(predicted_box_);
+  pl->setContentsMargins(0, 0, 0, 0);
+  pl->setSpacing(0);
+  predicted_title_ = new QLabel(predicted_box_);
+  predicted_title_->setContentsMargins(6, 3, 6, 3);
+  predicted_title_->setStyleSheet(QStringLiteral("background: #fff4e0; font-weight: bold;"));
+  predicted_timeline_ = new TimelineView(predicted_box_);
+  pl->addWidget(predicted_title_);
+  pl->addWidget(predicted_timeline_, 1);
+  timelines->addWidget(timeline_);
+  timelines->addWidget(predicted_box_);
+  predicted_box_->hide();
+  setCentralWidget(timelines);
+  // One time axis: zooming or panning either timeline moves both (set_scale ignores a
+  // scale it already has, which ends the ping-pong).
+  connect(timeline_, &TimelineView::scale_changed, predicted_timeline_, [this] {
+    if (predicted_box_->isVisible()) predicted_timeline_->set_scale(timeline_->scale());
+  });
+  connect(predicted_timeline_, &TimelineView::scale_changed, timeline_, [this] {
+    if (predicted_box_->isVisible()) timeline_->set_scale(predicted_timeline_->scale());
+  });
   details_ = new DetailsModel(this);
   search_results_ = new SearchResultsModel(this);
   kernels_ = new KernelTableModel(this);
@@ -131,6 +160,9 @@ void MainWindow::build_docks() {
   search_status_ = new QLabel(search_box);
   search_view_ = make_table_view(search_box);
   search_view_->setModel(search_results_);
+  search_view_->header()->resizeSection(SearchResultsModel::Name, 420);
+  search_view_->header()->resizeSection(SearchResultsModel::Start, 110);
+  search_view_->header()->resizeSection(SearchResultsModel::Duration, 110);
   sl->addLayout(row);
   sl->addWidget(search_status_);
   sl->addWidget(search_view_, 1);
@@ -183,6 +215,41 @@ void MainWindow::build_docks() {
   kernel_dock->setWidget(kernel_box);
   addDockWidget(Qt::BottomDockWidgetArea, kernel_dock);
   tabifyDockWidget(search_dock, kernel_dock);
+#ifdef DREAMSCOPE_GUI_HAVE_ANALYZERS
+  auto* breakdown_dock = new QDockWidget(tr("Breakdowns"), this);
+  breakdown_dock->setObjectName(QStringLiteral("breakdowns"));
+  breakdowns_ = new BreakdownPanel(breakdown_dock);
+  breakdown_dock->setWidget(breakdowns_);
+  addDockWidget(Qt::BottomDockWidgetArea, breakdown_dock);
+  tabifyDockWidget(kernel_dock, breakdown_dock);
+#endif
+#ifdef DREAMSCOPE_GUI_HAVE_WHATIF
+  auto* whatif_dock = new QDockWidget(tr("What-if"), this);
+  whatif_dock->setObjectName(QStringLiteral("whatif"));
+  whatif_ = new WhatIfPanel(whatif_dock);
+  whatif_dock->setWidget(whatif_);
+  addDockWidget(Qt::BottomDockWidgetArea, whatif_dock);
+  tabifyDockWidget(kernel_dock, whatif_dock);
+  connect(whatif_, &WhatIfPanel::prediction_selected, this, [this](std::shared_ptr<const PredictionResult> p) {
+    if (!p || !p->predicted) {
+      predicted_box_->hide();
+      predicted_timeline_->set_document(nullptr);
+      return;
+    }
+    predicted_title_->setText(tr("Predicted: %1   step %2 (measured %3), speedup %4x")
+                                  .arg(QString::fromStdString(p->prediction.label),
+                                       format_duration(static_cast<TimeNs>(p->prediction.step_median)),
+                                       format_duration(static_cast<TimeNs>(p->measured_step_median)))
+                                  .arg(p->prediction.speedup, 0, 'f', 2));
+    // A new document fits itself, which would drag the measured view along: keep the
+    // measured view's range for both.
+    const TimeScale keep = timeline_->scale();
+    predicted_timeline_->set_document(p->predicted);
+    predicted_box_->show();
+    timeline_->set_scale(keep);
+    predicted_timeline_->set_scale(keep);
+  });
+#endif
   search_dock->raise();
   resizeDocks({details_dock}, {380}, Qt::Horizontal);
   resizeDocks({search_dock}, {230}, Qt::Vertical);
@@ -289,6 +356,12 @@ void MainWindow::set_document(std::shared_ptr<const TraceDocument> doc) {
   search_status_->clear();
   kernels_->set_document(doc_);
   timeline_->set_document(doc_);
+  predicted_box_->hide();
+  predicted_timeline_->set_document(nullptr);
+  if (breakdowns_) breakdowns_->set_document(doc_);
+#ifdef DREAMSCOPE_GUI_HAVE_WHATIF
+  whatif_->set_document(doc_);
+#endif
   const QString name = doc_ && !doc_->path().isEmpty() ? QFileInfo(doc_->path()).fileName() : tr("(in memory)");
   setWindowTitle(doc_ ? QStringLiteral("%1 - dreamscope").arg(name) : QStringLiteral("dreamscope"));
   if (doc_ && !search_field_->text().isEmpty()) run_search();

@@ -21,7 +21,9 @@ class QTreeView;
 
 namespace dreamscope::gui {
 
+class BreakdownPanel;
 class DetailsModel;
+class WhatIfPanel;
 class KernelTableModel;
 class SearchResultsModel;
 class TimelineView;
@@ -41,6 +43,12 @@ class MainWindow : public QMainWindow {
   bool loading() const { return watcher_.isRunning(); }
 
   TimelineView* timeline() const { return timeline_; }
+  // The predicted run of the selected what-if, under the measured one on the same time
+  // axis; hidden until there is one.
+  TimelineView* predicted_timeline() const { return predicted_timeline_; }
+  // nullptr when built without the analyzers / the what-if engine.
+  BreakdownPanel* breakdowns() const { return breakdowns_; }
+  WhatIfPanel* whatif() const { return whatif_; }
   DetailsModel* details() const { return details_; }
   SearchResultsModel* search_results() const { return search_results_; }
   KernelTableModel* kernels() const { return kernels_; }
@@ -81,6 +89,11 @@ class MainWindow : public QMainWindow {
   QString last_error_;
 
   TimelineView* timeline_ = nullptr;
+  TimelineView* predicted_timeline_ = nullptr;
+  QWidget* predicted_box_ = nullptr;
+  QLabel* predicted_title_ = nullptr;
+  BreakdownPanel* breakdowns_ = nullptr;
+  WhatIfPanel* whatif_ = nullptr;
   DetailsModel* details_ = nullptr;
   SearchResultsModel* search_results_ = nullptr;
   KernelTableModel* kernels_ = nullptr;

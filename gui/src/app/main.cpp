@@ -1,9 +1,13 @@
 // dreamscope-gui [TRACE]: the desktop app. See docs/gui.md.
 #include "main_window.h"
 #include "timeline_view.h"
+#ifdef DREAMSCOPE_GUI_HAVE_WHATIF
+#include "whatif_panel.h"
+#endif
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QDockWidget>
 #include <QLineEdit>
 #include <QTimer>
 
@@ -32,7 +36,16 @@ int main(int argc, char** argv) {
                                   QStringLiteral("regex"));
   const QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size, e.g. 1400x860."),
                                 QStringLiteral("WxH"));
-  parser.addOptions({screenshot, search, size});
+  const QCommandLineOption window_range(QStringLiteral("window"),
+                                        QStringLiteral("Show this time range, in ms from the trace's start."),
+                                        QStringLiteral("from:to"));
+  const QCommandLineOption show(QStringLiteral("show"),
+                                QStringLiteral("Bring a panel to the front: search, kernels, breakdowns, whatif."),
+                                QStringLiteral("panel"));
+  const QCommandLineOption whatif(QStringLiteral("whatif"),
+                                  QStringLiteral("Run this what-if scenario (built-in name or TOML file) once the trace is open."),
+                                  QStringLiteral("scenario"));
+  parser.addOptions({screenshot, search, size, window_range, show, whatif});
   parser.process(app);
 
   dreamscope::gui::MainWindow window;
@@ -47,15 +60,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "dreamscope-gui: --screenshot needs a trace\n");
     return 2;
   }
-  QObject::connect(&window, &dreamscope::gui::MainWindow::loaded, &window, [&] {
-    if (parser.isSet(search)) {
-      window.search_field()->setText(parser.value(search));
-      window.run_search();
-      window.next_match(+1);
-    }
-    if (!scripted) return;
-    // One event-loop turn so that layouts settle before the grab.
-    QTimer::singleShot(100, &window, [&] {
+  auto save_screenshot = [&] {
+    // A few event-loop turns so that layouts and background analyses settle before the grab.
+    QTimer::singleShot(1500, &window, [&] {
       const QString file = parser.value(screenshot);
       if (!window.grab().save(file)) {
         std::fprintf(stderr, "dreamscope-gui: cannot write %s\n", qPrintable(file));
@@ -64,6 +71,42 @@ int main(int argc, char** argv) {
       }
       QApplication::exit(0);
     });
+  };
+  QObject::connect(&window, &dreamscope::gui::MainWindow::loaded, &window, [&] {
+    if (parser.isSet(show)) {
+      if (auto* dock = window.findChild<QDockWidget*>(parser.value(show))) dock->raise();
+    }
+    if (parser.isSet(window_range)) {
+      const QStringList r = parser.value(window_range).split(QLatin1Char(':'));
+      const auto begin = window.document()->trace().begin_time();
+      if (r.size() == 2) {
+        window.timeline()->zoom_to(begin + static_cast<dreamscope::TimeNs>(r[0].toDouble() * 1e6),
+                                   begin + static_cast<dreamscope::TimeNs>(r[1].toDouble() * 1e6));
+      }
+    }
+    if (parser.isSet(search)) {
+      window.search_field()->setText(parser.value(search));
+      window.run_search();
+      window.next_match(+1);
+    }
+#ifdef DREAMSCOPE_GUI_HAVE_WHATIF
+    if (parser.isSet(whatif) && window.whatif()) {
+      if (!window.whatif()->choose_scenario(parser.value(whatif))) {
+        std::fprintf(stderr, "dreamscope-gui: %s\n", qPrintable(window.whatif()->last_error()));
+        QApplication::exit(1);
+        return;
+      }
+      if (scripted) {
+        QObject::connect(window.whatif(), &dreamscope::gui::WhatIfPanel::finished, &window, [&](bool ok) {
+          if (!ok) std::fprintf(stderr, "dreamscope-gui: %s\n", qPrintable(window.whatif()->last_error()));
+          save_screenshot();
+        });
+      }
+      window.whatif()->run();
+      return;
+    }
+#endif
+    if (scripted) save_screenshot();
   });
   if (scripted) {
     QObject::connect(&window, &dreamscope::gui::MainWindow::load_failed, &window, [](const QString& message) {
