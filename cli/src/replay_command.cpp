@@ -51,6 +51,11 @@ std::string render_text(const ReplayCommandOptions& o, const Trace& trace, const
                                    format_duration(c.unabsorbed_ns)));
     }
   }
+  if (trace.dropped_events() > 0) {
+    line("dropped", fmt::format("{} events the tracer lost are not in the graph: their time shows as CPU work, "
+                                "and their overhead is not corrected",
+                                trace.dropped_events()));
+  }
   if (r.warnings.total() > 0) line("warnings", r.warnings.describe());
   if (r.unscheduled > 0) line("unscheduled", fmt::format("{} tasks never ran (a cycle)", r.unscheduled));
   const char* predicted = r.correction ? "untraced" : "replayed";
@@ -88,6 +93,7 @@ std::string render_json(const ReplayCommandOptions& o, const Trace& trace, const
   j["trace"] = o.trace;
   j["source"] = std::string(to_string(trace.source()));
   j["overhead_corrected"] = r.correction.has_value();
+  j["dropped_events"] = trace.dropped_events();
   j["tasks"] = r.tasks;
   j["edges"] = r.edges;
   j["sync_actions"] = r.sync_actions;
