@@ -1,6 +1,8 @@
 #include "dreamscope/trace_summary.h"
 
 #include <algorithm>
+#include <charconv>
+#include <string_view>
 #include <unordered_map>
 
 namespace dreamscope {
@@ -15,6 +17,25 @@ TraceSummary summarize(const Trace& trace, std::size_t top_kernels) {
   s.complete = trace.complete();
   s.dropped_events = trace.dropped_events();
   s.warnings = trace.meta_value("warnings");
+  // An imported trace's issues, one line per kind in meta.import_warnings, summed up here.
+  if (const std::string imported = trace.meta_value("import_warnings"); !imported.empty()) {
+    std::int64_t warnings = 0, notes = 0;
+    std::size_t pos = 0;
+    while (pos < imported.size()) {
+      std::size_t eol = imported.find('\n', pos);
+      if (eol == std::string::npos) eol = imported.size();
+      const std::string_view line(imported.data() + pos, eol - pos);
+      const bool warning = line.starts_with("warning: ");
+      const std::string_view rest = line.substr(line.find(": ") + 2);
+      std::int64_t n = 0;
+      std::from_chars(rest.data(), rest.data() + rest.size(), n);
+      (warning ? warnings : notes) += n;
+      pos = eol + 1;
+    }
+    if (!s.warnings.empty()) s.warnings += "; ";
+    s.warnings += "import: " + std::to_string(warnings) + " warnings, " + std::to_string(notes) +
+                  " events dropped as the peer tools do (meta import_warnings lists them)";
+  }
   s.begin = trace.begin_time();
   s.end = trace.end_time();
 

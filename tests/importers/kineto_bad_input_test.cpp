@@ -3,6 +3,7 @@
 #include "import_test_util.h"
 
 #include <dreamscope/trace_file.h>
+#include <dreamscope/trace_summary.h>
 
 #include <fstream>
 #include <iterator>
@@ -89,6 +90,9 @@ TEST(KinetoBadInput, EventsMissingFieldsAreCountedAndTheRestKept) {
   // The same summary travels with the trace.
   EXPECT_EQ(t.meta_value("import_warnings"), stats.summary());
   EXPECT_TRUE(stats.summary().starts_with("warning: ")) << stats.summary();
+  // `dreamscope info` sums them up.
+  EXPECT_EQ(summarize(t).warnings,
+            "import: 7 warnings, 3 events dropped as the peer tools do (meta import_warnings lists them)");
 }
 
 TEST(KinetoBadInput, DamagedJsonAfterSomeEventsKeepsThem) {
