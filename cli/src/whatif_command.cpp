@@ -143,8 +143,14 @@ std::string render_text(const WhatIfCommandOptions& o, const WhatIfReport& r) {
 std::string md_escape(std::string_view s) {
   std::string out;
   for (char c : s) {
-    if (c == '|' || c == '`' || c == '*' || c == '_') out += '\\';
-    out += c;
+    if (c == '<') {
+      out += "&lt;";
+    } else if (c == '>') {
+      out += "&gt;";
+    } else {
+      if (c == '|' || c == '`' || c == '*' || c == '_') out += '\\';
+      out += c;
+    }
   }
   return out;
 }

@@ -195,8 +195,11 @@ TEST(BuiltinScenarios, DataScenarioAnswersDsAnalyzersQuestions) {
   EXPECT_DOUBLE_EQ(std::get<ScaleSpec>(t[0].spec).ratio, 0.25); // (1 − 0.5) / 2
 
   t = data.instantiate({{"synthetic", "true"}, {"workers", "4"}});
-  ASSERT_EQ(t.size(), 2u);
+  ASSERT_EQ(t.size(), 3u);
   EXPECT_EQ(t[0].op, "remove");
+  EXPECT_EQ(std::get<RemoveSpec>(t[0].spec).select.category, "fetch|prep|wait");
+  EXPECT_EQ(std::get<RemoveSpec>(t[2].spec).select.resource_with, "fetch|prep");
+  EXPECT_EQ(std::get<RemoveSpec>(t[2].spec).select.resource_without, "step");
 }
 
 TEST(BuiltinScenarios, DataParallelSplitsGradientsIntoBuckets) {

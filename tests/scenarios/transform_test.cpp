@@ -127,6 +127,17 @@ TEST(Select, ByCategoryOfAnEnclosingAnnotation) {
   Selector partial;
   partial.category = "fet"; // a category must match whole
   EXPECT_TRUE(f.selection.select(partial).empty());
+
+  Selector loader_threads;
+  loader_threads.resource_with = "fetch|prep";
+  const auto on_loader = f.selection.select(loader_threads);
+  EXPECT_EQ(on_loader.size(), 6u);
+  for (TaskId t : on_loader) EXPECT_EQ(f.trace.tracks()[f.graph.resource(t)].tid, 2);
+  loader_threads.resource_without = "fetch";
+  EXPECT_TRUE(f.selection.select(loader_threads).empty());
+  Selector main_thread;
+  main_thread.resource_with = "step";
+  for (TaskId t : f.selection.select(main_thread)) EXPECT_EQ(f.trace.tracks()[f.graph.resource(t)].tid, 1);
 }
 
 TEST(Primitives, ScaleAsInAmp) {

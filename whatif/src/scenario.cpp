@@ -174,6 +174,8 @@ class TransformReader {
     s.not_name = regex("not_name");
     s.annotation = regex("annotation");
     s.category = regex("category");
+    s.resource_with = regex("resource_with");
+    s.resource_without = regex("resource_without");
     if (t->contains("thread")) s.thread = integer(*t, "thread", 0);
     if (t->contains("stream")) s.stream = integer(*t, "stream", 0);
     auto range = [&](std::string_view range_key) -> std::optional<std::pair<std::int64_t, std::int64_t>> {
@@ -403,7 +405,7 @@ ScenarioError::ScenarioError(SourcePosition where, const std::string& what)
       where_(std::move(where)) {}
 
 bool Selector::selects_everything() const {
-  return kinds.empty() && !name && !not_name && !annotation && !category && !thread && !stream && !steps && !window;
+  return kinds.empty() && !name && !not_name && !resource_with && !resource_without && !annotation && !category && !thread && !stream && !steps && !window;
 }
 
 Scenario Scenario::parse(std::string_view toml_text, std::string file) {

@@ -81,6 +81,14 @@ TaskSelection::TaskSelection(const Trace& trace, const DependencyGraph& graph) :
     }
   }
   std::sort(steps_.begin(), steps_.end(), [&](EventIndex a, EventIndex b) { return ann.start[a] < ann.start[b]; });
+
+  track_categories_.resize(trace.tracks().size());
+  for (EventIndex row = 0; row < ann.size(); ++row) {
+    auto& categories = track_categories_[ann.track[row]];
+    if (std::find(categories.begin(), categories.end(), ann.category[row]) == categories.end()) {
+      categories.push_back(ann.category[row]);
+    }
+  }
 }
 
 std::string_view TaskSelection::name(TaskId t) const {
@@ -139,6 +147,20 @@ std::vector<TaskId> TaskSelection::select(const Selector& s) const {
   const auto& ann = trace_.annotations();
   const auto flags = std::regex::ECMAScript | std::regex::optimize;
   std::optional<std::regex> name_re, not_name_re, annotation_re, category_re;
+  // Per track: does it qualify under resource_with / resource_without?
+  std::vector<std::uint8_t> track_ok(trace_.tracks().size(), 1);
+  auto any_category = [&](TrackId track, const std::string& pattern) {
+    const std::regex re(pattern, std::regex::ECMAScript);
+    for (StringId c : track_categories_[track]) {
+      const std::string_view text = trace_.str(c);
+      if (std::regex_match(text.begin(), text.end(), re)) return true;
+    }
+    return false;
+  };
+  for (TrackId track = 0; track < track_ok.size(); ++track) {
+    if (s.resource_with && !any_category(track, *s.resource_with)) track_ok[track] = 0;
+    if (s.resource_without && any_category(track, *s.resource_without)) track_ok[track] = 0;
+  }
   if (s.name) name_re.emplace(*s.name, flags);
   if (s.not_name) not_name_re.emplace(*s.not_name, flags);
   if (s.annotation) annotation_re.emplace(*s.annotation, flags);
@@ -189,6 +211,7 @@ std::vector<TaskId> TaskSelection::select(const Selector& s) const {
         std::none_of(s.kinds.begin(), s.kinds.end(), [&](const std::string& k) { return matches_kind(t, k); })) {
       continue;
     }
+    if (!track_ok[graph_.resource(t)]) continue;
     if (s.window && (graph_.measured_start(t) < s.window->first || graph_.measured_start(t) >= s.window->second)) {
       continue;
     }

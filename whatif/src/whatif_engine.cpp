@@ -123,6 +123,10 @@ std::optional<DataStallBreakdown> data_stall_breakdown(const Trace& trace, const
   // the consumer's wake-up after the batch was ready, which goes with them.
   DependencyGraph synthetic = graph;
   remove(synthetic, selection, loading_tasks, false);
+  Selector loader_threads;
+  loader_threads.resource_with = "fetch|prep";
+  loader_threads.resource_without = "step";
+  remove(synthetic, selection, selection.select(loader_threads), false);
   b.synthetic_step = simulated_step_median(trace, synthetic);
   return b;
 }

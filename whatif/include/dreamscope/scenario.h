@@ -68,6 +68,11 @@ struct Selector {
   std::optional<std::string> annotation; // regex: some enclosing annotation's name matches
   std::optional<std::string> category;   // regex matching the whole category of an enclosing
                                          // annotation: "fetch", "fetch|prep", ...
+  // Regexes over the categories of all annotations on a task's thread: the thread must carry
+  // one matching `resource_with` and none matching `resource_without` ("the threads that
+  // load data but run no step": a data loader's threads).
+  std::optional<std::string> resource_with;
+  std::optional<std::string> resource_without;
   std::optional<std::int64_t> thread;    // OS thread id
   std::optional<std::int64_t> stream;    // CUDA stream id
   std::optional<std::pair<std::int64_t, std::int64_t>> steps; // [first, last], inclusive

@@ -69,6 +69,7 @@ class TaskSelection {
   std::vector<std::uint8_t> is_launch_;
   std::vector<EventIndex> steps_;
   std::vector<std::int64_t> step_of_annotation_; // per annotation row; kNoValue outside steps
+  std::vector<std::vector<StringId>> track_categories_; // distinct annotation categories per track
 };
 
 // What one applied transform did, for the report.
