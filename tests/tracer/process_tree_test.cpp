@@ -100,7 +100,9 @@ TEST(ProcessTree, PythonMultiprocessingWorkersWithTheCtypesModule) {
   EXPECT_EQ(prep_ids, expected);
   ASSERT_NE(main_pid, 0);
   EXPECT_EQ(worker_pids.count(main_pid), 0u) << "batches were loaded in the worker processes";
-  EXPECT_GE(t.processes().size(), static_cast<std::size_t>(kWorkers + 1));
+  // The pool hands tasks to whichever worker is free: at least one worker did the work,
+  // and every part that recorded something is in the trace.
+  EXPECT_GE(t.processes().size(), 2u);
   std::filesystem::remove_all(dir);
 }
 

@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <cstring>
 #include <new>
 
 namespace dreamscope::tracer {
@@ -26,6 +27,11 @@ void ThreadBuffer::reset_after_fork(std::int64_t tid) {
   // trace, so the child's pops must be dropped silently.
   for (std::uint32_t d = 0; d < depth_ && d < kMaxDepth; ++d) set_refused(d, true);
   tid_ = tid;
+}
+
+void ThreadBuffer::set_registered_name(const char* n) {
+  std::strncpy(name_, n, sizeof name_ - 1);
+  name_[sizeof name_ - 1] = 0;
 }
 
 } // namespace dreamscope::tracer

@@ -71,6 +71,10 @@ class ThreadBuffer {
     put(e);
     return true;
   }
+  // Records published and not yet drained (consumer side).
+  std::uint64_t pending() const {
+    return head_.load(std::memory_order_acquire) - tail_.load(std::memory_order_relaxed);
+  }
   // Absolute position of the next record: with the thread index, a process-unique id.
   std::uint64_t position() const { return head_.load(std::memory_order_relaxed); }
 
@@ -92,6 +96,10 @@ class ThreadBuffer {
   std::uint32_t index() const { return index_; }
   std::int64_t tid() const { return tid_; }
   std::uint64_t pthread_id() const { return pthread_id_; }
+  // The thread's name when it registered (its first event); the writer prefers the name
+  // the thread has when first drained, and falls back to this one once it has exited.
+  const char* registered_name() const { return name_; }
+  void set_registered_name(const char* n);
   std::uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
   std::size_t capacity() const { return mask_ + 1; }
 
@@ -129,6 +137,7 @@ class ThreadBuffer {
   std::uint32_t index_;
   std::int64_t tid_;
   std::uint64_t pthread_id_;
+  char name_[16] = {};
 };
 
 } // namespace dreamscope::tracer

@@ -67,7 +67,7 @@ void install_signal_handlers() {
 }
 
 void on_process_exit(int status, void*) {
-  if (owner()) tracer_end_session(true, status, "exit");
+  if (owner()) tracer_end_session(true, status, "exit", false);
 }
 
 void after_fork_child() { g_owner = getpid(); }
@@ -108,7 +108,7 @@ std::vector<char*> environment_with_tracer(char* const envp[], std::vector<std::
 }
 
 void before_exec() {
-  if (owner()) tracer_end_session(true, INT64_MIN, "exec");
+  if (owner()) tracer_end_session(true, INT64_MIN, "exec", true);
 }
 
 void after_failed_exec() {
@@ -124,14 +124,14 @@ extern "C" {
 
 __attribute__((visibility("default"))) void _exit(int status) {
   static auto next = real<void (*)(int)>("_exit");
-  if (owner()) tracer_end_session(true, status, "_exit");
+  if (owner()) tracer_end_session(true, status, "_exit", false);
   next(status);
   __builtin_unreachable();
 }
 
 __attribute__((visibility("default"))) void _Exit(int status) {
   static auto next = real<void (*)(int)>("_Exit");
-  if (owner()) tracer_end_session(true, status, "_exit");
+  if (owner()) tracer_end_session(true, status, "_exit", false);
   next(status);
   __builtin_unreachable();
 }

@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -218,6 +219,8 @@ struct Tracer {
   std::atomic<std::uint64_t> flush_done{0};
   // Set with a flush request when a termination signal should end the session cleanly.
   std::atomic<int> close_signal{0};
+  // True while exit/_exit/exec closes the part: a signal arriving then waits for it.
+  std::atomic<bool> closing{false};
   std::atomic<bool> enabled{false};
   std::vector<CalibrationRecord> calibration;
   std::atomic<int> session_counter{0};
@@ -241,6 +244,9 @@ ThreadBuffer* register_thread() {
                          t.config.buffer_events);
     t.buffers.push_back(b);
   }
+  char name[16] = {};
+  prctl(PR_GET_NAME, name);
+  b->set_registered_name(name);
   pthread_setspecific(t.exit_key, b);
   t_state.buffer = b;
   t_state.names = names;
@@ -374,6 +380,46 @@ void process_event(Session& s, ThreadSink& sink, std::uint32_t thread_index, con
   }
 }
 
+std::filesystem::path part_path(const Config& c) {
+  const int n = g_tracer->session_counter.fetch_add(1);
+  return std::filesystem::path(c.output_dir) /
+         (std::to_string(getpid()) + "-" + std::to_string(monotonic_ns()) + "-" + std::to_string(n) + ".db");
+}
+
+// The part file is created when the process first has something to record: a process
+// that never annotates nor uses CUDA (a shell, a launcher script) costs no file at all.
+bool ensure_writer(Session& s) {
+  if (s.writer) return true;
+  if (s.failed) return false;
+  Tracer& t = *g_tracer;
+  try {
+    s.writer = std::make_unique<TraceWriter>(part_path(t.config));
+    s.writer->set_meta("source", "tracer");
+    s.writer->set_meta("command", t.config.command.empty() ? s.info.command : t.config.command);
+    s.writer->set_meta("host", host_name());
+    s.writer->set_meta("start", std::to_string(s.info.start));
+    s.writer->set_meta("clock", t.clock.uses_tsc() ? "CLOCK_MONOTONIC (TSC-interpolated)" : "CLOCK_MONOTONIC");
+    s.process = s.writer->add_process(s.info);
+    s.target = std::make_unique<TraceTarget>(*s.writer, s.process);
+    if (t.config.job_start_ns > 0 && (t.config.delay_ns > 0 || t.config.duration_ns >= 0)) {
+      const std::int64_t from = t.config.job_start_ns + t.config.delay_ns;
+      const std::int64_t to = t.config.duration_ns >= 0 ? from + t.config.duration_ns : INT64_MAX;
+      s.target->set_window(from, to);
+      s.writer->set_meta("window_from_ns", std::to_string(from));
+      if (to != INT64_MAX) s.writer->set_meta("window_to_ns", std::to_string(to));
+    }
+    for (const auto& c : t.calibration) s.writer->add(c);
+    return true;
+  } catch (const std::exception& e) {
+    tracer_add_warning(std::string("cannot create the trace file in ") + t.config.output_dir + ": " + e.what() +
+                       "; recording stopped");
+    s.target.reset();
+    s.writer.reset();
+    s.failed = true;
+    return false;
+  }
+}
+
 // Moves every published record into the part file (or discards it when writing failed).
 void drain_all(Session& s) {
   Tracer& t = *g_tracer;
@@ -388,6 +434,9 @@ void drain_all(Session& s) {
 #else
   const bool with_external_ids = false;
 #endif
+#if DREAMSCOPE_HAVE_CUPTI
+  if (cupti_active()) ensure_writer(s);
+#endif
   std::vector<ThreadBuffer*> finished;
   for (ThreadBuffer* b : buffers) {
     // Read before draining: a buffer seen retired is drained completely afterwards.
@@ -397,8 +446,11 @@ void drain_all(Session& s) {
       b->drain([](const Event&, std::uint64_t) {});
     } else {
       b->drain([&](const Event& e, std::uint64_t pos) {
+        if (!ensure_writer(s)) return;
         if (!sink.has_track) {
-          sink.track = s.target->thread_track(b->tid(), b->pthread_id(), thread_name(b->tid()));
+          std::string name = thread_name(b->tid());
+          if (name.empty()) name = b->registered_name();
+          sink.track = s.target->thread_track(b->tid(), b->pthread_id(), name);
           sink.has_track = true;
         }
         process_event(s, sink, b->index(), e, pos, with_external_ids);
@@ -416,7 +468,7 @@ void drain_all(Session& s) {
     }
   }
 #if DREAMSCOPE_HAVE_CUPTI
-  if (!s.failed) t.extra_dropped.fetch_add(cupti_drain(*s.target, t.config.cuda_api_all));
+  if (!s.failed && s.target) t.extra_dropped.fetch_add(cupti_drain(*s.target, t.config.cuda_api_all));
 #endif
 }
 
@@ -450,10 +502,11 @@ void fail_session(Session& s, const std::exception& e) {
 
 // The last drain and the close of a part file; the caller holds work_mu.
 void finish_session(Session& s, bool clean, std::int64_t exit_status, const char* why) {
-  if (s.closed || s.failed || !s.writer) return;
+  if (s.closed || s.failed) return;
   s.closed = true;
   try {
     drain_all(s);
+    if (!s.writer) return; // nothing was ever recorded: no part
     const std::int64_t end = std::max(s.last_time, monotonic_ns());
     // Ranges still open at exit end with the process: the outer step of a loop that
     // called exit() is real time the program spent.
@@ -512,7 +565,7 @@ void writer_loop(Session* s) {
     try {
       drain_all(*s);
       // 100 ms keeps a SIGKILLed process's loss under the 200 ms the design allows.
-      if (!s->failed && (now - last_flush >= std::chrono::milliseconds(100) || requested != t.flush_done.load())) {
+      if (!s->failed && s->writer && (now - last_flush >= std::chrono::milliseconds(100) || requested != t.flush_done.load())) {
         write_status(*s);
         s->writer->flush();
         last_flush = now;
@@ -524,43 +577,20 @@ void writer_loop(Session* s) {
   }
 }
 
-std::filesystem::path part_path(const Config& c) {
-  const int n = g_tracer->session_counter.fetch_add(1);
-  return std::filesystem::path(c.output_dir) /
-         (std::to_string(getpid()) + "-" + std::to_string(monotonic_ns()) + "-" + std::to_string(n) + ".db");
-}
-
 Session* open_session(std::int64_t parent_pid) {
   Tracer& t = *g_tracer;
   auto s = std::make_unique<Session>();
-  try {
-    std::error_code ec;
-    std::filesystem::create_directories(t.config.output_dir, ec);
-    s->writer = std::make_unique<TraceWriter>(part_path(t.config));
-    s->info = ProcessInfo{.pid = getpid(), .parent_pid = parent_pid,
-                          .name = trim_newline(read_file("/proc/self/comm")), .command = own_command_line(),
-                          .start = monotonic_ns()};
-    s->writer->set_meta("source", "tracer");
-    s->writer->set_meta("command", t.config.command.empty() ? s->info.command : t.config.command);
-    s->writer->set_meta("host", host_name());
-    s->writer->set_meta("start", std::to_string(s->info.start));
-    s->writer->set_meta("clock", t.clock.uses_tsc() ? "CLOCK_MONOTONIC (TSC-interpolated)" : "CLOCK_MONOTONIC");
-    s->process = s->writer->add_process(s->info);
-    s->target = std::make_unique<TraceTarget>(*s->writer, s->process);
-    if (t.config.job_start_ns > 0 && (t.config.delay_ns > 0 || t.config.duration_ns >= 0)) {
-      const std::int64_t from = t.config.job_start_ns + t.config.delay_ns;
-      const std::int64_t to = t.config.duration_ns >= 0 ? from + t.config.duration_ns : INT64_MAX;
-      s->target->set_window(from, to);
-      s->writer->set_meta("window_from_ns", std::to_string(from));
-      if (to != INT64_MAX) s->writer->set_meta("window_to_ns", std::to_string(to));
-    }
-    for (const auto& c : t.calibration) s->writer->add(c);
-    s->writer->flush();
-  } catch (const std::exception& e) {
-    tracer_add_warning(std::string("cannot create the trace file in ") + t.config.output_dir + ": " + e.what() +
+  s->info = ProcessInfo{.pid = getpid(), .parent_pid = parent_pid,
+                        .name = trim_newline(read_file("/proc/self/comm")), .command = own_command_line(),
+                        .start = monotonic_ns()};
+  // Checked now so that an unwritable folder turns tracing off before NVTX is hooked; the
+  // file itself is created with the first event (ensure_writer).
+  std::error_code ec;
+  std::filesystem::create_directories(t.config.output_dir, ec);
+  if (ec || access(t.config.output_dir.c_str(), W_OK) != 0) {
+    const std::string why = ec ? ec.message() : std::strerror(errno);
+    tracer_add_warning("cannot create the trace file in " + t.config.output_dir + ": " + why +
                        "; the program runs untraced");
-    s->writer.reset();
-    s->target.reset();
     s->failed = true;
   }
   Session* raw = s.release();
@@ -688,14 +718,24 @@ bool tracer_start() {
   return t->enabled.load();
 }
 
-void tracer_end_session(bool clean, std::int64_t exit_status, const char* why) {
+void tracer_end_session(bool clean, std::int64_t exit_status, const char* why, bool restore_signals) {
   if (!g_tracer || !g_tracer->session) return;
 #if DREAMSCOPE_HAVE_CUPTI
   cupti_flush_all();
 #endif
   Session* s = g_tracer->session;
+  // A termination signal arriving on this thread mid-close could only wait for itself:
+  // it stays pending until the part is closed. The process is ending (exit, _exit) and
+  // keeps it blocked; before an exec the caller unblocks it again.
+  sigset_t terminate, previous;
+  sigemptyset(&terminate);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&terminate, sig);
+  pthread_sigmask(SIG_BLOCK, &terminate, &previous);
+  g_tracer->closing.store(true);
   g_tracer->session = nullptr;
   close_session(s, clean, exit_status, why);
+  g_tracer->closing.store(false);
+  if (restore_signals) pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 }
 
 void tracer_restart_session() {
@@ -705,11 +745,17 @@ void tracer_restart_session() {
 
 void tracer_flush_from_signal(int close_with_signal) {
   Tracer* t = g_tracer;
-  if (!t || !t->session || t->writer_tid.load() == gettid_now()) return;
+  if (!t || t->writer_tid.load() == gettid_now()) return;
+  timespec pause{0, 1'000'000};
+  if (!t->session) {
+    // The signal interrupted exit's own close of the part (a pool terminating workers that
+    // were already exiting): let that close finish, for at most 2 s.
+    for (int i = 0; i < 2000 && t->closing.load(); ++i) nanosleep(&pause, nullptr);
+    return;
+  }
   if (close_with_signal) t->close_signal.store(close_with_signal);
   const std::uint64_t want = t->flush_requested.fetch_add(1) + 1;
   // The writer wakes every 10 ms on its own; wait for it for at most 2 s.
-  timespec pause{0, 1'000'000};
   for (int i = 0; i < 2000 && t->flush_done.load() < want; ++i) nanosleep(&pause, nullptr);
 }
 

@@ -86,7 +86,7 @@ DomainTable& domains();
 // Lifecycle, called from the process hooks (process_hooks.cpp) and NVTX/CUPTI entry points.
 bool tracer_start();          // at load; false when the tracer could not start at all
 bool tracer_enabled();
-void tracer_end_session(bool clean, std::int64_t exit_status, const char* why);
+void tracer_end_session(bool clean, std::int64_t exit_status, const char* why, bool restore_signals);
 void tracer_restart_session(); // after a failed exec
 // Async-signal-safe: asks the writer to flush (or, given a termination signal, to close the
 // part cleanly) and waits for it a little.
