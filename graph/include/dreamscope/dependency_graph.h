@@ -128,7 +128,11 @@ class DependencyGraph {
   // The knobs a what-if turns: duration = max(base × ratio + add, 0).
   double ratio(TaskId t) const { return ratio_[t]; }
   TimeNs add(TaskId t) const { return add_[t]; }
-  TimeNs duration(TaskId t) const;
+  TimeNs duration(TaskId t) const {
+    if (flags_[t] & kTaskRemoved) return 0;
+    if (ratio_[t] == 1.0f && add_[t] == 0) return base_[t];
+    return scaled_duration(t);
+  }
   void scale(TaskId t, double ratio, TimeNs add) { ratio_[t] = static_cast<float>(ratio); add_[t] = add; }
   void set_gap(TaskId t, TimeNs gap) { gap_[t] = gap; }
   void set_removed(TaskId t, bool removed);
@@ -159,6 +163,7 @@ class DependencyGraph {
 
  private:
   friend class DependencyGraphBuilder;
+  TimeNs scaled_duration(TaskId t) const;
 
   std::vector<TaskId> resource_begin_; // resource_count + 1 offsets
   std::vector<std::uint8_t> resource_is_stream_;
