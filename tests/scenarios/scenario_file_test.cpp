@@ -231,3 +231,32 @@ TEST(BuiltinScenarios, UnknownNameListsTheBuiltins) {
     EXPECT_NE(std::string(e.what()).find("amp"), std::string::npos) << e.what();
   }
 }
+
+TEST(Documentation, EveryTomlExampleInDocsWhatifParses) {
+  std::ifstream in(std::string(DREAMSCOPE_SOURCE_DIR) + "/docs/whatif.md");
+  ASSERT_TRUE(in) << "docs/whatif.md";
+  std::string line, block;
+  bool inside = false;
+  int examples = 0, first_line = 0, number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (!inside && line == "```toml") {
+      inside = true;
+      block.clear();
+      first_line = number + 1;
+    } else if (inside && line == "```") {
+      inside = false;
+      ++examples;
+      const std::string file = "docs/whatif.md:" + std::to_string(first_line);
+      try {
+        const Scenario s = Scenario::parse(block, file);
+        EXPECT_FALSE(s.instantiate().empty()) << file;
+      } catch (const ScenarioError& e) {
+        ADD_FAILURE() << e.what();
+      }
+    } else if (inside) {
+      block += line + "\n";
+    }
+  }
+  EXPECT_GE(examples, 1);
+}
