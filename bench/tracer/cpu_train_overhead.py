@@ -2,7 +2,7 @@
 """Wall time of cpu_train traced / untraced, median of 5 runs each.
 
 Usage: bench/tracer/cpu_train_overhead.py [BUILD_DIR] [-- CPU_TRAIN_ARGS...]
-Default arguments: a 100-step run with 2 loader workers. Also reported: cpu_train's own
+Default arguments: a 400-step run with 2 loader workers. Also reported: cpu_train's own
 median step time, which is what a replay of the trace must reproduce."""
 import os
 import statistics
@@ -19,7 +19,7 @@ if "--" in args:
 build = args[0] if args else "build/release"
 cpu_train = os.path.join(build, "bin", "cpu_train")
 dreamscope = os.path.join(build, "bin", "dreamscope")
-train_args = extra or ["--steps", "100", "--workers", "2"]
+train_args = extra or ["--steps", "400", "--workers", "2"]
 
 
 def run(traced, data):

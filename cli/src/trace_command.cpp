@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -238,8 +239,9 @@ struct Part {
 };
 
 MergeResult merge_parts(const fs::path& dir, const fs::path& output, const std::string& command, pid_t root_pid,
-                        int root_status) {
+                        int root_status, const std::string& job_warning) {
   MergeResult result;
+  if (!job_warning.empty()) result.warnings.push_back(job_warning);
   std::vector<Part> parts;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
@@ -379,6 +381,16 @@ int run_trace(const TraceOptions& o) {
 
   const std::string command = join(o.command);
   const bool cuda = o.sources.find("cuda") != std::string::npos;
+  // Degrade, never fail: without a driver the job still runs and NVTX is still recorded.
+  std::string job_warning;
+  if (cuda) {
+    if (void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)) {
+      dlclose(driver);
+    } else {
+      job_warning = "no CUDA driver on this machine (libcuda.so.1 not loadable): recording NVTX and the CPU side only";
+      std::fprintf(stderr, "dreamscope trace: %s\n", job_warning.c_str());
+    }
+  }
   prepend_path("LD_PRELOAD", runtime->tracer.string(), ':');
   setenv("NVTX_INJECTION64_PATH", runtime->tracer.c_str(), 1);
   if (cuda) setenv("CUDA_INJECTION64_PATH", runtime->tracer.c_str(), 1);
@@ -439,8 +451,10 @@ int run_trace(const TraceOptions& o) {
     return exit_code;
   }
   try {
-    MergeResult m = merge_parts(parts, output, command, child, exit_code);
-    for (const auto& w : m.warnings) std::fprintf(stderr, "dreamscope trace: %s\n", w.c_str());
+    MergeResult m = merge_parts(parts, output, command, child, exit_code, job_warning);
+    for (const auto& w : m.warnings) {
+      if (w != job_warning) std::fprintf(stderr, "dreamscope trace: %s\n", w.c_str());
+    }
     if (!o.keep_parts) fs::remove_all(parts, ec);
     std::fprintf(stderr, "dreamscope trace: wrote %s (%zu process%s, %zu events%s)\n", output.c_str(),
                  m.processes, m.processes == 1 ? "" : "es", m.events, m.complete ? "" : ", incomplete");

@@ -64,7 +64,7 @@ void usage(const char* argv0) {
                "  --fetch-delay-us N   emulated storage latency per batch (0)\n"
                "  --data DIR           dataset folder (generated if missing; default: a temporary one)\n"
                "  --no-loading         synthetic data: no fetch, no prep, no wait\n"
-               "  --fine-annotations   one range per neuron and sample in the first layer\n"
+               "  --fine-annotations   one range per hidden neuron and sample, forward and backward\n"
                "  --seed N             random seed (1)\n",
                argv0);
 }
@@ -329,11 +329,14 @@ struct Mlp {
         }
         const float* x = b.x.data() + n * D;
         for (std::size_t j = 0; j < H; ++j) {
-          if (hidden[n * H + j] <= 0) continue;
-          float g = dhidden[n * H + j];
-          gb1[j] += g;
-          float* gw = gw1.data() + j * D;
-          for (std::size_t i = 0; i < D; ++i) gw[i] += g * x[i];
+          if (fine) ds_range_push(DS_CATEGORY_OPERATION, "neuron_grad", static_cast<std::int64_t>(j));
+          if (hidden[n * H + j] > 0) {
+            float g = dhidden[n * H + j];
+            gb1[j] += g;
+            float* gw = gw1.data() + j * D;
+            for (std::size_t i = 0; i < D; ++i) gw[i] += g * x[i];
+          }
+          if (fine) ds_range_pop();
         }
       }
     }

@@ -98,6 +98,7 @@ TEST(CpuTrainTrace, InlineLoadingAndFineAnnotations) {
   const std::int64_t pid = rows.empty() ? 0 : rows.front().pid;
   // One neuron range per hidden unit and sample and step: 5 x 4 x 16.
   EXPECT_EQ(named(rows, "neuron").size(), 320u);
+  EXPECT_EQ(named(rows, "neuron_grad").size(), 320u);
   EXPECT_EQ(named(rows, "wait").size(), 0u);
   const auto steps = by_payload(named(rows, "step"));
   for (const auto& f : named(rows, "fetch")) {
