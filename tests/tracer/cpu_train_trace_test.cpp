@@ -126,18 +126,24 @@ TEST(CpuTrainTrace, SyntheticDataHasNoPipeline) {
 TEST(CpuTrainTrace, RecordingWindowKeepsOnlyLaterEvents) {
   const auto dir = scratch_dir("cpu-train-window");
   const auto out = dir / "cpu.db";
-  // A 3 ms fetch delay per batch makes the run long enough that a 60 ms delay cuts it.
-  RunResult r = run(traced(out, {bin("cpu_train"), "--steps", "60", "--workers", "1", "--fetch-delay-us", "3000",
-                                 "--dataset-size", "50", "--data", (dir / "data").string()},
-                           {"--delay", "0.06"}));
+  const std::vector<std::string> train = {bin("cpu_train"), "--steps", "120", "--workers", "1", "--fetch-delay-us",
+                                          "3000", "--dataset-size", "50", "--data", (dir / "data").string()};
+  // The dataset exists before the traced run, so the steps begin soon after the start.
+  ASSERT_EQ(run(train).exit_code, 0);
+  RunResult r = run(traced(out, train, {"--delay", "0.1"}));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   Trace t = read_trace(out);
   const auto steps = named(annotation_rows(t), "step");
-  EXPECT_GT(steps.size(), 0u);
-  EXPECT_LT(steps.size(), 60u);
   const std::int64_t from = std::atoll(t.meta_value("window_from_ns").c_str());
   ASSERT_GT(from, 0);
-  for (const auto& s : steps) EXPECT_GE(s.start, from);
+  ASSERT_GT(steps.size(), 0u);
+  // Exactly the steps that started inside the window: a suffix of the run.
+  std::int64_t first = 120;
+  for (const auto& s : steps) {
+    EXPECT_GE(s.start, from);
+    first = std::min(first, s.payload);
+  }
+  EXPECT_EQ(static_cast<std::int64_t>(steps.size()), 120 - first);
   std::filesystem::remove_all(dir);
 }
 
