@@ -8,6 +8,7 @@
 #include <zlib.h>
 
 #include <cstdio>
+#include <string>
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
@@ -53,11 +54,64 @@ void import(benchmark::State& state, const std::filesystem::path& path) {
   state.counters["rows"] = static_cast<double>(events);
 }
 
+// A synthetic Kineto trace of `launches` kernel launches: per launch an operator, a runtime
+// call, a kernel and an ac2g flow pair, with ns-precision float timestamps and NCCL-like
+// args on every tenth kernel. Sized at 1x and 10x the MTIA trace's events, so that
+// anything worse than linear (pairing, interning, sorting) shows as a higher cost per event.
+std::filesystem::path synthetic_trace(std::int64_t launches) {
+  auto p = std::filesystem::temp_directory_path() /
+           ("dreamscope-bench-synthetic-" + std::to_string(::getpid()) + "-" + std::to_string(launches) + ".json");
+  if (std::filesystem::exists(p)) return p;
+  std::ofstream out(p, std::ios::binary);
+  out << "{\"schemaVersion\": 1, \"displayTimeUnit\": \"ns\", \"traceEvents\": [\n";
+  char buf[1024];
+  for (std::int64_t i = 0; i < launches; ++i) {
+    const std::int64_t ts = 1000000000 + i * 5000; // ns
+    const auto us = [](std::int64_t ns) { return std::to_string(ns / 1000) + "." + std::to_string(1000 + ns % 1000).substr(1); };
+    const std::int64_t tid = 100 + i % 4;
+    int n = std::snprintf(buf, sizeof buf,
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::op_%lld\", \"pid\": 7, \"tid\": %lld, "
+        "\"ts\": %s, \"dur\": 3.250, \"args\": {\"External id\": %lld, \"Sequence number\": %lld}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 7, \"tid\": %lld, "
+        "\"ts\": %s, \"dur\": 2.125, \"args\": {\"External id\": %lld, \"cbid\": 211, \"correlation\": %lld}},\n"
+        "{\"ph\": \"s\", \"id\": %lld, \"pid\": 7, \"tid\": %lld, \"ts\": %s, \"cat\": \"ac2g\", \"name\": \"ac2g\"},\n",
+        static_cast<long long>(i % 500), static_cast<long long>(tid), us(ts).c_str(), static_cast<long long>(i),
+        static_cast<long long>(i), static_cast<long long>(tid), us(ts + 500).c_str(), static_cast<long long>(i),
+        static_cast<long long>(i), static_cast<long long>(i), static_cast<long long>(tid), us(ts + 500).c_str());
+    out.write(buf, n);
+    n = std::snprintf(buf, sizeof buf,
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"void kernel_%lld<float>(float*)\", \"pid\": 0, "
+        "\"tid\": 7, \"ts\": %s, \"dur\": 4.000, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": %lld, "
+        "\"grid\": [%lld, 1, 1], \"block\": [256, 1, 1], \"registers per thread\": 32, \"shared memory\": 0%s}},\n"
+        "{\"ph\": \"f\", \"id\": %lld, \"pid\": 0, \"tid\": 7, \"ts\": %s, \"cat\": \"ac2g\", \"name\": \"ac2g\", "
+        "\"bp\": \"e\"}%s\n",
+        static_cast<long long>(i % 300), us(ts + 3000).c_str(), static_cast<long long>(i),
+        static_cast<long long>(1 + i % 1024),
+        i % 10 == 0 ? ", \"Collective name\": \"allreduce\", \"In msg nelems\": 2049000, \"dtype\": \"Float\"" : "",
+        static_cast<long long>(i), us(ts + 3000).c_str(), i + 1 < launches ? "," : "");
+    out.write(buf, n);
+  }
+  out << "]}\n";
+  return p;
+}
+
+void BM_ImportSynthetic(benchmark::State& state) {
+  const auto path = synthetic_trace(state.range(0));
+  import(state, path);
+  state.counters["ns_per_json_event"] =
+      benchmark::Counter(static_cast<double>(state.range(0) * 5), benchmark::Counter::kIsIterationInvariantRate |
+                                                                      benchmark::Counter::kInvert);
+  std::error_code ec;
+  std::filesystem::remove(path, ec);
+}
+
 void BM_ImportKinetoGzip(benchmark::State& state) { import(state, kMtia); }
 void BM_ImportKinetoPlainJson(benchmark::State& state) { import(state, plain_mtia()); }
 
 BENCHMARK(BM_ImportKinetoGzip)->Unit(benchmark::kMillisecond)->MinTime(3);
 BENCHMARK(BM_ImportKinetoPlainJson)->Unit(benchmark::kMillisecond)->MinTime(3);
+// 91k and 910k launches: 456k and 4.56M JSON events, 1x and 10x the MTIA trace.
+BENCHMARK(BM_ImportSynthetic)->Arg(91'000)->Arg(910'000)->Unit(benchmark::kMillisecond)->Iterations(2);
 
 } // namespace
 
