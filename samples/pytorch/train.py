@@ -1,0 +1,107 @@
+"""A small PyTorch training job to trace with dreamscope on a GPU machine.
+
+    dreamscope trace -o torch.db -- python samples/pytorch/train.py --steps 50 --workers 2
+
+A synthetic image dataset read through a DataLoader with worker processes (each __getitem__
+is a `fetch` + `prep` of one batch index, annotated in the worker), a small CNN, SGD. The
+main loop marks the wait for each batch (dreamscope.data_loader), each step, and forward /
+backward / optimizer; with --emit-nvtx PyTorch's own per-operator NVTX ranges are recorded
+too. Prints its median step time (CUDA-synchronized), like the other samples.
+"""
+import argparse
+import statistics
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset
+
+try:
+    import dreamscope
+except ImportError:  # not traced and not on PYTHONPATH: annotations are no-ops
+    import contextlib
+
+    class _NoDreamscope:
+        def __getattr__(self, _name):
+            return lambda *a, **k: contextlib.nullcontext()
+
+        @staticmethod
+        def data_loader(iterable, first_batch_id=0):
+            return iterable
+
+    dreamscope = _NoDreamscope()
+
+
+class SyntheticImages(Dataset):
+    """Each item is a whole batch, so the batch id is the index: fetch and prep are per batch."""
+
+    def __init__(self, batches, batch_size, fetch_delay_s):
+        self.batches, self.batch_size, self.fetch_delay_s = batches, batch_size, fetch_delay_s
+
+    def __len__(self):
+        return self.batches
+
+    def __getitem__(self, index):
+        with dreamscope.fetch(index):
+            g = torch.Generator().manual_seed(index)
+            raw = torch.randint(0, 256, (self.batch_size, 3, 64, 64), dtype=torch.uint8, generator=g)
+            if self.fetch_delay_s:
+                time.sleep(self.fetch_delay_s)
+        with dreamscope.prep(index):
+            x = raw.float().div_(255).sub_(0.5).div_(0.25)
+            if index % 2:
+                x = x.flip(3)
+            y = (raw[:, 0, 0, 0] % 10).long()
+        return x, y
+
+
+class SmallCnn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 32, 3, padding=1)
+        self.conv2 = nn.Conv2d(32, 64, 3, padding=1)
+        self.fc = nn.Linear(64 * 16 * 16, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        return self.fc(x.flatten(1))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--steps", type=int, default=50)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--fetch-delay-ms", type=float, default=0)
+    p.add_argument("--emit-nvtx", action="store_true", help="also record PyTorch's per-operator NVTX ranges")
+    a = p.parse_args()
+    if not torch.cuda.is_available():
+        raise SystemExit("train.py: no CUDA device")
+    device = torch.device("cuda")
+    loader = DataLoader(SyntheticImages(a.steps, a.batch_size, a.fetch_delay_ms / 1000), batch_size=None,
+                        num_workers=a.workers, pin_memory=True, prefetch_factor=2 if a.workers else None)
+    model = SmallCnn().to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    step_ns = []
+    with torch.autograd.profiler.emit_nvtx(enabled=a.emit_nvtx):
+        for i, (x, y) in enumerate(dreamscope.data_loader(loader)):
+            t0 = time.perf_counter_ns()
+            with dreamscope.step(i):
+                x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+                with dreamscope.operation("forward"):
+                    loss = F.cross_entropy(model(x), y)
+                with dreamscope.operation("backward"):
+                    opt.zero_grad(set_to_none=True)
+                    loss.backward()
+                with dreamscope.operation("optimizer"):
+                    opt.step()
+                torch.cuda.synchronize()
+            step_ns.append(time.perf_counter_ns() - t0)
+    print(f"train.py: {len(step_ns)} steps, loss {loss.item():.4f}")
+    print(f"median_step_ns {statistics.median(step_ns):.0f}")
+
+
+if __name__ == "__main__":
+    main()
