@@ -26,6 +26,8 @@ struct WhatIfCommandOptions {
   std::string trace;
   std::vector<std::string> scenarios;
   std::vector<std::string> parameters;
+  // For each -p, the index of the -s given last before it (-1: none), from the parse order.
+  std::vector<int> parameter_after;
   std::string format = "text";
   std::string predicted;
   std::string output;
@@ -54,11 +56,18 @@ std::string effect_text(const whatif::TransformEffect& e) {
   return s;
 }
 
-// "-p workers=8" goes to every scenario that declares `workers`; "-p data.workers=8" to one.
+// "-p workers=8" goes to the nearest -s before it that declares `workers`, or, given before
+// any such -s, to every scenario declaring it; "-p data.workers=8" to every scenario named
+// data. So `-s data -p storage=2 -s data -p synthetic=true` asks two questions.
 std::vector<whatif::ScenarioRequest> requests_from(const WhatIfCommandOptions& o) {
   std::vector<whatif::ScenarioRequest> requests;
   for (const auto& name : o.scenarios) requests.push_back({whatif::find_scenario(name), {}});
-  for (const auto& p : o.parameters) {
+  auto declares = [](const whatif::Scenario& s, const std::string& key) {
+    const auto& params = s.parameters();
+    return std::any_of(params.begin(), params.end(), [&](const auto& q) { return q.name == key; });
+  };
+  for (std::size_t i = 0; i < o.parameters.size(); ++i) {
+    const std::string& p = o.parameters[i];
     const auto eq = p.find('=');
     if (eq == std::string::npos || eq == 0) {
       throw std::invalid_argument(fmt::format("-p '{}': expected NAME=VALUE or SCENARIO.NAME=VALUE", p));
@@ -71,11 +80,25 @@ std::vector<whatif::ScenarioRequest> requests_from(const WhatIfCommandOptions& o
       key = key.substr(dot + 1);
     }
     bool used = false;
-    for (auto& r : requests) {
-      if (!scenario.empty() && r.scenario.name() != scenario) continue;
-      const auto& params = r.scenario.parameters();
-      const bool declared = std::any_of(params.begin(), params.end(), [&](const auto& q) { return q.name == key; });
-      if (declared || !scenario.empty()) {
+    if (scenario.empty()) {
+      const int after = i < o.parameter_after.size() ? o.parameter_after[i] : -1;
+      for (int k = std::min<int>(after, static_cast<int>(requests.size()) - 1); k >= 0 && !used; --k) {
+        if (declares(requests[static_cast<std::size_t>(k)].scenario, key)) {
+          requests[static_cast<std::size_t>(k)].overrides[key] = value;
+          used = true;
+        }
+      }
+      if (!used) {
+        for (auto& r : requests) {
+          if (declares(r.scenario, key)) {
+            r.overrides[key] = value;
+            used = true;
+          }
+        }
+      }
+    } else {
+      for (auto& r : requests) {
+        if (r.scenario.name() != scenario) continue;
         r.overrides[key] = value; // an undeclared SCENARIO.NAME is reported by the scenario itself
         used = true;
       }
@@ -115,11 +138,11 @@ std::string render_text(const WhatIfCommandOptions& o, const WhatIfReport& r) {
                                                 : 0)));
   out += fmt::format("\n{:<36}{:>16}{:>12}\n", "scenario", "predicted step", "speedup");
   for (const auto& p : r.predictions) {
-    out += fmt::format("{:<36}{:>16}{:>12}\n", p.label, ms(p.step_median), times(p.speedup));
+    out += fmt::format("{:<36} {:>15}{:>12}\n", p.label, ms(p.step_median), times(p.speedup));
   }
   for (const auto& p : r.predictions) {
     out += fmt::format("\n{}\n", p.label);
-    for (const auto& e : p.effects) out += fmt::format("  {:<14}{:<34}{}\n", e.op, where(e.where), effect_text(e));
+    for (const auto& e : p.effects) out += fmt::format("  {:<14}{:<34} {}\n", e.op, where(e.where), effect_text(e));
     if (p.unscheduled > 0) out += fmt::format("  WARNING: {} tasks never ran (the edits made a cycle)\n", p.unscheduled);
     out += "  critical path:\n";
     for (const auto& c : p.critical_path) out += fmt::format("    {:>12}  {}\n", format_duration(c.time), c.what);
@@ -254,10 +277,14 @@ const CommandRegistration whatif_command(70, "whatif", [](CLI::App& app) -> Comm
                                            "speedup per scenario and combined, what changed on the critical path, "
                                            "and the data-stall breakdown");
   cmd->add_option("trace", opts->trace, "The trace: trace.db, PyTorch profiler JSON(.gz) or Nsight Systems SQLite");
-  cmd->add_option("-s,--scenario", opts->scenarios, "A built-in scenario (see --list) or a scenario TOML file; "
-                                                    "repeat to combine");
-  cmd->add_option("-p,--param", opts->parameters, "Override a parameter: NAME=VALUE (every scenario declaring it) "
-                                                  "or SCENARIO.NAME=VALUE");
+  auto* scenario_option =
+      cmd->add_option("-s,--scenario", opts->scenarios, "A built-in scenario (see --list) or a scenario TOML file; "
+                                                        "repeat to combine")
+          ->allow_extra_args(false);
+  auto* parameter_option =
+      cmd->add_option("-p,--param", opts->parameters, "Override a parameter: NAME=VALUE (the nearest -s before it "
+                                                      "that declares NAME, else every one) or SCENARIO.NAME=VALUE")
+          ->allow_extra_args(false);
   cmd->add_option("--format", opts->format, "text, md (a CI job summary) or json")
       ->check(CLI::IsMember({"text", "md", "json"}))
       ->capture_default_str();
@@ -275,7 +302,13 @@ const CommandRegistration whatif_command(70, "whatif", [](CLI::App& app) -> Comm
               "  dreamscope whatif trace.db -s data -p storage=2 --fail-if 'speedup < 1.10'\n"
               "Exit codes: 0 ok, 1 unreadable trace, bad scenario or unwritable output, 2 bad command line,\n"
               "3 a --fail-if condition held (the report is still written).");
-  return [opts]() -> int {
+  return [opts, cmd, scenario_option, parameter_option]() -> int {
+    int scenarios_seen = 0;
+    opts->parameter_after.clear();
+    for (const CLI::Option* option : cmd->parse_order()) {
+      if (option == scenario_option) ++scenarios_seen;
+      if (option == parameter_option) opts->parameter_after.push_back(scenarios_seen - 1);
+    }
     if (opts->list) {
       write_output(opts->output, render_list());
       return kExitOk;

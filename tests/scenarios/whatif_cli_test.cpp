@@ -97,6 +97,22 @@ TEST_F(WhatIfCli, BadInputIsExitOneWithTheReason) {
   EXPECT_EQ(r.exit_code, 1) << r.out;
 }
 
+TEST_F(WhatIfCli, ParametersBindToTheScenarioBeforeThem) {
+  // storage=2 → 250 ns, synthetic → 100 ns, both together → 100 ns.
+  CommandRun r =
+      run_dreamscope("whatif " + trace() + " -s data -p storage=2 -s data -p synthetic=true --format json --no-data-stalls");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  const auto first = r.out.find("\"predicted_step_ns\": 250.0");
+  const auto second = r.out.find("\"predicted_step_ns\": 100.0");
+  EXPECT_NE(first, std::string::npos) << r.out;
+  EXPECT_NE(second, std::string::npos) << r.out;
+  EXPECT_LT(first, second) << r.out;
+  // Before any -s: every scenario declaring it.
+  r = run_dreamscope("whatif " + trace() + " -p storage=2 -s data -s data --format json --no-data-stalls");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.find("\"predicted_step_ns\": 300.0"), std::string::npos) << r.out;
+}
+
 TEST_F(WhatIfCli, UsageErrorsAreExitTwo) {
   EXPECT_EQ(run_dreamscope("whatif " + trace()).exit_code, 2);
   EXPECT_EQ(run_dreamscope("whatif " + trace() + " -s amp --format html").exit_code, 2);
