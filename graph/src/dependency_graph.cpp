@@ -58,7 +58,7 @@ std::string GraphWarnings::describe() const {
   add(gpu_op_before_launch, "GPU ops start before their launch call (latency taken as 0)");
   add(sync_target_after_return, "waits whose target ends after the wait returned (not linked)");
   add(unknown_sync_stream, "stream syncs on an unknown stream (wait for every stream of the process)");
-  add(unresolved_event, "event records, syncs or stream waits without an event id (not linked)");
+  add(unresolved_event, "event syncs or stream waits without an event id (not linked)");
   add(gpu_ops_without_launch, "GPU ops without a launch call (placed by their measured gap)");
   add(sync_ops_skipped, "GPU sync records (their waits are edges)");
   return out;
@@ -503,6 +503,42 @@ class DependencyGraphBuilder {
     return it->second;
   }
 
+  // From Kineto's GPU sync records (cuda_sync events): for each wait, the correlation id of
+  // the cudaEventRecord it waits on and the stream it waits on; for each such record, the
+  // stream it recorded on.
+  struct KinetoWait {
+    std::int64_t correlation;        // of the call: the wait, or the record
+    std::int64_t record_correlation; // the record waited on
+    ResourceId stream;               // wait: the waiting stream; record: the recorded stream
+    bool operator<(const KinetoWait& o) const { return correlation < o.correlation; }
+  };
+  static constexpr std::uint32_t kKinetoRecordKey = kNoIndex - 1;
+
+  static const KinetoWait* find_kineto(const std::vector<KinetoWait>& v, std::int64_t correlation) {
+    auto it = std::lower_bound(v.begin(), v.end(), KinetoWait{correlation, 0, 0});
+    return it != v.end() && it->correlation == correlation ? &*it : nullptr;
+  }
+
+  void index_kineto_event_waits() {
+    const auto& ops = trace_.gpu_ops();
+    if (trace_.arg_count() == 0) return;
+    for (EventIndex op = 0; op < ops.size(); ++op) {
+      if (ops.kind[op] != GpuOpKind::Sync || ops.correlation[op] == kNoValue) continue;
+      const auto record = trace_.arg_int(EventTable::GpuOp, op, "wait_on_cuda_event_record_corr_id");
+      const auto on_stream = trace_.arg_int(EventTable::GpuOp, op, "wait_on_stream");
+      if (!record || *record < 0 || !on_stream || *on_stream < 0) continue;
+      const TrackId track = ops.track[op];
+      const std::int64_t waiting = trace_.tracks()[track].stream;
+      const ResourceId waiting_stream = waiting >= 0 && waiting != 4294967295LL ? track : kNoIndex;
+      kineto_waits_.push_back({ops.correlation[op], *record, waiting_stream});
+      const auto call = trace_.cuda_api_with_correlation(*record);
+      if (!call) continue;
+      recorded_stream_.push_back({*record, *record, find_stream(trace_.cuda_api().track[*call], *on_stream)});
+    }
+    std::sort(kineto_waits_.begin(), kineto_waits_.end());
+    std::sort(recorded_stream_.begin(), recorded_stream_.end());
+  }
+
   // Every sync call becomes a SyncAction; the targets it would resolve to in the measured
   // run are checked against its measured return, and a wait that cannot have happened (the
   // target ended after the call returned) is left out rather than bend the replay.
@@ -518,6 +554,7 @@ class DependencyGraphBuilder {
     }
     std::sort(calls.begin(), calls.end(), [&](EventIndex a, EventIndex b) { return api.start[a] < api.start[b]; });
 
+    index_kineto_event_waits();
     std::vector<TaskId> event_target; // as measured, by dense event index
     for (EventIndex row : calls) {
       const ResourceId thread = api.track[row];
@@ -525,21 +562,37 @@ class DependencyGraphBuilder {
       const TimeNs start = api.start[row], end = g_.measured_end_[last];
       // Waits act in the call's last piece, records and stream waits in its first.
       const std::uint32_t process = process_of(thread);
+      const auto role = role_of_name[api.name[row]];
+      // Kineto traces name no event on the calls: a record is identified by its own
+      // correlation id, which the GPU sync record of each wait on it refers to.
+      const KinetoWait* kineto = nullptr;
+      if (api.event[row] == kNoValue && api.correlation[row] != kNoValue) {
+        if (role == CallRole::EventRecord) {
+          kineto = find_kineto(recorded_stream_, api.correlation[row]);
+        } else {
+          kineto = find_kineto(kineto_waits_, api.correlation[row]);
+        }
+      }
       auto event_of = [&]() -> std::optional<std::uint32_t> {
-        if (api.event[row] == kNoValue) {
-          ++g_.warnings_.unresolved_event;
+        std::uint32_t e;
+        if (api.event[row] != kNoValue) {
+          e = event_index(process, api.event[row]);
+        } else if (kineto) {
+          e = event_index(kKinetoRecordKey, kineto->record_correlation);
+        } else {
+          // A record no known wait refers to changes nothing; a wait without its event does.
+          if (role != CallRole::EventRecord) ++g_.warnings_.unresolved_event;
           return std::nullopt;
         }
-        const std::uint32_t e = event_index(process, api.event[row]);
         if (e >= event_target.size()) event_target.resize(e + 1, kNoTask);
         return e;
       };
-      switch (role_of_name[api.name[row]]) {
+      switch (role) {
         case CallRole::Plain: break;
         case CallRole::DeviceSync:
         case CallRole::StreamSync: {
           std::vector<ResourceId> streams;
-          if (role_of_name[api.name[row]] == CallRole::StreamSync) {
+          if (role == CallRole::StreamSync) {
             ResourceId s = find_stream(thread, api.stream[row]);
             if (s == kNoIndex) s = stream_from_sync_record(api.correlation[row]);
             if (s != kNoIndex) {
@@ -579,7 +632,8 @@ class DependencyGraphBuilder {
         }
         case CallRole::EventRecord: {
           auto e = event_of();
-          const ResourceId s = find_stream(thread, api.stream[row]);
+          ResourceId s = find_stream(thread, api.stream[row]);
+          if (s == kNoIndex && kineto) s = kineto->stream;
           if (!e) break;
           if (s == kNoIndex) {
             ++g_.warnings_.unknown_sync_stream;
@@ -591,7 +645,8 @@ class DependencyGraphBuilder {
         }
         case CallRole::StreamWaitEvent: {
           auto e = event_of();
-          const ResourceId s = find_stream(thread, api.stream[row]);
+          ResourceId s = find_stream(thread, api.stream[row]);
+          if (s == kNoIndex && kineto) s = kineto->stream;
           if (!e) break;
           if (s == kNoIndex) {
             ++g_.warnings_.unknown_sync_stream;
@@ -692,6 +747,7 @@ class DependencyGraphBuilder {
   DependencyGraph g_;
   std::vector<TimeNs> issue_time_, wait_end_, barrier_end_;
   std::vector<TaskId> launcher_;
+  std::vector<KinetoWait> kineto_waits_, recorded_stream_;
   std::vector<IssueOrder> issue_order_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edge_ends_;
   std::vector<EdgeInfo> edge_info_;

@@ -41,8 +41,8 @@ class HandTrace {
     b_.add(r);
   }
 
-  void gpu(TrackId stream, GpuOpKind kind, std::string_view name, TimeNs start, TimeNs end,
-           std::int64_t correlation = kNoValue) {
+  EventIndex gpu(TrackId stream, GpuOpKind kind, std::string_view name, TimeNs start, TimeNs end,
+                 std::int64_t correlation = kNoValue) {
     GpuOpRecord r;
     r.track = stream;
     r.kind = kind;
@@ -50,7 +50,10 @@ class HandTrace {
     r.start = start;
     r.end = end;
     r.correlation = correlation;
-    b_.add(r);
+    return b_.add(r);
+  }
+  void gpu_arg(EventIndex row, std::string_view key, std::int64_t value) {
+    b_.add_arg(EventTable::GpuOp, row, key, value);
   }
   void kernel(TrackId stream, std::string_view name, TimeNs start, TimeNs end, std::int64_t correlation = kNoValue) {
     gpu(stream, GpuOpKind::Kernel, name, start, end, correlation);

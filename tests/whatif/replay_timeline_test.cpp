@@ -235,6 +235,34 @@ TEST(ReplayTimeline, StreamWaitEventHoldsTheNextTaskOnTheWaitingStream) {
   EXPECT_EQ(r.binding[kb].start, Constraint::Launch);
 }
 
+// PyTorch-profiler traces name no events on the calls; their GPU sync records say which
+// record (by correlation id) a wait is on, and the stream that record was on.
+TEST(ReplayTimeline, StreamWaitEventFromKinetoSyncRecords) {
+  HandTrace h;
+  const TrackId t = h.thread(1);
+  const TrackId sa = h.stream(7), sb = h.stream(13);
+  h.api(t, "launchA", 0, 10, 1);
+  h.kernel(sa, "ka", 20, 220, 1);
+  h.api(t, "cudaEventRecord", 12, 14, 50);
+  h.api(t, "cudaStreamWaitEvent", 16, 18, 51);
+  const EventIndex sync = h.gpu(sb, GpuOpKind::Sync, "Stream Wait Event", 16, 18, 51);
+  h.gpu_arg(sync, "wait_on_cuda_event_record_corr_id", 50);
+  h.gpu_arg(sync, "wait_on_stream", 7);
+  h.api(t, "launchB", 20, 30, 2);
+  h.kernel(sb, "kb", 222, 322, 2);
+  const Trace trace = h.build();
+  expect_exact_replay(trace);
+
+  DependencyGraph g = build_dependency_graph(trace);
+  EXPECT_EQ(g.sync_actions().size(), 2u);
+  EXPECT_EQ(g.warnings().unresolved_event, 0);
+  const TaskId ka = g.gpu_task(gpu_row(trace, "ka")), kb = g.gpu_task(gpu_row(trace, "kb"));
+  g.scale(ka, 0.5, 0);
+  const SimulationResult r = simulate(g);
+  EXPECT_EQ(of_task(r, kb), (Times{122, 222}));
+  EXPECT_EQ(r.binding[kb].start, Constraint::EventWait);
+}
+
 TEST(ReplayTimeline, BlockingMemcpyWaitsForItsCopy) {
   HandTrace h;
   const TrackId t = h.thread(1);

@@ -88,7 +88,7 @@ struct GraphWarnings {
   std::int64_t gpu_op_before_launch = 0;  // GPU op starts before its launch call: latency clamped to 0
   std::int64_t sync_target_after_return = 0; // a wait's target ends after the wait returned: not linked
   std::int64_t unknown_sync_stream = 0;   // stream sync with no known stream: waits for the whole process
-  std::int64_t unresolved_event = 0;      // event record / sync / stream wait with no event id
+  std::int64_t unresolved_event = 0;      // event sync / stream wait with no event id
   std::int64_t gpu_ops_without_launch = 0;
   std::int64_t sync_ops_skipped = 0;      // GPU "sync" records: the waits they show are edges
   std::int64_t total() const;
