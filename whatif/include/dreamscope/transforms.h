@@ -100,8 +100,9 @@ TransformEffect set_duration(DependencyGraph& graph, const TaskSelection& select
                              const CostModel& model);
 TransformEffect remove(DependencyGraph& graph, const TaskSelection& selection, const std::vector<TaskId>& tasks,
                        bool with_launches);
-// The tasks of each group become its first task (in measured start order) with their summed
-// duration (or `model` applied to that sum); the others, and with !keep_launch... see FuseSpec.
+// The tasks of each group (one per step with `per_step`, else one) become its first task in
+// measured start order, with their summed duration or `model` applied to that sum. The others
+// and their launch calls are removed; the survivor's launch too unless `keep_launch`.
 TransformEffect fuse(DependencyGraph& graph, const TaskSelection& selection, const std::vector<TaskId>& tasks,
                      bool per_step, bool keep_launch, const std::optional<CostModel>& model);
 
