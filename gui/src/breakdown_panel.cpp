@@ -28,7 +28,7 @@ namespace {
 // Milliseconds: what the bars' axis shows.
 double ms(TimeNs t) { return static_cast<double>(t) / 1e6; }
 
-QTreeView* sortable_table(QAbstractItemModel* model, int sort_role, QWidget* parent) {
+QTreeView* sortable_table(QAbstractItemModel* model, int sort_role, int sort_column, QWidget* parent) {
   auto* proxy = new QSortFilterProxyModel(parent);
   proxy->setSourceModel(model);
   proxy->setSortRole(sort_role);
@@ -38,6 +38,7 @@ QTreeView* sortable_table(QAbstractItemModel* model, int sort_role, QWidget* par
   view->setUniformRowHeights(true);
   view->setAlternatingRowColors(true);
   view->setSortingEnabled(true);
+  view->sortByColumn(sort_column, sort_column == 0 ? Qt::AscendingOrder : Qt::DescendingOrder);
   view->header()->setSectionResizeMode(0, QHeaderView::Stretch);
   view->header()->setStretchLastSection(false);
   return view;
@@ -90,9 +91,9 @@ BreakdownPanel::BreakdownPanel(QWidget* parent) : QWidget(parent) {
   auto* ops = new QSplitter(Qt::Horizontal, tabs);
   operation_chart_ = chart_view(ops);
   ops->addWidget(operation_chart_);
-  ops->addWidget(sortable_table(cross_stack_, CrossStackModel::SortRole, ops));
-  ops->setStretchFactor(0, 3);
-  ops->setStretchFactor(1, 2);
+  ops->addWidget(sortable_table(cross_stack_, CrossStackModel::SortRole, CrossStackModel::Total, ops));
+  operation_chart_->setMinimumWidth(420);
+  ops->setSizes({700, 600});
   tabs->addTab(ops, tr("Per operation"));
 
   step_chart_ = chart_view(tabs);
@@ -104,7 +105,7 @@ BreakdownPanel::BreakdownPanel(QWidget* parent) : QWidget(parent) {
   stall_summary_ = new QLabel(stall_box);
   stall_summary_->setWordWrap(true);
   sl->addWidget(stall_summary_);
-  sl->addWidget(sortable_table(stalls_, DataStallModel::SortRole, stall_box), 1);
+  sl->addWidget(sortable_table(stalls_, DataStallModel::SortRole, DataStallModel::Step, stall_box), 1);
   tabs->addTab(stall_box, tr("Data stalls"));
 }
 
@@ -160,7 +161,7 @@ void BreakdownPanel::show_analysis(const TraceAnalysis& a) {
       *sets[1] << ms(op.cpu_cuda_api);
       *sets[2] << ms(op.gpu_only);
       *sets[3] << ms(op.cpu_gpu_overlap);
-      if (label.size() > 40) label = label.left(38) + QStringLiteral("...");
+      if (label.size() > 30) label = label.left(28) + QStringLiteral("...");
       categories << label;
     };
     if (static_cast<int>(ops.size()) > shown) add(other, tr("(%1 others)").arg(ops.size() - shown));
@@ -168,6 +169,7 @@ void BreakdownPanel::show_analysis(const TraceAnalysis& a) {
     chart->addSeries(series);
     auto* y = new QBarCategoryAxis;
     y->append(categories);
+    y->setTruncateLabels(false);
     chart->addAxis(y, Qt::AlignLeft);
     series->attachAxis(y);
     auto* x = new QValueAxis;

@@ -388,7 +388,8 @@ void MainWindow::run_search() {
   std::size_t total = 0;
   std::vector<EventRef> found = find_events(*doc_, matched, SearchResultsModel::kMaxRows, &total);
   search_results_->set_results(doc_, std::move(found), total);
-  timeline_->set_matched_names(std::move(matched));
+  // With nothing matched, dimming every event would only hide the trace.
+  timeline_->set_matched_names(total ? std::move(matched) : std::vector<bool>{});
   if (total == 0) search_status_->setText(tr("No match"));
   else if (total > SearchResultsModel::kMaxRows)
     search_status_->setText(tr("%1 matches; listing the first %2").arg(format_count(total), format_count(SearchResultsModel::kMaxRows)));

@@ -185,17 +185,37 @@ void TimelineView::compute_links() {
       }
     }
   }
-  // Flows touching the selection (producer -> consumer, event record -> wait).
+  // Flows touching the selection (producer -> consumer, event record -> wait). Imported
+  // traces also carry launch -> kernel flows, which would repeat the launch link.
   const TrackId track = doc_->track(e);
   const TimeNs s = doc_->start(e), en = doc_->end(e);
-  auto lane_for = [&](TrackId tr) { return tr == track ? doc_->lane_of(e) : 0; };
+  auto lane_for = [&](TrackId tr, TimeNs time) { return tr == track ? doc_->lane_of(e) : lane_at_time(tr, time); };
   for (const FlowRecord& f : t.flows()) {
     const bool from_here = f.from_track == track && f.from_time >= s && f.from_time <= en;
     const bool to_here = f.to_track == track && f.to_time >= s && f.to_time <= en;
-    if (from_here || to_here) {
-      links_.push_back({f.from_track, lane_for(f.from_track), f.from_time, f.to_track, lane_for(f.to_track), f.to_time});
-    }
+    if (!from_here && !to_here) continue;
+    const Link link{f.from_track, lane_for(f.from_track, f.from_time), f.from_time,
+                    f.to_track, lane_for(f.to_track, f.to_time), f.to_time};
+    const bool repeated = std::any_of(links_.begin(), links_.end(), [&](const Link& l) {
+      return l.from_track == link.from_track && l.to_track == link.to_track && l.from_lane == link.from_lane &&
+             l.to_lane == link.to_lane && std::abs(l.to_time - link.to_time) <= 1000 &&
+             std::abs(l.from_time - link.from_time) <= 1000;
+    });
+    if (!repeated) links_.push_back(link);
   }
+}
+
+int TimelineView::lane_at_time(TrackId track, TimeNs time) const {
+  const Trace& t = doc_->trace();
+  // A CUDA API call at that time is what a flow from a thread usually leaves from.
+  const EventRange api = t.cuda_api_in(track, time, time + 1);
+  for (EventIndex i = api.begin; i < api.end; ++i) {
+    if (t.cuda_api().start[i] <= time && time <= t.cuda_api().end[i]) return doc_->lane_of({EventTable::CudaApi, i});
+  }
+  const EventRange ops = t.gpu_ops_in(track, time, time + 1);
+  if (!ops.empty()) return doc_->lanes(track).gpu_lane;
+  if (auto a = t.innermost_annotation_at(track, time)) return t.annotations().depth[*a];
+  return doc_->lanes(track).gpu_lane >= 0 ? doc_->lanes(track).gpu_lane : 0;
 }
 
 TimelineView::Hit TimelineView::hit_test(QPoint pos) const {

@@ -95,6 +95,8 @@ class TimelineView : public QAbstractScrollArea {
 
   void update_scrollbar();
   void compute_links();
+  // The lane a flow endpoint on `track` at `time` belongs to.
+  int lane_at_time(TrackId track, TimeNs time) const;
   int time_width() const { return time_area_width(viewport()->width()); }
   int scroll_y() const;
   void paint_lane(QPainter& p, const Lane& lane, int y, TimeNs from, TimeNs to, int width) const;
