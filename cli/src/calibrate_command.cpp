@@ -1,0 +1,229 @@
+// `dreamscope calibrate [--apply TRACE]`: measures what the tracer adds to each recorded
+// event on this machine, more thoroughly than the tracer's self-calibration at start, and
+// optionally writes the figures into a trace's calibration table for overhead correction.
+//
+// The same measurement runs twice in a child process (this executable, re-run): once with
+// no NVTX tool attached, once under libdreamscope-tracer.so. The cost of an event kind is
+// the difference of the two medians: exactly what tracing added to the calling thread.
+// Calls come in batches small enough for the tracer's default rings, with pauses for its
+// writer thread, so the figure is the recording path that a real job sees.
+#include "commands.h"
+
+#include <dreamscope/annotate.h>
+#include <dreamscope/trace_file.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace dreamscope::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kChildVariable = "DREAMSCOPE_CALIBRATE_CHILD";
+
+struct CalibrateOptions {
+  std::string apply;
+  int rounds = 21;
+  int batch = 10000;
+  bool json = false;
+};
+
+// In the child: per event kind, the median over `rounds` batches of the cost of one call.
+int measure(int rounds, int batch) {
+  const ds_string_t registered = ds_register_string("calibrate");
+  using clock = std::chrono::steady_clock;
+  auto median_ns = [&](auto&& call) {
+    std::vector<double> per_call;
+    for (int r = 0; r < rounds; ++r) {
+      const auto t0 = clock::now();
+      for (int i = 0; i < batch; ++i) call(i);
+      per_call.push_back(std::chrono::duration<double, std::nano>(clock::now() - t0).count() / batch);
+      // Let the tracer's writer drain its rings before the next batch.
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::sort(per_call.begin(), per_call.end());
+    return per_call[per_call.size() / 2];
+  };
+  const double range = median_ns([](int i) {
+    ds_range_push(DS_CATEGORY_OPERATION, "calibrate", i);
+    ds_range_pop();
+  });
+  const double range_registered = median_ns([&](int i) {
+    ds_range_push_registered(DS_CATEGORY_OPERATION, registered, i);
+    ds_range_pop();
+  });
+  const double mark = median_ns([](int i) { ds_mark(DS_CATEGORY_OPERATION, "calibrate", i); });
+  std::printf("nvtx_range %.3f\nnvtx_range_registered %.3f\nnvtx_mark %.3f\n", range, range_registered, mark);
+  return 0;
+}
+
+fs::path tracer_library() {
+  if (const char* env = std::getenv("DREAMSCOPE_LIB_DIR"); env && *env) return fs::path(env) / "libdreamscope-tracer.so";
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return exe.parent_path().parent_path() / "lib" / "libdreamscope-tracer.so";
+}
+
+std::map<std::string, double> run_child(const CalibrateOptions& o, bool traced, const fs::path& parts) {
+  int fds[2];
+  if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    setenv(kChildVariable, "1", 1);
+    if (traced) {
+      const std::string lib = tracer_library().string();
+      setenv("LD_PRELOAD", lib.c_str(), 1);
+      setenv("NVTX_INJECTION64_PATH", lib.c_str(), 1);
+      setenv("DREAMSCOPE_OUTPUT_DIR", parts.c_str(), 1);
+      setenv("DREAMSCOPE_TRACE", "nvtx", 1);
+    } else {
+      unsetenv("LD_PRELOAD");
+      unsetenv("NVTX_INJECTION64_PATH");
+    }
+    const std::string rounds = std::to_string(o.rounds), batch = std::to_string(o.batch);
+    execl("/proc/self/exe", "dreamscope", "calibrate", "--rounds", rounds.c_str(), "--batch", batch.c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[512];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    throw std::runtime_error(fmt::format("the {} measurement failed", traced ? "traced" : "untraced"));
+  }
+  std::map<std::string, double> costs;
+  std::size_t at = 0;
+  while (at < out.size()) {
+    const std::size_t end = out.find('\n', at);
+    const std::string line = out.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    const std::size_t space = line.find(' ');
+    if (space != std::string::npos) costs[line.substr(0, space)] = std::atof(line.c_str() + space + 1);
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  return costs;
+}
+
+void apply_to_trace(const std::string& path, const std::vector<CalibrationRecord>& records) {
+  read_trace(path); // refuses, with a message naming the file, anything that is not a trace
+  sqlite3* db = nullptr;
+  if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) {
+    std::string why = sqlite3_errmsg(db);
+    sqlite3_close(db);
+    throw TraceError(path + ": cannot open: " + why);
+  }
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO calibration(event_kind, cost_ns, samples, method) VALUES(?,?,?,?)",
+                     -1, &st, nullptr);
+  for (const auto& r : records) {
+    sqlite3_bind_text(st, 1, r.event_kind.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(st, 2, r.cost_ns);
+    sqlite3_bind_int64(st, 3, r.samples);
+    sqlite3_bind_text(st, 4, r.method.c_str(), -1, SQLITE_TRANSIENT);
+    const int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+      std::string why = sqlite3_errmsg(db);
+      sqlite3_finalize(st);
+      sqlite3_close(db);
+      throw TraceError(path + ": cannot write the calibration table: " + why);
+    }
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+
+int run_calibrate(const CalibrateOptions& o) {
+  if (std::getenv(kChildVariable)) return measure(o.rounds, o.batch);
+  if (!fs::exists(tracer_library())) {
+    std::fprintf(stderr, "dreamscope calibrate: %s not found (set DREAMSCOPE_LIB_DIR)\n", tracer_library().c_str());
+    return kExitError;
+  }
+  char tmpl[] = "/tmp/dreamscope-calibrate-XXXXXX";
+  const char* made = mkdtemp(tmpl);
+  if (!made) {
+    std::fprintf(stderr, "dreamscope calibrate: cannot create a temporary folder\n");
+    return kExitError;
+  }
+  const fs::path parts = made;
+  std::map<std::string, double> untraced, traced;
+  try {
+    untraced = run_child(o, false, parts);
+    traced = run_child(o, true, parts);
+  } catch (const std::exception& e) {
+    fs::remove_all(parts);
+    std::fprintf(stderr, "dreamscope calibrate: %s\n", e.what());
+    return kExitError;
+  }
+  fs::remove_all(parts);
+
+  const std::string method = fmt::format(
+      "dreamscope calibrate: median of {} batches of {} calls, traced minus untraced", o.rounds, o.batch);
+  std::vector<CalibrationRecord> records;
+  for (const auto& [kind, cost] : traced) {
+    const double base = untraced.count(kind) ? untraced.at(kind) : 0.0;
+    records.push_back(CalibrationRecord{kind, std::max(cost - base, 0.0),
+                                        static_cast<std::int64_t>(o.rounds) * o.batch, method});
+  }
+  if (o.json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& r : records) {
+      j.push_back({{"event_kind", r.event_kind}, {"cost_ns", r.cost_ns}, {"traced_ns", traced.at(r.event_kind)},
+                   {"untraced_ns", untraced[r.event_kind]}, {"samples", r.samples}});
+    }
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::printf("%-24s%12s%12s%12s\n", "event", "untraced", "traced", "cost");
+    for (const auto& r : records) {
+      std::printf("%-24s%9.1f ns%9.1f ns%9.1f ns\n", r.event_kind.c_str(), untraced[r.event_kind],
+                  traced.at(r.event_kind), r.cost_ns);
+    }
+  }
+  if (!o.apply.empty()) {
+    apply_to_trace(o.apply, records);
+    std::fprintf(stderr, "dreamscope calibrate: wrote %zu costs into %s\n", records.size(), o.apply.c_str());
+  }
+  return kExitOk;
+}
+
+const CommandRegistration calibrate_command(80, "calibrate", [](CLI::App& app) -> CommandAction {
+  auto o = std::make_shared<CalibrateOptions>();
+  auto* cmd = app.add_subcommand("calibrate", "Measure what the tracer adds per recorded event on this machine");
+  cmd->add_option("--apply", o->apply, "Write the measured costs into this trace's calibration table");
+  cmd->add_option("--rounds", o->rounds, "Batches per event kind (the median is kept)")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cmd->add_option("--batch", o->batch, "Calls per batch (fits the tracer's default rings)")
+      ->check(CLI::Range(1, 15000))
+      ->capture_default_str();
+  cmd->add_flag("--json", o->json, "Print JSON instead of a table");
+  cmd->footer("Example:\n  dreamscope calibrate\n  dreamscope calibrate --apply run.db");
+  return [o] { return run_calibrate(*o); };
+});
+
+} // namespace
+} // namespace dreamscope::cli
