@@ -22,11 +22,11 @@ constexpr int kWidth = 1210; // a 1000-pixel time area
 constexpr int kHeight = 420;
 
 struct Fixture {
+  QApplication& application = app(); // before any widget member
   std::shared_ptr<const TraceDocument> doc = make_step_document();
   TimelineView view;
 
   Fixture() {
-    app();
     view.setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     view.resize(kWidth + 2 * view.frameWidth(), kHeight + 2 * view.frameWidth());
     view.show();
