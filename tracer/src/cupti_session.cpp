@@ -120,6 +120,9 @@ void start() {
     }
   }
   g_active.store(true);
+  // As CUPTI's own injection sample does: flush while the CUDA runtime is still up, since
+  // its exit handlers, registered after the tracer's, run before the tracer's final close.
+  std::atexit([] { cupti_flush_all(); });
   g_hot.external_push.store(external_push);
   g_hot.external_pop.store(external_pop);
 }
