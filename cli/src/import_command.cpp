@@ -47,13 +47,13 @@ const CommandRegistration import_command(30, "import", [](CLI::App& app) -> Comm
         auto now = std::chrono::steady_clock::now();
         if (now - last < std::chrono::milliseconds(200) || p.bytes_total == 0) return;
         last = now;
-        std::fprintf(stderr, "\rimporting: %3.0f%%", 100.0 * static_cast<double>(p.bytes_done) /
-                                                         static_cast<double>(p.bytes_total));
+        std::fprintf(stderr, "\r%-13.*s %3.0f%%", static_cast<int>(p.stage.size()), p.stage.data(),
+                     100.0 * static_cast<double>(p.bytes_done) / static_cast<double>(p.bytes_total));
       };
     }
     ImportStats stats;
     Trace trace = load_trace(opts->input, &stats, progress);
-    if (tty) std::fprintf(stderr, "\r                \r");
+    if (tty) std::fprintf(stderr, "\r                   \r");
     write_trace(trace, opts->output);
 
     const double mb = static_cast<double>(stats.bytes) / 1e6;

@@ -67,7 +67,7 @@ void gunzip(const std::filesystem::path& path, const std::string& in, std::size_
     rc = inflate(&zs, Z_NO_FLUSH);
     in_done += in_chunk - zs.avail_in;
     out_done += out_chunk - zs.avail_out;
-    if (progress) progress(ImportProgress{in_done, in_size});
+    if (progress) progress(ImportProgress{in_done, in_size, "decompressing"});
     if (rc == Z_STREAM_END) {
       if (in_done < in_size && is_gzip(in.substr(in_done, 2), 2)) {
         inflateReset(&zs);

@@ -50,6 +50,7 @@ struct ImportStats {
 struct ImportProgress {
   std::uint64_t bytes_done = 0;
   std::uint64_t bytes_total = 0;
+  std::string_view stage = "parsing"; // "decompressing" (gzip input), then "parsing"
 };
 using ImportProgressFn = std::function<void(const ImportProgress&)>;
 
