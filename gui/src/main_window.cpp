@@ -355,6 +355,7 @@ void MainWindow::set_document(std::shared_ptr<const TraceDocument> doc) {
   search_results_->clear();
   search_status_->clear();
   kernels_->set_document(doc_);
+  kernel_view_->scrollToTop();
   timeline_->set_document(doc_);
   predicted_box_->hide();
   predicted_timeline_->set_document(nullptr);

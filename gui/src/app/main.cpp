@@ -45,7 +45,10 @@ int main(int argc, char** argv) {
   const QCommandLineOption whatif(QStringLiteral("whatif"),
                                   QStringLiteral("Run this what-if scenario (built-in name or TOML file) once the trace is open."),
                                   QStringLiteral("scenario"));
-  parser.addOptions({screenshot, search, size, window_range, show, whatif});
+  const QCommandLineOption select(QStringLiteral("select"),
+                                  QStringLiteral("Select the first event whose name matches this regular expression."),
+                                  QStringLiteral("regex"));
+  parser.addOptions({screenshot, search, size, window_range, show, whatif, select});
   parser.process(app);
 
   dreamscope::gui::MainWindow window;
@@ -83,6 +86,14 @@ int main(int argc, char** argv) {
         window.timeline()->zoom_to(begin + static_cast<dreamscope::TimeNs>(r[0].toDouble() * 1e6),
                                    begin + static_cast<dreamscope::TimeNs>(r[1].toDouble() * 1e6));
       }
+    }
+    if (parser.isSet(select)) {
+      // Found through the search, which is then cleared so nothing stays dimmed.
+      window.search_field()->setText(parser.value(select));
+      window.run_search();
+      window.next_match(+1);
+      window.search_field()->clear();
+      window.run_search();
     }
     if (parser.isSet(search)) {
       window.search_field()->setText(parser.value(search));
