@@ -144,10 +144,10 @@ std::string render_text(const WhatIfCommandOptions& o, const WhatIfReport& r) {
     out += fmt::format("\n{}\n", p.label);
     for (const auto& e : p.effects) out += fmt::format("  {:<14}{:<34} {}\n", e.op, where(e.where), effect_text(e));
     if (p.unscheduled > 0) out += fmt::format("  WARNING: {} tasks never ran (the edits made a cycle)\n", p.unscheduled);
-    out += "  critical path:\n";
+    out += "  critical path of the median step:\n";
     for (const auto& c : p.critical_path) out += fmt::format("    {:>12}  {}\n", format_duration(c.time), c.what);
   }
-  out += "\ncritical path as traced:\n";
+  out += "\ncritical path of the median step as traced:\n";
   for (const auto& c : r.baseline_critical_path) out += fmt::format("    {:>12}  {}\n", format_duration(c.time), c.what);
   if (r.data_stalls) {
     const auto& d = *r.data_stalls;
@@ -194,7 +194,7 @@ std::string render_markdown(const WhatIfCommandOptions& o, const WhatIfReport& r
     for (const auto& e : p.effects) {
       out += fmt::format("| {} | {} | {} |\n", e.op, md_escape(where(e.where)), md_escape(effect_text(e)));
     }
-    out += "\n| critical path | time |\n|---|---:|\n";
+    out += "\n| critical path of the median step | time |\n|---|---:|\n";
     for (const auto& c : p.critical_path) out += fmt::format("| {} | {} |\n", md_escape(c.what), format_duration(c.time));
     out += "\n</details>\n";
   }

@@ -349,7 +349,17 @@ TEST(Engine, CombinesScenariosAndExposesGateValues) {
   // at 1967; 700 ns of CPU work follow.
   EXPECT_DOUBLE_EQ(report.predictions[2].step_median, 2667);
   EXPECT_EQ(report.predictions[2].parameters.at("amp.memory_bound_ratio"), "0.5");
-  EXPECT_FALSE(report.baseline_critical_path.empty());
+  // The step's critical path as traced: the CPU piece before the sync ← the sync's residual ←
+  // the four kernels back to back ← sgemm's launch (reached at its start, through the launch
+  // edge: 150 ns of latency, no task) ← the forward piece before it. Top six of seven:
+  const std::vector<std::pair<std::string, TimeNs>> expected = {
+      {"kernel sgemm_nn", 2000}, {"kernel relu_fw", 1000}, {"cpu in step", 700},
+      {"kernel adam_a", 500},    {"kernel adam_b", 500},   {"cpu in forward", 100}};
+  ASSERT_EQ(report.baseline_critical_path.size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(report.baseline_critical_path[i].what, expected[i].first);
+    EXPECT_EQ(report.baseline_critical_path[i].time, expected[i].second) << expected[i].first;
+  }
 
   const auto gates = gate_values(report);
   EXPECT_DOUBLE_EQ(std::get<double>(gates.at("speedup")), 5000.0 / 2667.0);

@@ -23,14 +23,28 @@ std::string share_label(const TaskSelection& selection, const DependencyGraph& g
   return "other";
 }
 
+// The chain of binding constraints back from `last` (the simulator's critical_path walk,
+// started at a chosen task), down to where it leaves [window_begin, ...). Each task's own
+// time on the path is its duration clipped to the window; a launch call whose start is all
+// the path needs (it reached the call through a launch edge) contributes nothing.
 std::vector<CriticalPathShare> critical_path_shares(const TaskSelection& selection, const DependencyGraph& graph,
-                                                    const SimulationResult& result, std::size_t keep) {
+                                                    const SimulationResult& result, TaskId last,
+                                                    TimeNs window_begin, std::size_t keep) {
   std::unordered_map<std::string, TimeNs> by_label;
-  for (const auto& step : critical_path(graph, result)) {
-    if (step.task == kNoTask || graph.removed(step.task)) continue;
-    const TimeNs own = graph.duration(step.task);
-    if (own <= 0) continue;
-    by_label[share_label(selection, graph, step.task)] += own;
+  TaskId t = last;
+  bool at_end = true;
+  while (t != kNoTask && result.end[t] != kNoValue && result.end[t] > window_begin) {
+    const TaskBinding& b = result.binding[t];
+    if (at_end && !graph.removed(t)) {
+      const TimeNs own = std::min(graph.duration(t), result.end[t] - window_begin);
+      if (own > 0) by_label[share_label(selection, graph, t)] += own;
+    }
+    if (at_end && (b.end == Constraint::Sync || b.end == Constraint::Flow) && b.end_by != kNoTask) {
+      t = b.end_by;
+      continue;
+    }
+    at_end = b.start != Constraint::Launch;
+    t = b.start == Constraint::RunStart ? kNoTask : b.start_by;
   }
   std::vector<CriticalPathShare> shares;
   shares.reserve(by_label.size());
@@ -40,6 +54,30 @@ std::vector<CriticalPathShare> critical_path_shares(const TaskSelection& selecti
   });
   if (shares.size() > keep) shares.resize(keep);
   return shares;
+}
+
+// The critical path of the median step (by predicted duration), or of the whole run when the
+// trace has no steps: what bounds the step time the report compares.
+std::vector<CriticalPathShare> median_step_critical_path(const TaskSelection& selection, const DependencyGraph& graph,
+                                                         const SimulationResult& result,
+                                                         const std::vector<StepTime>& steps, std::size_t keep) {
+  if (result.binding.empty()) return {};
+  if (steps.empty()) {
+    TaskId last = kNoTask;
+    for (TaskId t = 0; t < graph.task_count(); ++t) {
+      if (result.end[t] == kNoValue || graph.removed(t)) continue;
+      if (last == kNoTask || result.end[t] > result.end[last]) last = t;
+    }
+    return last == kNoTask ? std::vector<CriticalPathShare>{}
+                           : critical_path_shares(selection, graph, result, last, result.begin, keep);
+  }
+  std::vector<const StepTime*> by_duration;
+  for (const auto& s : steps) by_duration.push_back(&s);
+  std::sort(by_duration.begin(), by_duration.end(),
+            [](const StepTime* a, const StepTime* b) { return a->predicted() < b->predicted(); });
+  const StepTime& median = *by_duration[by_duration.size() / 2];
+  return critical_path_shares(selection, graph, result, graph.annotation_last(median.row), median.predicted_start,
+                              keep);
 }
 
 std::string gate_name(std::string_view scenario) {
@@ -73,7 +111,7 @@ Prediction predict(const Trace& trace, const DependencyGraph& baseline, const Ta
   p.steps = step_times(trace, graph, result);
   p.step_median = median_step(p.steps, p.span, true);
   p.speedup = p.step_median > 0 ? baseline_step / p.step_median : 0;
-  p.critical_path = critical_path_shares(selection, graph, result, options.critical_path_entries);
+  p.critical_path = median_step_critical_path(selection, graph, result, p.steps, options.critical_path_entries);
   if (make_trace) p.predicted = make_predicted_trace(trace, graph, result);
   return p;
 }
@@ -145,7 +183,8 @@ WhatIfReport run_whatif(const Trace& trace, const std::vector<ScenarioRequest>& 
   report.replayed_span = replayed.span();
   report.measured_step_median = median_step(steps, report.measured_span, false);
   report.replayed_step_median = median_step(steps, report.replayed_span, true);
-  report.baseline_critical_path = critical_path_shares(selection, baseline, replayed, options.critical_path_entries);
+  report.baseline_critical_path =
+      median_step_critical_path(selection, baseline, replayed, steps, options.critical_path_entries);
 
   const bool combine = requests.size() > 1;
   for (std::size_t i = 0; i < requests.size(); ++i) {

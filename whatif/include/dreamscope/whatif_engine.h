@@ -40,7 +40,7 @@ struct Prediction {
   double speedup = 0;        // baseline step median / predicted step median
   std::size_t unscheduled = 0;
   std::vector<StepTime> steps;
-  std::vector<CriticalPathShare> critical_path; // largest first
+  std::vector<CriticalPathShare> critical_path; // of the median step (or the run), largest first
   std::optional<Trace> predicted;               // when WhatIfOptions::make_trace
 };
 
@@ -59,7 +59,7 @@ struct WhatIfReport {
   std::size_t step_count = 0;
   TimeNs measured_span = 0, replayed_span = 0;
   double measured_step_median = 0, replayed_step_median = 0; // ns
-  std::vector<CriticalPathShare> baseline_critical_path;
+  std::vector<CriticalPathShare> baseline_critical_path; // of the median replayed step
   std::vector<Prediction> predictions; // each scenario, then the combination when more than one
   std::optional<DataStallBreakdown> data_stalls;
 };
