@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 
@@ -75,6 +76,64 @@ void DependencyGraph::set_removed(TaskId t, bool removed) {
   } else {
     flags_[t] &= static_cast<std::uint8_t>(~kTaskRemoved);
   }
+}
+
+namespace {
+
+struct EdgeList {
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> ends;
+  std::vector<EdgeInfo> info;
+};
+
+EdgeList edge_list(const EdgeGraph& g) {
+  EdgeList out;
+  out.ends.reserve(boost::num_edges(g));
+  out.info.reserve(boost::num_edges(g));
+  for (auto [e, end] = boost::edges(g); e != end; ++e) {
+    out.ends.emplace_back(boost::source(*e, g), boost::target(*e, g));
+    out.info.push_back(g[*e]);
+  }
+  return out;
+}
+
+} // namespace
+
+void DependencyGraph::add_edges(std::span<const EdgeSpec> edges) {
+  if (edges.empty()) return;
+  EdgeList list = edge_list(edges_);
+  for (const EdgeSpec& e : edges) {
+    if (e.from >= task_count() || e.to >= task_count()) throw std::out_of_range("add_edges: no such task");
+    list.ends.emplace_back(e.from, e.to);
+    list.info.push_back({e.delay, e.kind});
+    if (edge_gates_completion(e.kind)) {
+      ++completion_in_[e.to];
+      flags_[e.to] |= kTaskBlocking;
+    } else {
+      ++start_in_[e.to];
+    }
+  }
+  edges_ = EdgeGraph(boost::edges_are_unsorted_multi_pass, list.ends.begin(), list.ends.end(), list.info.begin(),
+                     static_cast<std::uint32_t>(task_count()));
+}
+
+std::size_t DependencyGraph::remove_edges(TaskId from, TaskId to) {
+  EdgeList list = edge_list(edges_);
+  EdgeList kept;
+  std::size_t removed = 0;
+  for (std::size_t k = 0; k < list.ends.size(); ++k) {
+    if (list.ends[k].first == from && list.ends[k].second == to) {
+      --(edge_gates_completion(list.info[k].kind) ? completion_in_ : start_in_)[to];
+      ++removed;
+      continue;
+    }
+    kept.ends.push_back(list.ends[k]);
+    kept.info.push_back(list.info[k]);
+  }
+  if (removed > 0) {
+    edges_ = EdgeGraph(boost::edges_are_unsorted_multi_pass, kept.ends.begin(), kept.ends.end(), kept.info.begin(),
+                       static_cast<std::uint32_t>(task_count()));
+  }
+  return removed;
 }
 
 std::span<const SyncAction> DependencyGraph::sync_actions_of(TaskId t) const {

@@ -310,6 +310,40 @@ TEST(ReplayTimeline, DataFlowFromPreparedBatchToItsWait) {
   EXPECT_EQ(of_task(r, wait), (Times{100, 110}));
 }
 
+TEST(ReplayTimeline, AddedAndRemovedEdges) {
+  HandTrace h;
+  const TrackId t1 = h.thread(1), t2 = h.thread(2);
+  h.api(t1, "cudaMalloc", 0, 100);
+  h.api(t2, "cudaFree", 10, 30);
+  h.api(t2, "cudaFreeHost", 40, 50);
+  const Trace trace = h.build();
+  DependencyGraph g = build_dependency_graph(trace);
+  const TaskId malloc_call = g.api_first(api_row(trace, "cudaMalloc"));
+  const TaskId free_call = g.api_first(api_row(trace, "cudaFree"));
+  const TaskId free_host = g.api_first(api_row(trace, "cudaFreeHost"));
+  // cudaFree may only start 5 ns after cudaMalloc ends: thread 2 shifts by 95 ns.
+  const EdgeSpec dependency{.from = malloc_call, .to = free_call, .kind = EdgeKind::Dependency, .delay = 5};
+  g.add_edges(std::span(&dependency, 1));
+  SimulationResult r = simulate(g);
+  EXPECT_EQ(of_task(r, free_call), (Times{105, 125}));
+  EXPECT_EQ(of_task(r, free_host), (Times{135, 145}));
+  EXPECT_EQ(r.binding[free_call].start, Constraint::Dependency);
+  // cudaFreeHost may only end after cudaMalloc ends (a completion edge): it waits at its end.
+  EXPECT_EQ(g.remove_edges(malloc_call, free_call), 1u);
+  const EdgeSpec flow{.from = malloc_call, .to = free_host, .kind = EdgeKind::Flow, .delay = 0};
+  g.add_edges(std::span(&flow, 1));
+  EXPECT_TRUE(g.blocking(free_host));
+  r = simulate(g);
+  EXPECT_EQ(of_task(r, free_call), (Times{10, 30}));
+  EXPECT_EQ(of_task(r, free_host), (Times{40, 110}));
+  EXPECT_EQ(r.binding[free_host].end, Constraint::Flow);
+  // A cycle: both tasks wait for each other and neither runs; the replay says so.
+  const EdgeSpec back{.from = free_host, .to = malloc_call, .kind = EdgeKind::Dependency, .delay = 0};
+  g.add_edges(std::span(&back, 1));
+  EXPECT_GT(simulate(g).unscheduled, 0u);
+  EXPECT_EQ(g.remove_edges(free_call, malloc_call), 0u);
+}
+
 TEST(ReplayTimeline, TiePolicyDecidesBetweenEqualStarts) {
   HandTrace h;
   const TrackId t = h.thread(1);

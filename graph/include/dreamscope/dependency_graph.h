@@ -57,6 +57,14 @@ struct EdgeInfo {
   EdgeKind kind = EdgeKind::Dependency;
 };
 
+// An edge to add: from → to, of a kind, with a delay.
+struct EdgeSpec {
+  TaskId from = kNoTask;
+  TaskId to = kNoTask;
+  EdgeKind kind = EdgeKind::Dependency;
+  TimeNs delay = 0;
+};
+
 using EdgeGraph = boost::compressed_sparse_row_graph<boost::directedS, boost::no_property, EdgeInfo,
                                                       boost::no_property, std::uint32_t, std::uint32_t>;
 
@@ -138,6 +146,13 @@ class DependencyGraph {
   void set_removed(TaskId t, bool removed);
 
   const EdgeGraph& edges() const { return edges_; }
+  // Structural edits for what-ifs (add_edge / remove_edge). Each rebuilds the edge index in
+  // O(edges), so batch them. A completion edge (sync, flow) makes its target blocking. An edge
+  // that closes a cycle is accepted; the replay then leaves the cycle's tasks unscheduled
+  // and says how many.
+  void add_edges(std::span<const EdgeSpec> edges);
+  // Removes every edge from → to (of any kind); returns how many there were.
+  std::size_t remove_edges(TaskId from, TaskId to);
   std::size_t edge_count() const { return boost::num_edges(edges_); }
   // Edges into t that gate its start, and those that gate its completion.
   std::uint32_t start_in_degree(TaskId t) const { return start_in_[t]; }
