@@ -238,8 +238,8 @@ struct Part {
   bool exec_ended = false;
 };
 
-MergeResult merge_parts(const fs::path& dir, const fs::path& output, const std::string& command, pid_t root_pid,
-                        int root_status, const std::string& job_warning) {
+MergeResult merge_parts(const fs::path& dir, const fs::path& output, const std::string& command,
+                        const std::string& root_name, pid_t root_pid, int root_status, const std::string& job_warning) {
   MergeResult result;
   if (!job_warning.empty()) result.warnings.push_back(job_warning);
   std::vector<Part> parts;
@@ -297,6 +297,13 @@ MergeResult merge_parts(const fs::path& dir, const fs::path& output, const std::
     }
   }
   result.parts = parts.size();
+  // A root process that recorded nothing left no part; it is still the job's process, with
+  // the exit status the CLI saw.
+  if (std::none_of(parts.begin(), parts.end(), [&](const Part& p) { return p.pid == root_pid; })) {
+    out.add_process(ProcessInfo{.pid = root_pid, .name = fs::path(root_name).filename().string(),
+                                .command = command, .exit_status = root_status});
+    ++result.processes;
+  }
   for (const auto& w : result.warnings) warnings.insert(w);
   std::string joined;
   for (const auto& w : warnings) joined += (joined.empty() ? "" : "; ") + w;
@@ -451,7 +458,7 @@ int run_trace(const TraceOptions& o) {
     return exit_code;
   }
   try {
-    MergeResult m = merge_parts(parts, output, command, child, exit_code, job_warning);
+    MergeResult m = merge_parts(parts, output, command, o.command.front(), child, exit_code, job_warning);
     for (const auto& w : m.warnings) {
       if (w != job_warning) std::fprintf(stderr, "dreamscope trace: %s\n", w.c_str());
     }

@@ -124,3 +124,22 @@ TEST(UnwritableOutput, TracerAloneWarnsAndTheProgramKeepsItsExitCode) {
 
 } // namespace
 } // namespace dreamscope::test
+
+namespace dreamscope::test {
+namespace {
+
+TEST(ProcessWithoutEvents, StillInTheTraceWithItsExitStatus) {
+  const auto dir = scratch_dir("no-events");
+  const auto out = dir / "quiet.db";
+  RunResult r = run(traced(out, {"sh", "-c", "exit 4"}));
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  Trace t = read_trace(out);
+  EXPECT_TRUE(t.complete());
+  ASSERT_EQ(t.processes().size(), 1u);
+  EXPECT_EQ(t.processes()[0].exit_status, 4);
+  EXPECT_EQ(t.event_count(), 0u);
+  std::filesystem::remove_all(dir);
+}
+
+} // namespace
+} // namespace dreamscope::test
