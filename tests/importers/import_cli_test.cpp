@@ -12,7 +12,7 @@ namespace dreamscope::test {
 namespace {
 
 TEST(ImportCli, ImportPrintsThroughputAndWarningsAndWritesATrace) {
-  ScratchDir dir;
+  TempDir dir;
   const std::string in = kineto("nccl_parser_config/nccl_data.json.gz").string();
   const std::string out = (dir / "nccl.db").string();
   auto r = run_command(dreamscope_bin() + " import " + in + " -o " + out);
@@ -32,7 +32,7 @@ TEST(ImportCli, ImportPrintsThroughputAndWarningsAndWritesATrace) {
 }
 
 TEST(ImportCli, QuietPrintsOnlyWarnings) {
-  ScratchDir dir;
+  TempDir dir;
   auto r = run_command(dreamscope_bin() + " import -q " + kineto("triton_example/triton_example.json.gz").string() +
                        " -o " + (dir / "t.db").string());
   ASSERT_EQ(r.exit_code, 0) << r.out;
@@ -40,7 +40,7 @@ TEST(ImportCli, QuietPrintsOnlyWarnings) {
 }
 
 TEST(ImportCli, InfoAndExportReadEveryFormatDirectly) {
-  ScratchDir dir;
+  TempDir dir;
   const std::string in = kineto("critical_path/simple_add/benchmark_result_493459_1694039959_trace.json.gz").string();
   auto info = run_command(dreamscope_bin() + " info " + in);
   ASSERT_EQ(info.exit_code, 0) << info.out;
@@ -53,7 +53,7 @@ TEST(ImportCli, InfoAndExportReadEveryFormatDirectly) {
 }
 
 TEST(ImportCli, BadInputGetsOneLineNamingTheFile) {
-  ScratchDir dir;
+  TempDir dir;
   auto p = dir.write("notes.json", "{ not json");
   auto r = run_command(dreamscope_bin() + " import " + p.string() + " -o " + (dir / "x.db").string());
   EXPECT_EQ(r.exit_code, 1);

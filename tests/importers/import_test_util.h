@@ -20,13 +20,13 @@ inline std::filesystem::path kineto(const std::string& relative) {
   return std::filesystem::path(DREAMSCOPE_SHARED_DATA_DIR) / "kineto-hta" / relative;
 }
 
-class ScratchDir {
+class TempDir {
  public:
-  ScratchDir() {
+  TempDir() {
     std::string tmpl = (std::filesystem::temp_directory_path() / "dreamscope-import-XXXXXX").string();
     path_ = ::mkdtemp(tmpl.data());
   }
-  ~ScratchDir() {
+  ~TempDir() {
     std::error_code ec;
     std::filesystem::remove_all(path_, ec);
   }

@@ -21,7 +21,7 @@ std::string error_of(const std::filesystem::path& p) {
 }
 
 TEST(KinetoBadInput, TruncatedGzipIsAnErrorNamingTheFile) {
-  ScratchDir dir;
+  TempDir dir;
   std::ifstream in(kineto("nccl_parser_config/nccl_data.json.gz"), std::ios::binary);
   std::string gz((std::istreambuf_iterator<char>(in)), {});
   auto p = dir.write("cut.json.gz", gz.substr(0, gz.size() / 2));
@@ -30,7 +30,7 @@ TEST(KinetoBadInput, TruncatedGzipIsAnErrorNamingTheFile) {
 }
 
 TEST(KinetoBadInput, NotJsonIsAnError) {
-  ScratchDir dir;
+  TempDir dir;
   auto p = dir.write("notes.json", "{ this is not json at all");
   EXPECT_TRUE(error_of(p).starts_with(p.string() + ": not valid JSON")) << error_of(p);
   auto text = dir.write("readme.txt", "hello\n");
@@ -41,7 +41,7 @@ TEST(KinetoBadInput, NotJsonIsAnError) {
 }
 
 TEST(KinetoBadInput, MissingTraceEventsIsAnError) {
-  ScratchDir dir;
+  TempDir dir;
   auto p = dir.write("meta.json", R"json({"schemaVersion": 1, "deviceProperties": []})json");
   EXPECT_EQ(error_of(p), p.string() + ": no traceEvents array, so not a PyTorch profiler trace");
   auto q = dir.write("wrong.json", R"json({"traceEvents": {"ph": "X"}})json");
@@ -49,7 +49,7 @@ TEST(KinetoBadInput, MissingTraceEventsIsAnError) {
 }
 
 TEST(KinetoBadInput, EventsMissingFieldsAreCountedAndTheRestKept) {
-  ScratchDir dir;
+  TempDir dir;
   auto p = dir.write("holes.json", R"json({"traceEvents": [
     {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 10, "dur": 5},
     {"ph": "X", "cat": "cpu_op", "name": "no dur", "pid": 1, "tid": 2, "ts": 10},
@@ -96,7 +96,7 @@ TEST(KinetoBadInput, EventsMissingFieldsAreCountedAndTheRestKept) {
 }
 
 TEST(KinetoBadInput, DamagedJsonAfterSomeEventsKeepsThem) {
-  ScratchDir dir;
+  TempDir dir;
   auto p = dir.write("cut.json", R"json({"traceEvents": [
     {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 2, "ts": 10, "dur": 5},
     {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 2, "ts": 20, "dur": 5},
@@ -109,7 +109,7 @@ TEST(KinetoBadInput, DamagedJsonAfterSomeEventsKeepsThem) {
 }
 
 TEST(KinetoBadInput, The2021FormatStreamTidAndExponentTimestamps) {
-  ScratchDir dir;
+  TempDir dir;
   auto p = dir.write_gzip("old.json.gz", R"json({"traceEvents": [
     {"ph": "X", "cat": "Operator", "name": "aten::conv2d", "pid": 5, "tid": 5, "ts": 1.5e3, "dur": 2.0005},
     {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 5, "tid": 5, "ts": 1501, "dur": 1, "args": {"correlation": 9, "external id": 3}},
@@ -129,7 +129,7 @@ TEST(KinetoBadInput, The2021FormatStreamTidAndExponentTimestamps) {
 }
 
 TEST(KinetoBadInput, MissingFileAndDirectory) {
-  ScratchDir dir;
+  TempDir dir;
   EXPECT_EQ(error_of(dir / "nope.json"), (dir / "nope.json").string() + ": no such file");
   std::filesystem::create_directory(dir / "d");
   EXPECT_EQ(error_of(dir / "d"), (dir / "d").string() + ": is a directory, not a trace file");

@@ -243,7 +243,7 @@ TEST(KinetoImport, GpuUserAnnotationsSitOnTheirStream) {
 }
 
 TEST(KinetoImport, RoundTripThroughTheTraceFileIsIdentical) {
-  ScratchDir dir;
+  TempDir dir;
   for (const char* file : {"nccl_parser_config/nccl_data.json.gz", "cupti_profiler/benchmark_result_924719_1679055439_trace.json.gz",
                            "triton_example/triton_example.json.gz"}) {
     SCOPED_TRACE(file);

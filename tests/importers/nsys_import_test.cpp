@@ -12,7 +12,7 @@
 namespace dreamscope::test {
 namespace {
 
-std::filesystem::path make_fixture(const ScratchDir& dir) {
+std::filesystem::path make_fixture(const TempDir& dir) {
   std::ifstream in(std::filesystem::path(DREAMSCOPE_TEST_DATA_DIR) / "nsys" / "small_export.sql");
   std::string sql((std::istreambuf_iterator<char>(in)), {});
   auto path = dir / "report.sqlite";
@@ -26,14 +26,14 @@ std::filesystem::path make_fixture(const ScratchDir& dir) {
 }
 
 TEST(NsysImport, DetectedByContent) {
-  ScratchDir dir;
+  TempDir dir;
   auto path = make_fixture(dir);
   EXPECT_EQ(detect_trace_format(path), TraceFormat::NsysSqlite);
   EXPECT_EQ(load_trace(path).source(), TraceSource::Nsys);
 }
 
 TEST(NsysImport, EveryRowWithItsValues) {
-  ScratchDir dir;
+  TempDir dir;
   ImportStats stats;
   Trace t = import_nsys(make_fixture(dir), &stats);
   EXPECT_EQ(count_kinds(t), (KindCounts{.runtime = 4, .driver = 1, .kernel = 2, .memcpy = 1, .memset = 1, .sync = 1,
@@ -101,7 +101,7 @@ TEST(NsysImport, EveryRowWithItsValues) {
 }
 
 TEST(NsysImport, ASqliteFileThatIsNeitherIsRefused) {
-  ScratchDir dir;
+  TempDir dir;
   auto path = dir / "other.sqlite";
   sqlite3* db = nullptr;
   sqlite3_open(path.c_str(), &db);
