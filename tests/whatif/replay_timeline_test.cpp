@@ -344,6 +344,51 @@ TEST(ReplayTimeline, AddedAndRemovedEdges) {
   EXPECT_EQ(g.remove_edges(free_call, malloc_call), 0u);
 }
 
+TEST(ReplayTimeline, InsertedAndMovedTasks) {
+  HandTrace h;
+  const TrackId main = h.thread(1), worker = h.thread(2);
+  const TrackId s = h.stream(7);
+  h.annotation(worker, "prep 1", "prep", 0, 400, 1);
+  h.annotation(worker, "prep 2", "prep", 400, 800, 2);
+  h.annotation(main, "wait 1", "wait", 0, 410, 1);
+  h.annotation(main, "wait 2", "wait", 410, 810, 2);
+  h.api(main, "launch", 810, 820, 1, 7);
+  h.kernel(s, "k", 830, 930, 1);
+  const Trace trace = h.build();
+  DependencyGraph g = build_dependency_graph(trace);
+  const TaskId prep2 = g.annotation_first(annotation_row(trace, "prep 2"));
+  const TaskId k = g.gpu_task(gpu_row(trace, "k"));
+
+  // A second loader worker takes batch 2, and an all-reduce of 50 ns follows the kernel.
+  GraphEdit edit;
+  TrackInfo second;
+  second.kind = TrackKind::CpuThread;
+  second.name = "loader-1";
+  const ResourceId worker2 = edit.add_resource(second);
+  edit.move(prep2, worker2);
+  const std::uint32_t all_reduce = edit.insert(s, k, TaskKind::Kernel, "all_reduce", 50);
+  const EditResult moved = g.apply(edit);
+  ASSERT_EQ(moved.resources.size(), 1u);
+  EXPECT_EQ(g.resource(moved.old_to_new[prep2]), moved.resources[0]);
+  EXPECT_EQ(g.resource_count(), trace.tracks().size() + 1);
+  const SimulationResult r = simulate(g);
+  EXPECT_EQ(r.unscheduled, 0u);
+  // prep 2 now runs from the start, like prep 1: the wait for batch 2 ends 10 ns after
+  // wait 1, and everything after moves up by 400 ns.
+  EXPECT_EQ(of_task(r, moved.old_to_new[prep2]), (Times{0, 400}));
+  EXPECT_EQ(of_annotation(g, r, annotation_row(trace, "wait 2")), (Times{410, 420}));
+  EXPECT_EQ(of_task(r, moved.old_to_new[k]), (Times{440, 540}));
+  EXPECT_EQ(of_task(r, moved.inserted[all_reduce]), (Times{540, 590}));
+  EXPECT_EQ(g.synthetic_name(moved.inserted[all_reduce]), "all_reduce");
+
+  const Trace predicted = make_predicted_trace(trace, g, r);
+  ASSERT_EQ(predicted.tracks().size(), trace.tracks().size() + 1);
+  EXPECT_EQ(predicted.tracks().back().name, "loader-1");
+  EXPECT_EQ(predicted.annotations_on(static_cast<TrackId>(trace.tracks().size())).size(), 1u);
+  EXPECT_EQ(predicted.gpu_ops().size(), 2u);
+  EXPECT_EQ(predicted.end_time(), 590);
+}
+
 TEST(ReplayTimeline, TiePolicyDecidesBetweenEqualStarts) {
   HandTrace h;
   const TrackId t = h.thread(1);

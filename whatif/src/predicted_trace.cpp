@@ -42,6 +42,8 @@ Trace make_predicted_trace(const Trace& measured, const DependencyGraph& graph, 
   for (const auto& p : measured.processes()) b.add_process(p);
   for (const auto& d : measured.devices()) b.add_device(d);
   for (const auto& t : measured.tracks()) b.add_track(t);
+  // Threads and streams a what-if added (a pool of loader workers, a link).
+  for (const auto& t : graph.added_resources()) b.add_track(t);
   const auto& api = measured.cuda_api();
   const auto& ops = measured.gpu_ops();
   const auto& ann = measured.annotations();
@@ -56,6 +58,7 @@ Trace make_predicted_trace(const Trace& measured, const DependencyGraph& graph, 
     const TaskId first = graph.api_first(row), last = graph.api_last(row);
     if (first != kNoTask) {
       if (!scheduled(first) || result.end[last] == kNoValue) continue;
+      r.track = graph.resource(first); // a what-if may have moved it
       r.start = result.start[first];
       r.end = result.end[last];
     } else {
@@ -72,6 +75,7 @@ Trace make_predicted_trace(const Trace& measured, const DependencyGraph& graph, 
     const TaskId first = graph.annotation_first(row), last = graph.annotation_last(row);
     if (first != kNoTask) {
       if (result.start[first] == kNoValue || result.end[last] == kNoValue) continue;
+      r.track = graph.resource(first);
       r.start = result.start[first];
       r.end = std::max(r.start, result.end[last]);
     } else {
@@ -92,6 +96,7 @@ Trace make_predicted_trace(const Trace& measured, const DependencyGraph& graph, 
     r.event = ops.event[row];
     if (const TaskId t = graph.gpu_task(row); t != kNoTask) {
       if (!scheduled(t)) continue;
+      r.track = graph.resource(t);
       r.start = result.start[t];
       r.end = result.end[t];
     } else {
@@ -111,6 +116,32 @@ Trace make_predicted_trace(const Trace& measured, const DependencyGraph& graph, 
       r.end = placed ? ops.end[row] + shift : std::max(r.start, instant(r.track, ops.end[row]));
     }
     b.add(r);
+  }
+  // Tasks a what-if inserted: GPU work on streams, annotated CPU work on threads.
+  const StringId synthetic = b.intern("synthetic"), dreamscope = b.intern("dreamscope");
+  for (TaskId t = 0; t < graph.task_count(); ++t) {
+    if (graph.source_row(t) != kNoIndex || graph.kind(t) == TaskKind::CpuWork || !scheduled(t)) continue;
+    const StringId name = b.intern(graph.synthetic_name(t).empty() ? "synthetic" : graph.synthetic_name(t));
+    if (graph.is_stream(graph.resource(t))) {
+      GpuOpRecord r;
+      r.track = graph.resource(t);
+      r.kind = graph.kind(t) == TaskKind::Memcpy   ? GpuOpKind::Memcpy
+               : graph.kind(t) == TaskKind::Memset ? GpuOpKind::Memset
+                                                   : GpuOpKind::Kernel;
+      r.name = name;
+      r.start = result.start[t];
+      r.end = result.end[t];
+      b.add(r);
+    } else {
+      AnnotationRecord r;
+      r.track = graph.resource(t);
+      r.name = name;
+      r.domain = dreamscope;
+      r.category = synthetic;
+      r.start = result.start[t];
+      r.end = result.end[t];
+      b.add(r);
+    }
   }
   for (FlowRecord f : measured.flows()) {
     f.kind = string_id[f.kind];

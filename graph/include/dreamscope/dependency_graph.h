@@ -103,6 +103,43 @@ struct GraphWarnings {
   std::string describe() const;
 };
 
+// A batch of structural edits (insert, move, new resources), applied at once by
+// DependencyGraph::apply: the tasks are renumbered so that each resource's tasks stay
+// consecutive, which is O(tasks) per batch, not per edit.
+class GraphEdit {
+ public:
+  // A new thread or stream (a loader worker of a pool, a communication link). The id it
+  // returns names it within this edit (insert, move); EditResult::resources has its id in
+  // the graph afterwards. The predicted trace gets a track for it.
+  ResourceId add_resource(TrackInfo track);
+  // A new task of `kind` that takes `duration` after a `gap`, right after `after` (wherever
+  // that task is once the moves are done), or first on `resource` when `after` is kNoTask.
+  // Returns its index in EditResult::inserted.
+  std::uint32_t insert(ResourceId resource, TaskId after, TaskKind kind, std::string name, TimeNs duration,
+                       TimeNs gap = 0);
+  // Moves an existing task to another resource, placed among its tasks by measured start.
+  void move(TaskId task, ResourceId resource);
+
+ private:
+  friend class DependencyGraph;
+  struct Insert {
+    ResourceId resource;
+    TaskId after;
+    TaskKind kind;
+    std::string name;
+    TimeNs duration, gap;
+  };
+  std::vector<TrackInfo> resources_;
+  std::vector<Insert> inserts_;
+  std::vector<std::pair<TaskId, ResourceId>> moves_;
+};
+
+struct EditResult {
+  std::vector<TaskId> old_to_new; // every task id before the edit → its id after
+  std::vector<TaskId> inserted;   // ids of the inserted tasks, in insert() order
+  std::vector<ResourceId> resources; // ids of the added resources, in add_resource() order
+};
+
 class DependencyGraph {
  public:
   std::size_t task_count() const { return resource_.size(); }
@@ -153,6 +190,11 @@ class DependencyGraph {
   void add_edges(std::span<const EdgeSpec> edges);
   // Removes every edge from → to (of any kind); returns how many there were.
   std::size_t remove_edges(TaskId from, TaskId to);
+  // Inserts and moves tasks, adds resources; every TaskId held before changes (see the map).
+  EditResult apply(const GraphEdit& edit);
+  // Resources a what-if added (ids from the trace's track count on), and inserted tasks' names.
+  const std::vector<TrackInfo>& added_resources() const { return added_resources_; }
+  std::string_view synthetic_name(TaskId t) const;
   std::size_t edge_count() const { return boost::num_edges(edges_); }
   // Edges into t that gate its start, and those that gate its completion.
   std::uint32_t start_in_degree(TaskId t) const { return start_in_[t]; }
@@ -196,6 +238,8 @@ class DependencyGraph {
   std::vector<TaskId> api_first_, api_last_, annotation_first_, annotation_last_, gpu_task_;
   TimeNs run_begin_ = 0, run_end_ = 0;
   GraphWarnings warnings_;
+  std::vector<TrackInfo> added_resources_;
+  std::vector<std::pair<TaskId, std::string>> synthetic_names_; // sorted by task
 };
 
 // Builds the graph of a Trace (any source: tracer, importer, simulator).
