@@ -110,6 +110,13 @@ std::vector<whatif::ScenarioRequest> requests_from(const WhatIfCommandOptions& o
   return requests;
 }
 
+// A scenario whose selectors matched nothing predicts the baseline; say so rather than let a
+// speedup of 1.000× read as a finding.
+bool matched_nothing(const Prediction& p) {
+  return std::all_of(p.effects.begin(), p.effects.end(),
+                     [](const whatif::TransformEffect& e) { return e.tasks == 0 && e.op != "set_policy"; });
+}
+
 std::string render_list() {
   std::string out = "Built-in scenarios (dreamscope whatif TRACE -s NAME [-p PARAM=VALUE]):\n";
   const auto builtins = whatif::builtin_scenarios();
@@ -143,6 +150,7 @@ std::string render_text(const WhatIfCommandOptions& o, const WhatIfReport& r) {
   for (const auto& p : r.predictions) {
     out += fmt::format("\n{}\n", p.label);
     for (const auto& e : p.effects) out += fmt::format("  {:<14}{:<34} {}\n", e.op, where(e.where), effect_text(e));
+    if (matched_nothing(p)) out += "  NOTE: no task of this trace matched the scenario's selectors\n";
     if (p.unscheduled > 0) out += fmt::format("  WARNING: {} tasks never ran (the edits made a cycle)\n", p.unscheduled);
     out += "  critical path of the median step:\n";
     for (const auto& c : p.critical_path) out += fmt::format("    {:>12}  {}\n", format_duration(c.time), c.what);
@@ -190,6 +198,7 @@ std::string render_markdown(const WhatIfCommandOptions& o, const WhatIfReport& r
   }
   for (const auto& p : r.predictions) {
     out += fmt::format("\n<details><summary>{}: what changed</summary>\n\n", md_escape(p.label));
+    if (matched_nothing(p)) out += "No task of this trace matched the scenario's selectors.\n\n";
     out += "| transform | where | effect |\n|---|---|---|\n";
     for (const auto& e : p.effects) {
       out += fmt::format("| {} | {} | {} |\n", e.op, md_escape(where(e.where)), md_escape(effect_text(e)));
@@ -228,7 +237,8 @@ std::string render_json(const WhatIfCommandOptions& o, const WhatIfReport& r) {
   for (const auto& p : r.predictions) {
     json jp{{"label", p.label},          {"scenarios", p.scenarios}, {"parameters", p.parameters},
             {"predicted_step_ns", p.step_median}, {"speedup", p.speedup}, {"span_ns", p.span},
-            {"unscheduled_tasks", p.unscheduled}, {"critical_path", shares(p.critical_path)}};
+            {"unscheduled_tasks", p.unscheduled}, {"critical_path", shares(p.critical_path)},
+            {"matched_nothing", matched_nothing(p)}};
     jp["changes"] = json::array();
     for (const auto& e : p.effects) {
       jp["changes"].push_back({{"op", e.op},

@@ -59,12 +59,18 @@ TEST_F(WhatIfCli, ListsTheBuiltins) {
 }
 
 TEST_F(WhatIfCli, TextReportHasPredictionAndDataStalls) {
-  const CommandRun r = run_dreamscope("whatif " + trace() + " -s data -p storage=2");
+  CommandRun r = run_dreamscope("whatif " + trace() + " -s data -p storage=2");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("measured 300 ns, replayed 300 ns"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("250 ns"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("1.200×"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("fetch stall"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("NOTE: no task"), std::string::npos) << r.out;
+
+  // A CPU-only trace has no kernels for amp to scale.
+  r = run_dreamscope("whatif " + trace() + " -s amp");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("NOTE: no task of this trace matched the scenario's selectors"), std::string::npos) << r.out;
 }
 
 TEST_F(WhatIfCli, GatesEndWithExitCodeThree) {
