@@ -16,6 +16,7 @@
 #include <QSortFilterProxyModel>
 #include <QTest>
 
+#include <cmath>
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -57,6 +58,54 @@ TEST(MainWindow, OpensATraceFileInTheBackgroundAndDrawsIt) {
   view->paint(p, img.size());
   EXPECT_EQ(img.pixelColor(*pos - QPoint(0, 6)), doc.name_color(doc.name(relu)));
 }
+
+#ifdef DREAMSCOPE_GUI_HAVE_IMPORTERS
+// A PyTorch profiler trace from HTA's test data, through the importer and the loader.
+TEST(MainWindow, OpensAKinetoTraceAndDrawsItsKernels) {
+  app();
+  const std::filesystem::path path = std::filesystem::path(DREAMSCOPE_SHARED_DATA_DIR) /
+                                     "kineto-hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is not here";
+  MainWindow w;
+  w.resize(1400, 900);
+  w.show();
+  QSignalSpy loaded(&w, &MainWindow::loaded);
+  w.open_file(QString::fromStdString(path.string()));
+  ASSERT_TRUE(loaded.count() == 1 || loaded.wait(60000)) << w.last_error().toStdString();
+  const TraceDocument& doc = *w.document();
+  const Trace& t = doc.trace();
+  ASSERT_GT(t.gpu_ops().size(), 1000u);
+  EXPECT_GT(w.kernels()->rowCount(), 10);
+
+  // Zoom onto the longest kernel: it must be drawn in its colour, with its name's colour,
+  // at the middle of its extent on the stream's GPU lane.
+  std::size_t longest = 0;
+  for (std::size_t i = 0; i < t.gpu_ops().size(); ++i) {
+    if (t.gpu_ops().end[i] - t.gpu_ops().start[i] > t.gpu_ops().end[longest] - t.gpu_ops().start[longest]) longest = i;
+  }
+  const EventRef k{EventTable::GpuOp, static_cast<EventIndex>(longest)};
+  TimelineView* view = w.timeline();
+  view->select(k, true);
+  const TimeNs s = doc.start(k), e = doc.end(k);
+  view->zoom_to(s - (e - s), e + (e - s));
+  const auto pos = view->event_position(k);
+  ASSERT_TRUE(pos.has_value());
+  QImage img(view->viewport()->size(), QImage::Format_RGB32);
+  {
+    QPainter p(&img);
+    view->paint(p, img.size());
+  }
+  // Just inside the left end, near the top: clear of the selection outline and the label.
+  const int x = TimelineView::kLabelWidth + static_cast<int>(std::floor(view->scale().x_of(s))) + 2;
+  EXPECT_EQ(img.pixelColor(x, pos->y() - 5), doc.name_color(doc.name(k)));
+  // Before the kernel starts, the lane is empty there.
+  const int before = TimelineView::kLabelWidth + static_cast<int>(std::floor(view->scale().x_of(s - (e - s) / 2)));
+  EXPECT_NE(img.pixelColor(before, pos->y() - 5), doc.name_color(doc.name(k)));
+  // The details name the kernel and its launch.
+  EXPECT_EQ(w.details()->index(0, DetailsModel::Value).data().toString(), doc.name_text(k));
+  EXPECT_GE(w.details()->row_of(QStringLiteral("launched by")), 0);
+}
+#endif
 
 TEST(MainWindow, SearchStepsThroughMatchesAndJumpsToTheLaunch) {
   app();
