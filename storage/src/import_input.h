@@ -17,9 +17,6 @@ struct InputBuffer {
   bool was_gzip = false;
 
   const char* data() const { return storage.data(); }
-  simdjson::padded_string_view padded_view() const {
-    return simdjson::padded_string_view(storage.data(), size, storage.size());
-  }
 };
 
 // Throws TraceError naming the file: missing, unreadable, a damaged or truncated gzip stream.

@@ -249,9 +249,11 @@ class KinetoImporter {
     InputBuffer input = read_input(path_, progress_);
     stats_.bytes = input.size;
     bytes_total_ = input.size;
-    begin_ = input.data();
 
-    std::size_t first = 0;
+    // A UTF-8 byte order mark, which some editors add, is not JSON: parse after it.
+    const std::size_t bom = input.size >= 3 && std::memcmp(input.data(), "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+    begin_ = input.data() + bom;
+    std::size_t first = bom;
     while (first < input.size && std::isspace(static_cast<unsigned char>(input.data()[first]))) ++first;
     if (first == input.size) fail("empty file, not a trace");
     const char c = input.data()[first];
@@ -266,7 +268,8 @@ class KinetoImporter {
 
     od::parser parser;
     od::document doc;
-    auto error = parser.iterate(input.padded_view()).get(doc);
+    const simdjson::padded_string_view json(input.data() + bom, input.size - bom, input.storage.size() - bom);
+    auto error = parser.iterate(json).get(doc);
     if (error) fail(std::string("not valid JSON (") + simdjson::error_message(error) + ")");
     bool saw_events = false;
     if (c == '[') {

@@ -128,6 +128,16 @@ TEST(KinetoBadInput, The2021FormatStreamTidAndExponentTimestamps) {
   EXPECT_EQ(t.meta_value("kineto.ts_precision"), "ns");
 }
 
+TEST(KinetoBadInput, ByteOrderMarkIsSkipped) {
+  TempDir dir;
+  auto p = dir.write("bom.json", "\xEF\xBB\xBF{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", "
+                                 "\"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 2}]}");
+  EXPECT_EQ(detect_trace_format(p), TraceFormat::KinetoJson);
+  Trace t = load_trace(p);
+  ASSERT_EQ(t.annotations().size(), 1u);
+  EXPECT_EQ(t.annotations().end[0], 3000);
+}
+
 TEST(KinetoBadInput, MissingFileAndDirectory) {
   TempDir dir;
   EXPECT_EQ(error_of(dir / "nope.json"), (dir / "nope.json").string() + ": no such file");
