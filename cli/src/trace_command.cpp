@@ -20,6 +20,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -161,8 +162,14 @@ struct MergeResult {
   std::vector<std::string> warnings;
 };
 
+// Where each batch was produced (end of its last prep) and consumed (end of its wait), from
+// the dreamscope data-pipeline annotations of every process.
+struct BatchEnds {
+  std::map<std::int64_t, std::pair<TrackId, TimeNs>> produced, consumed;
+};
+
 void add_part(TraceBuilder& out, const Trace& part, std::int64_t root_pid, int root_status, bool last_root_image,
-              bool& have_calibration) {
+              bool& have_calibration, BatchEnds& batches) {
   std::vector<StringId> s(part.strings().size());
   for (std::size_t i = 0; i < s.size(); ++i) s[i] = out.intern(part.strings()[i]);
 
@@ -211,6 +218,14 @@ void add_part(TraceBuilder& out, const Trace& part, std::int64_t root_pid, int r
     r.domain = s[r.domain];
     r.category = s[r.category];
     out.add(r);
+    if (r.payload != kNoValue && part.str(ann.domain[i]) == "dreamscope") {
+      const std::string_view category = part.str(ann.category[i]);
+      if (category == "prep" || category == "wait") {
+        auto& ends = category == "prep" ? batches.produced : batches.consumed;
+        auto [it, fresh] = ends.try_emplace(r.payload, r.track, r.end);
+        if (!fresh && r.end > it->second.second) it->second = {r.track, r.end};
+      }
+    }
   }
   for (FlowRecord f : part.flows()) {
     f.kind = s[f.kind];
@@ -265,13 +280,14 @@ MergeResult merge_parts(const fs::path& dir, const fs::path& output, const std::
   std::set<std::string> warnings;
   std::string host;
   bool have_calibration = false;
+  BatchEnds batches;
   std::size_t last_root = parts.size();
   for (std::size_t i = 0; i < parts.size(); ++i) {
     if (parts[i].pid == root_pid && !parts[i].exec_ended) last_root = i;
   }
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const Part& p = parts[i];
-    add_part(out, p.trace, root_pid, root_status, i == last_root, have_calibration);
+    add_part(out, p.trace, root_pid, root_status, i == last_root, have_calibration, batches);
     result.events += p.trace.event_count();
     result.processes += p.trace.processes().size();
     if (!p.trace.complete()) {
@@ -297,6 +313,15 @@ MergeResult merge_parts(const fs::path& dir, const fs::path& output, const std::
     }
   }
   result.parts = parts.size();
+  // A flow per batch from the loader that prepared it to the step that waited for it, in
+  // whichever threads and processes they ran.
+  const StringId batch_flow = out.intern("batch");
+  for (const auto& [batch, from] : batches.produced) {
+    auto to = batches.consumed.find(batch);
+    if (to == batches.consumed.end()) continue;
+    out.add(FlowRecord{.kind = batch_flow, .from_track = from.first, .from_time = from.second,
+                       .to_track = to->second.first, .to_time = to->second.second, .id = batch});
+  }
   // A root process that recorded nothing left no part; it is still the job's process, with
   // the exit status the CLI saw.
   if (std::none_of(parts.begin(), parts.end(), [&](const Part& p) { return p.pid == root_pid; })) {

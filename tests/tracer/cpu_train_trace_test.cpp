@@ -78,6 +78,17 @@ TEST(CpuTrainTrace, EveryPhaseOfEveryBatchOnItsThread) {
   }
   EXPECT_LE(loader_threads.size(), static_cast<std::size_t>(kWorkers));
 
+  // One batch flow per step: from the end of its prep on the loader to the end of its wait.
+  ASSERT_EQ(t.flows().size(), static_cast<std::size_t>(kSteps));
+  for (const auto& f : t.flows()) {
+    EXPECT_EQ(t.str(f.kind), "batch");
+    ASSERT_TRUE(preps.count(f.id) && waits.count(f.id));
+    EXPECT_EQ(f.from_time, preps.at(f.id).end);
+    EXPECT_EQ(f.to_time, waits.at(f.id).end);
+    EXPECT_EQ(t.tracks()[f.from_track].tid, preps.at(f.id).tid);
+    EXPECT_EQ(t.tracks()[f.to_track].tid, pid);
+  }
+
   // The loader threads carry their names.
   std::set<std::string> names;
   for (const auto& track : t.tracks()) {
