@@ -44,8 +44,9 @@ struct CommandResult {
   std::string out;
 };
 
+// Runs from the repository root, where the documented examples' relative paths start.
 CommandResult run(const std::string& args) {
-  const std::string cmd = std::string(DREAMSCOPE_BIN_DIR "/dreamscope ") + args + " 2>&1";
+  const std::string cmd = std::string("cd " DREAMSCOPE_SOURCE_DIR " && " DREAMSCOPE_BIN_DIR "/dreamscope ") + args + " 2>&1";
   CommandResult r;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -139,6 +140,30 @@ TEST(AnalyzeCli, ReadsPyTorchProfilerTracesDirectly) {
   std::map<std::string, std::pair<std::int64_t, std::int64_t>> gpu;
   for (const auto& a : j["hta"]["gpu_annotations"]) gpu[a["name"]] = {a["sum_us"], a["count"]};
   EXPECT_EQ(gpu["DistributedDataParallel.forward"], std::make_pair(std::int64_t{123880}, std::int64_t{4}));
+}
+
+// docs/analyze.md promises that its examples run as written from the repository root.
+TEST(AnalyzeDocs, EveryExampleRuns) {
+  const fs::path doc = fs::path(DREAMSCOPE_SOURCE_DIR) / "docs/analyze.md";
+  ASSERT_TRUE(fs::exists(doc)) << doc;
+  if (!fs::exists(fs::path(DREAMSCOPE_SHARED_DATA_DIR) / "kineto-hta")) GTEST_SKIP() << "shared test data not found";
+  ScratchDir dir;
+  std::istringstream lines(slurp(doc));
+  const std::string prefix = "$ dreamscope analyze ";
+  int examples = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    std::string args = line.substr(prefix.size());
+    // Files the examples write go to the scratch directory, not the real /tmp.
+    const std::string scratch = dir.path().string() + "/";
+    for (std::size_t p = args.find("/tmp/"); p != std::string::npos; p = args.find("/tmp/", p + scratch.size())) {
+      args.replace(p, 5, scratch);
+    }
+    const CommandResult r = run("analyze " + args);
+    EXPECT_EQ(r.exit_code, 0) << line << "\n" << r.out.substr(0, 2000);
+    ++examples;
+  }
+  EXPECT_GE(examples, 3);
 }
 
 // Chromium is Debian's `chromium`; without it the rendering cannot be checked here.
