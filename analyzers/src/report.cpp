@@ -38,6 +38,8 @@ std::string track_label(const Trace& trace, TrackId t) {
   const TrackInfo& info = trace.tracks()[t];
   if (info.kind == TrackKind::GpuStream) {
     const std::int64_t ordinal = info.device < trace.devices().size() ? trace.devices()[info.device].ordinal : 0;
+    // Ops whose source named no stream (some MTIA DMA requests) share one row.
+    if (info.stream == kNoValue) return "GPU " + std::to_string(ordinal) + " (no stream)";
     return "GPU " + std::to_string(ordinal) + " stream " + std::to_string(info.stream);
   }
   std::string label = "thread " + (info.tid == kNoValue ? std::string("?") : std::to_string(info.tid));

@@ -77,7 +77,7 @@ std::string stacked_bars(const std::vector<StackedRow>& rows, const std::vector<
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const int y = static_cast<int>(i) * kRow + 5;
     out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", kLabelWidth - 8, y + 17,
-                       escape(clip(rows[i].label, 48)));
+                       escape(clip(rows[i].label, 42)));
     double x = kLabelWidth;
     for (std::size_t p = 0; p < rows[i].parts.size(); ++p) {
       const double w = longest > 0 ? rows[i].parts[p] / longest * kBarArea : 0;
@@ -123,7 +123,7 @@ std::string timeline_chart(const TimelineOverview& tl) {
     const int y = static_cast<int>(r) * kRow;
     const char* colour = row.kind == TrackKind::GpuStream ? kGpuOnlyColour : kFrameworkColour;
     out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", kLabelWidth - 8, y + 13,
-                       escape(clip(row.label, 48)));
+                       escape(clip(row.label, 42)));
     out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#f3f3f3\"/>\n", kLabelWidth, y + 2,
                        kChartWidth - kLabelWidth, kRow - 4);
     // Runs of bins with the same shade become one rectangle: smaller files, no seams.
