@@ -41,7 +41,10 @@ std::vector<StepWindow> step_windows(const Trace& trace) {
   std::vector<StepWindow> steps;
   for (EventIndex i = 0; i < ann.size(); ++i) {
     if (trace.tracks()[ann.track[i]].kind != TrackKind::CpuThread || !is_step_annotation(trace, i)) continue;
-    steps.push_back({std::string(trace.str(ann.name[i])), ann.start[i], ann.end[i]});
+    std::string name(trace.str(ann.name[i]));
+    // dreamscope's step annotations are all named "step" and carry the step number.
+    if (trace.str(ann.category[i]) == "step" && ann.payload[i] != kNoValue) name += " " + std::to_string(ann.payload[i]);
+    steps.push_back({std::move(name), ann.start[i], ann.end[i]});
   }
   std::sort(steps.begin(), steps.end(), [](const StepWindow& a, const StepWindow& b) { return a.start < b.start; });
   std::vector<StepWindow> out;

@@ -301,6 +301,18 @@ TEST(Steps, EachCategoryClaimsWhatNoHigherOneClaimed) {
   EXPECT_EQ(b.average[static_cast<std::size_t>(StepCategory::Other)], 20);
 }
 
+TEST(Steps, DreamscopeStepsWithDataAnnotations) {
+  TraceMaker m;
+  m.annotation("step", 0, 100, "step", 0);
+  m.annotation("wait", 0, 30, "wait", 7);
+  m.annotation("forward", 30, 100, "operation");
+  const auto b = step_breakdown(std::move(m).build());
+  ASSERT_EQ(b.steps.size(), 1u);
+  EXPECT_EQ(b.steps[0].name, "step 0");
+  EXPECT_EQ(b.steps[0].time[static_cast<std::size_t>(StepCategory::DataLoader)], 30);
+  EXPECT_EQ(b.steps[0].time[static_cast<std::size_t>(StepCategory::CpuExec)], 70);
+}
+
 TEST(Steps, WithoutStepsTheWholeTraceIsOneStep) {
   TraceMaker m;
   m.gpu(7, "gemm", 0, 30, 1);
@@ -377,6 +389,7 @@ TEST(DataStalls, FromDreamscopeAnnotationsPerStepAndBatch) {
   const auto d = data_stalls(std::move(m).build());
   EXPECT_EQ(d.source, "dreamscope annotations");
   ASSERT_EQ(d.steps.size(), 2u);
+  EXPECT_EQ(d.steps[0].step, "step 0");
   EXPECT_EQ(d.steps[0].data_wait, 30);
   EXPECT_EQ(d.steps[0].fetch, 20);
   EXPECT_EQ(d.steps[0].prep, 15);
