@@ -104,6 +104,26 @@ void BM_OpenTrace(benchmark::State& state) {
   state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The GUI's own share of opening: lanes, colours and kernel statistics from a Trace in memory.
+void BM_BuildTimeline(benchmark::State& state) {
+  auto& doc = cached_document(state.range(0));
+  if (!doc) doc = load_document(trace_file(state.range(0))).document;
+  for (auto _ : state) {
+    state.PauseTiming();
+    Trace copy = doc->trace();
+    state.ResumeTiming();
+    TraceDocument built(std::move(copy));
+    benchmark::DoNotOptimize(built.kernel_stats().data());
+    state.PauseTiming();
+    {
+      TraceDocument gone(std::move(built)); // freeing ten million rows is not the GUI's work
+    }
+    state.ResumeTiming();
+  }
+  state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(doc->trace().event_count()),
+                                                      benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // range(0): events; range(1): nanoseconds per pixel (0 = the whole trace).
 void BM_PaintFrame(benchmark::State& state) {
   auto& doc = cached_document(state.range(0));
@@ -144,6 +164,7 @@ void BM_PaintFrame(benchmark::State& state) {
 void register_all() {
   for (std::int64_t events : {1'000'000, 10'000'000}) {
     benchmark::RegisterBenchmark("BM_OpenTrace", BM_OpenTrace)->Arg(events)->Unit(benchmark::kMillisecond)->Iterations(events > 5'000'000 ? 2 : 5)->UseRealTime();
+    benchmark::RegisterBenchmark("BM_BuildTimeline", BM_BuildTimeline)->Arg(events)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
     // Whole trace, one step per screen, a few operations per pixel, a few pixels per
     // operation, and deep inside one kernel.
     for (std::int64_t nspp : {0, 1'000'000, 20'000, 2'000, 500, 1}) {
