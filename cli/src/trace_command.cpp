@@ -10,7 +10,6 @@
 #include <dreamscope/trace_file.h>
 
 #include <fmt/format.h>
-#include <sqlite3.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -341,17 +340,9 @@ MergeResult merge_parts(const fs::path& dir, const fs::path& output, const std::
   if (start != INT64_MAX) out.set_meta("start", std::to_string(start));
   if (end != INT64_MIN) out.set_meta("end", std::to_string(end));
   out.set_meta("parts", std::to_string(parts.size()));
-  Trace merged = std::move(out).build();
-  write_trace(merged, output);
-  if (!result.complete) {
-    // write_trace closes cleanly, which marks a trace complete; a job with a process that
-    // never closed its part is not.
-    sqlite3* db = nullptr;
-    if (sqlite3_open(output.c_str(), &db) == SQLITE_OK) {
-      sqlite3_exec(db, "UPDATE meta SET value = '0' WHERE key = 'complete'", nullptr, nullptr, nullptr);
-    }
-    sqlite3_close(db);
-  }
+  // A job with a process that never closed its part is not complete, merged or not.
+  out.set_meta("complete", result.complete ? "1" : "0");
+  write_trace(std::move(out).build(), output);
   return result;
 }
 

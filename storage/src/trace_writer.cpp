@@ -138,8 +138,8 @@ TraceWriter::TraceWriter(std::filesystem::path path, TraceWriterOptions options)
   // WAL: a commit is one append, and a process killed mid-write keeps every committed
   // batch, since committed pages are in the OS's cache whatever happens to the process.
   // Only close() pays for fsync: a trace need survive a power cut only once it is closed.
-  exec("PRAGMA journal_mode=WAL");
   exec("PRAGMA synchronous=OFF");
+  exec("PRAGMA journal_mode=WAL");
   exec("PRAGMA page_size=8192");
   // The B-tree pages being appended to stay in memory between transactions.
   exec("PRAGMA cache_size=-65536");
@@ -485,13 +485,13 @@ void TraceWriter::flush() {
   }
 }
 
-void TraceWriter::close() {
+void TraceWriter::close(bool complete) {
   if (!db_) return;
   // Row counts let the reader size its arrays without counting the tables.
   set_meta("rows.cuda_api", std::to_string(cuda_api_rows_));
   set_meta("rows.gpu_op", std::to_string(gpu_op_rows_));
   set_meta("rows.annotation", std::to_string(annotation_rows_));
-  set_meta("complete", "1");
+  set_meta("complete", complete ? "1" : "0");
   flush();
   exec("PRAGMA synchronous=FULL");
   // Fold the WAL back into the one file, so that the trace is a single self-contained file.
@@ -560,7 +560,7 @@ void write_trace(const Trace& trace, const std::filesystem::path& path) {
     o.kind = ids[o.kind];
     w.add(o);
   }
-  w.close();
+  w.close(trace.meta_value("complete", "1") != "0");
 }
 
 } // namespace dreamscope

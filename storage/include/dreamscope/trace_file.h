@@ -65,9 +65,10 @@ class TraceWriter {
 
   // Commits everything added so far: after flush() returns, a crash loses none of it.
   void flush();
-  // Builds the indices, sets meta.complete = 1 and meta.end, checkpoints the WAL into
-  // the main file and closes. The file is durable once this returns.
-  void close();
+  // Records the row counts, sets meta.complete (1 unless told the data is incomplete,
+  // e.g. a merge of parts one of which was cut short), checkpoints the WAL into the main
+  // file and closes. The file is durable once this returns.
+  void close(bool complete = true);
   bool is_open() const { return db_ != nullptr; }
 
   std::uint64_t rows_written() const { return rows_written_; }
@@ -95,7 +96,8 @@ class TraceWriter {
   std::unique_ptr<Statements> stmts_;
 };
 
-// Writes a whole Trace to `path` (replacing it) and closes it cleanly.
+// Writes a whole Trace to `path` (replacing it) and closes it cleanly. The file is marked
+// complete unless the trace's own meta says `complete` = 0.
 void write_trace(const Trace& trace, const std::filesystem::path& path);
 
 struct ReadProgress {
