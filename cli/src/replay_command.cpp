@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <stdexcept>
 #include <memory>
 
 namespace dreamscope::cli {
@@ -26,8 +28,33 @@ struct ReplayCommandOptions {
   std::string output;
   std::string format = "text";
   bool correct_overhead = false;
+  std::vector<std::string> costs; // KIND=NS, replacing the trace's calibration row of that kind
   std::size_t max_steps = 50;
 };
+
+// The trace's calibration rows with --cost overrides on top (as if that many samples).
+OverheadCosts costs_for(const Trace& trace, const std::vector<std::string>& overrides) {
+  std::vector<CalibrationRecord> rows = trace.calibration();
+  for (const auto& o : overrides) {
+    const auto eq = o.find('=');
+    double ns = 0;
+    try {
+      if (eq == std::string::npos) throw std::invalid_argument(o);
+      std::size_t used = 0;
+      ns = std::stod(o.substr(eq + 1), &used);
+      if (used != o.size() - eq - 1 || ns < 0) throw std::invalid_argument(o);
+    } catch (const std::exception&) {
+      throw std::invalid_argument("--cost: expected KIND=NANOSECONDS (e.g. nvtx_range=18.5), got '" + o + "'");
+    }
+    const std::string kind = o.substr(0, eq);
+    if (kind != "nvtx_range" && kind != "nvtx_mark" && kind != "cuda_api") {
+      throw std::invalid_argument("--cost: unknown event kind '" + kind + "' (nvtx_range, nvtx_mark, cuda_api)");
+    }
+    std::erase_if(rows, [&](const CalibrationRecord& r) { return r.event_kind == kind; });
+    rows.push_back({kind, ns, 1, "--cost"});
+  }
+  return overhead_costs(rows);
+}
 
 std::string percent(double error) { return fmt::format("{:+.3f} %", 100 * error); }
 
@@ -140,18 +167,30 @@ const CommandRegistration replay_command(60, "replay", [](CLI::App& app) -> Comm
   cmd->add_flag("--correct-overhead", opts->correct_overhead,
                 "Remove the tracer's own cost (calibration rows, overhead records) before replaying: "
                 "predicts the untraced run");
+  cmd->add_option("--cost", opts->costs,
+                  "KIND=NS: the cost of one recorded event of a kind (nvtx_range, nvtx_mark, cuda_api), "
+                  "instead of the trace's calibration, e.g. from `dreamscope calibrate`; implies --correct-overhead");
   cmd->add_option("--format", opts->format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   cmd->add_option("--report", opts->output, "Write the report to this file instead of stdout");
   cmd->add_option("--max-steps", opts->max_steps, "Steps listed in the text report")->capture_default_str();
   cmd->footer("Examples:\n"
               "  dreamscope replay trace.db\n"
               "  dreamscope replay trace.db --correct-overhead -o untraced.db\n"
+              "  dreamscope replay trace.db --cost nvtx_range=18 --cost cuda_api=250\n"
               "  dreamscope replay rank0.pt.trace.json.gz --format json\n"
               "Exit codes: 0 ok, 1 unreadable trace or unwritable output, 2 bad command line.");
   return [opts] {
     const Trace trace = load_trace(opts->trace);
     ReplayOptions ro;
-    ro.correct_overhead = opts->correct_overhead;
+    ro.correct_overhead = opts->correct_overhead || !opts->costs.empty();
+    if (!opts->costs.empty()) {
+      try {
+        ro.costs = costs_for(trace, opts->costs);
+      } catch (const std::invalid_argument& e) {
+        std::fprintf(stderr, "dreamscope replay: %s\n", e.what());
+        return kExitUsage;
+      }
+    }
     ro.make_trace = !opts->predicted.empty();
     const ReplayReport report = replay(trace, ro);
     if (report.predicted) write_trace(*report.predicted, opts->predicted);

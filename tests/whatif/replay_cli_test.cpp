@@ -95,6 +95,14 @@ TEST_F(ReplayCli, CorrectsOverheadFromCalibrationRows) {
   EXPECT_EQ(j["steps"][3]["name"], "step 3");
   EXPECT_EQ(j["steps"][3]["predicted_ns"], 800);
   EXPECT_EQ(j["predicted_ns"], 3900 - 400);
+
+  // A cost measured elsewhere replaces the trace's own.
+  const Ran overridden = run("replay " + (dir_ / "traced.db").string() + " --cost nvtx_range=50 --format json");
+  ASSERT_EQ(overridden.exit_code, 0) << overridden.out;
+  EXPECT_EQ(nlohmann::json::parse(overridden.out)["overhead"]["removed_ns"], 200);
+  const Ran bad = run("replay " + (dir_ / "traced.db").string() + " --cost nvtx_range=fast");
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("KIND=NANOSECONDS"), std::string::npos) << bad.out;
 }
 
 TEST_F(ReplayCli, UnreadableTraceIsOneLineNamingTheFile) {
