@@ -65,19 +65,19 @@ CREATE VIEW stream AS
   SELECT t.id AS track, d.ordinal AS device, t.stream AS stream, t.name AS name
   FROM track t LEFT JOIN device d ON d.id = t.device WHERE t.kind = 1;
 CREATE VIEW kernel AS
-  SELECT g.track, g.start, g.start + g.dur AS end, g.dur, s.value AS name, g.correlation,
+  SELECT g.id, g.track, g.start, g.start + g.dur AS end, g.dur, s.value AS name, g.correlation,
          l.grid_x, l.grid_y, l.grid_z, l.block_x, l.block_y, l.block_z,
          l.registers_per_thread, l.shared_memory_static, l.shared_memory_dynamic
   FROM gpu_op g JOIN string s ON s.id = g.name LEFT JOIN launch l ON l.id = g.launch
   WHERE g.kind = 0;
 CREATE VIEW gpu_op_named AS
-  SELECT g.track, g.start, g.start + g.dur AS end, g.dur,
+  SELECT g.id, g.track, g.start, g.start + g.dur AS end, g.dur,
          CASE g.kind WHEN 0 THEN 'kernel' WHEN 1 THEN 'memcpy' WHEN 2 THEN 'memset'
                      WHEN 3 THEN 'sync' END AS kind,
          s.value AS name, g.correlation, g.bytes
   FROM gpu_op g JOIN string s ON s.id = g.name;
 CREATE VIEW cuda_api_named AS
-  SELECT a.track, a.start, a.start + a.dur AS end, a.dur, s.value AS name,
+  SELECT a.id, a.track, a.start, a.start + a.dur AS end, a.dur, s.value AS name,
          CASE a.kind WHEN 0 THEN 'runtime' ELSE 'driver' END AS api, a.cbid,
          a.correlation, a.result
   FROM cuda_api a JOIN string s ON s.id = a.name;
@@ -87,7 +87,7 @@ CREATE VIEW arg_named AS
          CASE a.type WHEN 0 THEN 'int' WHEN 1 THEN 'double' WHEN 2 THEN 'string' ELSE 'json' END AS type
   FROM arg a JOIN string k ON k.id = a.key LEFT JOIN string t ON t.id = a.text;
 CREATE VIEW annotation_named AS
-  SELECT a.track, a.start, a.start + a.dur AS end, a.dur, s.value AS name,
+  SELECT a.id, a.track, a.start, a.start + a.dur AS end, a.dur, s.value AS name,
          d.value AS domain, c.value AS category, a.payload
   FROM annotation a JOIN string s ON s.id = a.name
        LEFT JOIN string d ON d.id = a.domain LEFT JOIN string c ON c.id = a.category;
