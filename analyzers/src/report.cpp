@@ -42,9 +42,10 @@ std::string track_label(const Trace& trace, TrackId t) {
     if (info.stream == kNoValue) return "GPU " + std::to_string(ordinal) + " (no stream)";
     return "GPU " + std::to_string(ordinal) + " stream " + std::to_string(info.stream);
   }
-  std::string label = "thread " + (info.tid == kNoValue ? std::string("?") : std::to_string(info.tid));
-  if (!info.name.empty()) label += " " + info.name;
-  return label;
+  const std::string tid = info.tid == kNoValue ? std::string("?") : std::to_string(info.tid);
+  // Importers often name a thread after its id already ("thread 42 (main)").
+  if (!info.name.empty() && info.name.find(tid) != std::string::npos) return info.name;
+  return "thread " + tid + (info.name.empty() ? "" : " " + info.name);
 }
 
 TimelineOverview timeline_overview(const Trace& trace, std::size_t bins) {
