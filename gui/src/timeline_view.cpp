@@ -292,7 +292,15 @@ void TimelineView::paint_lane(QPainter& p, const Lane& lane, int y, TimeNs from,
   // Pixel coordinates clipped a little outside the area, so huge zooms cannot overflow int.
   auto px = [&](TimeNs t) { return std::clamp(scale_.x_of(t), -2.0, width + 2.0); };
 
-  std::size_t k = first_starting_at(lane, start, 0, from - lane.max_duration);
+  // Start at the first event that begins in view, then step back over the few that began
+  // earlier and still reach into it. Searching from `from - max_duration` instead would
+  // walk every event behind one long call (a 30 s cudaDeviceGetStreamPriorityRange).
+  std::size_t k = first_starting_at(lane, start, 0, from);
+  for (std::size_t back = k, steps = 0; back > 0 && steps < 64; --back, ++steps) {
+    const EventIndex j = lane.at(back - 1);
+    if (start[j] < from - lane.max_duration) break;
+    if (end[j] > from) k = back - 1;
+  }
   while (k < n) {
     const EventIndex i = lane.at(k);
     if (start[i] >= to) break;

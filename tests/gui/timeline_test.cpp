@@ -243,6 +243,13 @@ TEST(Timeline, FoldsSubPixelEventsIntoCountedBlocks) {
   const int x_gap = TimelineView::kLabelWidth + static_cast<int>(view.scale().x_of(400025));
   EXPECT_EQ(img.pixelColor(x_one, y), doc->name_color(tiny));
   EXPECT_EQ(img.pixelColor(x_gap, y), QColor(Qt::white));
+  // Deep inside the long kernel, which began 200 000 events earlier, it is still drawn.
+  view.zoom_to(15000000, 15000400);
+  {
+    QPainter p(&img);
+    view.paint(p, img.size());
+  }
+  EXPECT_EQ(img.pixelColor(TimelineView::kLabelWidth + 500, y), doc->name_color(longk));
 }
 
 } // namespace
