@@ -3,7 +3,7 @@
 // at several zoom levels, as median and 95th percentile over many frames.
 //
 //   build/gui/bench/gui_bench                       # both sizes
-//   build/gui/bench/gui_bench --benchmark_filter=/1000000/
+//   build/gui/bench/gui_bench --benchmark_filter='^BM_[A-Za-z]+/1000000/'   # 1 M only
 //
 // The traces are written once with the storage writer into $TMPDIR and reused.
 #include "timeline_view.h"
