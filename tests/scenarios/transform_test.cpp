@@ -284,18 +284,6 @@ TEST(Primitives, SetPolicyChoosesTheTieBreaker) {
   EXPECT_EQ(simulate(f.graph, o).unscheduled, 0u);
 }
 
-TEST(Primitives, StructuralEditsAreReportedNotApproximated) {
-  Fixture f(gpu_step_trace());
-  AppliedScenario applied;
-  const auto move = scenario("name = \"m\"\n[[transform]]\nop = \"move\"\nselect = { kind = \"kernel\" }\npool = 2\n");
-  try {
-    apply(move, f.selection, f.graph, applied);
-    FAIL();
-  } catch (const TransformError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("test.toml:2:1: 'move' is not supported yet", 0), 0u) << e.what();
-  }
-}
-
 TEST(DataStalls, ThreeSimulationsSplitFetchAndPrepStall) {
   // As traced the step waits for prep: 400, 300, 300 → 300. Without fetch, batches are ready
   // at 200, 400, 600: steps 300, 200, 200 → 200. Without loading: 100 each.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 namespace dreamscope::whatif {
@@ -374,14 +375,99 @@ CostModel resolve_cost_model(const CostModelSpec& spec, const Trace& trace, cons
   return WaveScalingCost{*origin, *destination};
 }
 
+namespace {
+
+// A resource named in a scenario: "thread:TID" and "stream:ID" are the trace's (or an earlier
+// transform's); any other name is a new resource, created by the edit unless one of that
+// name was already added.
+struct NamedResource {
+  ResourceId id = kNoIndex;
+  std::optional<TrackInfo> create;
+};
+
+NamedResource resolve_resource(const std::string& spec, const TaskSelection& selection, const DependencyGraph& graph,
+                               const std::string& where) {
+  const auto& tracks = selection.trace().tracks();
+  auto number_after = [&](std::string_view head) -> std::optional<std::int64_t> {
+    if (!spec.starts_with(head)) return std::nullopt;
+    std::int64_t v = 0;
+    const char* b = spec.data() + head.size();
+    const auto [p, ec] = std::from_chars(b, spec.data() + spec.size(), v);
+    if (ec != std::errc() || p != spec.data() + spec.size()) return std::nullopt;
+    return v;
+  };
+  const auto tid = number_after("thread:");
+  const auto stream = number_after("stream:");
+  if (tid || stream) {
+    for (ResourceId r = 0; r < tracks.size(); ++r) {
+      if (tid && tracks[r].kind == TrackKind::CpuThread && tracks[r].tid == *tid) return {r, std::nullopt};
+      if (stream && tracks[r].kind == TrackKind::GpuStream && tracks[r].stream == *stream) return {r, std::nullopt};
+    }
+    throw TransformError(fmt::format("{}: the trace has no {}", where, spec));
+  }
+  const auto& added = graph.added_resources();
+  for (std::size_t i = 0; i < added.size(); ++i) {
+    if (added[i].name == spec) return {static_cast<ResourceId>(tracks.size() + i), std::nullopt};
+  }
+  TrackInfo track;
+  track.name = spec;
+  // "stream:"-less names of links and pools are CPU-side resources unless named like a stream.
+  track.kind = spec.starts_with("link:") || spec.starts_with("gpu:") ? TrackKind::GpuStream : TrackKind::CpuThread;
+  if (!tracks.empty()) track.process = tracks.front().process;
+  return {kNoIndex, track};
+}
+
+// What one worker does for one item: the selected tasks of a thread that share the payload
+// (batch id) of their enclosing annotation, such as fetch(i) and prep(i); without a payload,
+// each enclosing annotation is an item.
+std::vector<std::vector<TaskId>> work_items(const TaskSelection& selection, const std::vector<TaskId>& tasks) {
+  const Trace& trace = selection.trace();
+  std::map<std::tuple<ResourceId, bool, std::int64_t>, std::size_t> index;
+  std::vector<std::vector<TaskId>> items;
+  for (TaskId t : tasks) {
+    const EventIndex a = selection.enclosing_annotation(t);
+    std::tuple<ResourceId, bool, std::int64_t> key{selection.graph().resource(t), false, static_cast<std::int64_t>(t)};
+    if (a != kNoIndex) {
+      const std::int64_t payload = trace.annotations().payload[a];
+      // Without a payload the annotation row is the item, kept apart from task-id keys.
+      if (payload != kNoValue) {
+        key = {std::get<0>(key), true, payload};
+      } else {
+        key = {std::get<0>(key), false, static_cast<std::int64_t>(a) + (std::int64_t{1} << 40)};
+      }
+    }
+    const auto [it, fresh] = index.emplace(key, items.size());
+    if (fresh) items.emplace_back();
+    items[it->second].push_back(t);
+  }
+  return items;
+}
+
+} // namespace
+
 void apply(const std::vector<Transform>& transforms, const TaskSelection& selection, DependencyGraph& graph,
            AppliedScenario& applied) {
   // `selection` looks at the graph it was built with; this graph may already have tasks
-  // removed by earlier transforms or scenarios, and those are no longer there to select.
-  auto pick = [&](const Selector& selector) {
+  // removed or renumbered by earlier transforms or scenarios. `pick_original` gives the ids
+  // the selection knows, `pick` the ids in the graph as it is now.
+  auto pick_original = [&](const Selector& selector) {
     auto tasks = selection.select(selector);
-    std::erase_if(tasks, [&](TaskId t) { return graph.removed(t); });
+    std::erase_if(tasks, [&](TaskId t) { return applied.to_current(t) == kNoTask || graph.removed(applied.to_current(t)); });
     return tasks;
+  };
+  auto pick = [&](const Selector& selector) {
+    auto tasks = pick_original(selector);
+    for (TaskId& t : tasks) t = applied.to_current(t);
+    return tasks;
+  };
+  // Primitives that look tasks up in `selection` (launch calls, names, steps) by the graph's
+  // ids cannot run once a structural edit has renumbered them.
+  auto needs_original_ids = [&](const SourcePosition& where, const std::string& op) {
+    if (!applied.current.empty()) {
+      throw TransformError(fmt::format("{}: '{}' after a move or insert is not supported: put it before the structural "
+                                       "transforms (or the scenario that has them)",
+                                       location(where), op));
+    }
   };
   for (const auto& transform : transforms) {
     TransformEffect effect;
@@ -392,11 +478,14 @@ void apply(const std::vector<Transform>& transforms, const TaskSelection& select
           if constexpr (std::is_same_v<Spec, ScaleSpec>) {
             effect = scale(graph, pick(spec.select), spec.ratio, spec.add);
           } else if constexpr (std::is_same_v<Spec, SetDurationSpec>) {
+            needs_original_ids(where, transform.op);
             const CostModel model = resolve_cost_model(spec.model, selection.trace(), where);
             effect = set_duration(graph, selection, pick(spec.select), model);
           } else if constexpr (std::is_same_v<Spec, RemoveSpec>) {
+            needs_original_ids(where, transform.op);
             effect = remove(graph, selection, pick(spec.select), spec.with_launches);
           } else if constexpr (std::is_same_v<Spec, FuseSpec>) {
+            needs_original_ids(where, transform.op);
             std::optional<CostModel> model;
             if (spec.duration) model = resolve_cost_model(*spec.duration, selection.trace(), where);
             effect = fuse(graph, selection, pick(spec.select), spec.per_step, spec.keep_launch, model);
@@ -407,13 +496,59 @@ void apply(const std::vector<Transform>& transforms, const TaskSelection& select
               applied.policy = std::make_unique<MeasuredOrderPolicy>();
             }
             effect.detail = spec.policy;
-          } else {
-            // insert, move, add_edge, remove_edge change the graph's structure: DependencyGraph
-            // keeps its edges in an immutable CSR and a resource's tasks in consecutive ids,
-            // and offers no way yet to add tasks or edges or to move a task.
-            throw TransformError(fmt::format("{}: '{}' is not supported yet: the dependency graph cannot add tasks "
-                                             "or edges or move tasks between resources",
-                                             location(where), transform.op));
+          } else if constexpr (std::is_same_v<Spec, MoveSpec>) {
+            const auto original = pick_original(spec.select);
+            EditResult edit;
+            if (original.empty()) {
+              effect.detail = "nothing selected";
+            } else if (spec.pool > 0) {
+              auto items = work_items(selection, original);
+              for (auto& item : items) {
+                for (TaskId& t : item) t = applied.to_current(t);
+              }
+              TrackInfo like = selection.trace().tracks()[selection.graph().resource(original.front())];
+              like.name = "worker-";
+              effect = move_to_pool(graph, items, static_cast<std::size_t>(spec.pool),
+                                    static_cast<std::size_t>(std::max<std::int64_t>(spec.cores, 0)), like, edit);
+              applied.renumbered(edit);
+            } else {
+              NamedResource r = resolve_resource(spec.resource, selection, graph, location(where));
+              std::vector<TaskId> tasks;
+              for (TaskId t : original) tasks.push_back(applied.to_current(t));
+              if (r.create) {
+                // A new resource first, then the move onto it: two renumberings.
+                GraphEdit add;
+                add.add_resource(*r.create);
+                const EditResult added = graph.apply(add);
+                applied.renumbered(added);
+                r.id = added.resources.front();
+                for (TaskId& t : tasks) t = added.old_to_new[t];
+              }
+              effect = move(graph, tasks, r.id, edit);
+              applied.renumbered(edit);
+            }
+          } else if constexpr (std::is_same_v<Spec, InsertSpec>) {
+            const auto after = pick(spec.after);
+            const auto before = spec.before ? pick(*spec.before) : std::vector<TaskId>{};
+            const NamedResource r = resolve_resource(spec.resource, selection, graph, location(where));
+            const CostModel model = resolve_cost_model(spec.duration, selection.trace(), where);
+            const std::size_t groups =
+                std::clamp<std::size_t>(static_cast<std::size_t>(std::max<std::int64_t>(spec.groups, 1)), 1,
+                                        std::max<std::size_t>(after.size(), 1));
+            std::vector<TimeNs> durations(groups);
+            for (std::size_t g = 0; g < groups; ++g) {
+              TaskCost cost;
+              cost.bytes = spec.bytes / static_cast<std::int64_t>(groups);
+              durations[g] = predict_duration(model, cost);
+            }
+            EditResult edit;
+            effect = insert(graph, r.id, r.create, spec.name, after, before, groups, durations, edit, location(where));
+            if (!edit.old_to_new.empty()) applied.renumbered(edit);
+            effect.detail += fmt::format(", {}", describe(model));
+          } else if constexpr (std::is_same_v<Spec, AddEdgeSpec>) {
+            effect = add_edge(graph, pick(spec.from), pick(spec.to), spec.delay, location(where));
+          } else if constexpr (std::is_same_v<Spec, RemoveEdgeSpec>) {
+            effect = remove_edge(graph, pick(spec.from), pick(spec.to));
           }
         },
         transform.spec);

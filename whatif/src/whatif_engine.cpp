@@ -9,8 +9,11 @@ namespace dreamscope::whatif {
 
 namespace {
 
-std::string share_label(const TaskSelection& selection, const DependencyGraph& graph, TaskId t) {
-  const std::string_view name = selection.name(t);
+// `original` maps the graph's tasks to the ids `selection` knows: a structural what-if
+// renumbers them, and a task it inserted has no name there.
+std::string share_label(const TaskSelection& selection, const std::vector<TaskId>& original,
+                        const DependencyGraph& graph, TaskId t) {
+  const std::string_view name = original[t] == kNoTask ? std::string_view() : selection.name(original[t]);
   switch (graph.kind(t)) {
     case TaskKind::Kernel: return fmt::format("kernel {}", name);
     case TaskKind::Memcpy: return fmt::format("memcpy {}", name);
@@ -27,7 +30,8 @@ std::string share_label(const TaskSelection& selection, const DependencyGraph& g
 // started at a chosen task), down to where it leaves [window_begin, ...). Each task's own
 // time on the path is its duration clipped to the window; a launch call whose start is all
 // the path needs (it reached the call through a launch edge) contributes nothing.
-std::vector<CriticalPathShare> critical_path_shares(const TaskSelection& selection, const DependencyGraph& graph,
+std::vector<CriticalPathShare> critical_path_shares(const TaskSelection& selection,
+                                                    const std::vector<TaskId>& original, const DependencyGraph& graph,
                                                     const SimulationResult& result, TaskId last,
                                                     TimeNs window_begin, std::size_t keep) {
   std::unordered_map<std::string, TimeNs> by_label;
@@ -37,7 +41,7 @@ std::vector<CriticalPathShare> critical_path_shares(const TaskSelection& selecti
     const TaskBinding& b = result.binding[t];
     if (at_end && !graph.removed(t)) {
       const TimeNs own = std::min(graph.duration(t), result.end[t] - window_begin);
-      if (own > 0) by_label[share_label(selection, graph, t)] += own;
+      if (own > 0) by_label[share_label(selection, original, graph, t)] += own;
     }
     if (at_end && (b.end == Constraint::Sync || b.end == Constraint::Flow) && b.end_by != kNoTask) {
       t = b.end_by;
@@ -58,7 +62,9 @@ std::vector<CriticalPathShare> critical_path_shares(const TaskSelection& selecti
 
 // The critical path of the median step (by predicted duration), or of the whole run when the
 // trace has no steps: what bounds the step time the report compares.
-std::vector<CriticalPathShare> median_step_critical_path(const TaskSelection& selection, const DependencyGraph& graph,
+std::vector<CriticalPathShare> median_step_critical_path(const TaskSelection& selection,
+                                                         const std::vector<TaskId>& original,
+                                                         const DependencyGraph& graph,
                                                          const SimulationResult& result,
                                                          const std::vector<StepTime>& steps, std::size_t keep) {
   if (result.binding.empty()) return {};
@@ -69,14 +75,14 @@ std::vector<CriticalPathShare> median_step_critical_path(const TaskSelection& se
       if (last == kNoTask || result.end[t] > result.end[last]) last = t;
     }
     return last == kNoTask ? std::vector<CriticalPathShare>{}
-                           : critical_path_shares(selection, graph, result, last, result.begin, keep);
+                           : critical_path_shares(selection, original, graph, result, last, result.begin, keep);
   }
   std::vector<const StepTime*> by_duration;
   for (const auto& s : steps) by_duration.push_back(&s);
   std::sort(by_duration.begin(), by_duration.end(),
             [](const StepTime* a, const StepTime* b) { return a->predicted() < b->predicted(); });
   const StepTime& median = *by_duration[by_duration.size() / 2];
-  return critical_path_shares(selection, graph, result, graph.annotation_last(median.row), median.predicted_start,
+  return critical_path_shares(selection, original, graph, result, graph.annotation_last(median.row), median.predicted_start,
                               keep);
 }
 
@@ -111,7 +117,7 @@ Prediction predict(const Trace& trace, const DependencyGraph& baseline, const Ta
   p.steps = step_times(trace, graph, result);
   p.step_median = median_step(p.steps, p.span, true);
   p.speedup = p.step_median > 0 ? baseline_step / p.step_median : 0;
-  p.critical_path = median_step_critical_path(selection, graph, result, p.steps, options.critical_path_entries);
+  p.critical_path = median_step_critical_path(selection, applied.original_ids(graph.task_count()), graph, result, p.steps, options.critical_path_entries);
   if (make_trace) p.predicted = make_predicted_trace(trace, graph, result);
   return p;
 }
@@ -184,7 +190,7 @@ WhatIfReport run_whatif(const Trace& trace, const std::vector<ScenarioRequest>& 
   report.measured_step_median = median_step(steps, report.measured_span, false);
   report.replayed_step_median = median_step(steps, report.replayed_span, true);
   report.baseline_critical_path =
-      median_step_critical_path(selection, baseline, replayed, steps, options.critical_path_entries);
+      median_step_critical_path(selection, AppliedScenario{}.original_ids(baseline.task_count()), baseline, replayed, steps, options.critical_path_entries);
 
   const bool combine = requests.size() > 1;
   for (std::size_t i = 0; i < requests.size(); ++i) {

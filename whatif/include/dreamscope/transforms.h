@@ -4,11 +4,14 @@
 // the graph came from for names, enclosing annotations, threads, streams and steps. A GPU
 // task is "inside" whatever annotation enclosed the CPU call that launched it.
 //
-// `apply` edits the graph in place through the knobs the graph offers (duration ratio and
-// offset, removal, gap) and chooses the simulator's tie policy. Every primitive applied here
-// keeps the graph acyclic and each resource's FIFO order: none of them adds an edge or moves
-// a task. move, insert, add_edge and remove_edge need structural edits the graph does not
-// offer yet; `apply` reports them as unsupported rather than approximating them.
+// `apply` edits the graph in place: the knobs (duration ratio and offset, removal, gap), the
+// structural edits (move, insert, add_edge, remove_edge through DependencyGraph::apply and
+// add_edges / remove_edges) and the simulator's tie policy. Every primitive keeps each
+// resource's FIFO order, and one whose edges would close a cycle is refused with an error
+// rather than left for the replay to drop.
+//
+// Structural edits renumber the tasks, while `TaskSelection` keeps describing the graph as
+// built from the trace: AppliedScenario carries the map from those ids to the current ones.
 #pragma once
 
 #include <dreamscope/cost_models.h>
@@ -20,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <regex>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -38,6 +42,7 @@ class TaskSelection {
   TaskSelection(const Trace& trace, const DependencyGraph& graph);
 
   // Tasks the selector names, in TaskId order; removed tasks are never selected.
+  // Ids are those of the graph this selection was built with.
   std::vector<TaskId> select(const Selector& selector) const;
 
   // The task's name: API call, annotation or GPU operation; "" for CPU work and synthetic tasks.
@@ -56,10 +61,11 @@ class TaskSelection {
   const Trace& trace() const { return trace_; }
   const DependencyGraph& graph() const { return graph_; }
 
- private:
   // The annotation row enclosing the task on its thread (for GPU tasks: enclosing its launch
   // call), innermost first; kNoIndex when none.
   EventIndex enclosing_annotation(TaskId t) const;
+
+ private:
   TrackId context_track(TaskId t) const;
   bool matches_kind(TaskId t, const std::string& kind) const;
 
@@ -86,6 +92,15 @@ struct TransformEffect {
 struct AppliedScenario {
   std::vector<TransformEffect> effects;
   std::unique_ptr<TiePolicy> policy; // null: the simulator's default
+  // For each task of the graph the selection describes, its id in the edited graph; empty
+  // while no structural edit has renumbered anything.
+  std::vector<TaskId> current;
+
+  TaskId to_current(TaskId t) const { return current.empty() ? t : current[t]; }
+  // Folds an edit's renumbering into `current`.
+  void renumbered(const EditResult& edit);
+  // The inverse of `current` over the edited graph: kNoTask for tasks a what-if inserted.
+  std::vector<TaskId> original_ids(std::size_t task_count) const;
 };
 
 // Applies the transforms in order. `selection` must describe `graph` as built from the trace
@@ -105,6 +120,40 @@ TransformEffect remove(DependencyGraph& graph, const TaskSelection& selection, c
 // and their launch calls are removed; the survivor's launch too unless `keep_launch`.
 TransformEffect fuse(DependencyGraph& graph, const TaskSelection& selection, const std::vector<TaskId>& tasks,
                      bool per_step, bool keep_launch, const std::optional<CostModel>& model);
+
+// Structural primitives. Task ids are those of `graph` as it is now.
+// Moves `tasks` to a resource, merged among its tasks by measured start. Each run of moved
+// tasks still starts after the task that preceded it on its old thread (its inputs), but that
+// thread no longer waits for it (add_edge says who consumes the result).
+TransformEffect move(DependencyGraph& graph, const std::vector<TaskId>& tasks, ResourceId resource,
+                     EditResult& result);
+// Moves groups of tasks (one batch's fetch and prep: what one worker does for one item) to a
+// pool of `workers` new resources named after `like`, group g to worker g mod workers in
+// measured order. With 0 < cores < workers, group g also waits for the end of group
+// g − cores: a FIFO hand-over of cores, so that no more than `cores` groups run at once.
+// Workers prefetch ahead: an item waits for nothing its old thread did before it, but the
+// task that followed it there (the training loop that loaded inline) waits for it.
+TransformEffect move_to_pool(DependencyGraph& graph, const std::vector<std::vector<TaskId>>& groups,
+                             std::size_t workers, std::size_t cores, const TrackInfo& like, EditResult& result);
+// A Dependency edge (end → start, plus `delay`) from each `from` to each `to`, paired in
+// measured start order: i-th with i-th when both lists have the same size, otherwise one to
+// many or many to one. Throws TransformError (prefixed by `where`) when the lists cannot be
+// paired, or when an edge would close a cycle (then nothing is added).
+TransformEffect add_edge(DependencyGraph& graph, const std::vector<TaskId>& from, const std::vector<TaskId>& to,
+                         TimeNs delay, const std::string& where = {});
+// Removes every edge from a `from` task to a `to` task.
+TransformEffect remove_edge(DependencyGraph& graph, const std::vector<TaskId>& from, const std::vector<TaskId>& to);
+// A synthetic task of `duration` on `resource` after each group of `after` tasks (consecutive
+// in measured end order, `groups` of them): it starts once the group's last task has ended
+// and the resource is free, and the first `before` task that starts after the group waits for
+// it. Inserted tasks on a resource follow each other in group order. Returns the inserted ids
+// in `result.inserted`. Throws TransformError on a cycle.
+TransformEffect insert(DependencyGraph& graph, ResourceId resource, std::optional<TrackInfo> new_resource,
+                       const std::string& name, const std::vector<TaskId>& after, const std::vector<TaskId>& before,
+                       std::size_t groups, const std::vector<TimeNs>& durations, EditResult& result,
+                       const std::string& where = {});
+// Whether the graph, with `extra` edges added, has a cycle through edges and resource order.
+bool has_cycle(const DependencyGraph& graph, std::span<const EdgeSpec> extra = {});
 
 // The cost model of a spec for this trace: wave scaling starts from the traced GPU.
 CostModel resolve_cost_model(const CostModelSpec& spec, const Trace& trace, const SourcePosition& where);

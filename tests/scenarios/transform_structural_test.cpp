@@ -1,0 +1,224 @@
+// move, insert, add_edge and remove_edge on the hand-written data pipeline
+// (scenario_traces.h), with the replayed timelines worked out on paper. As traced: the loader
+// (tid 2) fetches batch b in [300b, +100) and preps it in [300b + 100, +200); step b waits for
+// prep b, then computes 100 ns. Replayed steps: [0, 400), [400, 700), [700, 1000).
+#include "scenario_traces.h"
+
+#include <dreamscope/transforms.h>
+#include <dreamscope/whatif_engine.h>
+
+#include <gtest/gtest.h>
+
+using namespace dreamscope;
+using namespace dreamscope::whatif;
+using dreamscope::scenario_test::data_pipeline_trace;
+
+namespace {
+
+using Span = std::pair<TimeNs, TimeNs>;
+
+struct Pipeline {
+  Trace trace = data_pipeline_trace();
+  // As in the engine: the selection describes the graph as built, the edits go to a copy.
+  const DependencyGraph baseline = build_dependency_graph(trace);
+  TaskSelection selection{trace, baseline};
+  DependencyGraph graph = baseline;
+  AppliedScenario applied;
+
+  // Tasks of the original graph by name, in measured order.
+  std::vector<TaskId> named(std::string_view name) const {
+    Selector s;
+    s.name = "^" + std::string(name) + "$";
+    return selection.select(s);
+  }
+  void run(const std::string& toml, const std::map<std::string, std::string>& p = {}) {
+    apply(Scenario::parse(toml, "test.toml").instantiate(p), selection, graph, applied);
+  }
+  // Where an original task ran in the replay of the edited graph.
+  Span span(const SimulationResult& r, TaskId original) const {
+    const TaskId t = applied.to_current(original);
+    return {r.start[t], r.end[t]};
+  }
+  std::vector<TimeNs> steps(const SimulationResult& r) const {
+    std::vector<TimeNs> out;
+    for (const auto& s : step_times(trace, graph, r)) out.push_back(s.predicted());
+    return out;
+  }
+};
+
+const char* kPool = R"(name = "pool"
+[parameters]
+workers = { default = 2, help = "" }
+cores = { default = 0, help = "" }
+[[transform]]
+op = "move"
+select = { category = "fetch|prep" }
+pool = "${workers}"
+cores = "${cores}"
+)";
+
+} // namespace
+
+TEST(Move, ToAPoolOfWorkersRunsItemsInParallel) {
+  Pipeline p;
+  p.run(kPool);
+  const auto r = simulate(p.graph);
+  ASSERT_EQ(r.unscheduled, 0u);
+  const auto fetch = p.named("fetch");
+  const auto prep = p.named("prep");
+  ASSERT_EQ(prep.size(), 3u);
+  // Batches 0 and 2 (fetch and prep together) go to the first worker, batch 1 to the second.
+  const ResourceId w0 = p.graph.resource(p.applied.to_current(prep[0]));
+  const ResourceId w1 = p.graph.resource(p.applied.to_current(prep[1]));
+  EXPECT_NE(w0, w1);
+  EXPECT_EQ(p.graph.resource(p.applied.to_current(fetch[0])), w0);
+  EXPECT_EQ(p.graph.resource(p.applied.to_current(fetch[1])), w1);
+  EXPECT_EQ(p.graph.resource(p.applied.to_current(prep[2])), w0);
+  EXPECT_GE(w0, p.trace.tracks().size());
+  EXPECT_GE(w1, p.trace.tracks().size());
+  EXPECT_EQ(p.graph.added_resources().size(), 2u);
+  EXPECT_EQ(p.span(r, fetch[1]), Span(0, 100));
+  EXPECT_EQ(p.span(r, prep[1]), Span(100, 300));
+  EXPECT_EQ(p.span(r, prep[2]), Span(400, 600));
+  // Step 1 finds batch 1 ready (wait [400, 400)); step 2 starts at 500 and waits until 600.
+  const auto compute = p.named("compute");
+  EXPECT_EQ(p.span(r, compute[1]), Span(400, 500));
+  EXPECT_EQ(p.span(r, compute[2]), Span(600, 700));
+  EXPECT_EQ(p.steps(r), (std::vector<TimeNs>{400, 100, 200}));
+  EXPECT_FALSE(has_cycle(p.graph));
+  // Every resource stays totally ordered: no two tasks of one resource overlap.
+  for (ResourceId res = 0; res < p.graph.resource_count(); ++res) {
+    for (TaskId t = p.graph.resource_first(res); t + 1 < p.graph.resource_end(res); ++t) {
+      EXPECT_LE(r.end[t], r.start[t + 1]);
+    }
+  }
+}
+
+TEST(Move, CoresBoundTheWorkersThatRunAtOnce) {
+  // Two workers on one core: batch 1 waits for batch 0 to hand the core over, batch 2 for
+  // batch 1. As slow as the single traced loader.
+  Pipeline p;
+  p.run(kPool, {{"cores", "1"}});
+  const auto r = simulate(p.graph);
+  const auto prep = p.named("prep");
+  const auto fetch = p.named("fetch");
+  EXPECT_EQ(p.span(r, fetch[1]), Span(300, 400));
+  EXPECT_EQ(p.span(r, prep[1]), Span(400, 600));
+  EXPECT_EQ(p.span(r, fetch[2]), Span(600, 700));
+  EXPECT_EQ(p.steps(r), (std::vector<TimeNs>{400, 300, 300}));
+
+  // Three workers on two cores: batch 2 waits for batch 0's core.
+  Pipeline q;
+  q.run(kPool, {{"workers", "3"}, {"cores", "2"}});
+  const auto s = simulate(q.graph);
+  EXPECT_EQ(q.span(s, q.named("fetch")[1]), Span(0, 100));
+  EXPECT_EQ(q.span(s, q.named("fetch")[2]), Span(300, 400));
+  EXPECT_EQ(q.steps(s), (std::vector<TimeNs>{400, 100, 200}));
+}
+
+TEST(Move, ToANamedResourceStillFollowsWhatCameBefore) {
+  // compute of step 1 moves to a new thread: it still starts after step 1's wait, while the
+  // main thread goes on without it, so step 2's wait begins at 600, not 700.
+  Pipeline p;
+  p.run(R"(name = "m"
+[[transform]]
+op = "move"
+select = { name = "^compute$", window_ns = [600, 601] }
+resource = "side"
+)");
+  const auto r = simulate(p.graph);
+  ASSERT_EQ(r.unscheduled, 0u);
+  const auto compute = p.named("compute");
+  const auto wait = p.named("wait");
+  EXPECT_EQ(p.graph.resource(p.applied.to_current(compute[1])), p.trace.tracks().size());
+  EXPECT_EQ(p.span(r, compute[1]), Span(600, 700));
+  EXPECT_EQ(p.span(r, wait[2]), Span(600, 900));
+  EXPECT_EQ(p.span(r, compute[2]), Span(900, 1000));
+  ASSERT_EQ(p.applied.effects.size(), 1u);
+  EXPECT_EQ(p.applied.effects[0].tasks, 1u);
+}
+
+TEST(AddEdge, DelaysTheTargetAndRefusesCycles) {
+  // fetch 2 may start only 300 ns after step 0's compute ends (at 400): [700, 800), prep
+  // [800, 1000), so step 2 waits until 1000.
+  Pipeline p;
+  p.run(R"(name = "e"
+[[transform]]
+op = "add_edge"
+from = { name = "^compute$", window_ns = [300, 301] }
+to = { category = "fetch", window_ns = [600, 601] }
+delay_ns = 300
+)");
+  const auto r = simulate(p.graph);
+  EXPECT_EQ(p.span(r, p.named("fetch")[2]), Span(700, 800));
+  EXPECT_EQ(p.span(r, p.named("compute")[2]), Span(1000, 1100));
+  EXPECT_EQ(p.steps(r), (std::vector<TimeNs>{400, 300, 400}));
+
+  // compute b → fetch b closes a cycle through prep b → wait b → compute b.
+  Pipeline q;
+  const std::size_t edges = q.graph.edge_count();
+  try {
+    q.run(R"(name = "c"
+[[transform]]
+op = "add_edge"
+from = { name = "^compute$" }
+to = { category = "fetch" }
+)");
+    FAIL() << "a cycle was accepted";
+  } catch (const TransformError& e) {
+    EXPECT_NE(std::string(e.what()).find("test.toml:2:1: add_edge: the edges would close a cycle"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(q.graph.edge_count(), edges);
+  EXPECT_FALSE(has_cycle(q.graph));
+}
+
+TEST(RemoveEdge, TheStepNoLongerWaitsForItsBatch) {
+  // Without prep 1 → wait 1, step 1 computes at once: [400, 500); step 2 then waits from 500
+  // to 900.
+  Pipeline p;
+  p.run(R"(name = "r"
+[[transform]]
+op = "remove_edge"
+from = { category = "prep", window_ns = [400, 401] }
+to = { name = "^wait$" }
+)");
+  ASSERT_EQ(p.applied.effects[0].tasks, 1u);
+  const auto r = simulate(p.graph);
+  EXPECT_EQ(p.span(r, p.named("compute")[1]), Span(400, 500));
+  EXPECT_EQ(p.span(r, p.named("wait")[2]), Span(500, 900));
+  EXPECT_EQ(p.steps(r), (std::vector<TimeNs>{400, 100, 500}));
+}
+
+TEST(Insert, ASyntheticTaskAfterEachGroupGatesTheNextBeforeTask) {
+  // A 50 ns check after each prep, on a new resource, that the next compute waits for:
+  // [300, 350) → compute 0 [350, 450); [600, 650) → compute 1 [650, 750); [900, 950) →
+  // compute 2 [950, 1050).
+  Pipeline p;
+  p.run(R"(name = "i"
+[[transform]]
+op = "insert"
+name = "checksum"
+resource = "checker"
+cost = { model = "constant", duration_ns = 50 }
+after = { category = "prep" }
+before = { name = "^compute$" }
+groups = 3
+)");
+  const auto r = simulate(p.graph);
+  ASSERT_EQ(r.unscheduled, 0u);
+  const auto compute = p.named("compute");
+  EXPECT_EQ(p.span(r, compute[0]), Span(350, 450));
+  EXPECT_EQ(p.span(r, compute[1]), Span(650, 750));
+  EXPECT_EQ(p.span(r, compute[2]), Span(950, 1050));
+  const ResourceId checker = static_cast<ResourceId>(p.trace.tracks().size());
+  ASSERT_EQ(p.graph.resource_end(checker) - p.graph.resource_first(checker), 3u);
+  const TaskId first = p.graph.resource_first(checker);
+  EXPECT_EQ(p.graph.kind(first), TaskKind::Synthetic);
+  EXPECT_EQ(p.graph.synthetic_name(first), "checksum");
+  EXPECT_EQ(Span(r.start[first + 2], r.end[first + 2]), Span(900, 950));
+  // Inserted tasks have no original id; every original task still has one.
+  const auto original = p.applied.original_ids(p.graph.task_count());
+  EXPECT_EQ(original[first], kNoTask);
+  EXPECT_EQ(std::count(original.begin(), original.end(), kNoTask), 3);
+}

@@ -1,0 +1,294 @@
+// The primitives that change the graph's structure: move, insert, add_edge, remove_edge.
+#include <dreamscope/transforms.h>
+
+#include <boost/range/iterator_range.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+namespace dreamscope::whatif {
+
+namespace {
+
+std::string prefix(const std::string& where) { return where.empty() ? std::string() : where + ": "; }
+
+std::vector<TaskId> by_measured_start(const DependencyGraph& graph, std::vector<TaskId> tasks) {
+  std::stable_sort(tasks.begin(), tasks.end(),
+                   [&](TaskId a, TaskId b) { return graph.measured_start(a) < graph.measured_start(b); });
+  return tasks;
+}
+
+TimeNs summed(const DependencyGraph& graph, const std::vector<TaskId>& tasks) {
+  TimeNs sum = 0;
+  for (TaskId t : tasks) sum += graph.duration(t);
+  return sum;
+}
+
+// What a moved task's thread did next still waits for it (a training loop that loaded a
+// batch inline goes on once it is loaded): an edge from the end of each run of moved tasks
+// to the first task after it that stays; ids before the edit, mapped by `renumber`.
+std::vector<std::pair<TaskId, TaskId>> continuations(const DependencyGraph& graph, const std::set<TaskId>& moved) {
+  std::vector<std::pair<TaskId, TaskId>> pairs;
+  for (TaskId t : moved) {
+    if (moved.count(t + 1) || t + 1 >= graph.resource_end(graph.resource(t))) continue;
+    pairs.emplace_back(t, t + 1);
+  }
+  return pairs;
+}
+
+std::vector<EdgeSpec> renumber(const std::vector<std::pair<TaskId, TaskId>>& pairs, const EditResult& result) {
+  std::vector<EdgeSpec> edges;
+  for (const auto& [from, to] : pairs) {
+    edges.push_back({result.old_to_new[from], result.old_to_new[to], EdgeKind::Dependency, 0});
+  }
+  return edges;
+}
+
+} // namespace
+
+void AppliedScenario::renumbered(const EditResult& edit) {
+  if (current.empty()) {
+    current = edit.old_to_new;
+    return;
+  }
+  for (TaskId& t : current) {
+    if (t != kNoTask) t = edit.old_to_new[t];
+  }
+}
+
+std::vector<TaskId> AppliedScenario::original_ids(std::size_t task_count) const {
+  std::vector<TaskId> original(task_count, kNoTask);
+  if (current.empty()) {
+    for (std::size_t t = 0; t < task_count; ++t) original[t] = static_cast<TaskId>(t);
+    return original;
+  }
+  for (std::size_t t = 0; t < current.size(); ++t) {
+    if (current[t] != kNoTask && current[t] < task_count) original[current[t]] = static_cast<TaskId>(t);
+  }
+  return original;
+}
+
+bool has_cycle(const DependencyGraph& graph, std::span<const EdgeSpec> extra) {
+  // Kahn's algorithm over tasks; a task's resource successor is an edge like any other, since
+  // FIFO order constrains the replay exactly as an edge does.
+  const std::size_t n = graph.task_count();
+  std::vector<std::uint32_t> in(n, 0);
+  const EdgeGraph& edges = graph.edges();
+  for (TaskId t = 0; t < n; ++t) {
+    if (t + 1 < graph.resource_end(graph.resource(t))) ++in[t + 1];
+    for (auto e : boost::make_iterator_range(boost::out_edges(t, edges))) ++in[boost::target(e, edges)];
+  }
+  std::vector<std::vector<TaskId>> extra_out(extra.empty() ? 0 : n);
+  for (const EdgeSpec& e : extra) {
+    extra_out[e.from].push_back(e.to);
+    ++in[e.to];
+  }
+  std::vector<TaskId> ready;
+  for (TaskId t = 0; t < n; ++t) {
+    if (in[t] == 0) ready.push_back(t);
+  }
+  std::size_t done = 0;
+  auto release = [&](TaskId v) {
+    if (--in[v] == 0) ready.push_back(v);
+  };
+  while (!ready.empty()) {
+    const TaskId t = ready.back();
+    ready.pop_back();
+    ++done;
+    if (t + 1 < graph.resource_end(graph.resource(t))) release(t + 1);
+    for (auto e : boost::make_iterator_range(boost::out_edges(t, edges))) release(boost::target(e, edges));
+    if (!extra_out.empty()) {
+      for (TaskId v : extra_out[t]) release(v);
+    }
+  }
+  return done != n;
+}
+
+TransformEffect move(DependencyGraph& graph, const std::vector<TaskId>& tasks, ResourceId resource,
+                     EditResult& result) {
+  TransformEffect e;
+  GraphEdit edit;
+  std::set<TaskId> moved;
+  for (TaskId t : tasks) {
+    if (graph.resource(t) == resource) continue;
+    edit.move(t, resource);
+    moved.insert(t);
+    ++e.tasks;
+  }
+  e.time_before = e.time_after = summed(graph, tasks);
+  // A task moved to another thread still needs what its thread did before it (its inputs),
+  // but the thread no longer waits for it: who consumes its result is an add_edge away.
+  std::vector<std::pair<TaskId, TaskId>> previous;
+  for (TaskId t : moved) {
+    if (t > graph.resource_first(graph.resource(t)) && !moved.count(t - 1)) previous.emplace_back(t - 1, t);
+  }
+  result = graph.apply(edit);
+  auto edges = renumber(previous, result);
+  if (has_cycle(graph, edges)) throw TransformError("move: the moved tasks would wait for work that waits for them");
+  graph.add_edges(edges);
+  e.detail = fmt::format("to resource {}", resource);
+  return e;
+}
+
+TransformEffect move_to_pool(DependencyGraph& graph, const std::vector<std::vector<TaskId>>& groups,
+                             std::size_t workers, std::size_t cores, const TrackInfo& like, EditResult& result) {
+  TransformEffect e;
+  if (workers == 0) throw TransformError("move: a pool needs at least one worker");
+  // Groups in the order they ran, so that worker g mod k gets what a FIFO queue of work items
+  // would hand it when every item takes about as long.
+  std::vector<std::vector<TaskId>> ordered;
+  for (const auto& g : groups) {
+    if (!g.empty()) ordered.push_back(by_measured_start(graph, g));
+  }
+  std::stable_sort(ordered.begin(), ordered.end(), [&](const auto& a, const auto& b) {
+    return graph.measured_start(a.front()) < graph.measured_start(b.front());
+  });
+  GraphEdit edit;
+  std::vector<ResourceId> pool(workers);
+  for (std::size_t w = 0; w < workers; ++w) {
+    TrackInfo track = like;
+    track.name = fmt::format("{}{}", like.name, w);
+    track.tid = kNoValue;
+    pool[w] = edit.add_resource(std::move(track));
+  }
+  std::set<TaskId> moved;
+  for (std::size_t g = 0; g < ordered.size(); ++g) {
+    for (TaskId t : ordered[g]) {
+      edit.move(t, pool[g % workers]);
+      moved.insert(t);
+      ++e.tasks;
+      e.time_before += graph.duration(t);
+    }
+  }
+  e.time_after = e.time_before;
+  const auto next = continuations(graph, moved);
+  result = graph.apply(edit);
+  std::vector<EdgeSpec> hand_over = renumber(next, result);
+  const bool bounded = cores > 0 && cores < workers;
+  for (std::size_t g = cores; bounded && g < ordered.size(); ++g) {
+    hand_over.push_back({result.old_to_new[ordered[g - cores].back()], result.old_to_new[ordered[g].front()],
+                         EdgeKind::Dependency, 0});
+  }
+  // Hand-over edges point forward in measured order, as each worker's own order does, so a
+  // cycle means a group waited for a later one in the trace (a flow between items).
+  if (has_cycle(graph, hand_over)) {
+    throw TransformError("move: the pool's order would make an item wait for work that waits for it");
+  }
+  graph.add_edges(hand_over);
+  e.detail = bounded ? fmt::format("{} groups over {} workers, {} at a time", ordered.size(), workers, cores) :
+                       fmt::format("{} groups over {} workers", ordered.size(), workers);
+  return e;
+}
+
+TransformEffect add_edge(DependencyGraph& graph, const std::vector<TaskId>& from, const std::vector<TaskId>& to,
+                         TimeNs delay, const std::string& where) {
+  TransformEffect e;
+  const auto f = by_measured_start(graph, from);
+  const auto t = by_measured_start(graph, to);
+  if (f.empty() || t.empty()) {
+    e.detail = "no edge: nothing selected";
+    return e;
+  }
+  std::vector<EdgeSpec> specs;
+  if (f.size() == t.size()) {
+    for (std::size_t i = 0; i < f.size(); ++i) specs.push_back({f[i], t[i], EdgeKind::Dependency, delay});
+  } else if (f.size() == 1) {
+    for (TaskId v : t) specs.push_back({f[0], v, EdgeKind::Dependency, delay});
+  } else if (t.size() == 1) {
+    for (TaskId u : f) specs.push_back({u, t[0], EdgeKind::Dependency, delay});
+  } else {
+    throw TransformError(fmt::format("{}add_edge: {} 'from' tasks and {} 'to' tasks cannot be paired (same count, "
+                                     "or one on either side)",
+                                     prefix(where), f.size(), t.size()));
+  }
+  for (const EdgeSpec& s : specs) {
+    if (s.from == s.to) throw TransformError(fmt::format("{}add_edge: a task cannot wait for itself", prefix(where)));
+  }
+  if (has_cycle(graph, specs)) {
+    throw TransformError(fmt::format("{}add_edge: the edges would close a cycle (a task would wait for work that "
+                                     "waits for it)",
+                                     prefix(where)));
+  }
+  graph.add_edges(specs);
+  e.tasks = specs.size();
+  e.detail = fmt::format("{} edges", specs.size());
+  return e;
+}
+
+TransformEffect remove_edge(DependencyGraph& graph, const std::vector<TaskId>& from, const std::vector<TaskId>& to) {
+  TransformEffect e;
+  const std::set<TaskId> targets(to.begin(), to.end());
+  const EdgeGraph& edges = graph.edges();
+  std::set<std::pair<TaskId, TaskId>> pairs;
+  for (TaskId u : from) {
+    for (auto edge : boost::make_iterator_range(boost::out_edges(u, edges))) {
+      const TaskId v = boost::target(edge, edges);
+      if (targets.count(v)) pairs.emplace(u, v);
+    }
+  }
+  std::size_t removed = 0;
+  for (const auto& [u, v] : pairs) removed += graph.remove_edges(u, v);
+  e.tasks = removed;
+  e.detail = fmt::format("{} edges", removed);
+  return e;
+}
+
+TransformEffect insert(DependencyGraph& graph, ResourceId resource, std::optional<TrackInfo> new_resource,
+                       const std::string& name, const std::vector<TaskId>& after, const std::vector<TaskId>& before,
+                       std::size_t groups, const std::vector<TimeNs>& durations, EditResult& result,
+                       const std::string& where) {
+  TransformEffect e;
+  if (after.empty()) {
+    e.detail = "nothing inserted: no 'after' task selected";
+    return e;
+  }
+  groups = std::clamp<std::size_t>(groups, 1, after.size());
+  if (durations.size() != groups) throw TransformError(fmt::format("{}insert: one duration per group", prefix(where)));
+  std::vector<TaskId> a = after;
+  std::stable_sort(a.begin(), a.end(), [&](TaskId x, TaskId y) { return graph.measured_end(x) < graph.measured_end(y); });
+  // Group g holds after[g·n/groups, (g+1)·n/groups): as even as the count allows.
+  std::vector<TaskId> last_of(groups);
+  for (std::size_t g = 0; g < groups; ++g) last_of[g] = a[(g + 1) * a.size() / groups - 1];
+
+  GraphEdit edit;
+  ResourceId r = resource;
+  if (new_resource) r = edit.add_resource(*new_resource);
+  std::vector<std::uint32_t> index(groups);
+  for (std::size_t g = 0; g < groups; ++g) {
+    TaskId pos = kNoTask;
+    if (!new_resource) {
+      // After the last task of the resource that had ended when the group did.
+      for (TaskId t = graph.resource_first(r); t < graph.resource_end(r); ++t) {
+        if (graph.measured_end(t) <= graph.measured_end(last_of[g])) pos = t;
+      }
+    }
+    index[g] = edit.insert(r, pos, TaskKind::Synthetic, name, durations[g]);
+    e.time_after += durations[g];
+  }
+  result = graph.apply(edit);
+  const auto b = by_measured_start(graph, [&] {
+    std::vector<TaskId> mapped;
+    for (TaskId t : before) mapped.push_back(result.old_to_new[t]);
+    return mapped;
+  }());
+  std::vector<EdgeSpec> specs;
+  for (std::size_t g = 0; g < groups; ++g) {
+    const TaskId inserted = result.inserted[index[g]];
+    const TaskId group_end = result.old_to_new[last_of[g]];
+    specs.push_back({group_end, inserted, EdgeKind::Dependency, 0});
+    const auto next = std::find_if(b.begin(), b.end(), [&](TaskId t) {
+      return graph.measured_start(t) >= graph.measured_end(group_end);
+    });
+    if (next != b.end()) specs.push_back({inserted, *next, EdgeKind::Dependency, 0});
+  }
+  if (has_cycle(graph, specs)) {
+    throw TransformError(fmt::format("{}insert: the inserted task's edges would close a cycle", prefix(where)));
+  }
+  graph.add_edges(specs);
+  e.tasks = groups;
+  e.detail = fmt::format("{} tasks '{}'", groups, name);
+  return e;
+}
+
+} // namespace dreamscope::whatif
