@@ -222,3 +222,51 @@ groups = 3
   EXPECT_EQ(original[first], kNoTask);
   EXPECT_EQ(std::count(original.begin(), original.end(), kNoTask), 3);
 }
+
+TEST(DataScenario, WorkersPrepareBatchesInParallel) {
+  // The built-in `data` scenario with workers=2: steps 400, 100, 200 as in the pool test above
+  // (median 200, from a replayed 300); on one core the pool is no faster than the traced loader.
+  const Trace trace = data_pipeline_trace();
+  std::vector<ScenarioRequest> requests;
+  requests.push_back({find_scenario("data"), {{"workers", "2"}}});
+  auto report = run_whatif(trace, requests);
+  ASSERT_EQ(report.predictions.size(), 1u);
+  EXPECT_DOUBLE_EQ(report.replayed_step_median, 300);
+  EXPECT_DOUBLE_EQ(report.predictions[0].step_median, 200);
+  EXPECT_EQ(report.predictions[0].unscheduled, 0u);
+
+  requests = {{find_scenario("data"), {{"workers", "2"}, {"cores", "1"}}}};
+  report = run_whatif(trace, requests);
+  EXPECT_DOUBLE_EQ(report.predictions[0].step_median, 300);
+
+  // Faster storage first, then the pool: fetches of 50, items of 250, ready at 250, 250 and
+  // 500; steps [0, 350), [350, 450), [450, 600).
+  requests = {{find_scenario("data"), {{"workers", "2"}, {"storage", "2"}}}};
+  report = run_whatif(trace, requests);
+  EXPECT_DOUBLE_EQ(report.predictions[0].step_median, 150);
+}
+
+TEST(DataParallel, AllReducePerBucketDelaysTheOptimizer) {
+  // gpu_step_trace with its forward kernels standing in for the backward pass, two buckets of
+  // 0.5 MB on two GPUs at 1250 GB/s and no latency: 2·(1/2)·500 kB / 1250 GB/s = 400 ns each.
+  // Bucket 0 after sgemm_nn: [2250, 2650) on the link; bucket 1 after relu_fw: [3250, 3650).
+  // adam_a waits for both: [3650, 4150), adam_b [4150, 4650); the sync returns 50 ns after it
+  // and 700 ns of CPU work end the step at 5400 instead of 5000.
+  const Trace trace = dreamscope::scenario_test::gpu_step_trace();
+  std::vector<ScenarioRequest> requests;
+  requests.push_back({find_scenario("data-parallel"),
+                      {{"workers", "2"},
+                       {"gradient_mb", "1"},
+                       {"buckets", "2"},
+                       {"bandwidth_gb_per_s", "1250"},
+                       {"latency_us", "0"},
+                       {"backward", "^forward$"}}});
+  WhatIfOptions options;
+  options.make_trace = true;
+  const auto report = run_whatif(trace, requests, options);
+  ASSERT_EQ(report.predictions.size(), 1u);
+  EXPECT_EQ(report.predictions[0].unscheduled, 0u);
+  EXPECT_DOUBLE_EQ(report.predictions[0].step_median, 5400);
+  ASSERT_EQ(report.predictions[0].effects.size(), 1u);
+  EXPECT_EQ(report.predictions[0].effects[0].tasks, 2u);
+}

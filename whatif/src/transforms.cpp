@@ -528,21 +528,30 @@ void apply(const std::vector<Transform>& transforms, const TaskSelection& select
               applied.renumbered(edit);
             }
           } else if constexpr (std::is_same_v<Spec, InsertSpec>) {
-            const auto after = pick(spec.after);
+            // `groups` per step (a step's gradient buckets), or over the run when the trace
+            // has no steps: the `after` tasks of a step, in measured end order, split evenly.
+            const auto original = pick_original(spec.after);
+            std::map<std::int64_t, std::vector<TaskId>> by_step;
+            for (TaskId t : original) by_step[selection.step(t).value_or(kNoValue)].push_back(applied.to_current(t));
+            std::vector<std::vector<TaskId>> groups;
+            for (auto& [step, tasks] : by_step) {
+              std::stable_sort(tasks.begin(), tasks.end(), [&](TaskId x, TaskId y) {
+                return graph.measured_end(x) < graph.measured_end(y);
+              });
+              const std::size_t n = std::min<std::size_t>(static_cast<std::size_t>(spec.groups), tasks.size());
+              for (std::size_t g = 0; g < n; ++g) {
+                groups.emplace_back(tasks.begin() + static_cast<std::ptrdiff_t>(g * tasks.size() / n),
+                                    tasks.begin() + static_cast<std::ptrdiff_t>((g + 1) * tasks.size() / n));
+              }
+            }
             const auto before = spec.before ? pick(*spec.before) : std::vector<TaskId>{};
             const NamedResource r = resolve_resource(spec.resource, selection, graph, location(where));
             const CostModel model = resolve_cost_model(spec.duration, selection.trace(), where);
-            const std::size_t groups =
-                std::clamp<std::size_t>(static_cast<std::size_t>(std::max<std::int64_t>(spec.groups, 1)), 1,
-                                        std::max<std::size_t>(after.size(), 1));
-            std::vector<TimeNs> durations(groups);
-            for (std::size_t g = 0; g < groups; ++g) {
-              TaskCost cost;
-              cost.bytes = spec.bytes / static_cast<std::int64_t>(groups);
-              durations[g] = predict_duration(model, cost);
-            }
+            TaskCost cost;
+            cost.bytes = spec.bytes / std::max<std::int64_t>(spec.groups, 1);
+            const std::vector<TimeNs> durations(groups.size(), predict_duration(model, cost));
             EditResult edit;
-            effect = insert(graph, r.id, r.create, spec.name, after, before, groups, durations, edit, location(where));
+            effect = insert(graph, r.id, r.create, spec.name, groups, before, durations, edit, location(where));
             if (!edit.old_to_new.empty()) applied.renumbered(edit);
             effect.detail += fmt::format(", {}", describe(model));
           } else if constexpr (std::is_same_v<Spec, AddEdgeSpec>) {

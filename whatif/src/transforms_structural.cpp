@@ -235,47 +235,53 @@ TransformEffect remove_edge(DependencyGraph& graph, const std::vector<TaskId>& f
 }
 
 TransformEffect insert(DependencyGraph& graph, ResourceId resource, std::optional<TrackInfo> new_resource,
-                       const std::string& name, const std::vector<TaskId>& after, const std::vector<TaskId>& before,
-                       std::size_t groups, const std::vector<TimeNs>& durations, EditResult& result,
+                       const std::string& name, const std::vector<std::vector<TaskId>>& groups,
+                       const std::vector<TaskId>& before, const std::vector<TimeNs>& durations, EditResult& result,
                        const std::string& where) {
   TransformEffect e;
-  if (after.empty()) {
+  if (durations.size() != groups.size()) {
+    throw TransformError(fmt::format("{}insert: one duration per group", prefix(where)));
+  }
+  // A group ends with its last task to end; groups go onto the resource in that order.
+  std::vector<std::pair<TaskId, TimeNs>> last_of; // (task, duration)
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].empty()) continue;
+    const TaskId last = *std::max_element(groups[g].begin(), groups[g].end(), [&](TaskId x, TaskId y) {
+      return graph.measured_end(x) < graph.measured_end(y);
+    });
+    last_of.emplace_back(last, durations[g]);
+  }
+  if (last_of.empty()) {
     e.detail = "nothing inserted: no 'after' task selected";
     return e;
   }
-  groups = std::clamp<std::size_t>(groups, 1, after.size());
-  if (durations.size() != groups) throw TransformError(fmt::format("{}insert: one duration per group", prefix(where)));
-  std::vector<TaskId> a = after;
-  std::stable_sort(a.begin(), a.end(), [&](TaskId x, TaskId y) { return graph.measured_end(x) < graph.measured_end(y); });
-  // Group g holds after[g·n/groups, (g+1)·n/groups): as even as the count allows.
-  std::vector<TaskId> last_of(groups);
-  for (std::size_t g = 0; g < groups; ++g) last_of[g] = a[(g + 1) * a.size() / groups - 1];
+  std::stable_sort(last_of.begin(), last_of.end(), [&](const auto& x, const auto& y) {
+    return graph.measured_end(x.first) < graph.measured_end(y.first);
+  });
 
   GraphEdit edit;
   ResourceId r = resource;
   if (new_resource) r = edit.add_resource(*new_resource);
-  std::vector<std::uint32_t> index(groups);
-  for (std::size_t g = 0; g < groups; ++g) {
+  std::vector<std::uint32_t> index;
+  for (const auto& [last, duration] : last_of) {
     TaskId pos = kNoTask;
     if (!new_resource) {
       // After the last task of the resource that had ended when the group did.
       for (TaskId t = graph.resource_first(r); t < graph.resource_end(r); ++t) {
-        if (graph.measured_end(t) <= graph.measured_end(last_of[g])) pos = t;
+        if (graph.measured_end(t) <= graph.measured_end(last)) pos = t;
       }
     }
-    index[g] = edit.insert(r, pos, TaskKind::Synthetic, name, durations[g]);
-    e.time_after += durations[g];
+    index.push_back(edit.insert(r, pos, TaskKind::Synthetic, name, duration));
+    e.time_after += duration;
   }
   result = graph.apply(edit);
-  const auto b = by_measured_start(graph, [&] {
-    std::vector<TaskId> mapped;
-    for (TaskId t : before) mapped.push_back(result.old_to_new[t]);
-    return mapped;
-  }());
+  std::vector<TaskId> b;
+  for (TaskId t : before) b.push_back(result.old_to_new[t]);
+  b = by_measured_start(graph, std::move(b));
   std::vector<EdgeSpec> specs;
-  for (std::size_t g = 0; g < groups; ++g) {
+  for (std::size_t g = 0; g < last_of.size(); ++g) {
     const TaskId inserted = result.inserted[index[g]];
-    const TaskId group_end = result.old_to_new[last_of[g]];
+    const TaskId group_end = result.old_to_new[last_of[g].first];
     specs.push_back({group_end, inserted, EdgeKind::Dependency, 0});
     const auto next = std::find_if(b.begin(), b.end(), [&](TaskId t) {
       return graph.measured_start(t) >= graph.measured_end(group_end);
@@ -286,8 +292,8 @@ TransformEffect insert(DependencyGraph& graph, ResourceId resource, std::optiona
     throw TransformError(fmt::format("{}insert: the inserted task's edges would close a cycle", prefix(where)));
   }
   graph.add_edges(specs);
-  e.tasks = groups;
-  e.detail = fmt::format("{} tasks '{}'", groups, name);
+  e.tasks = last_of.size();
+  e.detail = fmt::format("{} tasks '{}'", last_of.size(), name);
   return e;
 }
 

@@ -143,14 +143,14 @@ TransformEffect add_edge(DependencyGraph& graph, const std::vector<TaskId>& from
                          TimeNs delay, const std::string& where = {});
 // Removes every edge from a `from` task to a `to` task.
 TransformEffect remove_edge(DependencyGraph& graph, const std::vector<TaskId>& from, const std::vector<TaskId>& to);
-// A synthetic task of `duration` on `resource` after each group of `after` tasks (consecutive
-// in measured end order, `groups` of them): it starts once the group's last task has ended
-// and the resource is free, and the first `before` task that starts after the group waits for
-// it. Inserted tasks on a resource follow each other in group order. Returns the inserted ids
-// in `result.inserted`. Throws TransformError on a cycle.
+// A synthetic task on `resource` (or on a new one, `new_resource`) after each group of tasks,
+// taking that group's duration: it starts once the group's last task has ended and the
+// resource is free, and the first `before` task that starts after the group waits for it.
+// Inserted tasks follow each other on the resource in the order their groups ended. The
+// inserted ids are in `result.inserted`. Throws TransformError on a cycle.
 TransformEffect insert(DependencyGraph& graph, ResourceId resource, std::optional<TrackInfo> new_resource,
-                       const std::string& name, const std::vector<TaskId>& after, const std::vector<TaskId>& before,
-                       std::size_t groups, const std::vector<TimeNs>& durations, EditResult& result,
+                       const std::string& name, const std::vector<std::vector<TaskId>>& groups,
+                       const std::vector<TaskId>& before, const std::vector<TimeNs>& durations, EditResult& result,
                        const std::string& where = {});
 // Whether the graph, with `extra` edges added, has a cycle through edges and resource order.
 bool has_cycle(const DependencyGraph& graph, std::span<const EdgeSpec> extra = {});
