@@ -2,6 +2,7 @@
 #include "dreamscope/report.h"
 
 #include "intervals.h"
+#include "report_tables.h"
 
 #include <nlohmann/json.hpp>
 
@@ -17,6 +18,7 @@ std::string_view to_string(ReportSection s) {
     case ReportSection::Gpu: return "gpu";
     case ReportSection::DataStalls: return "data-stalls";
     case ReportSection::TopKernels: return "top-kernels";
+    case ReportSection::CriticalPath: return "critical-path";
   }
   return "unknown";
 }
@@ -32,7 +34,7 @@ bool AnalysisReport::has(ReportSection s) const {
   return std::find(options.sections.begin(), options.sections.end(), s) != options.sections.end();
 }
 
-namespace {
+namespace detail {
 
 std::string track_label(const Trace& trace, TrackId t) {
   const TrackInfo& info = trace.tracks()[t];
@@ -47,6 +49,11 @@ std::string track_label(const Trace& trace, TrackId t) {
   if (!info.name.empty() && info.name.find(tid) != std::string::npos) return info.name;
   return "thread " + tid + (info.name.empty() ? "" : " " + info.name);
 }
+
+} // namespace detail
+
+namespace {
+
 
 TimelineOverview timeline_overview(const Trace& trace, std::size_t bins) {
   TimelineOverview tl;
@@ -75,7 +82,7 @@ TimelineOverview timeline_overview(const Trace& trace, std::size_t bins) {
       }
     }
     if (spans.empty()) continue;
-    TimelineRow row{track_label(trace, t), trace.tracks()[t].kind, std::vector<float>(bins, 0.0f)};
+    TimelineRow row{detail::track_label(trace, t), trace.tracks()[t].kind, std::vector<float>(bins, 0.0f)};
     for (const detail::Interval& s : detail::merge_intervals(std::move(spans))) {
       const double a = static_cast<double>(s.start - tl.begin) / bin_ns;
       const double b = static_cast<double>(s.end - tl.begin) / bin_ns;
@@ -107,6 +114,7 @@ AnalysisReport analyze_trace(const Trace& trace, std::string trace_name, const R
   if (r.has(ReportSection::Gpu)) r.gpu = gpu_efficiency(trace);
   if (r.has(ReportSection::DataStalls)) r.data_stalls = data_stalls(trace);
   if (r.has(ReportSection::TopKernels)) r.top_kernels = top_kernels(trace, std::max<std::size_t>(options.top, 1));
+  if (r.has(ReportSection::CriticalPath)) r.critical_path = critical_path_analysis(trace, std::max<std::size_t>(options.top, 1));
   r.timeline = timeline_overview(trace, options.timeline_bins);
   return r;
 }
@@ -250,6 +258,36 @@ std::string render_json(const AnalysisReport& r) {
       j["top_kernels"].push_back({{"name", k.name}, {"count", k.count}, {"total_ns", k.total},
                                   {"min_ns", k.min}, {"max_ns", k.max},   {"share", k.share}});
     }
+  }
+  if (r.critical_path) {
+    const CriticalPathReport& c = *r.critical_path;
+    auto summary = [](const CriticalPathSummary& s) {
+      json by_category = json::object();
+      for (std::size_t i = 0; i < kPathCategories; ++i) {
+        by_category[std::string(to_string(static_cast<PathCategory>(i)))] = s.by_category[i];
+      }
+      json split = json::array();
+      for (const auto& p : s.split) {
+        split.push_back({{"category", to_string(p.category)}, {"resource", p.resource}, {"time_ns", p.time},
+                         {"hops", p.hops}, {"share", p.share}});
+      }
+      json ops = json::array();
+      for (const auto& o : s.operations) {
+        ops.push_back({{"name", o.name}, {"kind", o.kind}, {"count", o.count}, {"time_ns", o.time}, {"share", o.share}});
+      }
+      return json{{"name", s.name},         {"begin_ns", s.begin}, {"end_ns", s.end},
+                  {"length_ns", s.length()}, {"tasks", s.tasks},    {"share_of_run", s.share_of_run},
+                  {"by_category_ns", by_category}, {"split", split}, {"operations", ops}};
+    };
+    json steps = json::array();
+    for (const auto& s : c.steps) steps.push_back(summary(s));
+    j["critical_path"] = {{"available", c.available},
+                          {"note", c.note},
+                          {"measured_span_ns", c.measured_span},
+                          {"replayed_span_ns", c.replayed_span},
+                          {"unscheduled", c.unscheduled},
+                          {"run", summary(c.run)},
+                          {"steps", steps}};
   }
   return j.dump(2) + "\n";
 }

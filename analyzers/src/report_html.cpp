@@ -18,6 +18,9 @@ constexpr const char* kCudaApiColour = "#f28e2b";
 constexpr const char* kGpuOnlyColour = "#59a14f";
 constexpr const char* kOverlapColour = "#e15759";
 constexpr const char* kKernelColour = "#76b7b2";
+// Indexed by PathCategory: CPU work, GPU work, launch latency, sync wait, data-flow wait, idle
+// gap. Darker than the cross-stack colours so that no chart's colour appears in another.
+constexpr const char* kPathColours[kPathCategories] = {"#2f4b7c", "#3a7d34", "#c46f14", "#a4262c", "#7b4f8e", "#8c8c8c"};
 constexpr const char* kStepColours[kStepCategories] = {"#59a14f", "#edc948", "#b07aa1", "#ff9da7",
                                                        "#f28e2b", "#9c755f", "#4e79a7", "#bab0ac"};
 
@@ -170,6 +173,23 @@ std::string steps_chart(const StepBreakdown& b, std::size_t top) {
                                       "Step time breakdown");
 }
 
+// The whole run's path, then each step's, as one bar split by what bound it.
+std::string critical_path_chart(const CriticalPathReport& c, std::size_t top) {
+  if (!c.available) return "<p class=\"none\">(no tasks to replay)</p>\n";
+  std::vector<StackedRow> rows;
+  auto row = [](const CriticalPathSummary& s) {
+    StackedRow r{s.name, {}, format_ns(s.length())};
+    for (TimeNs t : s.by_category) r.parts.push_back(static_cast<double>(t));
+    return r;
+  };
+  rows.push_back(row(c.run));
+  for (std::size_t i = 0; i < c.steps.size() && i < top; ++i) rows.push_back(row(c.steps[i]));
+  std::vector<std::pair<std::string, const char*>> items;
+  for (std::size_t i = 0; i < kPathCategories; ++i) items.emplace_back(to_string(static_cast<PathCategory>(i)), kPathColours[i]);
+  return legend(items) + stacked_bars(rows, std::vector<const char*>(std::begin(kPathColours), std::end(kPathColours)),
+                                      "Critical path by what bound it");
+}
+
 std::string html_table(const detail::Table& t) {
   if (t.rows.empty()) return "<p class=\"none\">(none)</p>\n";
   std::string out = "<table><thead><tr>";
@@ -225,6 +245,12 @@ std::string render_html(const AnalysisReport& r) {
   if (r.steps) {
     out += "<h2 id=\"chart-steps\">Step time breakdown</h2>\n";
     out += steps_chart(*r.steps, top);
+  }
+
+  if (r.critical_path) {
+    out += "<h2 id=\"chart-critical-path\">Critical path</h2>\n<p class=\"note\">The replayed run's critical path, "
+           "whole run first, then per step, split by what bound it.</p>\n";
+    out += critical_path_chart(*r.critical_path, top);
   }
 
   for (const auto& s : detail::report_sections(r)) {

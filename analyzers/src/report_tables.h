@@ -27,5 +27,7 @@ std::vector<Section> report_sections(const AnalysisReport& report);
 // "12.345 ms", "830 ns": three decimals in the largest fitting unit.
 std::string format_ns(TimeNs ns);
 std::string format_pct(double fraction); // 0.4239 -> "42.39 %"
+// "GPU 0 stream 7", "thread 42 MainThread": how every section names a track.
+std::string track_label(const Trace& trace, TrackId t);
 
 } // namespace dreamscope::analyzers::detail

@@ -192,6 +192,57 @@ Section kernels_section(const std::vector<KernelTotal>& kernels) {
   return s;
 }
 
+std::string part_label(const CriticalPathPart& p) {
+  return p.resource.empty() ? std::string(to_string(p.category)) : fmt::format("{} on {}", to_string(p.category), p.resource);
+}
+
+Section critical_path_section(const CriticalPathReport& c, std::size_t top) {
+  Section s{ReportSection::CriticalPath, "Critical path (replay simulator)", {}, {}};
+  if (!c.available) {
+    s.notes.push_back(c.note);
+    return s;
+  }
+  s.notes.push_back(fmt::format("The chain of tasks and waits that set the replayed run's length: replayed {} "
+                                "(measured {}), {} tasks on the path.",
+                                format_ns(c.replayed_span), format_ns(c.measured_span), c.run.tasks));
+  s.notes.push_back("A sync's wait is on the path as the GPU work it waited for; its own row is the time from "
+                    "that work's end to the wake-up (hops: how often the path crossed one).");
+  if (!c.note.empty()) s.notes.push_back(c.note);
+  Table split = make_table({"bound by", "time", "share", "hops"}, {false, true, true, true});
+  for (const auto& p : c.run.split) {
+    split.rows.push_back({part_label(p), format_ns(p.time), format_pct(p.share), std::to_string(p.hops)});
+  }
+  split.rows.push_back({"path", format_ns(c.run.length()), format_pct(c.run.length() > 0 ? 1.0 : 0.0), ""});
+  s.tables.emplace_back("What bound the whole run", std::move(split));
+  Table ops = make_table({"operation", "kind", "count", "time", "share"}, {false, false, true, true, true});
+  for (std::size_t i = 0; i < c.run.operations.size() && i < top; ++i) {
+    const auto& o = c.run.operations[i];
+    ops.rows.push_back({o.name, o.kind, std::to_string(o.count), format_ns(o.time), format_pct(o.share)});
+  }
+  s.tables.emplace_back("Top operations on the path", std::move(ops));
+  if (!c.steps.empty()) {
+    std::vector<std::string> header{"step", "length", "of run"};
+    std::vector<bool> numeric{false, true, true};
+    for (std::size_t i = 0; i < kPathCategories; ++i) {
+      header.emplace_back(to_string(static_cast<PathCategory>(i)));
+      numeric.push_back(true);
+    }
+    header.emplace_back("top operation");
+    numeric.push_back(false);
+    Table steps = make_table(std::move(header), std::move(numeric));
+    for (std::size_t i = 0; i < c.steps.size() && i < top; ++i) {
+      const auto& st = c.steps[i];
+      std::vector<std::string> row{st.name, format_ns(st.length()), format_pct(st.share_of_run)};
+      for (TimeNs t : st.by_category) row.push_back(format_ns(t));
+      row.push_back(st.operations.empty() ? std::string() : st.operations.front().name);
+      steps.rows.push_back(std::move(row));
+    }
+    if (c.steps.size() > top) s.notes.push_back(fmt::format("{} more steps in the JSON report.", c.steps.size() - top));
+    s.tables.emplace_back("Per step", std::move(steps));
+  }
+  return s;
+}
+
 // Long kernel names make terminal tables unreadable; the JSON keeps them whole.
 std::string clip(const std::string& s, std::size_t width) {
   if (s.size() <= width) return s;
@@ -263,6 +314,7 @@ std::vector<Section> report_sections(const AnalysisReport& r) {
       case ReportSection::Gpu: if (r.gpu) out.push_back(gpu_section(*r.gpu)); break;
       case ReportSection::DataStalls: if (r.data_stalls) out.push_back(data_section(*r.data_stalls, top)); break;
       case ReportSection::TopKernels: if (r.top_kernels) out.push_back(kernels_section(*r.top_kernels)); break;
+      case ReportSection::CriticalPath: if (r.critical_path) out.push_back(critical_path_section(*r.critical_path, top)); break;
     }
   }
   return out;

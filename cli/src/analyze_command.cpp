@@ -36,7 +36,8 @@ std::string section_names() {
 const CommandRegistration analyze_command(50, "analyze", [](CLI::App& app) -> CommandAction {
   auto opts = std::make_shared<AnalyzeOptions>();
   auto* cmd = app.add_subcommand("analyze", "Where the time went: cross-stack breakdown per operation, "
-                                            "HTA and TensorBoard-profiler analyses, data stalls, top kernels");
+                                            "HTA and TensorBoard-profiler analyses, data stalls, top kernels, "
+                                            "the replayed run's critical path");
   cmd->add_option("trace", opts->trace, "The trace: trace.db, PyTorch profiler JSON(.gz) or Nsight Systems SQLite")
       ->required();
   cmd->add_option("--format", opts->format, "text, md, json or html")
@@ -50,6 +51,7 @@ const CommandRegistration analyze_command(50, "analyze", [](CLI::App& app) -> Co
   cmd->footer("Examples:\n"
               "  dreamscope analyze trace.db\n"
               "  dreamscope analyze rank0.pt.trace.json.gz --only hta,top-kernels\n"
+              "  dreamscope analyze trace.db --only critical-path\n"
               "  dreamscope analyze trace.db --format md >> \"$GITHUB_STEP_SUMMARY\"\n"
               "  dreamscope analyze trace.db --format html -o report.html\n"
               "Exit codes: 0 ok, 1 unreadable trace or unwritable output, 2 bad command line.");

@@ -118,6 +118,31 @@ TEST(AnalyzeCli, OnlyAndMarkdown) {
   EXPECT_NE(r.out.find("| gemm | 3 |"), std::string::npos);
 }
 
+TEST(AnalyzeCli, OnlyCriticalPath) {
+  ScratchDir dir;
+  const fs::path trace = write_workload(dir);
+  const CommandResult text = run("analyze " + trace.string() + " --only critical-path");
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_NE(text.out.find("== Critical path (replay simulator) =="), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("-- Per step --"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("Cross-stack"), std::string::npos);
+  EXPECT_EQ(text.out.find("Top kernels"), std::string::npos);
+
+  const CommandResult json = run("analyze " + trace.string() + " --format json --only critical-path");
+  ASSERT_EQ(json.exit_code, 0) << json.out;
+  const auto j = nlohmann::json::parse(json.out);
+  ASSERT_EQ(j["sections"], nlohmann::json::array({"critical-path"}));
+  EXPECT_FALSE(j.contains("hta"));
+  const auto& cp = j["critical_path"];
+  EXPECT_TRUE(cp["available"].get<bool>());
+  std::int64_t sum = 0;
+  for (const auto& [name, ns] : cp["run"]["by_category_ns"].items()) sum += ns.get<std::int64_t>();
+  EXPECT_EQ(sum, cp["replayed_span_ns"].get<std::int64_t>());
+  EXPECT_EQ(cp["run"]["length_ns"], cp["replayed_span_ns"]);
+  EXPECT_EQ(cp["steps"].size(), 2u);
+  EXPECT_EQ(cp["steps"][0]["name"], "ProfilerStep#1");
+}
+
 TEST(AnalyzeCli, ErrorsSayWhatWentWrong) {
   ScratchDir dir;
   const fs::path trace = write_workload(dir);
@@ -204,7 +229,8 @@ TEST(AnalyzeHtml, RendersInHeadlessChromiumWithItsCharts) {
     long sum_y = 0;
     double mean_y() const { return count ? static_cast<double>(sum_y) / static_cast<double>(count) : -1; }
   };
-  const std::vector<std::string> colours = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2"};
+  // The last: CPU work on the critical path.
+  const std::vector<std::string> colours = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#2f4b7c"};
   std::vector<Found> found(colours.size());
   long non_white = 0;
   for (int y = 0; y < img.height; ++y) {
@@ -226,6 +252,8 @@ TEST(AnalyzeHtml, RendersInHeadlessChromiumWithItsCharts) {
   EXPECT_LT(found[0].mean_y(), found[4].mean_y());
   EXPECT_LT(found[3].mean_y(), found[4].mean_y());
   EXPECT_LT(found[3].mean_y(), 600);
+  // The critical path's bars come after the top kernels and the steps.
+  EXPECT_LT(found[4].mean_y(), found[5].mean_y());
 }
 
 } // namespace

@@ -27,7 +27,7 @@ TEST(ReportJson, FollowsTheDocumentedSchema) {
   EXPECT_EQ(j["schema"], "dreamscope-analyze/1");
   EXPECT_EQ(j["trace"]["name"], "w.json");
   EXPECT_EQ(j["trace"]["source"], "kineto");
-  EXPECT_EQ(j["sections"].size(), 6u);
+  EXPECT_EQ(j["sections"].size(), 7u);
   EXPECT_EQ(j["hta"]["unit"], "us");
   EXPECT_EQ(j["hta"]["temporal"]["idle_us"], 65);
   EXPECT_EQ(j["hta"]["temporal"]["compute_pct"], 27.27);

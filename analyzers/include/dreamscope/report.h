@@ -12,11 +12,12 @@
 
 namespace dreamscope::analyzers {
 
-enum class ReportSection : std::uint8_t { CrossStack, Hta, Steps, Gpu, DataStalls, TopKernels };
+enum class ReportSection : std::uint8_t { CrossStack, Hta, Steps, Gpu, DataStalls, TopKernels, CriticalPath };
 inline constexpr ReportSection kAllSections[] = {ReportSection::CrossStack, ReportSection::Hta,
                                                  ReportSection::Steps,      ReportSection::Gpu,
-                                                 ReportSection::DataStalls, ReportSection::TopKernels};
-// "cross-stack", "hta", "steps", "gpu", "data-stalls", "top-kernels".
+                                                 ReportSection::DataStalls, ReportSection::TopKernels,
+                                                 ReportSection::CriticalPath};
+// "cross-stack", "hta", "steps", "gpu", "data-stalls", "top-kernels", "critical-path".
 std::string_view to_string(ReportSection s);
 std::optional<ReportSection> report_section_from_string(std::string_view s);
 
@@ -52,6 +53,7 @@ struct AnalysisReport {
   std::optional<std::vector<DeviceEfficiency>> gpu;
   std::optional<DataStalls> data_stalls;
   std::optional<std::vector<KernelTotal>> top_kernels;
+  std::optional<CriticalPathReport> critical_path;
   TimelineOverview timeline;
 
   bool has(ReportSection s) const;

@@ -1,0 +1,189 @@
+// The critical path of the replayed run: a hand-built launch/sync trace whose path is worked
+// out on paper, and real PyTorch traces whose path must tile the replayed run exactly.
+#include "analysis_traces.h"
+
+#include <dreamscope/importers.h>
+#include <dreamscope/report.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <numeric>
+
+namespace dreamscope::analyzers {
+namespace {
+
+using test::TraceMaker;
+using test::us;
+
+// One thread launching two kernels onto stream 7, then synchronizing, then optimizer code:
+//   c1 cudaLaunchKernel [0,2)  -> gemm_a [5,25)   (clear stream: launch latency 5)
+//   c2 cudaLaunchKernel [3,4)  -> gemm_b [26,40)  (queued behind gemm_a: 1 µs stream gap)
+//   cudaStreamSynchronize [5,42): returns 2 µs after gemm_b ends
+//   optimizer [42,50)
+// Path, last first: optimizer 8 (cpu) <- sync's 2 µs after the wake-up (cpu) <- sync hop 0
+// <- gemm_b 14 (gpu) <- 1 µs gap on the stream <- gemm_a 20 (gpu) <- launch latency 5 <- c1's
+// start at the run's begin. cpu 10 + gpu 34 + launch 5 + gap 1 = 50.
+Trace launch_and_sync() {
+  TraceMaker m;
+  m.api("cudaLaunchKernel", us(0), us(2), 1);
+  m.gpu(7, "gemm_a", us(5), us(25), 1);
+  m.api("cudaLaunchKernel", us(3), us(4), 2);
+  m.gpu(7, "gemm_b", us(26), us(40), 2);
+  m.api("cudaStreamSynchronize", us(5), us(42), 3);
+  m.annotation("optimizer", us(42), us(50));
+  return std::move(m).build();
+}
+
+TimeNs category(const CriticalPathSummary& s, PathCategory c) { return s.by_category[static_cast<std::size_t>(c)]; }
+
+const CriticalPathPart* part(const CriticalPathSummary& s, PathCategory c) {
+  for (const auto& p : s.split) {
+    if (p.category == c) return &p;
+  }
+  return nullptr;
+}
+
+TEST(CriticalPath, LaunchesAndASyncSplitExactly) {
+  const Trace t = launch_and_sync();
+  const CriticalPathReport c = critical_path_analysis(t);
+  ASSERT_TRUE(c.available) << c.note;
+  EXPECT_EQ(c.measured_span, us(50));
+  EXPECT_EQ(c.replayed_span, us(50));
+  const CriticalPathSummary& run = c.run;
+  EXPECT_EQ(run.length(), us(50));
+  EXPECT_EQ(category(run, PathCategory::CpuWork), us(10));
+  EXPECT_EQ(category(run, PathCategory::GpuWork), us(34));
+  EXPECT_EQ(category(run, PathCategory::LaunchLatency), us(5));
+  EXPECT_EQ(category(run, PathCategory::Gap), us(1));
+  EXPECT_EQ(category(run, PathCategory::SyncWait), 0);
+  EXPECT_EQ(category(run, PathCategory::DataFlowWait), 0);
+
+  // The sync is crossed once even though it adds no time; the GPU work is on stream 7.
+  const CriticalPathPart* sync = part(run, PathCategory::SyncWait);
+  ASSERT_NE(sync, nullptr);
+  EXPECT_EQ(sync->hops, 1);
+  const CriticalPathPart* gpu = part(run, PathCategory::GpuWork);
+  ASSERT_NE(gpu, nullptr);
+  EXPECT_EQ(gpu->resource, "GPU 0 stream 7");
+  EXPECT_EQ(gpu->time, us(34));
+  EXPECT_DOUBLE_EQ(gpu->share, 34.0 / 50.0);
+  const CriticalPathPart* gap = part(run, PathCategory::Gap);
+  ASSERT_NE(gap, nullptr);
+  EXPECT_EQ(gap->resource, "GPU 0 stream 7");
+
+  // By own time on the path; the launch calls are reached at their start and add nothing.
+  ASSERT_EQ(run.operations.size(), 4u);
+  EXPECT_EQ(run.operations[0].name, "gemm_a");
+  EXPECT_EQ(run.operations[0].kind, "kernel");
+  EXPECT_EQ(run.operations[0].time, us(20));
+  EXPECT_EQ(run.operations[1].name, "gemm_b");
+  EXPECT_EQ(run.operations[1].time, us(14));
+  EXPECT_EQ(run.operations[2].name, "optimizer");
+  EXPECT_EQ(run.operations[2].time, us(8));
+  EXPECT_EQ(run.operations[3].name, "cudaStreamSynchronize");
+  EXPECT_EQ(run.operations[3].time, us(2));
+  EXPECT_TRUE(c.steps.empty());
+}
+
+// Two steps; the second's path starts at its own start and reaches back no further.
+TEST(CriticalPath, PerStepPathsTileTheirSteps) {
+  TraceMaker m;
+  m.annotation("step", us(0), us(50), "step", 1);
+  m.api("cudaLaunchKernel", us(0), us(2), 1);
+  m.gpu(7, "gemm_a", us(5), us(25), 1);
+  m.api("cudaStreamSynchronize", us(3), us(27), 2);
+  m.annotation("step", us(50), us(80), "step", 2);
+  m.api("cudaLaunchKernel", us(50), us(52), 3);
+  m.gpu(7, "gemm_b", us(55), us(75), 3);
+  m.api("cudaStreamSynchronize", us(53), us(77), 4);
+  const Trace t = std::move(m).build();
+  const CriticalPathReport c = critical_path_analysis(t);
+  ASSERT_EQ(c.steps.size(), 2u);
+  for (const auto& s : c.steps) {
+    const TimeNs sum = std::accumulate(s.by_category.begin(), s.by_category.end(), TimeNs{0});
+    EXPECT_EQ(sum, s.length()) << s.name;
+  }
+  const CriticalPathSummary& second = c.steps[1];
+  EXPECT_EQ(second.name, "step 2");
+  EXPECT_EQ(second.length(), us(30));
+  EXPECT_EQ(category(second, PathCategory::GpuWork), us(20));
+  EXPECT_EQ(category(second, PathCategory::LaunchLatency), us(5));
+  ASSERT_FALSE(second.operations.empty());
+  EXPECT_EQ(second.operations.front().name, "gemm_b");
+  EXPECT_DOUBLE_EQ(second.share_of_run, 30.0 / 80.0);
+}
+
+TEST(CriticalPath, EmptyTraceSaysWhy) {
+  TraceMaker m;
+  const Trace t = std::move(m).build();
+  const CriticalPathReport c = critical_path_analysis(t);
+  EXPECT_FALSE(c.available);
+  EXPECT_FALSE(c.note.empty());
+}
+
+// On real PyTorch-profiler traces the path's stretches add up to the replayed run's length.
+class CriticalPathOnKineto : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CriticalPathOnKineto, PathTotalIsTheReplayedRun) {
+  const std::filesystem::path file = std::filesystem::path(DREAMSCOPE_SHARED_DATA_DIR) / "kineto-hta" / GetParam();
+  if (!std::filesystem::exists(file)) GTEST_SKIP() << "shared test data not found at " << file;
+  const Trace t = load_trace(file);
+  const CriticalPathReport c = critical_path_analysis(t);
+  ASSERT_TRUE(c.available) << c.note;
+  EXPECT_EQ(c.unscheduled, 0u);
+  EXPECT_GT(c.replayed_span, 0);
+  EXPECT_EQ(c.run.length(), c.replayed_span);
+  const TimeNs sum = std::accumulate(c.run.by_category.begin(), c.run.by_category.end(), TimeNs{0});
+  EXPECT_EQ(sum, c.replayed_span);
+  TimeNs split_sum = 0;
+  for (const auto& p : c.run.split) split_sum += p.time;
+  EXPECT_EQ(split_sum, c.replayed_span);
+  EXPECT_GT(category(c.run, PathCategory::GpuWork) + category(c.run, PathCategory::CpuWork), 0);
+  EXPECT_GT(c.run.tasks, 1u);
+  for (const auto& s : c.steps) {
+    const TimeNs step_sum = std::accumulate(s.by_category.begin(), s.by_category.end(), TimeNs{0});
+    EXPECT_EQ(step_sum, s.length()) << s.name;
+    EXPECT_LE(s.length(), c.replayed_span);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Traces, CriticalPathOnKineto,
+                         ::testing::Values("critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz",
+                                           "ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"));
+
+TEST(CriticalPathReport, RenderedInEveryFormat) {
+  const Trace t = launch_and_sync();
+  ReportOptions o;
+  o.sections = {ReportSection::CriticalPath};
+  const AnalysisReport r = analyze_trace(t, "sync.db", o);
+  ASSERT_TRUE(r.critical_path);
+  EXPECT_FALSE(r.top_kernels);
+
+  const auto j = nlohmann::json::parse(render_json(r));
+  const auto& cp = j["critical_path"];
+  EXPECT_EQ(cp["replayed_span_ns"], us(50));
+  EXPECT_EQ(cp["run"]["length_ns"], us(50));
+  EXPECT_EQ(cp["run"]["by_category_ns"]["gpu work"], us(34));
+  EXPECT_EQ(cp["run"]["by_category_ns"]["launch latency"], us(5));
+  EXPECT_EQ(cp["run"]["operations"][0]["name"], "gemm_a");
+  EXPECT_FALSE(j.contains("top_kernels"));
+
+  const std::string text = render_text(r);
+  EXPECT_NE(text.find("== Critical path (replay simulator) =="), std::string::npos);
+  EXPECT_NE(text.find("gpu work on GPU 0 stream 7"), std::string::npos);
+  EXPECT_NE(text.find("34.000 us"), std::string::npos);
+
+  const std::string md = render_markdown(r);
+  EXPECT_NE(md.find("## Critical path (replay simulator)"), std::string::npos);
+  EXPECT_NE(md.find("| launch latency |"), std::string::npos);
+
+  const std::string html = render_html(r);
+  EXPECT_NE(html.find("id=\"chart-critical-path\""), std::string::npos);
+  EXPECT_NE(html.find("aria-label=\"Critical path by what bound it\""), std::string::npos);
+  EXPECT_NE(html.find("id=\"critical-path\""), std::string::npos);
+}
+
+} // namespace
+} // namespace dreamscope::analyzers
