@@ -270,3 +270,40 @@ TEST(DataParallel, AllReducePerBucketDelaysTheOptimizer) {
   ASSERT_EQ(report.predictions[0].effects.size(), 1u);
   EXPECT_EQ(report.predictions[0].effects[0].tasks, 2u);
 }
+
+TEST(DataScenario, WorkersTakeTheInlineDataLoaderOffTheTrainingThread) {
+  // An imported PyTorch trace with a single-process DataLoader: step b (thread 1) loads its
+  // batch inline for 200 ns, then computes 100: steps of 300. With workers=2 the loads run on
+  // two workers from the start (batches 0 and 1 ready at 200, batch 2 at 400), and each
+  // compute waits for its batch: computes [200, 300), [300, 400), [400, 500).
+  dreamscope::scenario_test::TraceWriter w;
+  const TrackId main = w.thread(1);
+  for (std::int64_t b = 0; b < 3; ++b) {
+    w.annotation(main, "ProfilerStep#" + std::to_string(b), "cpu_op", 300 * b, 300 * b + 300);
+    w.annotation(main, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "cpu_op", 300 * b,
+                 300 * b + 200);
+    w.annotation(main, "train_step", "cpu_op", 300 * b + 200, 300 * b + 300);
+  }
+  const Trace trace = w.build();
+  const DependencyGraph baseline = build_dependency_graph(trace);
+  const TaskSelection selection(trace, baseline);
+  DependencyGraph graph = baseline;
+  AppliedScenario applied;
+  apply(find_scenario("data").instantiate({{"workers", "2"}}), selection, graph, applied);
+  const auto r = simulate(graph);
+  ASSERT_EQ(r.unscheduled, 0u);
+  Selector compute;
+  compute.name = "^train_step$";
+  const auto computes = selection.select(compute);
+  ASSERT_EQ(computes.size(), 3u);
+  const TimeNs expected[] = {200, 300, 400};
+  for (std::size_t b = 0; b < 3; ++b) {
+    const TaskId t = applied.to_current(computes[b]);
+    EXPECT_EQ(r.start[t], expected[b]) << "batch " << b;
+    EXPECT_EQ(r.end[t], expected[b] + 100) << "batch " << b;
+  }
+  const auto steps = step_times(trace, graph, r);
+  std::vector<TimeNs> ends;
+  for (const auto& s : steps) ends.push_back(s.predicted_end);
+  EXPECT_EQ(ends, (std::vector<TimeNs>{300, 400, 500}));
+}
