@@ -51,6 +51,7 @@ class PathSummarizer {
       return s;
     }
     s.end = r_.end[path.front().task];
+    s.ends_with = task_label(path.front().task) + " on " + resource_label(g_.resource(path.front().task));
     window_ = window_begin;
     cursor_ = s.end;
     parts_.clear();
@@ -139,7 +140,7 @@ class PathSummarizer {
     return "added resource " + std::to_string(added);
   }
 
-  void add_operation(TaskId t, TimeNs time) {
+  std::string task_label(TaskId t) const {
     const EventIndex row = g_.source_row(t);
     std::string_view name;
     switch (g_.kind(t)) {
@@ -152,7 +153,11 @@ class PathSummarizer {
       case TaskKind::Synthetic: name = g_.synthetic_name(t); break;
     }
     if (row == kNoIndex && g_.kind(t) != TaskKind::CpuWork && g_.kind(t) != TaskKind::Synthetic) name = "(unknown)";
-    CriticalPathOperation& op = ops_[{std::string(to_string(g_.kind(t))), std::string(name)}];
+    return std::string(name);
+  }
+
+  void add_operation(TaskId t, TimeNs time) {
+    CriticalPathOperation& op = ops_[{std::string(to_string(g_.kind(t))), task_label(t)}];
     op.kind = std::string(to_string(g_.kind(t)));
     ++op.count;
     op.time += time;

@@ -276,7 +276,7 @@ std::string render_json(const AnalysisReport& r) {
         ops.push_back({{"name", o.name}, {"kind", o.kind}, {"count", o.count}, {"time_ns", o.time}, {"share", o.share}});
       }
       return json{{"name", s.name},         {"begin_ns", s.begin}, {"end_ns", s.end},
-                  {"length_ns", s.length()}, {"tasks", s.tasks},    {"share_of_run", s.share_of_run},
+                  {"length_ns", s.length()}, {"tasks", s.tasks},    {"ends_with", s.ends_with}, {"share_of_run", s.share_of_run},
                   {"by_category_ns", by_category}, {"split", split}, {"operations", ops}};
     };
     json steps = json::array();

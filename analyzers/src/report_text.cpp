@@ -203,8 +203,8 @@ Section critical_path_section(const CriticalPathReport& c, std::size_t top) {
     return s;
   }
   s.notes.push_back(fmt::format("The chain of tasks and waits that set the replayed run's length: replayed {} "
-                                "(measured {}), {} tasks on the path.",
-                                format_ns(c.replayed_span), format_ns(c.measured_span), c.run.tasks));
+                                "(measured {}), {} tasks on the path, which ends with {}.",
+                                format_ns(c.replayed_span), format_ns(c.measured_span), c.run.tasks, c.run.ends_with));
   s.notes.push_back("A sync's wait is on the path as the GPU work it waited for; its own row is the time from "
                     "that work's end to the wake-up (hops: how often the path crossed one).");
   if (!c.note.empty()) s.notes.push_back(c.note);

@@ -53,6 +53,7 @@ TEST(CriticalPath, LaunchesAndASyncSplitExactly) {
   EXPECT_EQ(c.replayed_span, us(50));
   const CriticalPathSummary& run = c.run;
   EXPECT_EQ(run.length(), us(50));
+  EXPECT_EQ(run.ends_with, "optimizer on thread 1 MainThread");
   EXPECT_EQ(category(run, PathCategory::CpuWork), us(10));
   EXPECT_EQ(category(run, PathCategory::GpuWork), us(34));
   EXPECT_EQ(category(run, PathCategory::LaunchLatency), us(5));

@@ -262,6 +262,7 @@ struct CriticalPathSummary {
   std::vector<CriticalPathPart> split;              // largest first
   std::vector<CriticalPathOperation> operations;     // largest first, at most the asked number
   std::size_t tasks = 0;     // tasks on the path
+  std::string ends_with;     // the path's last task: "cudaEventQuery on thread 7 worker"
   double share_of_run = 0;   // length / the replayed run's length
   TimeNs length() const { return end - begin; }
 };
