@@ -95,12 +95,20 @@ trace "$work/prep.db" "${prep_bound[@]}"
 # Two workers finish their batches in pairs: steps alternate between a long wait and none,
 # and the median of such a bimodal run jumps between the two modes from run to run, measured
 # and predicted alike. The mean step time (from the predicted trace, and from traced runs)
-# is what is gated; the median is printed.
+# is what is gated; the median is printed. The replay gives every busy thread a core: with
+# fewer cores than the two workers and the training thread, the real run is time-sliced
+# (steps of several ms when a worker is preempted), which the prediction does not model, so
+# there the case is printed but not gated.
+mean_gate=gated
+if (($(nproc) < 3)); then
+  mean_gate=ungated
+  echo "note: $(nproc) cores for 3 busy threads: the workers=2 mean is printed, not gated"
+fi
 report "prep-bound, 1 worker → workers=2 (median)" "$(predict "$work/prep.db" -s data -p workers=2 -p cores=2)" \
   "$(measure --workers 2 --prep-passes 40)" ungated
 if "$dreamscope" whatif "$work/prep.db" --no-data-stalls -s data -p workers=2 -p cores=2 -o "$work/pred.db" >/dev/null; then
   report "prep-bound, 1 worker → workers=2 (mean)" "$(mean_step "$work/pred.db")" \
-    "$(measure_mean --workers 2 --prep-passes 40)"
+    "$(measure_mean --workers 2 --prep-passes 40)" "$mean_gate"
 else
   report "prep-bound, 1 worker → workers=2 (mean)" "error: dreamscope whatif -o failed" 0
 fi
