@@ -123,7 +123,8 @@ class PathSummarizer {
     cursor_ = to;
     auto& part = parts_[{category, resource}];
     part.first += time;
-    ++part.second;
+    // Nearly every resource-order link has a zero gap; counting those would say nothing.
+    if (category != PathCategory::Gap || time > 0) ++part.second;
     return time;
   }
 

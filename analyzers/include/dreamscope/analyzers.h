@@ -243,7 +243,7 @@ struct CriticalPathPart {
   PathCategory category = PathCategory::CpuWork;
   std::string resource;   // "thread 1 MainThread", "GPU 0 stream 7"; "" for launches and waits
   TimeNs time = 0;
-  std::int64_t hops = 0;  // path links of this kind (a sync crossed on the path is a hop of 0 ns or more)
+  std::int64_t hops = 0;  // path links of this kind (a sync crossed is a hop of 0 ns or more; gaps: those > 0)
   double share = 0;       // of the path's length
 };
 
