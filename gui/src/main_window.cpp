@@ -5,12 +5,8 @@
 #include "models/kernel_table_model.h"
 #include "models/search_model.h"
 #include "timeline_view.h"
-#ifdef DREAMSCOPE_GUI_HAVE_ANALYZERS
 #include "breakdown_panel.h"
-#endif
-#ifdef DREAMSCOPE_GUI_HAVE_WHATIF
 #include "whatif_panel.h"
-#endif
 
 #include <QAction>
 #include <QApplication>
@@ -215,15 +211,12 @@ void MainWindow::build_docks() {
   kernel_dock->setWidget(kernel_box);
   addDockWidget(Qt::BottomDockWidgetArea, kernel_dock);
   tabifyDockWidget(search_dock, kernel_dock);
-#ifdef DREAMSCOPE_GUI_HAVE_ANALYZERS
   auto* breakdown_dock = new QDockWidget(tr("Breakdowns"), this);
   breakdown_dock->setObjectName(QStringLiteral("breakdowns"));
   breakdowns_ = new BreakdownPanel(breakdown_dock);
   breakdown_dock->setWidget(breakdowns_);
   addDockWidget(Qt::BottomDockWidgetArea, breakdown_dock);
   tabifyDockWidget(kernel_dock, breakdown_dock);
-#endif
-#ifdef DREAMSCOPE_GUI_HAVE_WHATIF
   auto* whatif_dock = new QDockWidget(tr("What-if"), this);
   whatif_dock->setObjectName(QStringLiteral("whatif"));
   whatif_ = new WhatIfPanel(whatif_dock);
@@ -249,7 +242,6 @@ void MainWindow::build_docks() {
     timeline_->set_scale(keep);
     predicted_timeline_->set_scale(keep);
   });
-#endif
   search_dock->raise();
   resizeDocks({details_dock}, {380}, Qt::Horizontal);
   resizeDocks({search_dock}, {230}, Qt::Vertical);
@@ -360,9 +352,7 @@ void MainWindow::set_document(std::shared_ptr<const TraceDocument> doc) {
   predicted_box_->hide();
   predicted_timeline_->set_document(nullptr);
   if (breakdowns_) breakdowns_->set_document(doc_);
-#ifdef DREAMSCOPE_GUI_HAVE_WHATIF
   whatif_->set_document(doc_);
-#endif
   const QString name = doc_ && !doc_->path().isEmpty() ? QFileInfo(doc_->path()).fileName() : tr("(in memory)");
   setWindowTitle(doc_ ? QStringLiteral("%1 - dreamscope").arg(name) : QStringLiteral("dreamscope"));
   if (doc_ && !search_field_->text().isEmpty()) run_search();

@@ -1,9 +1,7 @@
 #include "trace_document.h"
 
 #include <dreamscope/trace_file.h>
-#ifdef DREAMSCOPE_GUI_HAVE_IMPORTERS
 #include <dreamscope/importers.h>
-#endif
 
 #include <QHash>
 
@@ -200,15 +198,9 @@ LoadOutcome load_document(const std::filesystem::path& path, const std::function
   try {
     // Reading is most of the time; building the lanes the rest.
     constexpr double kReadShare = 0.85;
-#ifdef DREAMSCOPE_GUI_HAVE_IMPORTERS
     Trace trace = load_trace(path, nullptr, [&](const ImportProgress& p) {
       if (progress && p.bytes_total) progress(kReadShare * p.bytes_done / static_cast<double>(p.bytes_total));
     });
-#else
-    Trace trace = read_trace(path, [&](const ReadProgress& p) {
-      if (progress && p.rows_total) progress(kReadShare * p.rows_read / static_cast<double>(p.rows_total));
-    });
-#endif
     out.document = std::make_shared<const TraceDocument>(
         std::move(trace), QString::fromStdString(path.string()),
         [&](double f) { if (progress) progress(kReadShare + (1 - kReadShare) * f); });

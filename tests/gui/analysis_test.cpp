@@ -5,7 +5,6 @@
 #include "main_window.h"
 #include "timeline_view.h"
 
-#ifdef DREAMSCOPE_GUI_HAVE_ANALYZERS
 #include "breakdown_panel.h"
 #include "models/breakdown_models.h"
 
@@ -14,11 +13,8 @@
 #include <QChartView>
 #include <QHorizontalStackedBarSeries>
 #include <QStackedBarSeries>
-#endif
-#ifdef DREAMSCOPE_GUI_HAVE_WHATIF
 #include "models/whatif_models.h"
 #include "whatif_panel.h"
-#endif
 
 #include <QAbstractItemModelTester>
 #include <QSignalSpy>
@@ -58,7 +54,6 @@ Trace make_gpu_bound_trace() {
   return std::move(b).build();
 }
 
-#ifdef DREAMSCOPE_GUI_HAVE_ANALYZERS
 TEST(Breakdowns, ShowTheAnalyzersResultsInModelsAndCharts) {
   app();
   auto doc = std::make_shared<const TraceDocument>(make_gpu_bound_trace());
@@ -91,9 +86,7 @@ TEST(Breakdowns, ShowTheAnalyzersResultsInModelsAndCharts) {
   ASSERT_NE(steps, nullptr);
   EXPECT_EQ(steps->barSets().front()->count(), static_cast<int>(analyzers::step_breakdown(doc->trace()).steps.size()));
 }
-#endif
 
-#ifdef DREAMSCOPE_GUI_HAVE_WHATIF
 TEST(WhatIf, ParameterOverridesAreWhatTheUserChanged) {
   app();
   ScenarioParametersModel model;
@@ -160,21 +153,12 @@ TEST(WhatIf, RunsEndToEndAndShowsThePredictionUnderTheMeasuredRun) {
   ASSERT_TRUE(finished.count() == 2 || finished.wait(60000));
   EXPECT_EQ(panel->predictions()->rowCount(), 2);
 }
-#endif
 
 TEST(GuiBuild, SaysWhichPanelsItHas) {
   app();
   MainWindow w;
-#ifdef DREAMSCOPE_GUI_HAVE_ANALYZERS
   EXPECT_NE(w.breakdowns(), nullptr);
-#else
-  EXPECT_EQ(w.breakdowns(), nullptr);
-#endif
-#ifdef DREAMSCOPE_GUI_HAVE_WHATIF
   EXPECT_NE(w.whatif(), nullptr);
-#else
-  EXPECT_EQ(w.whatif(), nullptr);
-#endif
 }
 
 } // namespace

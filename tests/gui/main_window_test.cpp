@@ -59,7 +59,6 @@ TEST(MainWindow, OpensATraceFileInTheBackgroundAndDrawsIt) {
   EXPECT_EQ(img.pixelColor(*pos - QPoint(0, 6)), doc.name_color(doc.name(relu)));
 }
 
-#ifdef DREAMSCOPE_GUI_HAVE_IMPORTERS
 // A PyTorch profiler trace from HTA's test data, through the importer and the loader.
 TEST(MainWindow, OpensAKinetoTraceAndDrawsItsKernels) {
   app();
@@ -105,7 +104,6 @@ TEST(MainWindow, OpensAKinetoTraceAndDrawsItsKernels) {
   EXPECT_EQ(w.details()->index(0, DetailsModel::Value).data().toString(), doc.name_text(k));
   EXPECT_GE(w.details()->row_of(QStringLiteral("launched by")), 0);
 }
-#endif
 
 TEST(MainWindow, SearchStepsThroughMatchesAndJumpsToTheLaunch) {
   app();

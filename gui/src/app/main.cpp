@@ -1,9 +1,7 @@
 // dreamscope-gui [TRACE]: the desktop app. See docs/gui.md.
 #include "main_window.h"
 #include "timeline_view.h"
-#ifdef DREAMSCOPE_GUI_HAVE_WHATIF
 #include "whatif_panel.h"
-#endif
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -100,7 +98,6 @@ int main(int argc, char** argv) {
       window.run_search();
       window.next_match(+1);
     }
-#ifdef DREAMSCOPE_GUI_HAVE_WHATIF
     if (parser.isSet(whatif) && window.whatif()) {
       if (!window.whatif()->choose_scenario(parser.value(whatif))) {
         std::fprintf(stderr, "dreamscope-gui: %s\n", qPrintable(window.whatif()->last_error()));
@@ -116,7 +113,6 @@ int main(int argc, char** argv) {
       window.whatif()->run();
       return;
     }
-#endif
     if (scripted) save_screenshot();
   });
   if (scripted) {
