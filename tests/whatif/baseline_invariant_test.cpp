@@ -118,6 +118,9 @@ TEST(Baseline, ImportedPyTorchProfilerTraces) {
 
 // samples/cpu_train traced by `dreamscope trace`, with several loader-worker counts.
 TEST(Baseline, TracedCpuTrainRuns) {
+#ifndef DREAMSCOPE_HAVE_TRACER_PRELOAD
+  GTEST_SKIP() << "this build has no LD_PRELOAD tracer (sanitizer builds leave it out)";
+#endif
   const std::filesystem::path bin = DREAMSCOPE_BIN_DIR;
   if (!std::filesystem::exists(bin / "dreamscope") || !std::filesystem::exists(bin / "cpu_train")) {
     GTEST_SKIP() << "dreamscope and cpu_train not built in " << bin;
