@@ -1,6 +1,6 @@
 // The graph's structure: how a thread's timeline is cut into tasks, which edges and syncs a
 // trace yields, and what the builder reports when the trace contradicts itself.
-#include "hand_trace.h"
+#include "../common/hand_trace.h"
 
 #include <dreamscope/graph.h>
 

@@ -1,70 +1,14 @@
 // Hand-written traces whose replay timelines can be worked out on paper, for exact
-// expectations on every what-if primitive.
+// expectations on every what-if primitive (written with tests/common/hand_trace.h).
 #pragma once
+
+#include "../common/hand_trace.h"
 
 #include <dreamscope/trace.h>
 
 #include <string_view>
 
 namespace dreamscope::scenario_test {
-
-class TraceWriter {
- public:
-  TraceWriter() {
-    ProcessInfo p;
-    p.pid = 42;
-    p.name = "train";
-    process_ = b_.add_process(p);
-    b_.set_source(TraceSource::Tracer);
-  }
-
-  std::uint32_t device(std::string_view name) {
-    DeviceInfo d;
-    d.process = process_;
-    d.name = std::string(name);
-    return b_.add_device(d);
-  }
-  TrackId thread(std::int64_t tid) { return b_.thread_track(process_, tid); }
-  TrackId stream(std::uint32_t device, std::int64_t id) { return b_.stream_track(device, id); }
-
-  void api(TrackId thread, std::string_view name, TimeNs start, TimeNs end, std::int64_t correlation = kNoValue) {
-    CudaApiRecord r;
-    r.track = thread;
-    r.name = b_.intern(name);
-    r.start = start;
-    r.end = end;
-    r.correlation = correlation;
-    b_.add(r);
-  }
-  void kernel(TrackId stream, std::string_view name, TimeNs start, TimeNs end, std::int64_t correlation) {
-    GpuOpRecord r;
-    r.track = stream;
-    r.kind = GpuOpKind::Kernel;
-    r.name = b_.intern(name);
-    r.start = start;
-    r.end = end;
-    r.correlation = correlation;
-    b_.add(r);
-  }
-  void annotation(TrackId thread, std::string_view name, std::string_view category, TimeNs start, TimeNs end,
-                  std::int64_t payload = kNoValue) {
-    AnnotationRecord r;
-    r.track = thread;
-    r.name = b_.intern(name);
-    r.domain = b_.intern("dreamscope");
-    r.category = b_.intern(category);
-    r.start = start;
-    r.end = end;
-    r.payload = payload;
-    b_.add(r);
-  }
-
-  Trace build() { return std::move(b_).build(); }
-
- private:
-  TraceBuilder b_;
-  std::uint32_t process_ = 0;
-};
 
 // One step of a GPU job on a V100, thread 1 and stream 7 (times in ns):
 //   step [0, 5000)
@@ -75,10 +19,9 @@ class TraceWriter {
 //     cudaDeviceSynchronize [2000, 4300): returns 50 ns after the last kernel
 //     CPU work [4300, 5000)
 inline Trace gpu_step_trace() {
-  TraceWriter w;
-  const auto gpu = w.device("Tesla V100-SXM2-16GB");
+  test::HandTrace w("Tesla V100-SXM2-16GB");
   const TrackId cpu = w.thread(1);
-  const TrackId s = w.stream(gpu, 7);
+  const TrackId s = w.stream(7);
   w.annotation(cpu, "step", "step", 0, 5000, 0);
   w.annotation(cpu, "forward", "operation", 0, 1000);
   w.api(cpu, "cudaLaunchKernel", 100, 200, 1);
@@ -101,7 +44,7 @@ inline Trace gpu_step_trace() {
 //   step 1 [400, 700)  wait [400, 600)  compute [600, 700)
 //   step 2 [700, 1000) wait [700, 900)  compute [900, 1000)
 inline Trace data_pipeline_trace() {
-  TraceWriter w;
+  test::HandTrace w("");
   const TrackId main = w.thread(1);
   const TrackId loader = w.thread(2);
   for (std::int64_t b = 0; b < 3; ++b) {

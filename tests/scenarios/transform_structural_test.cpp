@@ -276,7 +276,7 @@ TEST(DataScenario, WorkersTakeTheInlineDataLoaderOffTheTrainingThread) {
   // batch inline for 200 ns, then computes 100: steps of 300. With workers=2 the loads run on
   // two workers from the start (batches 0 and 1 ready at 200, batch 2 at 400), and each
   // compute waits for its batch: computes [200, 300), [300, 400), [400, 500).
-  dreamscope::scenario_test::TraceWriter w;
+  dreamscope::test::HandTrace w("");
   const TrackId main = w.thread(1);
   for (std::int64_t b = 0; b < 3; ++b) {
     w.annotation(main, "ProfilerStep#" + std::to_string(b), "cpu_op", 300 * b, 300 * b + 300);

@@ -187,11 +187,10 @@ TEST(Primitives, SetDurationWithWaveScalingToAnotherGpu) {
 }
 
 TEST(Primitives, SetDurationNeedsAKnownTracedGpu) {
-  scenario_test::TraceWriter w;
-  const auto gpu = w.device("Mystery GPU");
+  test::HandTrace w("Mystery GPU");
   const TrackId cpu = w.thread(1);
   w.api(cpu, "cudaLaunchKernel", 0, 10, 1);
-  w.kernel(w.stream(gpu, 1), "k", 20, 30, 1);
+  w.kernel(w.stream(1), "k", 20, 30, 1);
   Fixture f(w.build());
   AppliedScenario applied;
   try {

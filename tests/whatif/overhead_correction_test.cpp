@@ -1,5 +1,5 @@
 // Overhead correction on hand-built traces with exact expected results.
-#include "hand_trace.h"
+#include "../common/hand_trace.h"
 
 #include <dreamscope/graph.h>
 #include <dreamscope/whatif.h>

@@ -1,7 +1,7 @@
 // Hand-built traces with exact expected timelines: for each edge kind and each sync kind,
 // the unmodified replay reproduces every event to the nanosecond, and a changed duration
 // moves exactly what depends on it.
-#include "hand_trace.h"
+#include "../common/hand_trace.h"
 
 #include <dreamscope/graph.h>
 #include <dreamscope/whatif.h>

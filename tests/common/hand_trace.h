@@ -9,24 +9,31 @@
 
 namespace dreamscope::test {
 
-// One process, one GPU; threads and streams by id; every event named uniquely so that a
-// test can find its row again after the Trace sorted its tables.
+// One process and at most one GPU; threads and streams by id; every event named uniquely
+// so that a test can find its row again after the Trace sorted its tables. The GPU's name
+// matters to cross-GPU scenarios (it is looked up in the device table); an empty name
+// makes a CPU-only trace.
 class HandTrace {
  public:
-  HandTrace() {
+  explicit HandTrace(std::string_view gpu_name = "test GPU") {
     ProcessInfo p;
     p.pid = 1000;
     p.name = "train";
     process_ = b_.add_process(p);
-    DeviceInfo d;
-    d.process = process_;
-    d.name = "test GPU";
-    device_ = b_.add_device(d);
+    if (!gpu_name.empty()) {
+      DeviceInfo d;
+      d.process = process_;
+      d.name = std::string(gpu_name);
+      device_ = b_.add_device(d);
+    }
     b_.set_source(TraceSource::Tracer);
   }
 
   TrackId thread(std::int64_t tid) { return b_.thread_track(process_, tid, "thread-" + std::to_string(tid)); }
-  TrackId stream(std::int64_t id) { return b_.stream_track(device_, id); }
+  TrackId stream(std::int64_t id) {
+    if (device_ == kNoIndex) throw std::logic_error("a CPU-only HandTrace has no streams");
+    return b_.stream_track(device_, id);
+  }
 
   void api(TrackId thread, std::string_view name, TimeNs start, TimeNs end, std::int64_t correlation = kNoValue,
            std::int64_t stream = kNoValue, std::int64_t event = kNoValue) {
@@ -84,7 +91,7 @@ class HandTrace {
  private:
   TraceBuilder b_;
   std::uint32_t process_ = 0;
-  std::uint32_t device_ = 0;
+  std::uint32_t device_ = kNoIndex;
 };
 
 inline EventIndex row_named(const Trace& trace, const std::vector<StringId>& names, std::string_view name) {
