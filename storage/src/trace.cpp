@@ -309,7 +309,8 @@ std::size_t Trace::memory_bytes() const {
   n += bytes_of(flows_) + bytes_of(overheads_) + bytes_of(launch_configs_);
   for (const auto& c : args_) n += bytes_of(c.row) + bytes_of(c.arg);
   n += bytes_of(gpu_by_correlation_) + bytes_of(api_by_correlation_);
-  n += 3 * (bytes_of(cuda_api_ranges_) + bytes_of(cuda_api_max_dur_));
+  n += bytes_of(cuda_api_ranges_) + bytes_of(gpu_op_ranges_) + bytes_of(annotation_ranges_);
+  n += bytes_of(cuda_api_max_dur_) + bytes_of(gpu_op_max_dur_) + bytes_of(annotation_max_dur_);
   return n;
 }
 
