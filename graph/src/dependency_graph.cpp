@@ -198,6 +198,7 @@ class DependencyGraphBuilder {
     add_synchronization();
     set_launch_latencies();
     add_data_flows();
+    mark_off_cpu();
     set_blocking_residuals();
     finish_edges();
     return std::move(g_);
@@ -778,6 +779,18 @@ class DependencyGraphBuilder {
       const TaskId producer = g_.annotation_last_[p.row];
       add_edge(producer, consumer, EdgeKind::Flow, 0);
       note_wait(consumer, g_.measured_end_[producer]);
+    }
+  }
+
+  // Pieces of wait and fetch annotations wait for a batch or for storage, not for a core.
+  void mark_off_cpu() {
+    const auto& ann = trace_.annotations();
+    const auto wait = trace_.find_string("wait"), fetch = trace_.find_string("fetch");
+    if (!wait && !fetch) return;
+    for (TaskId t = 0; t < g_.resource_.size(); ++t) {
+      if (g_.kind_[t] != TaskKind::Annotation) continue;
+      const StringId c = ann.category[g_.source_row_[t]];
+      if ((wait && c == *wait) || (fetch && c == *fetch)) g_.flags_[t] |= kTaskOffCpu;
     }
   }
 

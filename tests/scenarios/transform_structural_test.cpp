@@ -94,26 +94,41 @@ TEST(Move, ToAPoolOfWorkersRunsItemsInParallel) {
   }
 }
 
-TEST(Move, CoresBoundTheWorkersThatRunAtOnce) {
-  // Two workers on one core: batch 1 waits for batch 0 to hand the core over, batch 2 for
-  // batch 1. As slow as the single traced loader.
+TEST(Move, WorkersShareTheCoresWithEveryThread) {
+  // Two workers on one core: fetches wait for storage, not for the core, so both run at 0;
+  // preps 0 and 1 then share the core at half speed, [100, 500) each. Compute 0 runs alone,
+  // [500, 600), while worker 0 fetches batch 2; prep 2 and compute 1 share the core from 600
+  // until compute 1's 100 ns of work are done at 800, and prep 2 ends alone at 900.
   Pipeline p;
   p.run(kPool, {{"cores", "1"}});
-  const auto r = simulate(p.graph);
+  ASSERT_EQ(p.applied.cpu_cores, 1u);
+  const auto r = simulate(p.graph, {.cpu_cores = p.applied.cpu_cores});
   const auto prep = p.named("prep");
   const auto fetch = p.named("fetch");
-  EXPECT_EQ(p.span(r, fetch[1]), Span(300, 400));
-  EXPECT_EQ(p.span(r, prep[1]), Span(400, 600));
-  EXPECT_EQ(p.span(r, fetch[2]), Span(600, 700));
-  EXPECT_EQ(p.steps(r), (std::vector<TimeNs>{400, 300, 300}));
+  const auto compute = p.named("compute");
+  EXPECT_EQ(p.span(r, fetch[1]), Span(0, 100));
+  EXPECT_EQ(p.span(r, prep[0]), Span(100, 500));
+  EXPECT_EQ(p.span(r, prep[1]), Span(100, 500));
+  EXPECT_EQ(p.span(r, fetch[2]), Span(500, 600));
+  EXPECT_EQ(p.span(r, compute[0]), Span(500, 600));
+  EXPECT_EQ(p.span(r, compute[1]), Span(600, 800));
+  EXPECT_EQ(p.span(r, prep[2]), Span(600, 900));
+  EXPECT_EQ(p.steps(r), (std::vector<TimeNs>{600, 200, 200}));
+  // Each of those tasks ran 2x its work (preps 0 and 1 by 200 each, compute 1 and prep 2 by
+  // 100 each).
+  EXPECT_EQ(r.cpu_contention, 600);
 
-  // Three workers on two cores: batch 2 waits for batch 0's core.
+  // Three workers on two cores: the three preps share them at 2/3 speed, [100, 400); the
+  // computes then run alone.
   Pipeline q;
   q.run(kPool, {{"workers", "3"}, {"cores", "2"}});
-  const auto s = simulate(q.graph);
-  EXPECT_EQ(q.span(s, q.named("fetch")[1]), Span(0, 100));
-  EXPECT_EQ(q.span(s, q.named("fetch")[2]), Span(300, 400));
-  EXPECT_EQ(q.steps(s), (std::vector<TimeNs>{400, 100, 200}));
+  const auto s = simulate(q.graph, {.cpu_cores = q.applied.cpu_cores});
+  EXPECT_EQ(q.span(s, q.named("fetch")[2]), Span(0, 100));
+  EXPECT_EQ(q.span(s, q.named("prep")[2]), Span(100, 400));
+  EXPECT_EQ(q.steps(s), (std::vector<TimeNs>{500, 100, 100}));
+
+  // Without a core count every thread has a core of its own, as in the pool test above.
+  EXPECT_EQ(q.steps(simulate(q.graph)), (std::vector<TimeNs>{400, 100, 100}));
 }
 
 TEST(Move, ToANamedResourceStillFollowsWhatCameBefore) {
@@ -225,7 +240,8 @@ groups = 3
 
 TEST(DataScenario, WorkersPrepareBatchesInParallel) {
   // The built-in `data` scenario with workers=2: steps 400, 100, 200 as in the pool test above
-  // (median 200, from a replayed 300); on one core the pool is no faster than the traced loader.
+  // (median 200, from a replayed 300); with every thread on one core, steps 600, 200, 200 as
+  // in the core-sharing test.
   const Trace trace = data_pipeline_trace();
   std::vector<ScenarioRequest> requests;
   requests.push_back({find_scenario("data"), {{"workers", "2"}}});
@@ -237,7 +253,9 @@ TEST(DataScenario, WorkersPrepareBatchesInParallel) {
 
   requests = {{find_scenario("data"), {{"workers", "2"}, {"cores", "1"}}}};
   report = run_whatif(trace, requests);
-  EXPECT_DOUBLE_EQ(report.predictions[0].step_median, 300);
+  ASSERT_EQ(report.predictions[0].steps.size(), 3u);
+  EXPECT_EQ(report.predictions[0].steps[0].predicted(), 600);
+  EXPECT_DOUBLE_EQ(report.predictions[0].step_median, 200);
 
   // Faster storage first, then the pool: fetches of 50, items of 250, ready at 250, 250 and
   // 500; steps [0, 350), [350, 450), [450, 600).
@@ -306,4 +324,31 @@ TEST(DataScenario, WorkersTakeTheInlineDataLoaderOffTheTrainingThread) {
   std::vector<TimeNs> ends;
   for (const auto& s : steps) ends.push_back(s.predicted_end);
   EXPECT_EQ(ends, (std::vector<TimeNs>{300, 400, 500}));
+}
+
+TEST(DataScenario, WorkersOnAJobWithBlockingCopies) {
+  // A blocking cudaMemcpy launches its copy and waits for it: an edge from the call's start
+  // and one back to its end, which is no cycle. The pool used to refuse such traces.
+  test::HandTrace h;
+  const TrackId main = h.thread(1), loader = h.thread(2);
+  const TrackId s = h.stream(7);
+  for (std::int64_t b = 0; b < 3; ++b) {
+    const TimeNs t = 300 * b;
+    h.annotation(loader, "fetch", "fetch", t, t + 100, b);
+    h.annotation(loader, "prep", "prep", t + 100, t + 300, b);
+    const TimeNs step = b == 0 ? 0 : 300 * b + 100;
+    h.annotation(main, "step", "step", step, 300 * b + 400, b);
+    h.annotation(main, "wait", "wait", step, 300 * b + 300, b);
+    h.api(main, "cudaMemcpy", 300 * b + 300, 300 * b + 390, 10 + b);
+    h.gpu(s, GpuOpKind::Memcpy, "cudaMemcpy", 300 * b + 310, 300 * b + 380, 10 + b);
+  }
+  const Trace trace = h.build();
+  const DependencyGraph graph = build_dependency_graph(trace);
+  EXPECT_FALSE(has_cycle(graph));
+  std::vector<ScenarioRequest> requests;
+  requests.push_back({find_scenario("data"), {{"workers", "2"}}});
+  const auto report = run_whatif(trace, requests);
+  ASSERT_EQ(report.predictions.size(), 1u);
+  EXPECT_EQ(report.predictions[0].unscheduled, 0u);
+  EXPECT_LT(report.predictions[0].step_median, report.replayed_step_median);
 }

@@ -404,5 +404,43 @@ TEST(ReplayTimeline, TiePolicyDecidesBetweenEqualStarts) {
   EXPECT_EQ(simulate(g, options).end_time, 10);
 }
 
+TEST(ReplayTimeline, CpuTasksShareTheCoresTheyAreGiven) {
+  // Three threads compute 300 ns each from 0; a fourth fetches (storage I/O) and a fifth
+  // waits for a batch, off the CPU; a kernel runs on the GPU.
+  HandTrace h;
+  for (std::int64_t tid = 1; tid <= 3; ++tid) {
+    h.annotation(h.thread(tid), "compute" + std::to_string(tid), "operation", 0, 300);
+  }
+  h.annotation(h.thread(4), "fetch", "fetch", 0, 300, 0);
+  h.annotation(h.thread(5), "wait", "wait", 0, 300, 9);
+  const TrackId s = h.stream(7);
+  h.kernel(s, "gemm", 0, 300);
+  const Trace trace = h.build();
+  const DependencyGraph g = build_dependency_graph(trace);
+  EXPECT_FALSE(g.uses_cpu(g.annotation_first(annotation_row(trace, "fetch"))));
+  EXPECT_FALSE(g.uses_cpu(g.annotation_first(annotation_row(trace, "wait"))));
+  EXPECT_FALSE(g.uses_cpu(g.gpu_task(gpu_row(trace, "gemm"))));
+  EXPECT_TRUE(g.uses_cpu(g.annotation_first(annotation_row(trace, "compute1"))));
+
+  // Unlimited: as measured.
+  expect_exact_replay(trace);
+  // Two cores for three computing threads: each at 2/3 speed, all done at 450.
+  const SimulationResult two = simulate(g, {.cpu_cores = 2});
+  for (const char* name : {"compute1", "compute2", "compute3"}) {
+    EXPECT_EQ(of_annotation(g, two, annotation_row(trace, name)), (Times{0, 450})) << name;
+  }
+  EXPECT_EQ(of_annotation(g, two, annotation_row(trace, "fetch")), (Times{0, 300}));
+  EXPECT_EQ(of_annotation(g, two, annotation_row(trace, "wait")), (Times{0, 300}));
+  EXPECT_EQ(of_task(two, g.gpu_task(gpu_row(trace, "gemm"))), (Times{0, 300}));
+  EXPECT_EQ(two.cpu_contention, 3 * 150);
+  // Three cores or more: no one waits.
+  const SimulationResult three = simulate(g, {.cpu_cores = 3});
+  EXPECT_EQ(of_annotation(g, three, annotation_row(trace, "compute3")), (Times{0, 300}));
+  EXPECT_EQ(three.cpu_contention, 0);
+  // One core: 900 ns of work, all three done at 900 (equal shares finish together).
+  const SimulationResult one = simulate(g, {.cpu_cores = 1});
+  EXPECT_EQ(of_annotation(g, one, annotation_row(trace, "compute2")), (Times{0, 900}));
+}
+
 } // namespace
 } // namespace dreamscope

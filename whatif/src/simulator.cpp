@@ -1,6 +1,8 @@
 #include "dreamscope/simulator.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <queue>
 
 namespace dreamscope {
@@ -42,7 +44,8 @@ namespace {
 class Simulation {
  public:
   Simulation(const DependencyGraph& g, const SimulationOptions& options)
-      : g_(g), policy_(options.policy ? options.policy : &default_policy_), bindings_(options.record_bindings) {}
+      : g_(g), policy_(options.policy ? options.policy : &default_policy_), bindings_(options.record_bindings),
+        cores_(options.cpu_cores) {}
 
   SimulationResult run() {
     const std::size_t n = g_.task_count();
@@ -67,9 +70,15 @@ class Simulation {
       const TaskId first = g_.resource_first(r);
       if (first != g_.resource_end(r)) offer_start(first, r_.begin + gap(first), Constraint::RunStart, kNoTask);
     }
-    while (!heap_.empty()) {
+    while (!heap_.empty() || !sharing_.empty()) {
+      // A CPU task that finishes before the next start goes first: it may free its thread.
+      if (!sharing_.empty() && (heap_.empty() || next_cpu_end() <= heap_.top().start)) {
+        end_cpu_task();
+        continue;
+      }
       const Candidate c = heap_.top();
       heap_.pop();
+      advance_sharing(c.start);
       begin_task(c.task, c.start);
     }
     r_.end_time = r_.begin;
@@ -193,18 +202,59 @@ class Simulation {
       offer_start(u, start + info.delay, Constraint::Launch, t);
     }
     if (g_.flags(t) & kTaskHasSync) run_sync_actions(t);
-    if (wait_pending_[t] == 0) finish(t);
+    if (wait_pending_[t] != 0) return;
+    if (cores_ > 0 && g_.uses_cpu(t) && g_.duration(t) > 0) {
+      sharing_.push_back({t, static_cast<double>(g_.duration(t))});
+      return;
+    }
+    finish(t);
+  }
+
+  // Processor sharing: the CPU tasks running at `sharing_time_` each progress at
+  // min(1, cores / running) ns of work per ns.
+  double sharing_rate() const {
+    return std::min(1.0, static_cast<double>(cores_) / static_cast<double>(sharing_.size()));
+  }
+  void advance_sharing(TimeNs to) {
+    if (to <= sharing_time_) return;
+    if (!sharing_.empty()) {
+      const double done = static_cast<double>(to - sharing_time_) * sharing_rate();
+      for (auto& s : sharing_) s.remaining -= done;
+    }
+    sharing_time_ = to;
+  }
+  TimeNs next_cpu_end() const {
+    double least = sharing_.front().remaining;
+    for (const auto& s : sharing_) least = std::min(least, s.remaining);
+    return sharing_time_ + static_cast<TimeNs>(std::ceil(std::max(0.0, least) / sharing_rate()));
+  }
+  // Ends the CPU task whose work is done first (the earliest in task order on a tie).
+  void end_cpu_task() {
+    const TimeNs at = next_cpu_end();
+    advance_sharing(at);
+    std::size_t first = 0;
+    for (std::size_t i = 1; i < sharing_.size(); ++i) {
+      if (sharing_[i].remaining < sharing_[first].remaining ||
+          (sharing_[i].remaining == sharing_[first].remaining && sharing_[i].task < sharing_[first].task)) {
+        first = i;
+      }
+    }
+    const TaskId t = sharing_[first].task;
+    sharing_.erase(sharing_.begin() + static_cast<std::ptrdiff_t>(first));
+    r_.cpu_contention += std::max<TimeNs>(0, at - r_.start[t] - g_.duration(t));
+    finish(t, at);
   }
 
   // Ends t and everything whose end was only waiting for it (chains of blocking tasks).
-  void finish(TaskId first) {
+  // `first_end`: when t ends, if not at its start (or wake-up) plus its duration.
+  void finish(TaskId first, TimeNs first_end = kNoValue) {
     finishing_.push_back(first);
     while (!finishing_.empty()) {
       const TaskId t = finishing_.back();
       finishing_.pop_back();
       const TimeNs woke = std::max(r_.start[t], wait_ready_[t]);
       if (bindings_ && wait_ready_[t] <= r_.start[t]) r_.binding[t].end = Constraint::Duration;
-      const TimeNs end = woke + g_.duration(t);
+      const TimeNs end = t == first && first_end != kNoValue ? first_end : woke + g_.duration(t);
       r_.end[t] = end;
       if (t + 1 < g_.resource_end(g_.resource(t))) offer_start(t + 1, end + gap(t + 1), Constraint::ResourceOrder, t);
       const auto& edges = g_.edges();
@@ -237,10 +287,18 @@ class Simulation {
     if (--wait_pending_[u] == 0 && r_.start[u] != kNoValue) finishing_.push_back(u);
   }
 
+  struct Sharing {
+    TaskId task;
+    double remaining; // ns of work at full speed
+  };
+
   const DependencyGraph& g_;
   MeasuredOrderPolicy default_policy_;
   const TiePolicy* policy_;
   bool bindings_;
+  std::size_t cores_;
+  std::vector<Sharing> sharing_;
+  TimeNs sharing_time_ = std::numeric_limits<TimeNs>::min();
   SimulationResult r_;
   std::vector<TimeNs> ready_, wait_ready_;
   std::vector<std::uint32_t> pending_, wait_pending_;

@@ -498,6 +498,7 @@ void apply(const std::vector<Transform>& transforms, const TaskSelection& select
             effect.detail = spec.policy;
           } else if constexpr (std::is_same_v<Spec, MoveSpec>) {
             const auto original = pick_original(spec.select);
+            if (spec.cores > 0) applied.cpu_cores = static_cast<std::size_t>(spec.cores);
             EditResult edit;
             if (original.empty()) {
               effect.detail = "nothing selected";
@@ -508,8 +509,8 @@ void apply(const std::vector<Transform>& transforms, const TaskSelection& select
               }
               TrackInfo like = selection.trace().tracks()[selection.graph().resource(original.front())];
               like.name = "worker-";
-              effect = move_to_pool(graph, items, static_cast<std::size_t>(spec.pool),
-                                    static_cast<std::size_t>(std::max<std::int64_t>(spec.cores, 0)), like, edit);
+              effect = move_to_pool(graph, items, static_cast<std::size_t>(spec.pool), like, edit);
+              if (spec.cores > 0) effect.detail += fmt::format(", every thread sharing {} cores", spec.cores);
               applied.renumbered(edit);
             } else {
               NamedResource r = resolve_resource(spec.resource, selection, graph, location(where));

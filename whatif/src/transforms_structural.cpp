@@ -70,39 +70,55 @@ std::vector<TaskId> AppliedScenario::original_ids(std::size_t task_count) const 
 }
 
 bool has_cycle(const DependencyGraph& graph, std::span<const EdgeSpec> extra) {
-  // Kahn's algorithm over tasks; a task's resource successor is an edge like any other, since
-  // FIFO order constrains the replay exactly as an edge does.
+  // Kahn's algorithm over each task's start (node 2t) and end (2t + 1), since edges leave and
+  // enter tasks at either: a launch goes from the call's start to the kernel's start, a sync
+  // or flow from a task's end to a blocking task's end, anything else from end to start. A
+  // blocking cudaMemcpy that launches its copy and waits for it is no cycle; a task's
+  // resource successor is an edge like any other, since FIFO order constrains the replay
+  // exactly as an edge does.
   const std::size_t n = graph.task_count();
-  std::vector<std::uint32_t> in(n, 0);
   const EdgeGraph& edges = graph.edges();
+  auto source = [](TaskId t, EdgeKind k) { return 2 * t + (edge_from_start(k) ? 0 : 1); };
+  auto target = [](TaskId t, EdgeKind k) { return 2 * t + (edge_gates_completion(k) ? 1 : 0); };
+  std::vector<std::uint32_t> in(2 * n, 0);
+  std::vector<std::vector<std::uint32_t>> extra_out(extra.empty() ? 0 : 2 * n);
   for (TaskId t = 0; t < n; ++t) {
-    if (t + 1 < graph.resource_end(graph.resource(t))) ++in[t + 1];
-    for (auto e : boost::make_iterator_range(boost::out_edges(t, edges))) ++in[boost::target(e, edges)];
+    ++in[2 * t + 1];
+    if (t + 1 < graph.resource_end(graph.resource(t))) ++in[2 * (t + 1)];
+    for (auto e : boost::make_iterator_range(boost::out_edges(t, edges))) {
+      ++in[target(boost::target(e, edges), edges[e].kind)];
+    }
   }
-  std::vector<std::vector<TaskId>> extra_out(extra.empty() ? 0 : n);
   for (const EdgeSpec& e : extra) {
-    extra_out[e.from].push_back(e.to);
-    ++in[e.to];
+    extra_out[source(e.from, e.kind)].push_back(target(e.to, e.kind));
+    ++in[target(e.to, e.kind)];
   }
-  std::vector<TaskId> ready;
-  for (TaskId t = 0; t < n; ++t) {
-    if (in[t] == 0) ready.push_back(t);
+  std::vector<std::uint32_t> ready;
+  for (std::uint32_t v = 0; v < 2 * n; ++v) {
+    if (in[v] == 0) ready.push_back(v);
   }
   std::size_t done = 0;
-  auto release = [&](TaskId v) {
+  auto release = [&](std::uint32_t v) {
     if (--in[v] == 0) ready.push_back(v);
   };
   while (!ready.empty()) {
-    const TaskId t = ready.back();
+    const std::uint32_t v = ready.back();
     ready.pop_back();
     ++done;
-    if (t + 1 < graph.resource_end(graph.resource(t))) release(t + 1);
-    for (auto e : boost::make_iterator_range(boost::out_edges(t, edges))) release(boost::target(e, edges));
+    const TaskId t = v / 2;
+    if (v % 2 == 0) {
+      release(v + 1);
+    } else if (t + 1 < graph.resource_end(graph.resource(t))) {
+      release(2 * (t + 1));
+    }
+    for (auto e : boost::make_iterator_range(boost::out_edges(t, edges))) {
+      if (source(t, edges[e].kind) == v) release(target(boost::target(e, edges), edges[e].kind));
+    }
     if (!extra_out.empty()) {
-      for (TaskId v : extra_out[t]) release(v);
+      for (std::uint32_t w : extra_out[v]) release(w);
     }
   }
-  return done != n;
+  return done != 2 * n;
 }
 
 TransformEffect move(DependencyGraph& graph, const std::vector<TaskId>& tasks, ResourceId resource,
@@ -132,7 +148,7 @@ TransformEffect move(DependencyGraph& graph, const std::vector<TaskId>& tasks, R
 }
 
 TransformEffect move_to_pool(DependencyGraph& graph, const std::vector<std::vector<TaskId>>& groups,
-                             std::size_t workers, std::size_t cores, const TrackInfo& like, EditResult& result) {
+                             std::size_t workers, const TrackInfo& like, EditResult& result) {
   TransformEffect e;
   if (workers == 0) throw TransformError("move: a pool needs at least one worker");
   // Groups in the order they ran, so that worker g mod k gets what a FIFO queue of work items
@@ -164,20 +180,14 @@ TransformEffect move_to_pool(DependencyGraph& graph, const std::vector<std::vect
   e.time_after = e.time_before;
   const auto next = continuations(graph, moved);
   result = graph.apply(edit);
-  std::vector<EdgeSpec> hand_over = renumber(next, result);
-  const bool bounded = cores > 0 && cores < workers;
-  for (std::size_t g = cores; bounded && g < ordered.size(); ++g) {
-    hand_over.push_back({result.old_to_new[ordered[g - cores].back()], result.old_to_new[ordered[g].front()],
-                         EdgeKind::Dependency, 0});
-  }
+  const std::vector<EdgeSpec> hand_over = renumber(next, result);
   // Hand-over edges point forward in measured order, as each worker's own order does, so a
   // cycle means a group waited for a later one in the trace (a flow between items).
   if (has_cycle(graph, hand_over)) {
     throw TransformError("move: the pool's order would make an item wait for work that waits for it");
   }
   graph.add_edges(hand_over);
-  e.detail = bounded ? fmt::format("{} groups over {} workers, {} at a time", ordered.size(), workers, cores) :
-                       fmt::format("{} groups over {} workers", ordered.size(), workers);
+  e.detail = fmt::format("{} groups over {} workers", ordered.size(), workers);
   return e;
 }
 

@@ -111,6 +111,7 @@ Prediction predict(const Trace& trace, const DependencyGraph& baseline, const Ta
 
   SimulationOptions sim;
   sim.policy = applied.policy.get();
+  sim.cpu_cores = applied.cpu_cores;
   const SimulationResult result = simulate(graph, sim);
   p.span = result.span();
   p.unscheduled = result.unscheduled;

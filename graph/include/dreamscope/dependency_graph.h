@@ -90,6 +90,10 @@ inline constexpr std::uint8_t kTaskRemoved = 1;     // takes no time and is left
 inline constexpr std::uint8_t kTaskBlocking = 2;    // its end waits for completion edges or syncs
 inline constexpr std::uint8_t kTaskHasSync = 4;     // has SyncActions (sorted by task in sync_actions())
 inline constexpr std::uint8_t kTaskIssuedByEdge = 8; // a GPU task with a launch edge
+// A CPU task that spends its time off the CPU: inside a data-pipeline `wait` (for a batch)
+// or `fetch` (storage I/O, DS-Analyzer's split of loading into I/O and CPU work). It takes
+// no core when the simulation shares a limited number of cores among threads.
+inline constexpr std::uint8_t kTaskOffCpu = 16;
 
 // What the builder saw that it could not use as it is; the graph is still usable.
 struct GraphWarnings {
@@ -155,6 +159,11 @@ class DependencyGraph {
   std::uint8_t flags(TaskId t) const { return flags_[t]; }
   bool removed(TaskId t) const { return (flags_[t] & kTaskRemoved) != 0; }
   bool blocking(TaskId t) const { return (flags_[t] & kTaskBlocking) != 0; }
+  // Whether the task keeps a CPU core busy while it runs: a task on a thread that neither
+  // blocks on something else nor waits off the CPU (kTaskOffCpu).
+  bool uses_cpu(TaskId t) const {
+    return !resource_is_stream_[resource_[t]] && !(flags_[t] & (kTaskRemoved | kTaskBlocking | kTaskOffCpu));
+  }
   // The Trace row the task comes from: cuda_api, annotations or gpu_ops by kind; kNoIndex for
   // CPU work and synthetic tasks.
   EventIndex source_row(TaskId t) const { return source_row_[t]; }

@@ -125,8 +125,8 @@ struct FuseSpec {
   bool keep_launch = true;
   bool per_step = true; // one fused task per step rather than one for the whole run
 };
-// Moves selected tasks to another resource, or to a pool of `pool` workers of which at most
-// `cores` run at once (0: no limit beyond the pool).
+// Moves selected tasks to another resource, or to a pool of `pool` workers. `cores` (0: no
+// limit) is how many CPU cores every thread of the job shares in the prediction.
 struct MoveSpec {
   Selector select;
   std::string resource;

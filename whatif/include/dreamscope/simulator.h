@@ -9,6 +9,11 @@
 // resolved when their task starts, against the GPU tasks issued by then. The result has each
 // task's predicted times and the constraint that bound it, from which the critical path and
 // the predicted Trace (predicted_trace.h) are derived.
+//
+// With `cpu_cores` set, the tasks that use a CPU (DependencyGraph::uses_cpu) share that many
+// cores: while n of them run on k < n cores, each progresses at k/n of full speed, as under
+// the OS's fair scheduler (processor sharing). Their durations are then CPU work at full
+// speed, and the end of each is when its work is done.
 #pragma once
 
 #include "dreamscope/dependency_graph.h"
@@ -66,6 +71,7 @@ struct SimulationResult {
   TimeNs begin = 0;               // the run's begin (as measured: replay keeps the origin)
   TimeNs end_time = 0;            // latest predicted end over all tasks
   std::size_t unscheduled = 0;    // tasks left waiting (a cycle a what-if introduced)
+  TimeNs cpu_contention = 0;      // with cpu_cores: time added to CPU tasks by sharing cores
 
   TimeNs span() const { return end_time - begin; }
 };
@@ -73,6 +79,8 @@ struct SimulationResult {
 struct SimulationOptions {
   const TiePolicy* policy = nullptr; // null: MeasuredOrderPolicy
   bool record_bindings = true;
+  // CPU cores the threads share (0: every thread has its own).
+  std::size_t cpu_cores = 0;
 };
 
 SimulationResult simulate(const DependencyGraph& graph, const SimulationOptions& options = {});

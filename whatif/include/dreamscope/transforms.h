@@ -92,6 +92,7 @@ struct TransformEffect {
 struct AppliedScenario {
   std::vector<TransformEffect> effects;
   std::unique_ptr<TiePolicy> policy; // null: the simulator's default
+  std::size_t cpu_cores = 0;         // CPU cores the threads share in the simulation (0: no limit)
   // For each task of the graph the selection describes, its id in the edited graph; empty
   // while no structural edit has renumbered anything.
   std::vector<TaskId> current;
@@ -129,12 +130,12 @@ TransformEffect move(DependencyGraph& graph, const std::vector<TaskId>& tasks, R
                      EditResult& result);
 // Moves groups of tasks (one batch's fetch and prep: what one worker does for one item) to a
 // pool of `workers` new resources named after `like`, group g to worker g mod workers in
-// measured order. With 0 < cores < workers, group g also waits for the end of group
-// g − cores: a FIFO hand-over of cores, so that no more than `cores` groups run at once.
-// Workers prefetch ahead: an item waits for nothing its old thread did before it, but the
-// task that followed it there (the training loop that loaded inline) waits for it.
+// measured order. Workers prefetch ahead: an item waits for nothing its old thread did
+// before it, but the task that followed it there (the training loop that loaded inline)
+// waits for it. How many cores the workers and the other threads share is the simulation's
+// (SimulationOptions::cpu_cores; a move's `cores` sets it).
 TransformEffect move_to_pool(DependencyGraph& graph, const std::vector<std::vector<TaskId>>& groups,
-                             std::size_t workers, std::size_t cores, const TrackInfo& like, EditResult& result);
+                             std::size_t workers, const TrackInfo& like, EditResult& result);
 // A Dependency edge (end → start, plus `delay`) from each `from` to each `to`, paired in
 // measured start order: i-th with i-th when both lists have the same size, otherwise one to
 // many or many to one. Throws TransformError (prefixed by `where`) when the lists cannot be
