@@ -5,6 +5,7 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include <cstdlib>
+#include <ctime>
 
 namespace {
 
@@ -16,6 +17,7 @@ nvtxDomainHandle_t domain() {
     nvtxDomainNameCategoryA(h, DS_CATEGORY_FETCH, "fetch");
     nvtxDomainNameCategoryA(h, DS_CATEGORY_PREP, "prep");
     nvtxDomainNameCategoryA(h, DS_CATEGORY_WAIT, "wait");
+    nvtxDomainNameCategoryA(h, DS_CATEGORY_CPU, "cpu");
     return h;
   }();
   return d;
@@ -40,6 +42,28 @@ nvtxEventAttributes_t ascii(int category, const char* name, int64_t payload) {
   return a;
 }
 
+// The thread CPU time at the push of each open range of this thread, for fetch and prep
+// ranges (-1 for others), so that their pop can say how much of the range was CPU work. A
+// syscall per fetch or prep, and only when a tool is attached: these ranges are per batch.
+constexpr int kMaxDepth = 64;
+thread_local int t_depth = 0;
+thread_local int64_t t_cpu_at_push[kMaxDepth];
+
+int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+void note_push(int category) {
+  if (!ds_is_traced()) return;
+  if (t_depth < kMaxDepth) {
+    t_cpu_at_push[t_depth] =
+        category == DS_CATEGORY_FETCH || category == DS_CATEGORY_PREP ? thread_cpu_ns() : -1;
+  }
+  ++t_depth;
+}
+
 // Registered handles for the shorthands: their names never need copying.
 struct Names {
   nvtxStringHandle_t step, fetch, prep, wait;
@@ -52,10 +76,21 @@ const Names& names() {
 }
 
 void push_registered(int category, nvtxStringHandle_t name, int64_t payload) {
+  note_push(category);
   nvtxEventAttributes_t a = attributes(category, payload);
   a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
   a.message.registered = name;
   nvtxDomainRangePushEx(domain(), &a);
+}
+
+void note_pop() {
+  if (!ds_is_traced() || t_depth == 0) return;
+  --t_depth;
+  if (t_depth >= kMaxDepth || t_cpu_at_push[t_depth] < 0) return;
+  nvtxEventAttributes_t a = attributes(DS_CATEGORY_CPU, thread_cpu_ns() - t_cpu_at_push[t_depth]);
+  a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  a.message.ascii = "cpu";
+  nvtxDomainMarkEx(domain(), &a);
 }
 
 } // namespace
@@ -65,6 +100,7 @@ extern "C" {
 ds_string_t ds_register_string(const char* name) { return nvtxDomainRegisterStringA(domain(), name); }
 
 void ds_range_push(int category, const char* name, int64_t payload) {
+  note_push(category);
   nvtxEventAttributes_t a = ascii(category, name, payload);
   nvtxDomainRangePushEx(domain(), &a);
 }
@@ -74,7 +110,10 @@ void ds_range_push_registered(int category, ds_string_t name, int64_t payload) {
   push_registered(category, static_cast<nvtxStringHandle_t>(const_cast<void*>(name)), payload);
 }
 
-void ds_range_pop(void) { nvtxDomainRangePop(domain()); }
+void ds_range_pop(void) {
+  note_pop();
+  nvtxDomainRangePop(domain());
+}
 
 uint64_t ds_range_start(int category, const char* name, int64_t payload) {
   nvtxEventAttributes_t a = ascii(category, name, payload);

@@ -1,6 +1,7 @@
 #include "dreamscope/dependency_graph.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -68,6 +69,10 @@ std::string GraphWarnings::describe() const {
 TimeNs DependencyGraph::scaled_duration(TaskId t) const {
   const double d = static_cast<double>(base_[t]) * ratio_[t] + static_cast<double>(add_[t]);
   return d > 0 ? static_cast<TimeNs>(d + 0.5) : 0;
+}
+
+void DependencyGraph::set_cpu_share(TaskId t, double share) {
+  cpu_share_[t] = static_cast<float>(std::clamp(share, 0.0, 1.0));
 }
 
 void DependencyGraph::set_removed(TaskId t, bool removed) {
@@ -147,7 +152,7 @@ std::span<const SyncAction> DependencyGraph::sync_actions_of(TaskId t) const {
 std::size_t DependencyGraph::memory_bytes() const {
   auto bytes = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
   std::size_t n = bytes(resource_begin_) + bytes(resource_is_stream_) + bytes(resource_) + bytes(kind_) +
-                  bytes(flags_) + bytes(source_row_) + bytes(measured_start_) + bytes(measured_end_) + bytes(base_) +
+                  bytes(flags_) + bytes(cpu_share_) + bytes(source_row_) + bytes(measured_start_) + bytes(measured_end_) + bytes(base_) +
                   bytes(gap_) + bytes(add_) + bytes(ratio_) + bytes(start_in_) + bytes(completion_in_) +
                   bytes(sync_actions_) + bytes(api_first_) + bytes(api_last_) + bytes(annotation_first_) +
                   bytes(annotation_last_) + bytes(gpu_task_);
@@ -198,7 +203,7 @@ class DependencyGraphBuilder {
     add_synchronization();
     set_launch_latencies();
     add_data_flows();
-    mark_off_cpu();
+    set_cpu_shares();
     set_blocking_residuals();
     finish_edges();
     return std::move(g_);
@@ -209,6 +214,7 @@ class DependencyGraphBuilder {
     g_.resource_.reserve(n);
     g_.kind_.reserve(n);
     g_.flags_.reserve(n);
+    g_.cpu_share_.reserve(n);
     g_.source_row_.reserve(n);
     g_.measured_start_.reserve(n);
     g_.measured_end_.reserve(n);
@@ -220,6 +226,7 @@ class DependencyGraphBuilder {
     g_.resource_.push_back(r);
     g_.kind_.push_back(kind);
     g_.flags_.push_back(0);
+    g_.cpu_share_.push_back(1.0f);
     g_.source_row_.push_back(row);
     g_.measured_start_.push_back(start);
     g_.measured_end_.push_back(end);
@@ -782,15 +789,41 @@ class DependencyGraphBuilder {
     }
   }
 
-  // Pieces of wait and fetch annotations wait for a batch or for storage, not for a core.
-  void mark_off_cpu() {
+  // The CPU share of annotation pieces: none for waits, the measured share for fetch and
+  // prep ranges with a `cpu` mark (the CPU time their thread spent in them), none for a
+  // fetch without one (storage I/O).
+  void set_cpu_shares() {
     const auto& ann = trace_.annotations();
     const auto wait = trace_.find_string("wait"), fetch = trace_.find_string("fetch");
-    if (!wait && !fetch) return;
+    const auto prep = trace_.find_string("prep"), cpu = trace_.find_string("cpu");
+    if (!wait && !fetch && !cpu) return;
+    std::vector<float> measured(cpu ? ann.size() : 0, -1.0f);
+    if (cpu && (fetch || prep)) {
+      // A mark belongs to the innermost fetch or prep open on its thread where it lies.
+      for (TrackId track = 0; track < trace_.tracks().size(); ++track) {
+        const EventRange range = trace_.annotations_on(track);
+        std::vector<EventIndex> open;
+        for (EventIndex row = range.begin; row < range.end; ++row) {
+          while (!open.empty() && ann.end[open.back()] < ann.start[row]) open.pop_back();
+          const StringId c = ann.category[row];
+          if (c == *cpu && ann.payload[row] != kNoValue && !open.empty()) {
+            const EventIndex owner = open.back();
+            const TimeNs dur = ann.end[owner] - ann.start[owner];
+            measured[owner] = dur > 0 ? static_cast<float>(static_cast<double>(ann.payload[row]) / static_cast<double>(dur)) : 1.0f;
+          } else if ((fetch && c == *fetch) || (prep && c == *prep)) {
+            open.push_back(row);
+          }
+        }
+      }
+    }
     for (TaskId t = 0; t < g_.resource_.size(); ++t) {
       if (g_.kind_[t] != TaskKind::Annotation) continue;
-      const StringId c = ann.category[g_.source_row_[t]];
-      if ((wait && c == *wait) || (fetch && c == *fetch)) g_.flags_[t] |= kTaskOffCpu;
+      const EventIndex row = g_.source_row_[t];
+      if (!measured.empty() && measured[row] >= 0) {
+        g_.set_cpu_share(t, measured[row]);
+      } else if ((wait && ann.category[row] == *wait) || (fetch && ann.category[row] == *fetch)) {
+        g_.set_cpu_share(t, 0);
+      }
     }
   }
 

@@ -106,6 +106,7 @@ EditResult DependencyGraph::apply(const GraphEdit& edit) {
   g.resource_.resize(n);
   g.kind_.resize(n);
   g.flags_.resize(n);
+  g.cpu_share_.resize(n);
   g.source_row_.resize(n);
   g.measured_start_.resize(n);
   g.measured_end_.resize(n);
@@ -126,6 +127,7 @@ EditResult DependencyGraph::apply(const GraphEdit& edit) {
         result.inserted[item & ~kInserted] = nt;
         g.kind_[nt] = ins.kind;
         g.flags_[nt] = 0;
+        g.cpu_share_[nt] = 1.0f;
         g.source_row_[nt] = kNoIndex;
         // It did not happen: a zero-length "measurement" where it goes keeps each resource's
         // tasks sorted by measured start.
@@ -142,6 +144,7 @@ EditResult DependencyGraph::apply(const GraphEdit& edit) {
       result.old_to_new[t] = nt;
       g.kind_[nt] = kind_[t];
       g.flags_[nt] = flags_[t];
+      g.cpu_share_[nt] = cpu_share_[t];
       g.source_row_[nt] = source_row_[t];
       g.measured_start_[nt] = measured_start_[t];
       g.measured_end_[nt] = measured_end_[t];

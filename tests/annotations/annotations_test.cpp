@@ -55,6 +55,23 @@ TEST(Annotations, CAndCppScopesCarryCategoryAndPayload) {
   EXPECT_EQ(fetch[0].category, "fetch");
   EXPECT_EQ(prep[0].payload, 7);
   EXPECT_EQ(prep[0].category, "prep");
+  // Each ends with a `cpu` mark: the thread's CPU time in it. The fetch slept 5 ms; the prep
+  // computed for 5 ms of CPU time.
+  const auto cpu = with_name(rows, "cpu");
+  ASSERT_EQ(cpu.size(), 2u);
+  for (const auto& m : cpu) {
+    EXPECT_EQ(m.category, "cpu");
+    EXPECT_EQ(m.start, m.end);
+  }
+  EXPECT_GE(cpu[0].start, fetch[0].start);
+  EXPECT_LE(cpu[0].start, fetch[0].end);
+  EXPECT_GE(cpu[0].payload, 0);
+  EXPECT_LT(cpu[0].payload, 5'000'000);
+  EXPECT_GE(fetch[0].end - fetch[0].start, 5'000'000);
+  EXPECT_GE(cpu[1].start, prep[0].start);
+  EXPECT_LE(cpu[1].start, prep[0].end);
+  EXPECT_GE(cpu[1].payload, 5'000'000);
+  EXPECT_LE(cpu[1].payload, prep[0].end - prep[0].start);
 
   const auto mark = with_name(rows, "checkpoint");
   ASSERT_EQ(mark.size(), 1u);
@@ -107,6 +124,8 @@ TEST(Annotations, PythonModuleTraced) {
   EXPECT_EQ(updates[0].category, "operation");
   EXPECT_EQ(with_name(rows, "fetch").at(0).payload, 5);
   EXPECT_EQ(with_name(rows, "prep").at(0).payload, 5);
+  // The C library measures the CPU time of fetch and prep for Python too.
+  EXPECT_EQ(with_name(rows, "cpu").size(), 2u);
   const auto done = with_name(rows, "done");
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].payload, 1);

@@ -442,5 +442,26 @@ TEST(ReplayTimeline, CpuTasksShareTheCoresTheyAreGiven) {
   EXPECT_EQ(of_annotation(g, one, annotation_row(trace, "compute2")), (Times{0, 900}));
 }
 
+TEST(ReplayTimeline, AFetchSharesCoresForTheCpuTimeItMeasured) {
+  // A fetch of 300 ns whose `cpu` mark says 150 ns of it were CPU work, beside three threads
+  // computing 300 ns each, on two cores: four CPU tasks at half speed until the fetch's CPU
+  // part is done at 300; the fetch then waits its other 150 ns off the CPU (ends at 450),
+  // and the three computes, 150 ns of work left each, share the cores at 2/3: done at 525.
+  HandTrace h;
+  for (std::int64_t tid = 1; tid <= 3; ++tid) {
+    h.annotation(h.thread(tid), "compute" + std::to_string(tid), "operation", 0, 300);
+  }
+  const TrackId loader = h.thread(4);
+  h.annotation(loader, "fetch", "fetch", 0, 300, 0);
+  h.annotation(loader, "cpu", "cpu", 300, 300, 150); // emitted as the range ends
+  const Trace trace = h.build();
+  const DependencyGraph g = build_dependency_graph(trace);
+  EXPECT_DOUBLE_EQ(g.cpu_share(g.annotation_first(annotation_row(trace, "fetch"))), 0.5);
+  expect_exact_replay(trace);
+  const SimulationResult r = simulate(g, {.cpu_cores = 2});
+  EXPECT_EQ(of_annotation(g, r, annotation_row(trace, "fetch")), (Times{0, 450}));
+  EXPECT_EQ(of_annotation(g, r, annotation_row(trace, "compute2")), (Times{0, 525}));
+}
+
 } // namespace
 } // namespace dreamscope

@@ -204,7 +204,11 @@ class Simulation {
     if (g_.flags(t) & kTaskHasSync) run_sync_actions(t);
     if (wait_pending_[t] != 0) return;
     if (cores_ > 0 && g_.uses_cpu(t) && g_.duration(t) > 0) {
-      sharing_.push_back({t, static_cast<double>(g_.duration(t))});
+      // The CPU part first, then what the task waited off the CPU (a fetch's storage wait
+      // after its reads): an approximation of where in the task the waiting fell.
+      const double duration = static_cast<double>(g_.duration(t));
+      const double work = duration * g_.cpu_share(t);
+      sharing_.push_back({t, work, static_cast<TimeNs>(std::llround(duration - work))});
       return;
     }
     finish(t);
@@ -240,9 +244,10 @@ class Simulation {
       }
     }
     const TaskId t = sharing_[first].task;
+    const TimeNs end = at + sharing_[first].off_cpu;
     sharing_.erase(sharing_.begin() + static_cast<std::ptrdiff_t>(first));
-    r_.cpu_contention += std::max<TimeNs>(0, at - r_.start[t] - g_.duration(t));
-    finish(t, at);
+    r_.cpu_contention += std::max<TimeNs>(0, end - r_.start[t] - g_.duration(t));
+    finish(t, end);
   }
 
   // Ends t and everything whose end was only waiting for it (chains of blocking tasks).
@@ -290,6 +295,7 @@ class Simulation {
   struct Sharing {
     TaskId task;
     double remaining; // ns of work at full speed
+    TimeNs off_cpu;   // then this long off the CPU
   };
 
   const DependencyGraph& g_;

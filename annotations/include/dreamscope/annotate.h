@@ -6,7 +6,11 @@
  * With no NVTX tool attached each call costs a few instructions.
  *
  * Ranges opened with ds_range_push end with ds_range_pop on the same thread; a range that
- * crosses threads uses ds_range_start / ds_range_end. */
+ * crosses threads uses ds_range_start / ds_range_end.
+ *
+ * When traced, a fetch or prep range pushed here ends with a DS_CATEGORY_CPU mark carrying
+ * the CPU time its thread spent in it: what tells storage waits from decoding work when a
+ * what-if shares cores among more loader workers. */
 #ifndef DREAMSCOPE_ANNOTATE_H
 #define DREAMSCOPE_ANNOTATE_H
 
@@ -29,7 +33,9 @@ enum ds_category {
   DS_CATEGORY_OPERATION = 2, /* a named piece of work (forward, backward, optimizer) */
   DS_CATEGORY_FETCH = 3,     /* reading a batch from storage; payload = batch id */
   DS_CATEGORY_PREP = 4,      /* preprocessing a batch on the CPU; payload = batch id */
-  DS_CATEGORY_WAIT = 5       /* the consumer waiting for a batch; payload = batch id */
+  DS_CATEGORY_WAIT = 5,      /* the consumer waiting for a batch; payload = batch id */
+  DS_CATEGORY_CPU = 6        /* a mark at the end of a fetch or prep range, made by the library
+                                when traced: payload = the thread's CPU time in the range, ns */
 };
 
 /* "No payload": the range carries no batch id or step number. */

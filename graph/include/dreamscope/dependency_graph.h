@@ -90,10 +90,6 @@ inline constexpr std::uint8_t kTaskRemoved = 1;     // takes no time and is left
 inline constexpr std::uint8_t kTaskBlocking = 2;    // its end waits for completion edges or syncs
 inline constexpr std::uint8_t kTaskHasSync = 4;     // has SyncActions (sorted by task in sync_actions())
 inline constexpr std::uint8_t kTaskIssuedByEdge = 8; // a GPU task with a launch edge
-// A CPU task that spends its time off the CPU: inside a data-pipeline `wait` (for a batch)
-// or `fetch` (storage I/O, DS-Analyzer's split of loading into I/O and CPU work). It takes
-// no core when the simulation shares a limited number of cores among threads.
-inline constexpr std::uint8_t kTaskOffCpu = 16;
 
 // What the builder saw that it could not use as it is; the graph is still usable.
 struct GraphWarnings {
@@ -159,10 +155,18 @@ class DependencyGraph {
   std::uint8_t flags(TaskId t) const { return flags_[t]; }
   bool removed(TaskId t) const { return (flags_[t] & kTaskRemoved) != 0; }
   bool blocking(TaskId t) const { return (flags_[t] & kTaskBlocking) != 0; }
-  // Whether the task keeps a CPU core busy while it runs: a task on a thread that neither
-  // blocks on something else nor waits off the CPU (kTaskOffCpu).
+  // The part of a CPU task's time that needs a core, when the simulation shares a limited
+  // number of them among threads (the rest waits off the CPU, after the CPU part). 1 for
+  // CPU work and calls; 0 inside a data-pipeline `wait` (for a batch) and inside a `fetch`
+  // (storage I/O, DS-Analyzer's split of loading into I/O and CPU work); for fetch and prep
+  // ranges that the annotation library measured, the CPU time it measured over the range's
+  // duration (a `cpu` mark at the range's end, docs/annotations.md).
+  double cpu_share(TaskId t) const { return cpu_share_[t]; }
+  void set_cpu_share(TaskId t, double share);
+  // Whether the task keeps a core busy at all: a CPU task that does not block on something
+  // else and has a CPU share.
   bool uses_cpu(TaskId t) const {
-    return !resource_is_stream_[resource_[t]] && !(flags_[t] & (kTaskRemoved | kTaskBlocking | kTaskOffCpu));
+    return !resource_is_stream_[resource_[t]] && !(flags_[t] & (kTaskRemoved | kTaskBlocking)) && cpu_share_[t] > 0;
   }
   // The Trace row the task comes from: cuda_api, annotations or gpu_ops by kind; kNoIndex for
   // CPU work and synthetic tasks.
@@ -236,6 +240,7 @@ class DependencyGraph {
   std::vector<ResourceId> resource_;
   std::vector<TaskKind> kind_;
   std::vector<std::uint8_t> flags_;
+  std::vector<float> cpu_share_;
   std::vector<EventIndex> source_row_;
   std::vector<TimeNs> measured_start_, measured_end_, base_, gap_, add_;
   std::vector<float> ratio_;
