@@ -1,0 +1,91 @@
+// The trace log: an append-only binary file of length-framed records, what the tracer
+// writes each process's part file as (docs/design-notes.md, "Part files are raw logs").
+//
+// `TraceLogWriter` encodes each call into a user-space buffer and hands the buffer to the
+// kernel with one write(2) per flush() (or when it passes a size bound): no SQLite, no
+// index, no fsync until close(). What reached write(2) survives the process being killed,
+// because it is in the page cache. `read_trace_log()` turns a log into a `Trace`; a log cut
+// short at any byte reads back with every whole record and `complete` = 0.
+#pragma once
+
+#include "dreamscope/trace_file.h"
+
+#include <filesystem>
+#include <string>
+#include <unordered_map>
+
+namespace dreamscope {
+
+// Bumped when a record changes meaning; a reader refuses logs newer than it knows.
+inline constexpr std::uint32_t kTraceLogVersion = 1;
+
+class TraceLogWriter final : public TraceSink {
+ public:
+  // Creates (or replaces) the file and writes the header. Throws TraceError naming the file.
+  explicit TraceLogWriter(std::filesystem::path path);
+  ~TraceLogWriter() override; // writes what is buffered, leaves the log incomplete; never throws
+  TraceLogWriter(const TraceLogWriter&) = delete;
+  TraceLogWriter& operator=(const TraceLogWriter&) = delete;
+
+  const std::filesystem::path& path() const override { return path_; }
+
+  StringId intern(std::string_view s) override;
+  void set_meta(const std::string& key, const std::string& value) override;
+  std::uint32_t add_process(const ProcessInfo& p) override;
+  void update_process(std::uint32_t id, const ProcessInfo& p) override;
+  std::uint32_t add_device(const DeviceInfo& d) override;
+  TrackId add_track(const TrackInfo& t) override;
+  // Event ids count the events of all three tables from 1, in the order they were added.
+  std::int64_t add(const CudaApiRecord& r) override;
+  std::int64_t add(const GpuOpRecord& r) override;
+  std::int64_t add(const AnnotationRecord& r) override;
+  void add_arg(std::int64_t event, const EventArg& arg) override;
+  void add(const FlowRecord& r) override;
+  void add(const CalibrationRecord& r) override;
+  void add(const OverheadRecord& r) override;
+
+  // Writes everything buffered with one write(2): afterwards only a power cut can lose it.
+  void flush() override;
+  // Writes meta.complete (1 unless told otherwise), flushes, fsyncs and closes the file.
+  void close(bool complete = true) override;
+  bool is_open() const { return fd_ >= 0; }
+
+  std::uint64_t bytes_written() const { return bytes_written_; }
+
+ private:
+  void begin(std::uint8_t type);
+  void end_record();
+  void put_u(std::uint64_t v);
+  void put_s(std::int64_t v);
+  void put_str(std::string_view s);
+  void put_double(double v);
+  void put_process(const ProcessInfo& p);
+  void write_out();
+  [[noreturn]] void fail(const std::string& what);
+
+  std::filesystem::path path_;
+  int fd_ = -1;
+  std::string buffer_;
+  std::size_t record_start_ = 0;
+  std::uint64_t bytes_written_ = 0;
+  std::int64_t next_event_id_ = 1;
+  TimeNs last_start_ = 0; // events store their start as a delta from the previous one
+  StringId next_string_id_ = 1;
+  std::uint32_t next_process_ = 0, next_device_ = 0, next_track_ = 0;
+  struct StringHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, StringId, StringHash, std::equal_to<>> strings_;
+};
+
+// Loads a trace log. A log cut short (a killed process, a full disk) keeps every whole
+// record and reads as incomplete. Throws TraceError, naming the file, for a missing file,
+// a file that is not a trace log, a log version newer than this build reads, or a record
+// whose content is damaged.
+Trace read_trace_log(const std::filesystem::path& path);
+
+// True when the file starts with the trace log's magic.
+bool looks_like_trace_log(const std::filesystem::path& path);
+
+} // namespace dreamscope

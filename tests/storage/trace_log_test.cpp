@@ -1,0 +1,387 @@
+// The trace log (the tracer's part files): every record kind round-trips, a log cut short at
+// any byte keeps its whole records and reads as incomplete, foreign and newer files are
+// refused naming the file, and a full disk or a kill loses nothing already written.
+#include "test_traces.h"
+
+#include <dreamscope/trace_log.h>
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <fstream>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+namespace dreamscope {
+namespace {
+
+using test::ScratchDir;
+
+// Writes a Trace through any sink, as the tracer would have recorded it, with one arg per
+// event (of a different type per table) so that args round-trip too.
+void record(const Trace& trace, TraceSink& w) {
+  for (const auto& [k, v] : trace.meta()) {
+    if (k != "complete") w.set_meta(k, v);
+  }
+  std::vector<StringId> ids(trace.strings().size(), 0);
+  for (StringId i = 1; i < trace.strings().size(); ++i) ids[i] = w.intern(trace.strings()[i]);
+  for (const auto& p : trace.processes()) w.add_process(p);
+  for (const auto& d : trace.devices()) w.add_device(d);
+  for (const auto& t : trace.tracks()) w.add_track(t);
+  const StringId key = w.intern("note");
+  const auto& a = trace.cuda_api();
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    CudaApiRecord r = a.row(i);
+    r.name = ids[r.name];
+    w.add_arg(w.add(r), EventArg{.key = key, .type = ArgType::Int, .int_value = static_cast<std::int64_t>(i) - 5});
+  }
+  const auto& g = trace.gpu_ops();
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    GpuOpRecord r{.track = g.track[i], .kind = g.kind[i], .subkind = g.subkind[i], .start = g.start[i],
+                  .end = g.end[i], .name = ids[g.name[i]], .correlation = g.correlation[i],
+                  .launch = trace.launch_configs()[g.launch[i]], .bytes = g.bytes[i], .event = g.event[i]};
+    w.add_arg(w.add(r), EventArg{.key = key, .type = ArgType::Double, .double_value = 0.5 + static_cast<double>(i)});
+  }
+  const auto& n = trace.annotations();
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    AnnotationRecord r = n.row(i);
+    r.name = ids[r.name];
+    r.domain = ids[r.domain];
+    r.category = ids[r.category];
+    w.add_arg(w.add(r), EventArg{.key = key, .type = ArgType::String, .text = ids[n.name[i]]});
+  }
+  for (FlowRecord f : trace.flows()) {
+    f.kind = ids[f.kind];
+    w.add(f);
+  }
+  for (const auto& c : trace.calibration()) w.add(c);
+  for (OverheadRecord o : trace.overheads()) {
+    o.kind = ids[o.kind];
+    w.add(o);
+  }
+}
+
+// Every row of every table, names as text, compared with the original.
+void expect_same(const Trace& a, const Trace& b) {
+  ASSERT_EQ(a.processes(), b.processes());
+  ASSERT_EQ(a.devices(), b.devices());
+  ASSERT_EQ(a.tracks(), b.tracks());
+  ASSERT_EQ(a.cuda_api().size(), b.cuda_api().size());
+  for (std::size_t i = 0; i < a.cuda_api().size(); ++i) {
+    CudaApiRecord x = a.cuda_api().row(i), y = b.cuda_api().row(i);
+    EXPECT_EQ(a.str(x.name), b.str(y.name));
+    x.name = y.name = 0;
+    EXPECT_EQ(x, y) << "cuda_api row " << i;
+  }
+  const auto& ga = a.gpu_ops();
+  const auto& gb = b.gpu_ops();
+  ASSERT_EQ(ga.size(), gb.size());
+  for (std::size_t i = 0; i < ga.size(); ++i) {
+    EXPECT_EQ(ga.track[i], gb.track[i]);
+    EXPECT_EQ(ga.kind[i], gb.kind[i]);
+    EXPECT_EQ(ga.subkind[i], gb.subkind[i]);
+    EXPECT_EQ(ga.start[i], gb.start[i]);
+    EXPECT_EQ(ga.end[i], gb.end[i]);
+    EXPECT_EQ(a.str(ga.name[i]), b.str(gb.name[i]));
+    EXPECT_EQ(ga.correlation[i], gb.correlation[i]);
+    EXPECT_EQ(a.launch_configs()[ga.launch[i]], b.launch_configs()[gb.launch[i]]);
+    EXPECT_EQ(ga.bytes[i], gb.bytes[i]);
+    EXPECT_EQ(ga.event[i], gb.event[i]);
+  }
+  ASSERT_EQ(a.annotations().size(), b.annotations().size());
+  for (std::size_t i = 0; i < a.annotations().size(); ++i) {
+    AnnotationRecord x = a.annotations().row(i), y = b.annotations().row(i);
+    EXPECT_EQ(a.str(x.name), b.str(y.name));
+    EXPECT_EQ(a.str(x.domain), b.str(y.domain));
+    EXPECT_EQ(a.str(x.category), b.str(y.category));
+    x.name = y.name = x.domain = y.domain = x.category = y.category = 0;
+    EXPECT_EQ(x, y) << "annotation row " << i;
+  }
+  ASSERT_EQ(a.flows().size(), b.flows().size());
+  for (std::size_t i = 0; i < a.flows().size(); ++i) {
+    FlowRecord x = a.flows()[i], y = b.flows()[i];
+    EXPECT_EQ(a.str(x.kind), b.str(y.kind));
+    x.kind = y.kind = 0;
+    EXPECT_EQ(x, y);
+  }
+  EXPECT_EQ(a.calibration(), b.calibration());
+  ASSERT_EQ(a.overheads().size(), b.overheads().size());
+  for (std::size_t i = 0; i < a.overheads().size(); ++i) {
+    OverheadRecord x = a.overheads()[i], y = b.overheads()[i];
+    EXPECT_EQ(a.str(x.kind), b.str(y.kind));
+    x.kind = y.kind = 0;
+    EXPECT_EQ(x, y);
+  }
+}
+
+TEST(TraceLog, EveryRecordKindRoundTrips) {
+  ScratchDir dir;
+  const Trace original = test::make_full_trace();
+  {
+    TraceLogWriter w(dir / "full.dslog");
+    record(original, w);
+    const std::uint32_t p = 0;
+    ProcessInfo updated = original.processes()[p];
+    updated.end = 95000;
+    updated.exit_status = 3;
+    w.update_process(p, updated);
+    w.update_process(p, original.processes()[p]); // the last update stands
+    w.close();
+  }
+  const Trace back = read_trace_log(dir / "full.dslog");
+  expect_same(original, back);
+  EXPECT_TRUE(back.complete());
+  EXPECT_EQ(back.source(), TraceSource::Tracer);
+  EXPECT_EQ(back.dropped_events(), 3);
+  EXPECT_EQ(back.meta_value("command"), "python train.py --epochs 1");
+  EXPECT_EQ(back.meta_value("warnings"), "CUPTI: counters unavailable");
+  // Each arg stays with its event, whatever order the reader sorted the rows into.
+  ASSERT_EQ(back.arg_count(), original.event_count());
+  for (EventIndex i = 0; i < back.cuda_api().size(); ++i) {
+    const std::size_t written = static_cast<std::size_t>(back.arg_int(EventTable::CudaApi, i, "note").value() + 5);
+    ASSERT_LT(written, original.cuda_api().size());
+    EXPECT_EQ(original.cuda_api().start[written], back.cuda_api().start[i]);
+  }
+  for (EventIndex i = 0; i < back.gpu_ops().size(); ++i) {
+    const EventArg* arg = back.find_arg(EventTable::GpuOp, i, "note");
+    ASSERT_NE(arg, nullptr);
+    EXPECT_EQ(arg->type, ArgType::Double);
+    EXPECT_EQ(original.gpu_ops().start[static_cast<std::size_t>(arg->double_value)], back.gpu_ops().start[i]);
+  }
+  for (EventIndex i = 0; i < back.annotations().size(); ++i) {
+    EXPECT_EQ(back.arg_text(EventTable::Annotation, i, "note"), std::string(back.str(back.annotations().name[i])));
+  }
+  // Small: a varint-coded annotation is a fraction of its 48 bytes in memory.
+  EXPECT_LT(std::filesystem::file_size(dir / "full.dslog"), 2000u);
+}
+
+TEST(TraceLog, ExtremeValuesRoundTrip) {
+  ScratchDir dir;
+  TraceBuilder b;
+  auto p = b.add_process(ProcessInfo{.pid = INT64_MAX, .parent_pid = INT64_MIN + 1, .name = std::string(300, 'n'),
+                                     .start = INT64_MIN + 1, .end = INT64_MAX, .exit_status = -1});
+  TrackId t = b.thread_track(p, -5, "");
+  b.add(AnnotationRecord{.track = t, .start = INT64_MAX / 2, .end = INT64_MAX / 2 + 1, .name = b.intern("late"),
+                         .payload = INT64_MAX, .external_id = INT64_MIN + 1});
+  b.add(AnnotationRecord{.track = t, .start = -(INT64_MAX / 2), .end = 0, .name = b.intern("early"),
+                         .payload = -1, .external_id = 0});
+  const Trace original = std::move(b).build();
+  {
+    TraceLogWriter w(dir / "x.dslog");
+    record(original, w);
+    w.close();
+  }
+  expect_same(original, read_trace_log(dir / "x.dslog"));
+}
+
+// The log of a killed process ends anywhere: at every byte of its last records, the reader
+// keeps exactly the records that are whole and says the trace is incomplete.
+TEST(TraceLog, CutShortAtEveryByteKeepsEveryWholeRecord) {
+  ScratchDir dir;
+  const auto path = dir / "cut.dslog";
+  std::vector<std::uint64_t> ends; // the file's size after each annotation
+  std::vector<std::size_t> annotations_at;
+  {
+    TraceLogWriter w(path);
+    w.set_meta("source", "tracer");
+    const auto p = w.add_process(ProcessInfo{.pid = 42, .name = "victim"});
+    const TrackId t = w.add_track(TrackInfo{.kind = TrackKind::CpuThread, .process = p, .tid = 42, .name = "main"});
+    w.flush();
+    ends.push_back(w.bytes_written());
+    annotations_at.push_back(0);
+    for (int i = 0; i < 12; ++i) {
+      // A new name now and then, so strings are among the records that get cut.
+      const StringId name = w.intern(i % 4 == 0 ? "range-" + std::to_string(i) : "range");
+      w.add(AnnotationRecord{.track = t, .start = 1000 * i, .end = 1000 * i + 500 + i, .name = name, .payload = i});
+      w.flush();
+      ends.push_back(w.bytes_written());
+      annotations_at.push_back(static_cast<std::size_t>(i) + 1);
+    }
+    w.close();
+  }
+  std::string whole;
+  {
+    std::ifstream f(path, std::ios::binary);
+    whole.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  ASSERT_GT(whole.size(), ends.back()); // close() added the complete flag
+  EXPECT_TRUE(read_trace_log(path).complete());
+  const auto cut_path = dir / "cut-short.dslog";
+  std::size_t k = 0;
+  for (std::size_t size = ends.front(); size < whole.size(); ++size) {
+    while (k + 1 < ends.size() && ends[k + 1] <= size) ++k;
+    std::ofstream(cut_path, std::ios::binary | std::ios::trunc).write(whole.data(), static_cast<std::streamsize>(size));
+    Trace t = read_trace_log(cut_path);
+    ASSERT_FALSE(t.complete()) << "cut at byte " << size;
+    ASSERT_EQ(t.annotations().size(), annotations_at[k]) << "cut at byte " << size;
+    for (std::size_t i = 0; i < t.annotations().size(); ++i) {
+      ASSERT_EQ(t.annotations().payload[i], static_cast<std::int64_t>(i)) << "cut at byte " << size;
+      ASSERT_EQ(t.annotations().end[i], 1000 * static_cast<std::int64_t>(i) + 500 + static_cast<std::int64_t>(i));
+    }
+    ASSERT_EQ(t.processes().size(), 1u);
+  }
+  // Cut inside the header: a log whose first write never completed.
+  for (std::size_t size = 1; size < ends.front() && size < 12; ++size) {
+    std::ofstream(cut_path, std::ios::binary | std::ios::trunc).write(whole.data(), static_cast<std::streamsize>(size));
+    Trace t = read_trace_log(cut_path);
+    EXPECT_FALSE(t.complete());
+    EXPECT_EQ(t.event_count(), 0u);
+  }
+}
+
+std::string refusal(const std::filesystem::path& path) {
+  try {
+    read_trace_log(path);
+  } catch (const TraceError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+TEST(TraceLog, AFileThatIsNotALogIsRefusedNamingIt) {
+  ScratchDir dir;
+  const auto text = dir / "notes.txt";
+  std::ofstream(text) << "step,forward,backward\n1,2,3\n";
+  EXPECT_EQ(refusal(text), text.string() + ": not a dreamscope trace log");
+  const auto empty = dir / "empty.dslog";
+  std::ofstream{empty};
+  EXPECT_EQ(refusal(empty), empty.string() + ": not a dreamscope trace log");
+  // A SQLite trace is a trace, but not a log.
+  write_trace(test::make_full_trace(), dir / "t.db");
+  EXPECT_EQ(refusal(dir / "t.db"), (dir / "t.db").string() + ": not a dreamscope trace log");
+  EXPECT_FALSE(looks_like_trace_log(dir / "t.db"));
+  EXPECT_EQ(refusal(dir / "missing.dslog"), (dir / "missing.dslog").string() + ": no such file");
+}
+
+TEST(TraceLog, ANewerVersionIsRefusedNamingTheFileAndBothVersions) {
+  ScratchDir dir;
+  const auto path = dir / "new.dslog";
+  {
+    TraceLogWriter w(path);
+    w.set_meta("source", "tracer");
+    w.close();
+  }
+  ASSERT_TRUE(looks_like_trace_log(path));
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(8);
+  const char v2[4] = {static_cast<char>(kTraceLogVersion + 1), 0, 0, 0};
+  f.write(v2, 4);
+  f.close();
+  EXPECT_EQ(refusal(path), path.string() + ": trace log version " + std::to_string(kTraceLogVersion + 1) +
+                               " is newer than this build reads (" + std::to_string(kTraceLogVersion) + ")");
+}
+
+TEST(TraceLog, ADamagedRecordIsRefusedNamingTheFileAndTheByte) {
+  ScratchDir dir;
+  const auto path = dir / "bad.dslog";
+  {
+    TraceLogWriter w(path);
+    w.add_process(ProcessInfo{.pid = 1});
+    w.close();
+  }
+  // The first record's type byte (just past the 12-byte header) becomes an unknown one.
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(12);
+  f.put(static_cast<char>(200));
+  f.close();
+  EXPECT_EQ(refusal(path), path.string() + ": damaged trace log: a record of unknown type 200 (record at byte 12)");
+}
+
+// A full disk (a file-size limit, in a child): the writer names the file and the problem,
+// and everything written before stays readable.
+TEST(TraceLog, DiskFullReportsTheFileAndKeepsWhatWasWritten) {
+  ScratchDir dir;
+  const auto path = dir / "full.dslog";
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(fds[0]);
+    std::signal(SIGXFSZ, SIG_IGN);
+    rlimit lim{256 * 1024, 256 * 1024};
+    ::setrlimit(RLIMIT_FSIZE, &lim);
+    std::string msg = "no error";
+    try {
+      TraceLogWriter w(path);
+      auto p = w.add_process(ProcessInfo{.pid = 1, .name = "x"});
+      TrackId t = w.add_track(TrackInfo{.kind = TrackKind::CpuThread, .process = p, .tid = 1});
+      StringId n = w.intern("range");
+      for (int i = 0; i < 1'000'000; ++i) {
+        w.add(AnnotationRecord{.track = t, .start = i * 10, .end = i * 10 + 5, .name = n, .payload = i});
+        if (i % 1000 == 999) w.flush();
+      }
+      w.close();
+    } catch (const TraceError& e) {
+      msg = e.what();
+    }
+    (void)!::write(fds[1], msg.data(), msg.size());
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string msg;
+  char buf[512];
+  ssize_t got;
+  while ((got = ::read(fds[0], buf, sizeof buf)) > 0) msg.append(buf, static_cast<std::size_t>(got));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "the writer crashed on a full disk";
+  EXPECT_EQ(msg.rfind(path.string() + ": cannot write: ", 0), 0u) << msg;
+  Trace t = read_trace_log(path);
+  EXPECT_FALSE(t.complete());
+  EXPECT_GT(t.annotations().size(), 10'000u);
+  for (std::size_t i = 0; i < t.annotations().size(); ++i) ASSERT_EQ(t.annotations().payload[i], static_cast<std::int64_t>(i));
+}
+
+// SIGKILL mid-write: every flushed record is there, nothing torn or repeated.
+TEST(TraceLog, SigkillKeepsEveryFlushedRecord) {
+  ScratchDir dir;
+  const auto path = dir / "killed.dslog";
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(fds[0]);
+    TraceLogWriter w(path);
+    auto p = w.add_process(ProcessInfo{.pid = ::getpid(), .name = "victim"});
+    TrackId t = w.add_track(TrackInfo{.kind = TrackKind::CpuThread, .process = p, .tid = ::getpid()});
+    StringId n = w.intern("range");
+    for (std::int64_t i = 0;; ++i) {
+      w.add(AnnotationRecord{.track = t, .start = i * 10, .end = i * 10 + 5, .name = n, .payload = i});
+      if ((i + 1) % 1000 == 0) {
+        w.flush();
+        std::int64_t flushed = i + 1;
+        (void)!::write(fds[1], &flushed, sizeof flushed);
+      }
+    }
+  }
+  ::close(fds[1]);
+  std::int64_t flushed = 0, got = 0;
+  while (flushed < 20000 && ::read(fds[0], &got, sizeof got) == sizeof got) flushed = got;
+  ::kill(child, SIGKILL);
+  while (::read(fds[0], &got, sizeof got) == sizeof got) flushed = got;
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  Trace t = read_trace_log(path);
+  EXPECT_FALSE(t.complete());
+  ASSERT_GE(static_cast<std::int64_t>(t.annotations().size()), flushed);
+  for (std::size_t i = 0; i < t.annotations().size(); ++i) ASSERT_EQ(t.annotations().payload[i], static_cast<std::int64_t>(i));
+}
+
+TEST(TraceLog, UnwritableFolderIsReportedNamingTheFile) {
+  ScratchDir dir;
+  const auto path = dir / "no-such-folder" / "x.dslog";
+  try {
+    TraceLogWriter w(path);
+    FAIL() << "created a log in a missing folder";
+  } catch (const TraceError& e) {
+    EXPECT_EQ(std::string(e.what()), path.string() + ": cannot create the file: No such file or directory");
+  }
+}
+
+} // namespace
+} // namespace dreamscope
