@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <ctime>
+#include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
@@ -29,8 +30,10 @@ inline std::uint64_t ticks(bool use_tsc) {
   return static_cast<std::uint64_t>(monotonic_ns());
 }
 
-// Ticks -> monotonic ns, a line through two (ticks, ns) anchors; the writer moves the
-// second anchor forward as the run goes on, so the slope gets more precise with time.
+// Ticks -> monotonic ns: a continuous line of segments, each steered towards the line
+// through the first (ticks, ns) anchor and the newest one. The writer takes a new anchor as
+// the run goes on (each time the interval doubles), so the slope gets more precise with
+// time while no converted time ever jumps. Used by the writer thread only.
 class TickConverter {
  public:
   void start(bool use_tsc);
@@ -42,7 +45,13 @@ class TickConverter {
   bool use_tsc_ = false;
   std::uint64_t t0_ = 0;
   std::int64_t ns0_ = 0;
-  double ns_per_tick_ = 1.0;
+  struct Segment {
+    std::uint64_t t;  // from this tick on
+    std::int64_t ns;  // the time at t
+    double slope;     // ns per tick
+  };
+  std::vector<Segment> segments_;
+  std::int64_t refined_interval_ = 0; // ns between the anchors of the newest slope
 };
 
 // True when the CPU's TSC runs at a constant rate and does not stop in idle states.
