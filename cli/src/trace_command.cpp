@@ -1,13 +1,15 @@
 // `dreamscope trace [options] -- CMD ARGS...`: runs CMD with the tracer preloaded and
 // merges every traced process of the job into one trace file (docs/tracing.md).
 //
-// Each process the job starts (fork, exec, spawn) writes its own part file into
-// OUTPUT.d/; when the whole job has ended, the parts are merged, in start order, into
-// OUTPUT and the folder is removed. A part whose process was killed is still merged (it
-// holds what the tracer flushed, at most 100 ms short) and makes the result incomplete.
+// Each process the job starts (fork, exec, spawn) writes its own part file, a trace log
+// (dreamscope/trace_log.h), into OUTPUT.d/; when the whole job has ended, the parts are
+// merged, in start order, into OUTPUT and the folder is removed. A part whose process was
+// killed is still merged (it holds what the tracer flushed, at most 100 ms short) and
+// makes the result incomplete.
 #include "commands.h"
 
 #include <dreamscope/trace_file.h>
+#include <dreamscope/trace_log.h>
 
 #include <fmt/format.h>
 
@@ -46,6 +48,7 @@ struct TraceOptions {
   double duration_s = -1;
   bool force = false;
   bool keep_parts = false;
+  int buffer_mb = 512;
   std::vector<std::string> command;
 };
 
@@ -259,9 +262,9 @@ MergeResult merge_parts(const fs::path& dir, const fs::path& output, const std::
   std::vector<Part> parts;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (entry.path().extension() != ".db") continue;
+    if (entry.path().extension() != ".dslog") continue;
     try {
-      Part p{.path = entry.path(), .trace = read_trace(entry.path())};
+      Part p{.path = entry.path(), .trace = read_trace_log(entry.path())};
       p.start = std::atoll(p.trace.meta_value("start", "0").c_str());
       p.pid = p.trace.processes().empty() ? 0 : p.trace.processes().front().pid;
       p.exec_ended = p.trace.meta_value("ended_by") == "exec";
@@ -422,6 +425,7 @@ int run_trace(const TraceOptions& o) {
   setenv("DREAMSCOPE_OUTPUT_DIR", fs::absolute(parts).c_str(), 1);
   setenv("DREAMSCOPE_TRACE", o.sources.c_str(), 1);
   setenv("DREAMSCOPE_CUDA_API", o.cuda_api.c_str(), 1);
+  setenv("DREAMSCOPE_BUFFER_MB", std::to_string(o.buffer_mb).c_str(), 1);
   setenv("DREAMSCOPE_COMMAND", command.c_str(), 1);
   setenv("DREAMSCOPE_JOB_START_NS", std::to_string(monotonic_ns()).c_str(), 1);
   setenv("DREAMSCOPE_DELAY_NS", std::to_string(static_cast<std::int64_t>(o.delay_s * 1e9)).c_str(), 1);
@@ -502,6 +506,10 @@ const CommandRegistration trace_command(10, "trace", [](CLI::App& app) -> Comman
       ->capture_default_str();
   cmd->add_option("--delay", o->delay_s, "Seconds after the start before recording (events starting earlier are dropped)");
   cmd->add_option("--duration", o->duration_s, "Seconds to record after the delay (the job itself runs to its end)");
+  cmd->add_option("--buffer-mb", o->buffer_mb,
+                  "Memory per process for events not yet written; past it events are dropped (and counted)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   cmd->add_flag("--keep-parts", o->keep_parts, "Keep the per-process part files (OUTPUT.d/) after merging");
   cmd->add_option("command", o->command, "The command to trace, after --")->expected(-1);
   cmd->footer("Exit status: the command's own; 128+N when it was killed by signal N.\n"

@@ -123,6 +123,24 @@ TEST(CpuTrainTrace, InlineLoadingAndFineAnnotations) {
   std::filesystem::remove_all(dir);
 }
 
+// About a million NVTX events in some 40 ms, from one thread: far more than one chunk and
+// faster than the writer drains, so the thread's chain grows and nothing is dropped.
+TEST(CpuTrainTrace, FineAnnotationBurstIsRecordedWhole) {
+  const auto dir = scratch_dir("cpu-train-burst");
+  const auto out = dir / "cpu.db";
+  RunResult r = run(traced(out, {bin("cpu_train"), "--steps", "60", "--fine-annotations", "--workers", "2",
+                                 "--data", (dir / "data").string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  Trace t = read_trace(out);
+  EXPECT_TRUE(t.complete());
+  EXPECT_EQ(t.dropped_events(), 0);
+  const auto rows = annotation_rows(t);
+  EXPECT_EQ(named(rows, "step").size(), 60u);
+  EXPECT_EQ(named(rows, "neuron").size(), named(rows, "neuron_grad").size());
+  EXPECT_GT(rows.size(), 400'000u);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CpuTrainTrace, SyntheticDataHasNoPipeline) {
   const auto dir = scratch_dir("cpu-train-synthetic");
   const auto out = dir / "cpu.db";

@@ -14,10 +14,12 @@ struct StressResult {
   bool nesting_ok = true;
 };
 
-StressResult stress(int threads, long ranges_per_thread, std::map<std::string, std::string> env) {
+StressResult stress(int threads, long ranges_per_thread, std::map<std::string, std::string> env,
+                    std::vector<std::string> options = {}) {
   const auto dir = scratch_dir("nvtx-stress-" + std::to_string(threads));
   const auto out = dir / "stress.db";
-  RunResult r = run(traced(out, {program("nvtx_stress"), std::to_string(threads), std::to_string(ranges_per_thread)}),
+  RunResult r = run(traced(out, {program("nvtx_stress"), std::to_string(threads), std::to_string(ranges_per_thread)},
+                           options),
                     env);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   Trace t = read_trace(out);
@@ -49,13 +51,26 @@ TEST(NvtxStress, SixtyFourThreadsNothingLostOrDropsCountedExactly) {
   EXPECT_TRUE(s.nesting_ok);
 }
 
-TEST(NvtxStress, RingsLargeEnoughLoseNothing) {
-  // 200 k events per thread fit in a 256 k-event ring even if the writer never caught up.
+TEST(NvtxStress, BuffersGrowSoABurstThatFitsInMemoryLosesNothing) {
+  // 1.6 M events in a few milliseconds, far more than one chunk per thread, and far faster
+  // than the writer drains: the chains grow and nothing is dropped.
   constexpr int kThreads = 8;
   constexpr long kRanges = 100'000;
-  StressResult s = stress(kThreads, kRanges, {{"DREAMSCOPE_BUFFER_EVENTS", "262144"}});
+  StressResult s = stress(kThreads, kRanges, {});
   EXPECT_EQ(s.dropped, 0);
   EXPECT_EQ(s.ranges, static_cast<std::size_t>(kThreads * kRanges));
+  EXPECT_TRUE(s.nesting_ok);
+}
+
+TEST(NvtxStress, PastTheMemoryCapWholeRangesAreDroppedAndCounted) {
+  // 4 MiB: two 2 MiB chunks for eight threads that each need three; one thread alone fills
+  // both in about 3 ms, before the writer (every 10 ms) can recycle one.
+  constexpr int kThreads = 8;
+  constexpr long kRanges = 100'000;
+  StressResult s = stress(kThreads, kRanges, {}, {"--buffer-mb", "4"});
+  EXPECT_GT(s.dropped, 0);
+  EXPECT_EQ(static_cast<std::int64_t>(s.ranges) + s.dropped, kThreads * kRanges)
+      << s.ranges << " recorded, " << s.dropped << " dropped";
   EXPECT_TRUE(s.nesting_ok);
 }
 

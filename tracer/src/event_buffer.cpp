@@ -2,26 +2,160 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 
 namespace dreamscope::tracer {
 
-// The ring is mmap'ed rather than new'ed: pages are touched only as the ring fills, so an
-// idle thread costs no resident memory, and malloc is never entered from a traced thread.
-ThreadBuffer::ThreadBuffer(std::uint32_t index, std::int64_t tid, std::uint64_t pthread_id, std::size_t capacity)
-    : mask_(capacity - 1), index_(index), tid_(tid), pthread_id_(pthread_id) {
-  void* p = mmap(nullptr, capacity * sizeof(Event), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();
-  ring_ = static_cast<Event*>(p);
+ChunkPool::ChunkPool(std::size_t chunk_bytes, std::size_t max_bytes, std::size_t keep_free)
+    : chunk_bytes_(chunk_bytes),
+      chunk_events_((chunk_bytes - Chunk::kHeaderBytes) / sizeof(Event)),
+      max_chunks_(std::max<std::size_t>(1, max_bytes / chunk_bytes)),
+      keep_free_(keep_free) {}
+
+ChunkPool::~ChunkPool() {
+  while (free_) {
+    Chunk* c = free_;
+    free_ = c->next.load(std::memory_order_relaxed);
+    unmap_chunk(c);
+  }
 }
 
-ThreadBuffer::~ThreadBuffer() { munmap(ring_, capacity() * sizeof(Event)); }
+// mmap rather than new: malloc is never entered from a traced thread, and the pages of a
+// chunk that was never filled cost no resident memory.
+Chunk* ChunkPool::map_chunk(bool prefault) {
+  std::size_t n = mapped_.load(std::memory_order_relaxed);
+  do {
+    if (n >= max_chunks_) return nullptr;
+  } while (!mapped_.compare_exchange_weak(n, n + 1, std::memory_order_relaxed));
+  void* p = mmap(nullptr, chunk_bytes_, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | (prefault ? MAP_POPULATE : 0), -1, 0);
+  if (p == MAP_FAILED) {
+    mapped_.fetch_sub(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  return new (p) Chunk();
+}
+
+void ChunkPool::unmap_chunk(Chunk* c) {
+  munmap(c, chunk_bytes_);
+  mapped_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+Chunk* ChunkPool::acquire(bool prefault) {
+  {
+    std::lock_guard lock(mu_);
+    if (Chunk* c = free_) {
+      free_ = c->next.load(std::memory_order_relaxed);
+      --free_count_;
+      c->next.store(nullptr, std::memory_order_relaxed);
+      return c;
+    }
+  }
+  return map_chunk(prefault);
+}
+
+void ChunkPool::release(Chunk* c) {
+  {
+    std::lock_guard lock(mu_);
+    if (free_count_ < keep_free_) {
+      c->next.store(free_, std::memory_order_relaxed);
+      free_ = c;
+      ++free_count_;
+      return;
+    }
+  }
+  unmap_chunk(c);
+}
+
+void ChunkPool::refill(std::size_t n) {
+  for (;;) {
+    {
+      std::lock_guard lock(mu_);
+      if (free_count_ >= std::min(n, keep_free_)) return;
+    }
+    Chunk* c = map_chunk(true);
+    if (!c) return;
+    std::lock_guard lock(mu_);
+    c->next.store(free_, std::memory_order_relaxed);
+    free_ = c;
+    ++free_count_;
+  }
+}
+
+std::size_t ChunkPool::free_chunks() {
+  std::lock_guard lock(mu_);
+  return free_count_;
+}
+
+ThreadBuffer::ThreadBuffer(ChunkPool& pool, std::uint32_t index, std::int64_t tid, std::uint64_t pthread_id)
+    : pool_(pool), chunk_events_(pool.chunk_events()), index_(index), tid_(tid), pthread_id_(pthread_id) {}
+
+ThreadBuffer::~ThreadBuffer() { release_chain(); }
+
+bool ThreadBuffer::reserve_slow(std::uint64_t until) {
+  if (!spare_) {
+    // A thread's first chunk fills slowly or never: its pages are faulted in on use. Any
+    // later chunk is a burst in progress, which one populating mmap serves faster.
+    spare_ = pool_.acquire(current_ != nullptr);
+    if (!spare_) return false;
+  }
+  return until <= write_end_ + chunk_events_;
+}
+
+void ThreadBuffer::advance() {
+  Chunk* c = spare_;
+  spare_ = nullptr;
+  c->next.store(nullptr, std::memory_order_relaxed);
+  if (current_) {
+    current_->next.store(c, std::memory_order_release);
+  } else {
+    first_.store(c, std::memory_order_release);
+  }
+  current_ = c;
+  write_ = c->events();
+  write_end_ += chunk_events_;
+}
+
+void ThreadBuffer::release_chain() {
+  Chunk* c = read_ ? read_ : first_.load(std::memory_order_relaxed);
+  while (c) {
+    Chunk* next = c->next.load(std::memory_order_relaxed);
+    pool_.release(c);
+    c = next;
+  }
+  if (spare_) pool_.release(spare_);
+  spare_ = current_ = read_ = nullptr;
+  first_.store(nullptr, std::memory_order_relaxed);
+  write_ = nullptr;
+}
+
+std::size_t ThreadBuffer::chunks_held() const {
+  std::size_t n = spare_ ? 1 : 0;
+  for (Chunk* c = read_ ? read_ : first_.load(std::memory_order_relaxed); c; c = c->next.load(std::memory_order_relaxed)) ++n;
+  return n;
+}
 
 void ThreadBuffer::reset_after_fork(std::int64_t tid) {
+  // The parent's undrained records belong to the parent's trace: keep one chunk to write
+  // into and give the rest of the chain back.
+  for (Chunk* c = read_ ? read_ : first_.load(std::memory_order_relaxed); c && c != current_;) {
+    Chunk* next = c->next.load(std::memory_order_relaxed);
+    pool_.release(c);
+    c = next;
+  }
   head_.store(0, std::memory_order_relaxed);
   tail_.store(0, std::memory_order_relaxed);
-  cached_tail_ = 0;
+  read_ = nullptr;
+  read_end_ = 0;
+  if (current_) {
+    current_->next.store(nullptr, std::memory_order_relaxed);
+    write_end_ = chunk_events_;
+  } else {
+    write_end_ = 0;
+  }
+  first_.store(current_, std::memory_order_relaxed);
   dropped_.store(0, std::memory_order_relaxed);
   // Ranges opened before the fork end in the child too; their pushes went to the parent's
   // trace, so the child's pops must be dropped silently.

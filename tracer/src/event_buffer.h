@@ -1,15 +1,24 @@
-// The hot path: one fixed-size record per NVTX call, written into the calling thread's
-// own single-producer / single-consumer ring. The producer never locks, never allocates
-// and never blocks; the writer thread is the only consumer.
+// The hot path: one fixed-size record per NVTX call, appended to the calling thread's own
+// single-producer / single-consumer chain of chunks. The producer never locks, never
+// allocates and never blocks while its current chunk has room; the writer thread is the
+// only consumer.
 //
-// Drops are whole ranges: a push is accepted only if the ring keeps room for it and for the
-// pops of every range open on the thread, so an accepted range always gets its end, and a
-// refused push makes its pop a no-op. `dropped` counts refused events exactly.
+// A chain grows instead of wrapping: when a thread's chunk is full it links another one
+// from the process's ChunkPool, so a burst that fits in memory is recorded whole. The
+// writer drains chunk by chunk and gives every drained chunk back to the pool, which keeps
+// a few of them mapped (and their pages faulted in) for the next burst. The pool's cap on
+// mapped bytes (DREAMSCOPE_BUFFER_MB) is the only limit.
+//
+// Drops are whole ranges: a push is accepted only if the chain keeps room for it and for
+// the pops of every range open on the thread, so an accepted range always gets its end,
+// and a refused push makes its pop a no-op. `dropped` counts refused events exactly.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
+#include <vector>
 
 namespace dreamscope::tracer {
 
@@ -35,11 +44,64 @@ static_assert(sizeof(Event) == 32, "Event is the hot path's unit: keep it one ha
 
 inline constexpr std::int64_t kNoPayload = INT64_MIN;
 
+// One mmap'ed block: this header, then the events. `next` is written by the producer before
+// it publishes the first event past this chunk, and read by the consumer only after that.
+struct Chunk {
+  std::atomic<Chunk*> next{nullptr};
+  Event* events() { return reinterpret_cast<Event*>(reinterpret_cast<char*>(this) + kHeaderBytes); }
+  static constexpr std::size_t kHeaderBytes = sizeof(Event);
+};
+
+// Every chunk of the process. Chunks are mmap'ed, never malloc'ed (a traced thread may be
+// inside malloc when it records), counted against a cap, and recycled: a drained chunk goes
+// back on a bounded free list with its pages still faulted in, so steady recording costs no
+// system call and no page fault; chunks past that bound are unmapped.
+class ChunkPool {
+ public:
+  static constexpr std::size_t kDefaultChunkBytes = std::size_t{2} << 20; // 64 k events
+
+  // chunk_bytes: a multiple of the page size; max_bytes: the cap on mapped chunks (at least
+  // one chunk); keep_free: how many drained chunks stay mapped for reuse.
+  ChunkPool(std::size_t chunk_bytes, std::size_t max_bytes, std::size_t keep_free);
+  ~ChunkPool(); // unmaps the free list; chunks still held by buffers are theirs to release
+  ChunkPool(const ChunkPool&) = delete;
+  ChunkPool& operator=(const ChunkPool&) = delete;
+
+  // A chunk from the free list, else a new mapping while under the cap, else nullptr.
+  // `prefault`: map it with its pages already present (one system call instead of one
+  // fault per page), for chunks that will be filled at once.
+  Chunk* acquire(bool prefault);
+  void release(Chunk* c);
+  // Maps chunks until `n` are free (or the cap is reached): the writer thread calls it so
+  // that the traced threads find the next chunk of a burst ready.
+  void refill(std::size_t n);
+
+  std::size_t chunk_events() const { return chunk_events_; }
+  std::size_t chunk_bytes() const { return chunk_bytes_; }
+  std::size_t mapped_chunks() const { return mapped_.load(std::memory_order_relaxed); }
+  std::size_t max_chunks() const { return max_chunks_; }
+  std::size_t free_chunks();
+  // Held across fork (fork_prepare), so that a child never inherits it locked.
+  std::mutex& mutex() { return mu_; }
+
+ private:
+  Chunk* map_chunk(bool prefault);
+  void unmap_chunk(Chunk* c);
+
+  const std::size_t chunk_bytes_;
+  const std::size_t chunk_events_;
+  const std::size_t max_chunks_;
+  const std::size_t keep_free_;
+  std::atomic<std::size_t> mapped_{0};
+  std::mutex mu_;
+  Chunk* free_ = nullptr; // linked through Chunk::next
+  std::size_t free_count_ = 0;
+};
+
 class ThreadBuffer {
  public:
-  // capacity: a power of two.
-  ThreadBuffer(std::uint32_t index, std::int64_t tid, std::uint64_t pthread_id, std::size_t capacity);
-  ~ThreadBuffer();
+  ThreadBuffer(ChunkPool& pool, std::uint32_t index, std::int64_t tid, std::uint64_t pthread_id);
+  ~ThreadBuffer(); // gives every chunk back; only once the producer is gone
   ThreadBuffer(const ThreadBuffer&) = delete;
   ThreadBuffer& operator=(const ThreadBuffer&) = delete;
 
@@ -79,13 +141,25 @@ class ThreadBuffer {
   std::uint64_t position() const { return head_.load(std::memory_order_relaxed); }
 
   // Consumer side (the writer thread). Calls f(event, absolute position) for every
-  // published record, then frees their slots.
+  // published record, then gives the chunks it emptied back to the pool.
   template <class F>
   std::size_t drain(F&& f) {
     const std::uint64_t head = head_.load(std::memory_order_acquire);
     std::uint64_t tail = tail_.load(std::memory_order_relaxed);
     const std::size_t n = static_cast<std::size_t>(head - tail);
-    for (; tail != head; ++tail) f(ring_[tail & mask_], tail);
+    while (tail != head) {
+      if (tail == read_end_) {
+        // The producer wrote past this chunk, so it linked the next one before publishing.
+        Chunk* next = read_ ? read_->next.load(std::memory_order_acquire) : first_.load(std::memory_order_acquire);
+        if (read_) pool_.release(read_);
+        read_ = next;
+        read_end_ += chunk_events_;
+      }
+      Event* events = read_->events();
+      const std::uint64_t base = read_end_ - chunk_events_;
+      const std::uint64_t stop = head < read_end_ ? head : read_end_;
+      for (; tail != stop; ++tail) f(events[tail - base], tail);
+    }
     tail_.store(tail, std::memory_order_release);
     return n;
   }
@@ -101,7 +175,8 @@ class ThreadBuffer {
   const char* registered_name() const { return name_; }
   void set_registered_name(const char* n);
   std::uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
-  std::size_t capacity() const { return mask_ + 1; }
+  // Chunks this buffer holds: its chain plus a spare taken ahead of need.
+  std::size_t chunks_held() const;
 
   // Set by the thread's exit; the writer frees the buffer once drained.
   std::atomic<bool> retired{false};
@@ -109,30 +184,44 @@ class ThreadBuffer {
  private:
   static constexpr std::uint32_t kMaxDepth = 256;
 
+  // Room for `needed` more events: what is left of the current chunk, plus the spare.
   inline bool reserve(std::uint64_t needed) {
     const std::uint64_t head = head_.load(std::memory_order_relaxed);
-    if (head - cached_tail_ + needed <= capacity()) return true;
-    cached_tail_ = tail_.load(std::memory_order_acquire);
-    return head - cached_tail_ + needed <= capacity();
+    if (head + needed <= write_end_) return true;
+    return reserve_slow(head + needed);
   }
+  bool reserve_slow(std::uint64_t until);
   inline void put(const Event& e) {
     const std::uint64_t head = head_.load(std::memory_order_relaxed);
-    ring_[head & mask_] = e;
+    if (head == write_end_) advance();
+    write_[head - (write_end_ - chunk_events_)] = e;
     head_.store(head + 1, std::memory_order_release);
   }
+  // Moves the producer onto its spare chunk (reserve() made sure there is one).
+  void advance();
+  void release_chain();
   bool refused(std::uint32_t d) const { return (refused_[d >> 6] >> (d & 63)) & 1u; }
   void set_refused(std::uint32_t d, bool v) {
     const std::uint64_t bit = std::uint64_t{1} << (d & 63);
     refused_[d >> 6] = v ? (refused_[d >> 6] | bit) : (refused_[d >> 6] & ~bit);
   }
 
+  // Producer: the hot fields first, on their own cache line.
   alignas(64) std::atomic<std::uint64_t> head_{0};
-  std::uint64_t cached_tail_ = 0;
+  std::uint64_t write_end_ = 0; // absolute position where the current chunk ends
+  Event* write_ = nullptr;      // the current chunk's events
   std::uint32_t depth_ = 0;
   std::uint64_t refused_[kMaxDepth / 64] = {};
-  Event* ring_;
-  std::size_t mask_;
+  Chunk* current_ = nullptr;
+  Chunk* spare_ = nullptr;
+  ChunkPool& pool_;
+  const std::uint64_t chunk_events_;
+  // The first chunk of the chain, for the consumer's first read.
+  std::atomic<Chunk*> first_{nullptr};
+  // Consumer.
   alignas(64) std::atomic<std::uint64_t> tail_{0};
+  Chunk* read_ = nullptr;
+  std::uint64_t read_end_ = 0;
   std::atomic<std::uint64_t> dropped_{0};
   std::uint32_t index_;
   std::int64_t tid_;

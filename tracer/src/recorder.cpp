@@ -5,7 +5,7 @@
 #include "cupti_session.h"
 #endif
 
-#include <dreamscope/trace_file.h>
+#include <dreamscope/trace_log.h>
 
 #include <pthread.h>
 #include <signal.h>
@@ -81,10 +81,8 @@ Config config_from_environment() {
   c.job_start_ns = env_int("DREAMSCOPE_JOB_START_NS", 0);
   c.delay_ns = env_int("DREAMSCOPE_DELAY_NS", 0);
   c.duration_ns = env_int("DREAMSCOPE_DURATION_NS", -1);
-  std::int64_t n = env_int("DREAMSCOPE_BUFFER_EVENTS", 1 << 15);
-  std::size_t cap = 1024;
-  while (cap < static_cast<std::size_t>(std::max<std::int64_t>(n, 1024)) && cap < (std::size_t{1} << 26)) cap <<= 1;
-  c.buffer_events = cap;
+  const std::int64_t mb = env_int("DREAMSCOPE_BUFFER_MB", 512);
+  c.buffer_bytes = static_cast<std::size_t>(std::clamp<std::int64_t>(mb, 1, std::int64_t{1} << 20)) << 20;
   if (const char* cmd = std::getenv("DREAMSCOPE_COMMAND"); cmd && *cmd) c.command = cmd;
   return c;
 }
@@ -178,7 +176,7 @@ struct ThreadSink {
 
 // One part file and the thread that writes it.
 struct Session {
-  std::unique_ptr<TraceWriter> writer;
+  std::unique_ptr<TraceLogWriter> writer;
   std::unique_ptr<TraceTarget> target;
   std::uint32_t process = 0;
   ProcessInfo info;
@@ -202,13 +200,14 @@ struct Tracer {
   TickConverter clock;
   StringTable strings;
   DomainTable domains;
+  std::unique_ptr<ChunkPool> pool;
   std::mutex registry_mu;
   std::vector<ThreadBuffer*> buffers;
   std::uint32_t next_thread_index = 1;
   std::uint64_t retired_dropped = 0;
   pthread_key_t exit_key;
-  // Held by the writer thread while it touches SQLite, and by fork's prepare handler, so
-  // that a fork child never inherits SQLite or the writer mid-operation.
+  // Held by the writer thread while it drains and writes, and by fork's prepare handler, so
+  // that a fork child never inherits the writer mid-operation.
   std::mutex work_mu;
   Session* session = nullptr;
   std::atomic<std::int64_t> writer_tid{0};
@@ -240,8 +239,7 @@ ThreadBuffer* register_thread() {
   ThreadBuffer* b;
   {
     std::lock_guard lock(t.registry_mu);
-    b = new ThreadBuffer(t.next_thread_index++, gettid_now(), static_cast<std::uint64_t>(pthread_self()),
-                         t.config.buffer_events);
+    b = new ThreadBuffer(*t.pool, t.next_thread_index++, gettid_now(), static_cast<std::uint64_t>(pthread_self()));
     t.buffers.push_back(b);
   }
   char name[16] = {};
@@ -383,7 +381,7 @@ void process_event(Session& s, ThreadSink& sink, std::uint32_t thread_index, con
 std::filesystem::path part_path(const Config& c) {
   const int n = g_tracer->session_counter.fetch_add(1);
   return std::filesystem::path(c.output_dir) /
-         (std::to_string(getpid()) + "-" + std::to_string(monotonic_ns()) + "-" + std::to_string(n) + ".db");
+         (std::to_string(getpid()) + "-" + std::to_string(monotonic_ns()) + "-" + std::to_string(n) + ".dslog");
 }
 
 // The part file is created when the process first has something to record: a process
@@ -393,7 +391,7 @@ bool ensure_writer(Session& s) {
   if (s.failed) return false;
   Tracer& t = *g_tracer;
   try {
-    s.writer = std::make_unique<TraceWriter>(part_path(t.config));
+    s.writer = std::make_unique<TraceLogWriter>(part_path(t.config));
     s.writer->set_meta("source", "tracer");
     s.writer->set_meta("command", t.config.command.empty() ? s.info.command : t.config.command);
     s.writer->set_meta("host", host_name());
@@ -532,6 +530,12 @@ void finish_session(Session& s, bool clean, std::int64_t exit_status, const char
   }
 }
 
+// Free chunks the writer keeps mapped for the traced threads: two bursts' worth of head
+// start (a chunk holds 64 k events, 2 ms of the fastest burst measured).
+constexpr std::size_t kReadyChunks = 2;
+// Drained chunks kept for reuse instead of unmapped: 16 MiB.
+constexpr std::size_t kKeptChunks = 8;
+
 void writer_loop(Session* s) {
   Tracer& t = *g_tracer;
   t.writer_tid.store(gettid_now());
@@ -564,6 +568,9 @@ void writer_loop(Session* s) {
     const auto now = std::chrono::steady_clock::now();
     try {
       drain_all(*s);
+      // The next chunks of a burst, mapped here rather than by the traced thread that
+      // fills its chunk first; only once the process records at all.
+      if (s->writer) t.pool->refill(kReadyChunks);
       // 100 ms keeps a SIGKILLed process's loss under the 200 ms the design allows.
       if (!s->failed && s->writer && (now - last_flush >= std::chrono::milliseconds(100) || requested != t.flush_done.load())) {
         write_status(*s);
@@ -599,10 +606,10 @@ Session* open_session(std::int64_t parent_pid) {
 }
 
 // Measures what the hot path costs on this machine: the same code the NVTX entry points
-// run, into a scratch ring that no writer drains.
+// run, into a scratch buffer that no writer drains.
 void self_calibrate() {
   Tracer& t = *g_tracer;
-  ThreadBuffer scratch(0, 0, 0, 1 << 13);
+  ThreadBuffer scratch(*t.pool, 0, 0, 0);
   const std::uint32_t name = t.strings.intern("calibration");
   constexpr int kRounds = 5, kPerRound = 1000;
   auto median_cost = [&](auto&& body) {
@@ -617,11 +624,10 @@ void self_calibrate() {
     return costs[costs.size() / 2];
   };
   const bool tsc = g_hot.use_tsc;
-  // One pass over the whole ring first: page faults of a fresh ring are a one-time cost per
-  // thread, not a per-event one.
-  for (std::size_t i = 0; i < scratch.capacity(); ++i) {
+  // One chunk filled first: page faults of a fresh chunk are a one-time cost per thread, not
+  // a per-event one, and the rounds then run in the pre-faulted chunk that follows it.
+  for (std::size_t i = 0; i < t.pool->chunk_events(); ++i) {
     scratch.add(Event{ticks(tsc), 0, 0, name, 0, static_cast<std::uint8_t>(EventKind::Mark), 0});
-    if (scratch.pending() + 1 >= scratch.capacity()) scratch.drain([](const Event&, std::uint64_t) {});
   }
   scratch.drain([](const Event&, std::uint64_t) {});
   const double range = median_cost([&](int i) {
@@ -631,7 +637,7 @@ void self_calibrate() {
   const double mark = median_cost([&](int i) {
     scratch.add(Event{ticks(tsc), i, 0, name, 0, static_cast<std::uint8_t>(EventKind::Mark), 0});
   });
-  const std::string method = "self-calibration at tracer start: median of 5 x 1000 calls into a scratch ring";
+  const std::string method = "self-calibration at tracer start: median of 5 x 1000 calls into a scratch buffer";
   t.calibration = {CalibrationRecord{"nvtx_range", range, kRounds * kPerRound, method},
                    CalibrationRecord{"nvtx_mark", mark, kRounds * kPerRound, method}};
 }
@@ -655,6 +661,7 @@ void fork_prepare() {
   if (!g_tracer) return;
   g_tracer->work_mu.lock();
   g_tracer->registry_mu.lock();
+  g_tracer->pool->mutex().lock();
   g_tracer->strings.mutex().lock();
   g_tracer->domains.mutex().lock();
   g_tracer->warnings_mu.lock();
@@ -665,13 +672,15 @@ void fork_parent() {
   g_tracer->warnings_mu.unlock();
   g_tracer->domains.mutex().unlock();
   g_tracer->strings.mutex().unlock();
+  g_tracer->pool->mutex().unlock();
   g_tracer->registry_mu.unlock();
   g_tracer->work_mu.unlock();
 }
 
-// The child: the parent's part file, SQLite connection and writer thread belong to the
-// parent. Leak them untouched (closing would run SQLite's cleanup on the parent's file),
-// keep only the forking thread's ring, emptied, and start a part file of our own.
+// The child: the parent's part file and writer thread belong to the parent. Leak them
+// untouched (closing would write the parent's buffered records into the parent's file a
+// second time), keep only the forking thread's buffer, emptied, and start a part file of
+// our own. The other threads' chunks go back to the pool.
 void fork_child() {
   if (!g_tracer) return;
   Tracer& t = *g_tracer;
@@ -717,6 +726,7 @@ bool tracer_start() {
   }
   g_hot.use_tsc = tsc_is_invariant();
   t->clock.start(g_hot.use_tsc);
+  t->pool = std::make_unique<ChunkPool>(ChunkPool::kDefaultChunkBytes, t->config.buffer_bytes, kKeptChunks);
   pthread_key_create(&t->exit_key, on_thread_exit);
   self_calibrate();
   t->session = open_session(getppid());

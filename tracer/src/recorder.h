@@ -1,8 +1,8 @@
 // The tracer's process-wide state: configuration from the environment, the string,
-// domain and category tables shared with the hot path, the registry of per-thread rings,
+// domain and category tables shared with the hot path, the registry of per-thread buffers,
 // and the session that owns this process's part file and its writer thread.
 //
-// A session is one part file (<dir>/<pid>-<n>.db): it starts when the tracer loads, again
+// A session is one part file (<dir>/<pid>-<time>-<n>.dslog, a trace log): it starts when the tracer loads, again
 // in a fork child, and again after a failed exec; it ends at exit, _exit or exec.
 #pragma once
 
@@ -29,7 +29,8 @@ struct Config {
   std::int64_t job_start_ns = 0;  // DREAMSCOPE_JOB_START_NS: the window's origin
   std::int64_t delay_ns = 0;      // DREAMSCOPE_DELAY_NS
   std::int64_t duration_ns = -1;  // DREAMSCOPE_DURATION_NS (-1: to the end)
-  std::size_t buffer_events = 1 << 15; // DREAMSCOPE_BUFFER_EVENTS: ring size per thread
+  // DREAMSCOPE_BUFFER_MB: the cap on the memory of every thread's buffered events together.
+  std::size_t buffer_bytes = std::size_t{512} << 20;
   std::string command;            // DREAMSCOPE_COMMAND: the job's command line
 };
 

@@ -1,6 +1,7 @@
-// Where decoded events go: the storage writer of one process's part file, plus the
-// lookups that turn OS thread ids, CUDA devices and streams into tracks. Used by the NVTX
-// writer loop and by the CUPTI decoder alike, and by tests that feed the decoder directly.
+// Where decoded events go: the writer of one process's part file (any TraceSink: the
+// tracer's trace log, a SQLite trace in tests), plus the lookups that turn OS thread ids,
+// CUDA devices and streams into tracks. Used by the NVTX writer loop and by the CUPTI
+// decoder alike, and by tests that feed the decoder directly.
 #pragma once
 
 #include <dreamscope/trace_file.h>
@@ -15,9 +16,9 @@ namespace dreamscope::tracer {
 
 class TraceTarget {
  public:
-  TraceTarget(TraceWriter& writer, std::uint32_t process) : writer_(writer), process_(process) {}
+  TraceTarget(TraceSink& writer, std::uint32_t process) : writer_(writer), process_(process) {}
 
-  TraceWriter& writer() { return writer_; }
+  TraceSink& writer() { return writer_; }
   std::uint32_t process() const { return process_; }
 
   StringId intern(std::string_view s) { return writer_.intern(s); }
@@ -41,7 +42,7 @@ class TraceTarget {
   std::uint64_t rows_skipped_by_window = 0;
 
  private:
-  TraceWriter& writer_;
+  TraceSink& writer_;
   std::uint32_t process_;
   std::unordered_map<std::int64_t, TrackId> by_tid_;
   std::unordered_map<std::uint32_t, TrackId> by_pthread_;
