@@ -77,6 +77,8 @@ class PathSummarizer {
       if (r_.start[u] == kNoValue || r_.end[u] == kNoValue) break;
       switch (next->via) {
         case Constraint::Launch: take(PathCategory::LaunchLatency, kNoResource, r_.start[u]); break;
+        // Another thread handed it the work: the wake-up is a wait like a sync's.
+        case Constraint::Handoff: take(PathCategory::SyncWait, kNoResource, r_.start[u]); break;
         case Constraint::Sync:
         case Constraint::EventWait: take(PathCategory::SyncWait, kNoResource, r_.end[u]); break;
         case Constraint::Flow: take(PathCategory::DataFlowWait, kNoResource, r_.end[u]); break;
@@ -189,7 +191,7 @@ std::vector<CriticalPathStep> path_back_from(const SimulationResult& result, Tas
       continue;
     }
     via = b.start;
-    at_end = b.start != Constraint::Launch;
+    at_end = !from_start(b.start);
     t = b.start == Constraint::RunStart ? kNoTask : b.start_by;
   }
   return path;

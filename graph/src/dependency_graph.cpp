@@ -29,6 +29,8 @@ std::string_view to_string(EdgeKind k) {
     case EdgeKind::Dependency: return "dependency";
     case EdgeKind::Sync: return "sync";
     case EdgeKind::Flow: return "flow";
+    case EdgeKind::Handoff: return "handoff";
+    case EdgeKind::Join: return "join";
   }
   return "unknown";
 }
@@ -203,6 +205,8 @@ class DependencyGraphBuilder {
     add_synchronization();
     set_launch_latencies();
     add_data_flows();
+    add_queue_waits();
+    add_thread_handoffs();
     set_cpu_shares();
     set_blocking_residuals();
     finish_edges();
@@ -786,6 +790,111 @@ class DependencyGraphBuilder {
       const TaskId producer = g_.annotation_last_[p.row];
       add_edge(producer, consumer, EdgeKind::Flow, 0);
       note_wait(consumer, g_.measured_end_[producer]);
+    }
+  }
+
+  // A launch (or async copy, or any call that should return at once) that took far longer
+  // than a launch takes and returned moments after a GPU op of its process ended waited for
+  // that op: the device's work queue was full, and the op's end freed the slot the call
+  // needed (or the call synchronizes implicitly, as cudaFree does). In a GPU-bound run most
+  // launches block this way, so their time is the GPU's, and a what-if that speeds the GPU
+  // up must let them return sooner: each becomes a sync on that op.
+  void add_queue_waits() {
+    constexpr TimeNs kSlowCall = 50'000; // launches take a few µs
+    constexpr TimeNs kWake = 20'000;     // a blocked call returns within µs of the slot freeing
+    const auto& api = trace_.cuda_api();
+    std::map<std::vector<ResourceId>, std::vector<TaskId>> ops_by_end; // streams → their tasks by end
+    for (EventIndex row = 0; row < api.size(); ++row) {
+      const TaskId last = g_.api_last_[row];
+      if (last == kNoTask || (g_.flags_[last] & kTaskBlocking)) continue;
+      const TimeNs start = api.start[row], end = api.end[row];
+      if (end - start < kSlowCall) continue;
+      auto [it, fresh] = ops_by_end.try_emplace(streams_of_process(g_.resource_[last]));
+      std::vector<TaskId>& ops = it->second;
+      if (fresh) {
+        for (ResourceId s : it->first) {
+          for (TaskId t = g_.resource_first(s); t < g_.resource_end(s); ++t) ops.push_back(t);
+        }
+        std::sort(ops.begin(), ops.end(), [&](TaskId a, TaskId b) { return g_.measured_end_[a] < g_.measured_end_[b]; });
+      }
+      auto after = std::upper_bound(ops.begin(), ops.end(), end,
+                                    [&](TimeNs t, TaskId op) { return t < g_.measured_end_[op]; });
+      if (after == ops.begin()) continue;
+      const TaskId op = *std::prev(after);
+      const TimeNs op_end = g_.measured_end_[op];
+      if (op_end <= start || end - op_end > kWake) continue;
+      add_edge(op, last, EdgeKind::Sync, 0);
+      note_wait(last, op_end);
+    }
+  }
+
+  // A thread that sits in one event for a long time while another thread of its process,
+  // idle before and after, runs a burst of events that ends just before the first thread
+  // goes on, was waiting for that burst: PyTorch's backward() on the training thread while
+  // the autograd engine's device thread runs the backward operators and their launches. A
+  // replay that kept the wait as fixed CPU time would not move when the burst gets faster
+  // (a faster GPU, mixed precision). The burst's first task starts a measured delay after
+  // the wait starts (Handoff; the idle piece before it no longer holds it back), and the
+  // wait ends a measured delay after the burst's last task (Join).
+  void add_thread_handoffs() {
+    constexpr TimeNs kMinWait = 500'000;   // shorter waits are not worth the risk of a false match
+    constexpr TimeNs kMinResume = 200'000; // how soon after the burst the waiter resumes, at least...
+    constexpr double kResumeShare = 0.02;  // ... or this share of the wait
+    std::vector<ResourceId> threads;
+    for (ResourceId r = 0; r < g_.resource_count(); ++r) {
+      if (!g_.resource_is_stream_[r] && g_.resource_first(r) != g_.resource_end(r)) threads.push_back(r);
+    }
+    if (threads.size() < 2) return;
+    auto is_event = [&](TaskId t) { return g_.kind_[t] != TaskKind::CpuWork; };
+    for (ResourceId a : threads) {
+      for (TaskId p = g_.resource_first(a); p < g_.resource_end(a); ++p) {
+        const TimeNs ps = g_.measured_start_[p], pe = g_.measured_end_[p];
+        if (pe - ps < kMinWait || (g_.flags_[p] & kTaskBlocking) || !(is_event(p) || g_.kind_[p] == TaskKind::CpuWork)) {
+          continue;
+        }
+        const TimeNs slack = std::max<TimeNs>(kMinResume, static_cast<TimeNs>(kResumeShare * static_cast<double>(pe - ps)));
+        TaskId best_first = kNoTask, best_last = kNoTask;
+        TimeNs best_resume = slack + 1;
+        for (ResourceId b : threads) {
+          if (b == a || process_of(b) != process_of(a)) continue;
+          const TaskId begin = g_.resource_first(b), end = g_.resource_end(b);
+          // The first event of b that starts at or after the wait's start.
+          TaskId first = static_cast<TaskId>(
+              std::lower_bound(g_.measured_start_.begin() + begin, g_.measured_start_.begin() + end, ps) -
+              g_.measured_start_.begin());
+          while (first < end && !is_event(first)) ++first;
+          if (first == end || g_.measured_start_[first] >= pe) continue;
+          // Idle from before the wait began: the piece before the burst is b's idle time.
+          if (first > begin && (is_event(first - 1) || g_.measured_start_[first - 1] > ps)) continue;
+          // The burst's last event, and b idle from its end until after the waiter resumed.
+          TaskId last = static_cast<TaskId>(
+              std::lower_bound(g_.measured_start_.begin() + first, g_.measured_start_.begin() + end, pe) -
+              g_.measured_start_.begin());
+          if (last < end && is_event(last) && g_.measured_start_[last] <= pe) continue;
+          do {
+            --last;
+          } while (last > first && !is_event(last));
+          if (g_.measured_end_[last] > pe) continue;
+          if (last + 1 < end && g_.measured_end_[last + 1] < pe) continue; // b idle, then busy again before p ended
+          const TimeNs resume = pe - g_.measured_end_[last];
+          if (resume < best_resume) {
+            best_resume = resume;
+            best_first = first;
+            best_last = last;
+          }
+        }
+        if (best_first == kNoTask) continue;
+        add_edge(p, best_first, EdgeKind::Handoff, g_.measured_start_[best_first] - ps);
+        // What held the burst back is the handoff, not the idle time before it on its thread
+        // (the piece before it, or the gap before a thread's first task).
+        if (best_first > g_.resource_first(g_.resource_[best_first])) {
+          g_.base_[best_first - 1] = 0;
+        } else {
+          g_.gap_[best_first] = 0;
+        }
+        add_edge(best_last, p, EdgeKind::Join, 0);
+        note_wait(p, g_.measured_end_[best_last]);
+      }
     }
   }
 

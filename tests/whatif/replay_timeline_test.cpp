@@ -463,5 +463,62 @@ TEST(ReplayTimeline, AFetchSharesCoresForTheCpuTimeItMeasured) {
   EXPECT_EQ(of_annotation(g, r, annotation_row(trace, "compute2")), (Times{0, 525}));
 }
 
+TEST(ReplayTimeline, AThreadWaitingForAnotherThreadsBurstFollowsIt) {
+  // PyTorch's backward(): the training thread sits in `backward` while the autograd thread,
+  // idle before and after, runs the backward operators; 100 µs after they end the training
+  // thread goes on. Replayed as a handoff (the burst starts 100 µs after the wait does) and
+  // a join (the wait ends 100 µs after the burst), so the wait follows the burst.
+  HandTrace h;
+  const TrackId main = h.thread(1), autograd = h.thread(2);
+  h.annotation(main, "step", "step", 0, 2'000'000, 0);
+  h.annotation(main, "forward", "operation", 0, 500'000);
+  h.annotation(main, "backward", "operation", 500'000, 1'800'000);
+  h.annotation(autograd, "bw_op1", "operation", 600'000, 1'000'000);
+  h.annotation(autograd, "bw_op2", "operation", 1'000'000, 1'700'000);
+  const Trace trace = h.build();
+  expect_exact_replay(trace);
+
+  DependencyGraph g = build_dependency_graph(trace);
+  const TaskId backward = g.annotation_first(annotation_row(trace, "backward"));
+  EXPECT_TRUE(g.blocking(backward));
+  // The backward operators twice as fast: the wait ends 350 µs sooner.
+  const TaskId op2 = g.annotation_first(annotation_row(trace, "bw_op2"));
+  g.scale(op2, 0.5, 0);
+  SimulationResult r = simulate(g);
+  EXPECT_EQ(of_annotation(g, r, annotation_row(trace, "backward")), (Times{500'000, 1'450'000}));
+  EXPECT_EQ(of_annotation(g, r, annotation_row(trace, "step")), (Times{0, 1'650'000}));
+  // A faster forward pass starts the burst sooner too.
+  g.scale(op2, 1.0, 0);
+  g.scale(g.annotation_first(annotation_row(trace, "forward")), 0.5, 0);
+  r = simulate(g);
+  EXPECT_EQ(of_annotation(g, r, annotation_row(trace, "bw_op1")), (Times{350'000, 750'000}));
+  EXPECT_EQ(of_annotation(g, r, annotation_row(trace, "step")), (Times{0, 1'750'000}));
+}
+
+TEST(ReplayTimeline, ALaunchBlockedOnAFullQueueWaitsForTheKernelThatFreedIt) {
+  // The second launch takes 495 µs and returns 5 µs after the first kernel ends: the
+  // device's queue was full. It is replayed as a wait for that kernel.
+  HandTrace h;
+  const TrackId t = h.thread(1);
+  const TrackId s = h.stream(7);
+  h.annotation(t, "step", "step", 0, 1'000'000, 0);
+  h.api(t, "cudaLaunchKernel", 0, 5'000, 1);
+  h.kernel(s, "k1", 10'000, 500'000, 1);
+  h.api(t, "cudaLaunchKernel#2", 5'000, 505'000, 2);
+  h.kernel(s, "k2", 500'000, 900'000, 2);
+  h.annotation(t, "cpu_after", "operation", 505'000, 1'000'000);
+  const Trace trace = h.build();
+  expect_exact_replay(trace);
+
+  DependencyGraph g = build_dependency_graph(trace);
+  const TaskId launch2 = g.api_first(api_row(trace, "cudaLaunchKernel#2"));
+  EXPECT_TRUE(g.blocking(launch2));
+  // k1 twice as fast: the launch returns 245 µs sooner, and the CPU work after it with it.
+  g.scale(g.gpu_task(gpu_row(trace, "k1")), 0.5, 0);
+  const SimulationResult r = simulate(g);
+  EXPECT_EQ(of_api(g, r, api_row(trace, "cudaLaunchKernel#2")), (Times{5'000, 260'000}));
+  EXPECT_EQ(of_annotation(g, r, annotation_row(trace, "cpu_after")), (Times{260'000, 755'000}));
+}
+
 } // namespace
 } // namespace dreamscope

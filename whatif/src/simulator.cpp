@@ -17,6 +17,7 @@ std::string_view to_string(Constraint c) {
     case Constraint::Duration: return "duration";
     case Constraint::Sync: return "sync";
     case Constraint::Flow: return "flow";
+    case Constraint::Handoff: return "handoff";
   }
   return "unknown";
 }
@@ -198,8 +199,12 @@ class Simulation {
       const EdgeInfo& info = edges[*e];
       if (!edge_from_start(info.kind)) continue;
       const TaskId u = boost::target(*e, edges);
-      issue(u);
-      offer_start(u, start + info.delay, Constraint::Launch, t);
+      if (info.kind == EdgeKind::Launch) {
+        issue(u);
+        offer_start(u, start + info.delay, Constraint::Launch, t);
+      } else {
+        offer_start(u, start + info.delay, Constraint::Handoff, t);
+      }
     }
     if (g_.flags(t) & kTaskHasSync) run_sync_actions(t);
     if (wait_pending_[t] != 0) return;
@@ -344,6 +349,7 @@ std::vector<CriticalPathStep> critical_path(const DependencyGraph& graph, const 
     switch (b.start) {
       case Constraint::RunStart: t = kNoTask; break;
       case Constraint::Launch:
+      case Constraint::Handoff:
         // The path reaches the call's start: its own duration is not on the path.
         t = b.start_by;
         at_end = false;

@@ -47,7 +47,7 @@ std::vector<CriticalPathShare> critical_path_shares(const TaskSelection& selecti
       t = b.end_by;
       continue;
     }
-    at_end = b.start != Constraint::Launch;
+    at_end = !from_start(b.start);
     t = b.start == Constraint::RunStart ? kNoTask : b.start_by;
   }
   std::vector<CriticalPathShare> shares;

@@ -47,10 +47,17 @@ enum class EdgeKind : std::uint8_t {
   Dependency = 1, // end → start (what-ifs)
   Sync = 2,       // GPU task end → end of a blocking call (a synchronous cudaMemcpy)
   Flow = 3,       // producer's end → consumer's wait end (batch prepared → batch consumed)
+  // A thread that handed work to another and waited for it (the autograd engine's caller
+  // and its device thread): the waiting task's start → the burst's first task (delay as
+  // measured), and the burst's last task's end → the waiting task's end.
+  Handoff = 4,
+  Join = 5,
 };
 std::string_view to_string(EdgeKind k);
-inline bool edge_from_start(EdgeKind k) { return k == EdgeKind::Launch; }
-inline bool edge_gates_completion(EdgeKind k) { return k == EdgeKind::Sync || k == EdgeKind::Flow; }
+inline bool edge_from_start(EdgeKind k) { return k == EdgeKind::Launch || k == EdgeKind::Handoff; }
+inline bool edge_gates_completion(EdgeKind k) {
+  return k == EdgeKind::Sync || k == EdgeKind::Flow || k == EdgeKind::Join;
+}
 
 struct EdgeInfo {
   TimeNs delay = 0;

@@ -35,8 +35,12 @@ enum class Constraint : std::uint8_t {
   Duration = 5,      // its own duration (end only)
   Sync = 6,          // a GPU task it synchronized with (end only)
   Flow = 7,          // the producer of a batch it waited for (end only)
+  Handoff = 8,       // the start of the task on another thread that handed it the work
 };
 std::string_view to_string(Constraint c);
+// Constraints that tie a task's start to another task's start rather than its end: a
+// critical path crosses them from start to start.
+inline bool from_start(Constraint c) { return c == Constraint::Launch || c == Constraint::Handoff; }
 
 struct TaskBinding {
   TaskId start_by = kNoTask; // the task whose start or end set this task's start
