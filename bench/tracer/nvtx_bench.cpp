@@ -2,10 +2,10 @@
 // Run it plain for the untraced cost and under the tracer for the traced one:
 //   bench/tracer/run_nvtx_bench.sh BUILD_DIR   (does both and checks nothing was dropped)
 //
-// Each benchmark iteration is a batch of 10 000 calls (20 000 events: inside the tracer's
-// default 32 k-event ring), followed, outside the timing, by a pause that lets the writer
-// thread drain. So the figure is the recording path a real job sees, not the drop path of
-// a full ring nor the page faults of a huge one. `ns_per_call` is the result (printed in seconds with an SI prefix: "23.4n" = 23.4 ns).
+// Each benchmark iteration is a batch of 10 000 calls (20 000 events: a third of one of the
+// tracer's 64 k-event chunks), followed, outside the timing, by a pause that lets the
+// writer thread drain and recycle chunks. So the figure is the recording path a real job
+// sees, not the first-touch page faults of chunks that a burst maps. `ns_per_call` is the result (printed in seconds with an SI prefix: "23.4n" = 23.4 ns).
 #include <dreamscope/annotate.h>
 
 #include <nvtx3/nvToolsExt.h>

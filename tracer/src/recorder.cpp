@@ -624,12 +624,10 @@ void self_calibrate() {
     return costs[costs.size() / 2];
   };
   const bool tsc = g_hot.use_tsc;
-  // One chunk filled first: page faults of a fresh chunk are a one-time cost per thread, not
-  // a per-event one, and the rounds then run in the pre-faulted chunk that follows it.
-  for (std::size_t i = 0; i < t.pool->chunk_events(); ++i) {
-    scratch.add(Event{ticks(tsc), 0, 0, name, 0, static_cast<std::uint8_t>(EventKind::Mark), 0});
-  }
-  scratch.drain([](const Event&, std::uint64_t) {});
+  // The rounds run in a chunk mapped with its pages present: page faults of a fresh chunk
+  // are a one-time cost per thread, not a per-event one. Afterwards the chunk goes back to
+  // the free list, where the first thread that records finds it.
+  t.pool->refill(1);
   const double range = median_cost([&](int i) {
     scratch.push(Event{ticks(tsc), i, 0, name, 0, static_cast<std::uint8_t>(EventKind::Push), 0});
     scratch.pop(Event{ticks(tsc), kNoPayload, 0, 0, 0, static_cast<std::uint8_t>(EventKind::Pop), 0});
