@@ -6,6 +6,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 namespace dreamscope {
@@ -71,6 +72,14 @@ std::string GraphWarnings::describe() const {
 TimeNs DependencyGraph::scaled_duration(TaskId t) const {
   const double d = static_cast<double>(base_[t]) * ratio_[t] + static_cast<double>(add_[t]);
   return d > 0 ? static_cast<TimeNs>(d + 0.5) : 0;
+}
+
+TimeNs DependencyGraph::ready_duration(TaskId t) const {
+  const TimeNs d = duration(t);
+  auto it = std::lower_bound(ready_base_.begin(), ready_base_.end(), std::pair<TaskId, TimeNs>{t, INT64_MIN});
+  if (it == ready_base_.end() || it->first != t) return d;
+  const TimeNs ready = std::max<TimeNs>(0, static_cast<TimeNs>(std::llround(static_cast<double>(it->second) * ratio_[t])) + add_[t]);
+  return std::min(d, ready);
 }
 
 void DependencyGraph::set_cpu_share(TaskId t, double share) {
@@ -154,7 +163,7 @@ std::span<const SyncAction> DependencyGraph::sync_actions_of(TaskId t) const {
 std::size_t DependencyGraph::memory_bytes() const {
   auto bytes = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
   std::size_t n = bytes(resource_begin_) + bytes(resource_is_stream_) + bytes(resource_) + bytes(kind_) +
-                  bytes(flags_) + bytes(cpu_share_) + bytes(source_row_) + bytes(measured_start_) + bytes(measured_end_) + bytes(base_) +
+                  bytes(flags_) + bytes(cpu_share_) + bytes(ready_base_) + bytes(source_row_) + bytes(measured_start_) + bytes(measured_end_) + bytes(base_) +
                   bytes(gap_) + bytes(add_) + bytes(ratio_) + bytes(start_in_) + bytes(completion_in_) +
                   bytes(sync_actions_) + bytes(api_first_) + bytes(api_last_) + bytes(annotation_first_) +
                   bytes(annotation_last_) + bytes(gpu_task_);
@@ -939,10 +948,42 @@ class DependencyGraphBuilder {
   // A blocking task's measured time is part waiting, part its own work after the wait: only
   // the latter is its duration; the wait comes back in replay from its edges and syncs.
   void set_blocking_residuals() {
+    // Blocking tasks by thread and name: what those that did not wait took, and the
+    // shortest residual of those that did, for ready_duration().
+    struct Group {
+      std::vector<TimeNs> ready;
+      TimeNs shortest_residual = std::numeric_limits<TimeNs>::max();
+    };
+    std::map<std::tuple<ResourceId, TaskKind, StringId>, Group> groups;
+    auto key = [&](TaskId t) {
+      const EventIndex row = g_.source_row_[t];
+      StringId name = kNoIndex;
+      if (row != kNoIndex && g_.kind_[t] == TaskKind::Annotation) name = trace_.annotations().name[row];
+      if (row != kNoIndex && g_.kind_[t] == TaskKind::CudaApi) name = trace_.cuda_api().name[row];
+      return std::make_tuple(g_.resource_[t], g_.kind_[t], name);
+    };
+    std::vector<TaskId> waited;
     for (TaskId t = 0; t < g_.resource_.size(); ++t) {
       if (wait_end_[t] == kNoValue) continue;
       const TimeNs woke = std::max(g_.measured_start_[t], wait_end_[t]);
       g_.base_[t] = std::max<TimeNs>(0, g_.measured_end_[t] - woke);
+      Group& group = groups[key(t)];
+      if (wait_end_[t] > g_.measured_start_[t]) {
+        waited.push_back(t);
+        group.shortest_residual = std::min(group.shortest_residual, g_.base_[t]);
+      } else {
+        group.ready.push_back(g_.base_[t]);
+      }
+    }
+    for (auto& [k, group] : groups) {
+      if (group.ready.empty()) continue;
+      auto mid = group.ready.begin() + static_cast<std::ptrdiff_t>(group.ready.size() / 2);
+      std::nth_element(group.ready.begin(), mid, group.ready.end());
+      group.shortest_residual = *mid;
+    }
+    for (TaskId t : waited) {
+      const TimeNs ready = groups[key(t)].shortest_residual;
+      if (ready < g_.base_[t]) g_.ready_base_.emplace_back(t, ready);
     }
   }
 

@@ -160,6 +160,9 @@ EditResult DependencyGraph::apply(const GraphEdit& edit) {
   const auto& map = result.old_to_new;
   for (const auto& [t, name] : synthetic_names_) g.synthetic_names_.emplace_back(map[t], name);
   std::sort(g.synthetic_names_.begin(), g.synthetic_names_.end());
+  g.ready_base_.reserve(ready_base_.size());
+  for (const auto& [t, d] : ready_base_) g.ready_base_.emplace_back(map[t], d);
+  std::sort(g.ready_base_.begin(), g.ready_base_.end());
 
   std::vector<std::pair<std::uint32_t, std::uint32_t>> ends;
   std::vector<EdgeInfo> info;

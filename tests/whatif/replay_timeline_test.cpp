@@ -520,5 +520,34 @@ TEST(ReplayTimeline, ALaunchBlockedOnAFullQueueWaitsForTheKernelThatFreedIt) {
   EXPECT_EQ(of_annotation(g, r, annotation_row(trace, "cpu_after")), (Times{260'000, 755'000}));
 }
 
+TEST(ReplayTimeline, AWaitThatFindsItsBatchReadyPaysNoWakeUp) {
+  // The main thread waits for batches 0 and 1 and wakes 100 ns after each is prepared;
+  // batch 2 is ready when its wait starts, which then takes 2 ns. With the loader ten times
+  // faster, only the first wait still waits (and wakes 100 ns late); the others find their
+  // batch ready and take the 2 ns a ready wait took, not the 100 ns wake-up.
+  HandTrace h;
+  const TrackId main = h.thread(1), loader = h.thread(2);
+  h.annotation(loader, "prep", "prep", 0, 250, 0);
+  h.annotation(loader, "prep", "prep", 300, 550, 1);
+  h.annotation(loader, "prep", "prep", 550, 700, 2);
+  const TimeNs step_start[] = {0, 450, 750}, wait_end[] = {350, 650, 752};
+  for (int b = 0; b < 3; ++b) {
+    h.annotation(main, "step", "step", step_start[b], wait_end[b] + 100, b);
+    h.annotation(main, "wait", "wait", step_start[b], wait_end[b], b);
+    h.annotation(main, "compute" + std::to_string(b), "operation", wait_end[b], wait_end[b] + 100);
+  }
+  const Trace trace = h.build();
+  expect_exact_replay(trace);
+
+  DependencyGraph g = build_dependency_graph(trace);
+  for (EventIndex row = 0; row < trace.annotations().size(); ++row) {
+    if (trace.str(trace.annotations().name[row]) == "prep") g.scale(g.annotation_first(row), 0.1, 0);
+  }
+  const SimulationResult r = simulate(g);
+  EXPECT_EQ(of_annotation(g, r, annotation_row(trace, "compute0")), (Times{125, 225}));
+  EXPECT_EQ(of_annotation(g, r, annotation_row(trace, "compute1")), (Times{227, 327}));
+  EXPECT_EQ(of_annotation(g, r, annotation_row(trace, "compute2")), (Times{329, 429}));
+}
+
 } // namespace
 } // namespace dreamscope

@@ -264,7 +264,10 @@ class Simulation {
       finishing_.pop_back();
       const TimeNs woke = std::max(r_.start[t], wait_ready_[t]);
       if (bindings_ && wait_ready_[t] <= r_.start[t]) r_.binding[t].end = Constraint::Duration;
-      const TimeNs end = t == first && first_end != kNoValue ? first_end : woke + g_.duration(t);
+      // A blocking task that finds what it waits for done pays no wake-up.
+      const bool waited = wait_ready_[t] > r_.start[t];
+      const TimeNs own = waited || !g_.blocking(t) ? g_.duration(t) : g_.ready_duration(t);
+      const TimeNs end = t == first && first_end != kNoValue ? first_end : woke + own;
       r_.end[t] = end;
       if (t + 1 < g_.resource_end(g_.resource(t))) offer_start(t + 1, end + gap(t + 1), Constraint::ResourceOrder, t);
       const auto& edges = g_.edges();

@@ -199,6 +199,12 @@ class DependencyGraph {
     return scaled_duration(t);
   }
   void scale(TaskId t, double ratio, TimeNs add) { ratio_[t] = static_cast<float>(ratio); add_[t] = add; }
+  // A blocking task's duration when what it waits for is already done as it starts. Its
+  // measured residual (duration()) holds the wake-up after a real wait, which a wait that
+  // finds its batch ready, or a sync with nothing left to run, does not pay: this is what the
+  // trace shows such tasks take when they did not wait (the median of those on the same
+  // thread with the same name), or the shortest residual among them when all of them waited.
+  TimeNs ready_duration(TaskId t) const;
   void set_gap(TaskId t, TimeNs gap) { gap_[t] = gap; }
   void set_removed(TaskId t, bool removed);
 
@@ -261,6 +267,7 @@ class DependencyGraph {
   GraphWarnings warnings_;
   std::vector<TrackInfo> added_resources_;
   std::vector<std::pair<TaskId, std::string>> synthetic_names_; // sorted by task
+  std::vector<std::pair<TaskId, TimeNs>> ready_base_; // blocking tasks that waited; sorted by task
 };
 
 // Builds the graph of a Trace (any source: tracer, importer, simulator).
