@@ -113,6 +113,26 @@ TEST(UnwritableOutput, TheProgramRunsToCompletionAndTheProblemIsReported) {
   std::filesystem::remove_all(dir);
 }
 
+// A full disk while the job runs (a file-size limit, with SIGXFSZ ignored as a full disk
+// sends none): the program runs to its end, the tracer says why recording stopped, and
+// the part keeps everything written before.
+TEST(UnwritableOutput, DiskFullStopsRecordingNotTheProgram) {
+  const auto dir = scratch_dir("disk-full");
+  const auto out = dir / "full.db";
+  // 1 M ranges make a part of about 10 MB; the limit is 1 or 2 MiB (ulimit -f counts 512 or
+  // 1024-byte blocks depending on the shell).
+  RunResult r = run(traced(out, {"sh", "-c", "ulimit -f 2048; trap '' XFSZ; exec \"$0\" 1 1000000",
+                                 program("nvtx_stress")}));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("dreamscope: cannot write the trace, recording stopped: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("File too large"), std::string::npos) << r.output;
+  Trace t = read_trace(out);
+  EXPECT_FALSE(t.complete());
+  EXPECT_GT(ranges_named(t, "outer"), 10'000u);
+  EXPECT_LT(ranges_named(t, "outer"), 500'000u);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(UnwritableOutput, TracerAloneWarnsAndTheProgramKeepsItsExitCode) {
   // Without the CLI: the part folder is under a regular file, so no part can be created.
   const std::string lib = std::string(DREAMSCOPE_BIN_DIR) + "/../lib/libdreamscope-tracer.so";

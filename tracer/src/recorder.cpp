@@ -190,7 +190,9 @@ struct Session {
   std::vector<StringId> string_ids;                       // tracer string id -> trace string id
   std::vector<StringId> domain_ids;                       // domain index -> trace string id
   std::map<std::pair<std::uint16_t, std::uint8_t>, StringId> category_ids;
+  // What the log holds already: a log appends every set_meta, so unchanged values are skipped.
   std::uint64_t dropped_written = ~std::uint64_t{0};
+  std::string warnings_written;
   std::int64_t last_time = 0;
   bool closed = false;
 };
@@ -489,7 +491,10 @@ void write_status(Session& s) {
     std::lock_guard lock(g_tracer->warnings_mu);
     for (const auto& w : g_tracer->warnings) joined += (joined.empty() ? "" : "; ") + w;
   }
-  if (!joined.empty()) s.writer->set_meta("warnings", joined);
+  if (joined != s.warnings_written) {
+    s.writer->set_meta("warnings", joined);
+    s.warnings_written = joined;
+  }
 }
 
 // Writing failed (disk full, file removed): keep the traced process running, drop the rest.
