@@ -264,6 +264,30 @@ TEST(ChunkChain, RetiredThreadsHandTheirChunksOn) {
   EXPECT_LE(pool.mapped_chunks(), 4u);
 }
 
+// A fork child frees the buffers of the threads it did not inherit by taking their chunks.
+TEST(ChunkChain, TakenChunksAreEveryChunkOnceAndTheBufferKeepsNone) {
+  ChunkPool pool(kSmallChunk, 64 << 20, 16);
+  std::vector<Chunk*> taken;
+  {
+    ThreadBuffer b(pool, 1, 1, 1);
+    for (std::size_t i = 0; i < 3 * pool.chunk_events() + 5; ++i) b.add(ev(EventKind::Mark, 0));
+    b.drain([](const Event&, std::uint64_t) {}); // the consumer is past the first chunks
+    for (std::size_t i = 0; i < pool.chunk_events(); ++i) b.add(ev(EventKind::Mark, 0));
+    const std::size_t held = b.chunks_held();
+    taken = b.take_chunks();
+    EXPECT_EQ(taken.size(), held);
+    EXPECT_EQ(b.chunks_held(), 0u);
+  }
+  std::vector<Chunk*> distinct = taken;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  EXPECT_EQ(distinct.size(), taken.size());
+  // The destroyed buffer gave nothing back: the taken chunks are the caller's.
+  const std::size_t free_before = pool.free_chunks();
+  for (Chunk* c : taken) pool.release(c);
+  EXPECT_EQ(pool.free_chunks(), free_before + taken.size());
+}
+
 // A fork child keeps the forking thread's buffer, emptied: none of the parent's records,
 // one chunk, positions from 0, and the pops of ranges opened before the fork are silent.
 TEST(ChunkChain, ForkChildStartsFromAnEmptyBuffer) {

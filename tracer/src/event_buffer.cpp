@@ -131,6 +131,19 @@ void ThreadBuffer::release_chain() {
   write_ = nullptr;
 }
 
+std::vector<Chunk*> ThreadBuffer::take_chunks() {
+  std::vector<Chunk*> out;
+  for (Chunk* c = read_ ? read_ : first_.load(std::memory_order_relaxed); c; c = c->next.load(std::memory_order_relaxed)) {
+    out.push_back(c);
+    if (c == current_) break; // whatever a half-done link points to is the spare, below
+  }
+  if (spare_) out.push_back(spare_);
+  spare_ = current_ = read_ = nullptr;
+  first_.store(nullptr, std::memory_order_relaxed);
+  write_ = nullptr;
+  return out;
+}
+
 std::size_t ThreadBuffer::chunks_held() const {
   std::size_t n = spare_ ? 1 : 0;
   for (Chunk* c = read_ ? read_ : first_.load(std::memory_order_relaxed); c; c = c->next.load(std::memory_order_relaxed)) ++n;

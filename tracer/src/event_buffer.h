@@ -166,6 +166,10 @@ class ThreadBuffer {
 
   // Forget everything (a fork child keeps the forking thread's buffer but not its records).
   void reset_after_fork(std::int64_t tid);
+  // Hands over every chunk and leaves the buffer holding none. For a fork child, which frees
+  // the buffers of threads it did not inherit: fork may have caught such a thread in the
+  // middle of linking its spare, so a chunk can appear twice (the caller removes duplicates).
+  std::vector<Chunk*> take_chunks();
 
   std::uint32_t index() const { return index_; }
   std::int64_t tid() const { return tid_; }

@@ -694,9 +694,15 @@ void fork_child() {
   {
     std::lock_guard lock(t.registry_mu);
     ThreadBuffer* mine = t_state.buffer;
+    std::vector<Chunk*> orphans;
     for (ThreadBuffer* b : t.buffers) {
-      if (b != mine) delete b;
+      if (b == mine) continue;
+      for (Chunk* c : b->take_chunks()) orphans.push_back(c);
+      delete b;
     }
+    std::sort(orphans.begin(), orphans.end());
+    orphans.erase(std::unique(orphans.begin(), orphans.end()), orphans.end());
+    for (Chunk* c : orphans) t.pool->release(c);
     t.buffers.clear();
     t.retired_dropped = 0;
     if (mine) {
