@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -19,6 +20,9 @@ constexpr std::size_t kHeaderBytes = sizeof kMagic + 4;
 // Past this the buffer is written out even between flushes, which bounds the writer's
 // memory when a burst arrives between two flushes.
 constexpr std::size_t kWriteBytes = std::size_t{1} << 20;
+// Room begin() makes for a record's fixed fields: the largest (a kernel with its launch
+// configuration, a device) is under 200 bytes of varints.
+constexpr std::size_t kMaxFixedBytes = 256;
 
 // Each record: its type (one byte), the length of its body (LEB128), the body. Integers in
 // bodies are LEB128, signed ones zigzagged; "optional" integers (kNoValue when absent) are
@@ -66,9 +70,10 @@ std::size_t encode_varint(std::uint64_t v, char* out) {
 TraceLogWriter::TraceLogWriter(std::filesystem::path path) : path_(std::move(path)) {
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw TraceError(path_.string() + ": cannot create the file: " + std::strerror(errno));
-  buffer_.reserve(kWriteBytes + 4096);
-  buffer_.append(kMagic, sizeof kMagic);
-  for (int i = 0; i < 4; ++i) buffer_.push_back(static_cast<char>((kTraceLogVersion >> (8 * i)) & 0xff));
+  grow(kWriteBytes + kMaxFixedBytes);
+  std::memcpy(buffer_.get(), kMagic, sizeof kMagic);
+  for (int i = 0; i < 4; ++i) buffer_[sizeof kMagic + i] = static_cast<char>((kTraceLogVersion >> (8 * i)) & 0xff);
+  size_ = kHeaderBytes;
   write_out();
 }
 
@@ -87,64 +92,72 @@ void TraceLogWriter::fail(const std::string& what) { throw TraceError(path_.stri
 // disk, a signal) leaves a log whose tail is at worst one torn record.
 void TraceLogWriter::write_out() {
   std::size_t done = 0;
-  while (done < buffer_.size()) {
-    const ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
+  while (done < size_) {
+    const ssize_t n = ::write(fd_, buffer_.get() + done, size_ - done);
     if (n < 0) {
       if (errno == EINTR) continue;
       const int err = errno;
-      buffer_.erase(0, done);
+      std::memmove(buffer_.get(), buffer_.get() + done, size_ - done);
+      size_ -= done;
       bytes_written_ += done;
       fail(std::string("cannot write: ") + std::strerror(err));
     }
     done += static_cast<std::size_t>(n);
   }
   bytes_written_ += done;
-  buffer_.clear();
+  size_ = 0;
+}
+
+void TraceLogWriter::grow(std::size_t needed) {
+  const std::size_t capacity = std::max(needed, 2 * capacity_);
+  auto bigger = std::make_unique_for_overwrite<char[]>(capacity);
+  if (size_) std::memcpy(bigger.get(), buffer_.get(), size_);
+  buffer_ = std::move(bigger);
+  capacity_ = capacity;
 }
 
 void TraceLogWriter::begin(std::uint8_t type) {
   if (fd_ < 0) fail("cannot write: the log is closed");
-  buffer_.push_back(static_cast<char>(type));
-  record_start_ = buffer_.size();
-  buffer_.push_back(0); // the body's length, one byte for almost every record
+  reserve(kMaxFixedBytes);
+  buffer_[size_++] = static_cast<char>(type);
+  record_start_ = size_++; // the body's length, one byte for almost every record
 }
 
 void TraceLogWriter::end_record() {
-  const std::size_t len = buffer_.size() - record_start_ - 1;
+  const std::size_t len = size_ - record_start_ - 1;
   if (len < 0x80) {
     buffer_[record_start_] = static_cast<char>(len);
   } else {
     char tmp[10];
     const std::size_t n = encode_varint(len, tmp);
-    buffer_.insert(record_start_ + 1, n - 1, '\0');
-    std::memcpy(buffer_.data() + record_start_, tmp, n);
+    reserve(n - 1);
+    char* body = buffer_.get() + record_start_ + 1;
+    std::memmove(body + n - 1, body, len);
+    std::memcpy(buffer_.get() + record_start_, tmp, n);
+    size_ += n - 1;
   }
-  if (buffer_.size() >= kWriteBytes) write_out();
+  if (size_ >= kWriteBytes) write_out();
 }
-
-void TraceLogWriter::put_u(std::uint64_t v) {
-  char tmp[10];
-  buffer_.append(tmp, encode_varint(v, tmp));
-}
-
-void TraceLogWriter::put_s(std::int64_t v) { put_u(zigzag(v)); }
 
 void TraceLogWriter::put_str(std::string_view s) {
+  reserve(10 + s.size() + kMaxFixedBytes);
   put_u(s.size());
-  buffer_.append(s.data(), s.size());
+  std::memcpy(buffer_.get() + size_, s.data(), s.size());
+  size_ += s.size();
 }
 
 void TraceLogWriter::put_double(double v) {
-  char tmp[sizeof v];
-  std::memcpy(tmp, &v, sizeof v);
-  buffer_.append(tmp, sizeof v);
+  std::memcpy(buffer_.get() + size_, &v, sizeof v);
+  size_ += sizeof v;
 }
 
 StringId TraceLogWriter::intern(std::string_view s) {
   if (s.empty()) return 0;
   if (auto it = strings_.find(s); it != strings_.end()) return it->second;
   begin(kString);
-  buffer_.append(s.data(), s.size());
+  reserve(s.size());
+  std::memcpy(buffer_.get() + size_, s.data(), s.size());
+  size_ += s.size();
   end_record();
   const StringId id = next_string_id_++;
   strings_.emplace(std::string(s), id);

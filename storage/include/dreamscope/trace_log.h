@@ -11,6 +11,7 @@
 #include "dreamscope/trace_file.h"
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <unordered_map>
 
@@ -55,8 +56,24 @@ class TraceLogWriter final : public TraceSink {
  private:
   void begin(std::uint8_t type);
   void end_record();
-  void put_u(std::uint64_t v);
-  void put_s(std::int64_t v);
+  void reserve(std::size_t n) {
+    if (size_ + n > capacity_) grow(size_ + n);
+  }
+  void grow(std::size_t needed);
+  // The hot part of the writer thread's work: no capacity check, begin() reserved room for
+  // every fixed-size field of a record (put_str reserves for its bytes).
+  void put_u(std::uint64_t v) {
+    char* p = buffer_.get() + size_;
+    while (v >= 0x80) {
+      *p++ = static_cast<char>((v & 0x7f) | 0x80);
+      v >>= 7;
+    }
+    *p++ = static_cast<char>(v);
+    size_ = static_cast<std::size_t>(p - buffer_.get());
+  }
+  void put_s(std::int64_t v) {
+    put_u((static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63));
+  }
   void put_str(std::string_view s);
   void put_double(double v);
   void put_process(const ProcessInfo& p);
@@ -65,7 +82,8 @@ class TraceLogWriter final : public TraceSink {
 
   std::filesystem::path path_;
   int fd_ = -1;
-  std::string buffer_;
+  std::unique_ptr<char[]> buffer_;
+  std::size_t size_ = 0, capacity_ = 0;
   std::size_t record_start_ = 0;
   std::uint64_t bytes_written_ = 0;
   std::int64_t next_event_id_ = 1;
