@@ -170,6 +170,39 @@ TEST(Primitives, ScaleComposes) {
   EXPECT_EQ(f.graph.duration(sgemm[0]), 550);
 }
 
+TEST(Primitives, ScaleOffCpuKeepsAFetchsMeasuredCpuTime) {
+  // A 300 ns fetch whose `cpu` mark says 100 ns were CPU work (reading), and one without a
+  // mark (all storage wait): storage twice as fast halves the waits only, 300 → 200 and
+  // 300 → 150; the data scenario's storage=2 does the same.
+  test::HandTrace h("");
+  const TrackId loader = h.thread(2);
+  h.annotation(loader, "fetch", "fetch", 0, 300, 0);
+  h.annotation(loader, "cpu", "cpu", 300, 300, 100);
+  h.annotation(loader, "fetch", "fetch", 400, 700, 1);
+  const Trace trace = h.build();
+  DependencyGraph graph = build_dependency_graph(trace);
+  auto fetch_of_batch = [&](std::int64_t batch) {
+    const auto& ann = trace.annotations();
+    for (EventIndex row = 0; row < ann.size(); ++row) {
+      if (trace.str(ann.name[row]) == "fetch" && ann.payload[row] == batch) return graph.annotation_first(row);
+    }
+    return kNoTask;
+  };
+  const TaskId measured = fetch_of_batch(0), unmeasured = fetch_of_batch(1);
+  const auto e = scale_off_cpu(graph, {measured, unmeasured}, 0.5);
+  EXPECT_EQ(graph.duration(measured), 200);
+  EXPECT_EQ(graph.duration(unmeasured), 150);
+  EXPECT_EQ(e.time_before, 600);
+  EXPECT_EQ(e.time_after, 350);
+
+  std::vector<ScenarioRequest> requests;
+  requests.push_back({find_scenario("data"), {{"storage", "2"}}});
+  const auto report = run_whatif(trace, requests);
+  ASSERT_EQ(report.predictions.size(), 1u);
+  ASSERT_FALSE(report.predictions[0].effects.empty());
+  EXPECT_EQ(report.predictions[0].effects[0].time_after, 350);
+}
+
 TEST(Primitives, SetDurationWithWaveScalingToAnotherGpu) {
   // V100 → A100, memory bound (no counters, no launch config): every kernel × 900/2039:
   // 2000 → 883, 1000 → 441, 500 → 221. sgemm [250, 1133), relu [1133, 1574),

@@ -286,6 +286,14 @@ std::optional<Transform> read_transform(const toml::table& t, const std::string&
     s.ratio = r.number("ratio", 1.0);
     s.add = static_cast<TimeNs>(r.integer("add_ns", 0));
     if (s.ratio < 0) r.fail_at(r.node(t, "ratio"), "'ratio' must not be negative");
+    if (const auto part = r.text("part")) {
+      if (*part == "off_cpu") {
+        s.off_cpu_only = true;
+        if (s.add != 0) r.fail_at(r.node(t, "part"), "'add_ns' applies to whole tasks, not with part = \"off_cpu\"");
+      } else if (*part != "all") {
+        r.fail_at(r.node(t, "part"), fmt::format("unknown part '{}' (all, off_cpu)", *part));
+      }
+    }
     out.spec = s;
   } else if (op == "set_duration") {
     SetDurationSpec s;

@@ -258,6 +258,20 @@ TransformEffect scale(DependencyGraph& graph, const std::vector<TaskId>& tasks, 
   return e;
 }
 
+TransformEffect scale_off_cpu(DependencyGraph& graph, const std::vector<TaskId>& tasks, double ratio) {
+  TransformEffect e;
+  e.tasks = tasks.size();
+  e.time_before = summed_duration(graph, tasks);
+  for (TaskId t : tasks) {
+    const double share = graph.cpu_share(t);
+    const double r = share + (1 - share) * ratio;
+    graph.scale(t, graph.ratio(t) * r, static_cast<TimeNs>(static_cast<double>(graph.add(t)) * r));
+  }
+  e.time_after = summed_duration(graph, tasks);
+  e.detail = fmt::format("time off the CPU ×{:.4g}", ratio);
+  return e;
+}
+
 TransformEffect set_duration(DependencyGraph& graph, const TaskSelection& selection, const std::vector<TaskId>& tasks,
                              const CostModel& model) {
   TransformEffect e;
@@ -476,7 +490,8 @@ void apply(const std::vector<Transform>& transforms, const TaskSelection& select
         [&](const auto& spec) {
           using Spec = std::decay_t<decltype(spec)>;
           if constexpr (std::is_same_v<Spec, ScaleSpec>) {
-            effect = scale(graph, pick(spec.select), spec.ratio, spec.add);
+            effect = spec.off_cpu_only ? scale_off_cpu(graph, pick(spec.select), spec.ratio)
+                                       : scale(graph, pick(spec.select), spec.ratio, spec.add);
           } else if constexpr (std::is_same_v<Spec, SetDurationSpec>) {
             needs_original_ids(where, transform.op);
             const CostModel model = resolve_cost_model(spec.model, selection.trace(), where);

@@ -94,6 +94,9 @@ struct ScaleSpec {
   Selector select;
   double ratio = 1.0;
   TimeNs add = 0;
+  // Scale only the time each task spent off the CPU (waiting on storage), keeping its CPU
+  // part (DependencyGraph::cpu_share): `part = "off_cpu"`.
+  bool off_cpu_only = false;
 };
 struct SetDurationSpec {
   Selector select;

@@ -112,6 +112,9 @@ void apply(const std::vector<Transform>& transforms, const TaskSelection& select
 
 // Each primitive on its own, for tests and for the data-stall breakdown.
 TransformEffect scale(DependencyGraph& graph, const std::vector<TaskId>& tasks, double ratio, TimeNs add);
+// Scales the part of each task's time spent off the CPU by `ratio`, keeping its CPU part:
+// storage K times faster shortens a fetch's wait for the disk, not its reads' CPU work.
+TransformEffect scale_off_cpu(DependencyGraph& graph, const std::vector<TaskId>& tasks, double ratio);
 TransformEffect set_duration(DependencyGraph& graph, const TaskSelection& selection, const std::vector<TaskId>& tasks,
                              const CostModel& model);
 TransformEffect remove(DependencyGraph& graph, const TaskSelection& selection, const std::vector<TaskId>& tasks,
