@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # What-if predictions against real runs of samples/cpu_train (issue 5, "Acceptance").
-# For each case: trace one configuration, predict another with `dreamscope whatif`, run that
-# other configuration untraced, and print predicted and measured median step times and the
-# error. Medians of RUNS runs each (default 5).
+# For each case: trace one configuration RUNS times (default 5), predict another with
+# `dreamscope whatif` from each trace, run that other configuration RUNS times, and print the
+# median prediction, the median measured step time and the error.
 #
 #   bench/whatif_accuracy.sh                  # binaries from build/release/bin
 #   BIN=build/whatif/bin TRACER_BIN=build/tracer/bin bench/whatif_accuracy.sh
@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 BIN=${BIN:-build/release/bin}
 TRACER_BIN=${TRACER_BIN:-$BIN}
 RUNS=${RUNS:-5}
-STEPS=${STEPS:-40}
+STEPS=${STEPS:-200}
 BOUND=${BOUND:-5}
 dreamscope=$BIN/dreamscope
 cpu_train=$TRACER_BIN/cpu_train
@@ -33,17 +33,28 @@ measure() {
   printf '%s\n' "${values[@]}" | sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
 }
 
-# Predicted median step time (ns) of a scenario applied to a trace, or the error message.
+median() { sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+
+# Predicted median step time (ns) of a scenario applied to each of the RUNS traces NAME-1.db
+# ... NAME-RUNS.db, the median over them; or the error message.
 predict() {
-  local trace=$1
+  local name=$1 values=() value
   shift
-  "$dreamscope" whatif "$trace" --format json --no-data-stalls "$@" 2>&1 |
-    python3 -c 'import json, sys
+  for i in $(seq "$RUNS"); do
+    value=$("$dreamscope" whatif "$name-$i.db" --format json --no-data-stalls "$@" 2>&1 |
+      python3 -c 'import json, sys
 text = sys.stdin.read()
 try:
     print(round(json.loads(text)["predictions"][-1]["predicted_step_ns"]))
 except ValueError:
-    print("error: " + text.strip().splitlines()[-1])'
+    print("error: " + text.strip().splitlines()[-1])')
+    if [[ $value == error:* ]]; then
+      echo "$value"
+      return
+    fi
+    values+=("$value")
+  done
+  printf '%s\n' "${values[@]}" | median
 }
 
 failures=0
@@ -72,6 +83,14 @@ trace() {
   "$TRACER_BIN/dreamscope" trace -f -o "$out" -- "$cpu_train" --steps "$STEPS" --data "$data" "$@" >/dev/null
 }
 
+# RUNS traces of one configuration, NAME-1.db ... NAME-RUNS.db: a prediction from one run
+# carries that run's noise, so each case predicts from every trace and takes the median.
+trace_runs() {
+  local name=$1
+  shift
+  for i in $(seq "$RUNS"); do trace "$name-$i.db" "$@"; done
+}
+
 # Mean step time (ns) of the step annotations in a trace, measured or predicted.
 mean_step() {
   python3 -c 'import sqlite3, sys
@@ -91,38 +110,41 @@ measure_mean() {
 
 # Prep-bound: one loader, expensive augmentation.
 prep_bound=(--workers 1 --prep-passes 40)
-trace "$work/prep.db" "${prep_bound[@]}"
+trace_runs "$work/prep" "${prep_bound[@]}"
 # Two workers finish their batches in pairs: steps alternate between a long wait and none,
 # and the median of such a bimodal run jumps between the two modes from run to run, measured
 # and predicted alike. The mean step time (from the predicted trace, and from traced runs)
-# is what is gated; the median is printed. The replay gives every busy thread a core: with
-# fewer cores than the two workers and the training thread, the real run is time-sliced
-# (steps of several ms when a worker is preempted), which the prediction does not model, so
-# there the case is printed but not gated.
-mean_gate=gated
-if (($(nproc) < 3)); then
-  mean_gate=ungated
-  echo "note: $(nproc) cores for 3 busy threads: the workers=2 mean is printed, not gated"
-fi
-report "prep-bound, 1 worker → workers=2 (median)" "$(predict "$work/prep.db" -s data -p workers=2 -p cores=2)" \
+# is what is gated; the median is printed. `cores` is this machine's: the workers and the
+# training thread share them in the prediction as in the real run.
+cores=$(nproc)
+report "prep-bound, 1 worker → workers=2 (median)" "$(predict "$work/prep" -s data -p workers=2 -p cores="$cores")" \
   "$(measure --workers 2 --prep-passes 40)" ungated
-if "$dreamscope" whatif "$work/prep.db" --no-data-stalls -s data -p workers=2 -p cores=2 -o "$work/pred.db" >/dev/null; then
-  report "prep-bound, 1 worker → workers=2 (mean)" "$(mean_step "$work/pred.db")" \
-    "$(measure_mean --workers 2 --prep-passes 40)" "$mean_gate"
+predicted_means=()
+for i in $(seq "$RUNS"); do
+  if ! "$dreamscope" whatif "$work/prep-$i.db" --no-data-stalls -s data -p workers=2 -p cores="$cores" \
+    -o "$work/pred.db" >/dev/null; then
+    predicted_means=()
+    break
+  fi
+  predicted_means+=("$(mean_step "$work/pred.db")")
+done
+if ((${#predicted_means[@]} > 0)); then
+  report "prep-bound, 1 worker → workers=2 (mean)" "$(printf '%s\n' "${predicted_means[@]}" | median)" \
+    "$(measure_mean --workers 2 --prep-passes 40)"
 else
   report "prep-bound, 1 worker → workers=2 (mean)" "error: dreamscope whatif -o failed" 0
 fi
-report "prep-bound → synthetic (--no-loading)" "$(predict "$work/prep.db" -s data -p synthetic=true)" \
+report "prep-bound → synthetic (--no-loading)" "$(predict "$work/prep" -s data -p synthetic=true)" \
   "$(measure --no-loading --prep-passes 40)"
 
 # Fetch-bound: emulated slow storage.
 slow=(--workers 1 --prep-passes 2 --fetch-delay-us 3000)
-trace "$work/slow.db" "${slow[@]}"
-report "slow storage → storage=2 (half the delay)" "$(predict "$work/slow.db" -s data -p storage=2)" \
+trace_runs "$work/slow" "${slow[@]}"
+report "slow storage → storage=2 (half the delay)" "$(predict "$work/slow" -s data -p storage=2)" \
   "$(measure --workers 1 --prep-passes 2 --fetch-delay-us 1500)"
-report "slow storage → cache=1.0 (no delay)" "$(predict "$work/slow.db" -s data -p cache=1.0)" \
+report "slow storage → cache=1.0 (no delay)" "$(predict "$work/slow" -s data -p cache=1.0)" \
   "$(measure --workers 1 --prep-passes 2 --fetch-delay-us 0)"
-report "slow storage → synthetic (--no-loading)" "$(predict "$work/slow.db" -s data -p synthetic=true)" \
+report "slow storage → synthetic (--no-loading)" "$(predict "$work/slow" -s data -p synthetic=true)" \
   "$(measure --no-loading --prep-passes 2)"
 
 if ((failures > 0)); then
