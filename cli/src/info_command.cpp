@@ -31,7 +31,8 @@ std::string render_text(const std::string& path, const TraceSummary& s) {
   line("source", s.source);
   if (!s.command.empty()) line("command", s.command);
   if (!s.host.empty()) line("host", s.host);
-  line("schema", fmt::format("v{} (dreamscope {})", s.schema_version, s.dreamscope_version));
+  // Imported traces and tracer part logs were never a trace.db: no schema to name.
+  if (!s.schema_version.empty()) line("schema", fmt::format("v{} (dreamscope {})", s.schema_version, s.dreamscope_version));
   line("complete", s.complete ? "yes" : "NO: the tracer did not close this trace cleanly");
   line("time span", fmt::format("{} ({} .. {} ns)", format_duration(s.end - s.begin), s.begin, s.end));
   line("dropped events", std::to_string(s.dropped_events));

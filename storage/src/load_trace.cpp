@@ -1,6 +1,7 @@
 // Opening any trace by its content, and the import statistics every importer fills.
 #include "dreamscope/importers.h"
 #include "dreamscope/trace_file.h"
+#include "dreamscope/trace_log.h"
 
 #include <sqlite3.h>
 
@@ -16,6 +17,7 @@ std::string_view to_string(TraceFormat f) {
     case TraceFormat::DreamscopeDb: return "dreamscope trace";
     case TraceFormat::KinetoJson: return "PyTorch profiler JSON";
     case TraceFormat::NsysSqlite: return "Nsight Systems SQLite export";
+    case TraceFormat::DreamscopeLog: return "dreamscope trace log (a tracer part file)";
     case TraceFormat::Unknown: return "unknown";
   }
   return "unknown";
@@ -100,6 +102,7 @@ TraceFormat detect_trace_format(const std::filesystem::path& path) {
   if (n >= 2 && static_cast<unsigned char>(head[0]) == 0x1f && static_cast<unsigned char>(head[1]) == 0x8b) {
     return TraceFormat::KinetoJson;
   }
+  if (looks_like_trace_log(path)) return TraceFormat::DreamscopeLog;
   std::size_t i = 0;
   if (n >= 3 && std::memcmp(head, "\xEF\xBB\xBF", 3) == 0) i = 3; // UTF-8 byte order mark
   while (i < n && std::isspace(static_cast<unsigned char>(head[i]))) ++i;
@@ -116,6 +119,7 @@ Trace load_trace(const std::filesystem::path& path, ImportStats* stats, const Im
     case TraceFormat::DreamscopeDb: return read_trace(path);
     case TraceFormat::KinetoJson: return import_kineto(path, stats, progress);
     case TraceFormat::NsysSqlite: return import_nsys(path, stats, progress);
+    case TraceFormat::DreamscopeLog: return read_trace_log(path);
     case TraceFormat::Unknown: break;
   }
   if (looks_like_sqlite(path)) {

@@ -3,6 +3,7 @@
 // refused naming the file, and a full disk or a kill loses nothing already written.
 #include "test_traces.h"
 
+#include <dreamscope/importers.h>
 #include <dreamscope/trace_log.h>
 
 #include <gtest/gtest.h>
@@ -153,6 +154,10 @@ TEST(TraceLog, EveryRecordKindRoundTrips) {
   }
   // Small: a varint-coded annotation is a fraction of its 48 bytes in memory.
   EXPECT_LT(std::filesystem::file_size(dir / "full.dslog"), 2000u);
+
+  // Every command opens a part directly, by its content.
+  EXPECT_EQ(detect_trace_format(dir / "full.dslog"), TraceFormat::DreamscopeLog);
+  expect_same(original, load_trace(dir / "full.dslog"));
 }
 
 TEST(TraceLog, ExtremeValuesRoundTrip) {

@@ -19,7 +19,9 @@
 
 namespace dreamscope {
 
-enum class TraceFormat { DreamscopeDb, KinetoJson, NsysSqlite, Unknown };
+// DreamscopeLog: a part file the tracer writes for each process (trace_log.h), which
+// `dreamscope trace` merges into a trace.db; readable on its own for inspection.
+enum class TraceFormat { DreamscopeDb, KinetoJson, NsysSqlite, DreamscopeLog, Unknown };
 std::string_view to_string(TraceFormat f);
 
 // Info: input dropped on purpose, as the peer tools do (HTA drops events without dur);
