@@ -20,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-build/release/bin}
 RUNS=${RUNS:-5}
-STEPS=${STEPS:-200}
+STEPS=${STEPS:-300}
 BOUND=${BOUND:-3}
 ARGS=${ARGS:-"--workers 0 --prep-passes 1"}
 dreamscope=$BIN/dreamscope

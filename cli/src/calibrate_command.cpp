@@ -5,8 +5,8 @@
 // The same measurement runs twice in a child process (this executable, re-run): once with
 // no NVTX tool attached, once under libdreamscope-tracer.so. The cost of an event kind is
 // the difference of the two medians: exactly what tracing added to the calling thread.
-// Calls come in batches small enough for the tracer's default rings, with pauses for its
-// writer thread, so the figure is the recording path that a real job sees.
+// Calls come in batches with pauses for the tracer's writer thread, which drains each batch
+// and recycles its chunks, so the figure is the recording path that a real job sees.
 #include "commands.h"
 
 #include <dreamscope/annotate.h>
@@ -55,7 +55,7 @@ int measure(int rounds, int batch) {
       const auto t0 = clock::now();
       for (int i = 0; i < batch; ++i) call(i);
       per_call.push_back(std::chrono::duration<double, std::nano>(clock::now() - t0).count() / batch);
-      // Let the tracer's writer drain its rings before the next batch.
+      // Let the tracer's writer drain the batch before the next one.
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     std::sort(per_call.begin(), per_call.end());
@@ -217,7 +217,7 @@ const CommandRegistration calibrate_command(80, "calibrate", [](CLI::App& app) -
   cmd->add_option("--rounds", o->rounds, "Batches per event kind (the median is kept)")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
-  cmd->add_option("--batch", o->batch, "Calls per batch (fits the tracer's default rings)")
+  cmd->add_option("--batch", o->batch, "Calls per batch (the writer drains between batches)")
       ->check(CLI::Range(1, 15000))
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "Print JSON instead of a table");
