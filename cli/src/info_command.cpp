@@ -31,6 +31,7 @@ std::string render_text(const std::string& path, const TraceSummary& s) {
   line("source", s.source);
   if (!s.command.empty()) line("command", s.command);
   if (!s.host.empty()) line("host", s.host);
+  if (!s.cpu_cores.empty()) line("cpu cores", s.cpu_cores);
   // Imported traces and tracer part logs were never a trace.db: no schema to name.
   if (!s.schema_version.empty()) line("schema", fmt::format("v{} (dreamscope {})", s.schema_version, s.dreamscope_version));
   line("complete", s.complete ? "yes" : "NO: the tracer did not close this trace cleanly");
@@ -88,6 +89,7 @@ std::string render_json(const std::string& path, const TraceSummary& s) {
   j["source"] = s.source;
   j["command"] = s.command;
   j["host"] = s.host;
+  j["cpu_cores"] = s.cpu_cores.empty() ? json(nullptr) : json(std::stoll(s.cpu_cores));
   j["schema_version"] = s.schema_version;
   j["dreamscope_version"] = s.dreamscope_version;
   j["complete"] = s.complete;

@@ -32,6 +32,7 @@
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <sched.h>
 #include <unistd.h>
 
 namespace dreamscope::cli {
@@ -338,6 +339,10 @@ MergeResult merge_parts(const fs::path& dir, const fs::path& output, const std::
   out.set_meta("source", "tracer");
   out.set_meta("command", command);
   if (!host.empty()) out.set_meta("host", host);
+  // The cores the job could run on: what a what-if that adds threads shares (`cores=`).
+  if (cpu_set_t cpus; sched_getaffinity(0, sizeof cpus, &cpus) == 0) {
+    out.set_meta("cpu_cores", std::to_string(CPU_COUNT(&cpus)));
+  }
   out.set_meta("dropped_events", std::to_string(dropped));
   if (!joined.empty()) out.set_meta("warnings", joined);
   if (start != INT64_MAX) out.set_meta("start", std::to_string(start));

@@ -12,6 +12,7 @@ TraceSummary summarize(const Trace& trace, std::size_t top_kernels) {
   s.source = trace.meta_value("source", std::string(to_string(trace.source())));
   s.command = trace.meta_value("command");
   s.host = trace.meta_value("host");
+  s.cpu_cores = trace.meta_value("cpu_cores");
   s.schema_version = trace.meta_value("schema_version");
   s.dreamscope_version = trace.meta_value("dreamscope_version");
   s.complete = trace.complete();

@@ -40,6 +40,8 @@ TEST(CpuTrainTrace, EveryPhaseOfEveryBatchOnItsThread) {
   const std::int64_t pid = t.processes()[0].pid;
   EXPECT_EQ(t.processes()[0].exit_status, 0);
   ASSERT_EQ(t.calibration().size(), 2u);
+  // The cores the job could use, for what-ifs that add threads.
+  EXPECT_GE(std::atoi(t.meta_value("cpu_cores").c_str()), 1);
 
   const auto rows = annotation_rows(t);
   for (const auto& row : rows) EXPECT_EQ(row.domain, "dreamscope") << row.name;

@@ -51,6 +51,7 @@ struct TraceSummary {
   std::string source;
   std::string command;
   std::string host;
+  std::string cpu_cores; // of the traced machine, as the job saw them; empty when unknown
   std::string schema_version;
   std::string dreamscope_version;
   bool complete = false;
