@@ -3,6 +3,8 @@
 
 #include <dreamscope/trace.h>
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <string>
 #include <unistd.h>
@@ -100,6 +102,62 @@ inline Trace make_full_trace() {
   b.add(CalibrationRecord{.event_kind = "nvtx_mark", .cost_ns = 14.25, .samples = 4096, .method = "startup"});
   b.add(OverheadRecord{.track = main, .start = 15000, .end = 15400, .kind = b.intern("cupti_buffer_flush")});
   return std::move(b).build();
+}
+
+// Compares two traces field by field, with names compared as text (ids may differ).
+inline void expect_same_events(const Trace& a, const Trace& b) {
+  ASSERT_EQ(a.processes(), b.processes());
+  ASSERT_EQ(a.devices(), b.devices());
+  ASSERT_EQ(a.tracks(), b.tracks());
+
+  ASSERT_EQ(a.cuda_api().size(), b.cuda_api().size());
+  for (std::size_t i = 0; i < a.cuda_api().size(); ++i) {
+    CudaApiRecord x = a.cuda_api().row(i), y = b.cuda_api().row(i);
+    EXPECT_EQ(a.str(x.name), b.str(y.name)) << "cuda_api row " << i;
+    x.name = y.name = 0;
+    EXPECT_EQ(x, y) << "cuda_api row " << i;
+  }
+  const auto& ga = a.gpu_ops();
+  const auto& gb = b.gpu_ops();
+  ASSERT_EQ(ga.size(), gb.size());
+  for (std::size_t i = 0; i < ga.size(); ++i) {
+    EXPECT_EQ(ga.track[i], gb.track[i]);
+    EXPECT_EQ(ga.kind[i], gb.kind[i]);
+    EXPECT_EQ(ga.subkind[i], gb.subkind[i]);
+    EXPECT_EQ(ga.start[i], gb.start[i]);
+    EXPECT_EQ(ga.end[i], gb.end[i]);
+    EXPECT_EQ(a.str(ga.name[i]), b.str(gb.name[i]));
+    EXPECT_EQ(ga.correlation[i], gb.correlation[i]);
+    EXPECT_EQ(a.launch_configs()[ga.launch[i]], b.launch_configs()[gb.launch[i]]);
+    EXPECT_EQ(ga.bytes[i], gb.bytes[i]);
+    EXPECT_EQ(ga.event[i], gb.event[i]);
+  }
+  ASSERT_EQ(a.annotations().size(), b.annotations().size());
+  for (std::size_t i = 0; i < a.annotations().size(); ++i) {
+    AnnotationRecord x = a.annotations().row(i), y = b.annotations().row(i);
+    EXPECT_EQ(a.str(x.name), b.str(y.name));
+    EXPECT_EQ(a.str(x.domain), b.str(y.domain));
+    EXPECT_EQ(a.str(x.category), b.str(y.category));
+    x.name = y.name = x.domain = y.domain = x.category = y.category = 0;
+    EXPECT_EQ(x, y) << "annotation row " << i;
+    EXPECT_EQ(a.annotations().parent[i], b.annotations().parent[i]);
+    EXPECT_EQ(a.annotations().depth[i], b.annotations().depth[i]);
+  }
+  ASSERT_EQ(a.flows().size(), b.flows().size());
+  for (std::size_t i = 0; i < a.flows().size(); ++i) {
+    FlowRecord x = a.flows()[i], y = b.flows()[i];
+    EXPECT_EQ(a.str(x.kind), b.str(y.kind));
+    x.kind = y.kind = 0;
+    EXPECT_EQ(x, y);
+  }
+  EXPECT_EQ(a.calibration(), b.calibration());
+  ASSERT_EQ(a.overheads().size(), b.overheads().size());
+  for (std::size_t i = 0; i < a.overheads().size(); ++i) {
+    OverheadRecord x = a.overheads()[i], y = b.overheads()[i];
+    EXPECT_EQ(a.str(x.kind), b.str(y.kind));
+    x.kind = y.kind = 0;
+    EXPECT_EQ(x, y);
+  }
 }
 
 } // namespace dreamscope::test

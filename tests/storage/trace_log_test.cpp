@@ -62,58 +62,6 @@ void record(const Trace& trace, TraceSink& w) {
   }
 }
 
-// Every row of every table, names as text, compared with the original.
-void expect_same(const Trace& a, const Trace& b) {
-  ASSERT_EQ(a.processes(), b.processes());
-  ASSERT_EQ(a.devices(), b.devices());
-  ASSERT_EQ(a.tracks(), b.tracks());
-  ASSERT_EQ(a.cuda_api().size(), b.cuda_api().size());
-  for (std::size_t i = 0; i < a.cuda_api().size(); ++i) {
-    CudaApiRecord x = a.cuda_api().row(i), y = b.cuda_api().row(i);
-    EXPECT_EQ(a.str(x.name), b.str(y.name));
-    x.name = y.name = 0;
-    EXPECT_EQ(x, y) << "cuda_api row " << i;
-  }
-  const auto& ga = a.gpu_ops();
-  const auto& gb = b.gpu_ops();
-  ASSERT_EQ(ga.size(), gb.size());
-  for (std::size_t i = 0; i < ga.size(); ++i) {
-    EXPECT_EQ(ga.track[i], gb.track[i]);
-    EXPECT_EQ(ga.kind[i], gb.kind[i]);
-    EXPECT_EQ(ga.subkind[i], gb.subkind[i]);
-    EXPECT_EQ(ga.start[i], gb.start[i]);
-    EXPECT_EQ(ga.end[i], gb.end[i]);
-    EXPECT_EQ(a.str(ga.name[i]), b.str(gb.name[i]));
-    EXPECT_EQ(ga.correlation[i], gb.correlation[i]);
-    EXPECT_EQ(a.launch_configs()[ga.launch[i]], b.launch_configs()[gb.launch[i]]);
-    EXPECT_EQ(ga.bytes[i], gb.bytes[i]);
-    EXPECT_EQ(ga.event[i], gb.event[i]);
-  }
-  ASSERT_EQ(a.annotations().size(), b.annotations().size());
-  for (std::size_t i = 0; i < a.annotations().size(); ++i) {
-    AnnotationRecord x = a.annotations().row(i), y = b.annotations().row(i);
-    EXPECT_EQ(a.str(x.name), b.str(y.name));
-    EXPECT_EQ(a.str(x.domain), b.str(y.domain));
-    EXPECT_EQ(a.str(x.category), b.str(y.category));
-    x.name = y.name = x.domain = y.domain = x.category = y.category = 0;
-    EXPECT_EQ(x, y) << "annotation row " << i;
-  }
-  ASSERT_EQ(a.flows().size(), b.flows().size());
-  for (std::size_t i = 0; i < a.flows().size(); ++i) {
-    FlowRecord x = a.flows()[i], y = b.flows()[i];
-    EXPECT_EQ(a.str(x.kind), b.str(y.kind));
-    x.kind = y.kind = 0;
-    EXPECT_EQ(x, y);
-  }
-  EXPECT_EQ(a.calibration(), b.calibration());
-  ASSERT_EQ(a.overheads().size(), b.overheads().size());
-  for (std::size_t i = 0; i < a.overheads().size(); ++i) {
-    OverheadRecord x = a.overheads()[i], y = b.overheads()[i];
-    EXPECT_EQ(a.str(x.kind), b.str(y.kind));
-    x.kind = y.kind = 0;
-    EXPECT_EQ(x, y);
-  }
-}
 
 TEST(TraceLog, EveryRecordKindRoundTrips) {
   ScratchDir dir;
@@ -130,7 +78,7 @@ TEST(TraceLog, EveryRecordKindRoundTrips) {
     w.close();
   }
   const Trace back = read_trace_log(dir / "full.dslog");
-  expect_same(original, back);
+  test::expect_same_events(original, back);
   EXPECT_TRUE(back.complete());
   EXPECT_EQ(back.source(), TraceSource::Tracer);
   EXPECT_EQ(back.dropped_events(), 3);
@@ -157,7 +105,7 @@ TEST(TraceLog, EveryRecordKindRoundTrips) {
 
   // Every command opens a part directly, by its content.
   EXPECT_EQ(detect_trace_format(dir / "full.dslog"), TraceFormat::DreamscopeLog);
-  expect_same(original, load_trace(dir / "full.dslog"));
+  test::expect_same_events(original, load_trace(dir / "full.dslog"));
 }
 
 TEST(TraceLog, ExtremeValuesRoundTrip) {
@@ -176,7 +124,7 @@ TEST(TraceLog, ExtremeValuesRoundTrip) {
     record(original, w);
     w.close();
   }
-  expect_same(original, read_trace_log(dir / "x.dslog"));
+  test::expect_same_events(original, read_trace_log(dir / "x.dslog"));
 }
 
 // The log of a killed process ends anywhere: at every byte of its last records, the reader
