@@ -2,11 +2,17 @@
 #pragma once
 
 #include <dreamscope/trace.h>
+#include <dreamscope/trace_file.h>
 
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <string>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace dreamscope::test {
@@ -157,6 +163,97 @@ inline void expect_same_events(const Trace& a, const Trace& b) {
     EXPECT_EQ(a.str(x.kind), b.str(y.kind));
     x.kind = y.kind = 0;
     EXPECT_EQ(x, y);
+  }
+}
+
+// The storage writers (SQLite and trace log) under a full disk and a SIGKILL: a writer is
+// opened in a forked child, which records annotation i at [10 i, 10 i + 5) with payload i,
+// so that what survives can be checked to be exactly events 0..n-1 in order.
+using OpenSink = std::function<std::unique_ptr<TraceSink>()>;
+
+inline void add_numbered_annotation(TraceSink& w, TrackId track, StringId name, std::int64_t i) {
+  w.add(AnnotationRecord{.track = track, .start = i * 10, .end = i * 10 + 5, .name = name, .payload = i});
+}
+
+// Writes a million events in a child whose files may not grow past `limit_bytes` (a full
+// disk), flushing every `flush_every` events (0: never), and returns the message of the
+// TraceError the writer threw, or "no error".
+inline std::string write_until_disk_full(const OpenSink& open, std::size_t limit_bytes, int flush_every) {
+  int fds[2];
+  if (::pipe(fds) != 0) return "pipe failed";
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(fds[0]);
+    std::signal(SIGXFSZ, SIG_IGN);
+    const rlimit lim{limit_bytes, limit_bytes};
+    ::setrlimit(RLIMIT_FSIZE, &lim);
+    std::string msg = "no error";
+    try {
+      const auto w = open();
+      const auto p = w->add_process(ProcessInfo{.pid = 1, .name = "x"});
+      const TrackId t = w->add_track(TrackInfo{.kind = TrackKind::CpuThread, .process = p, .tid = 1});
+      const StringId n = w->intern("range");
+      for (int i = 0; i < 1'000'000; ++i) {
+        add_numbered_annotation(*w, t, n, i);
+        if (flush_every > 0 && i % flush_every == flush_every - 1) w->flush();
+      }
+      w->close();
+    } catch (const TraceError& e) {
+      msg = e.what();
+    }
+    (void)!::write(fds[1], msg.data(), msg.size());
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string msg;
+  char buf[512];
+  ssize_t got;
+  while ((got = ::read(fds[0], buf, sizeof buf)) > 0) msg.append(buf, static_cast<std::size_t>(got));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status)) << "the writer crashed on a full disk";
+  return msg;
+}
+
+// Writes events in a child, flushing every 1000, and kills it with SIGKILL once 20000 are
+// flushed, in the middle of the next batch. Returns how many events were flushed before
+// it died.
+inline std::int64_t flushed_before_sigkill(const OpenSink& open) {
+  int fds[2];
+  if (::pipe(fds) != 0) return -1;
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(fds[0]);
+    const auto w = open();
+    const auto p = w->add_process(ProcessInfo{.pid = ::getpid(), .name = "victim"});
+    const TrackId t = w->add_track(TrackInfo{.kind = TrackKind::CpuThread, .process = p, .tid = ::getpid()});
+    const StringId n = w->intern("range");
+    for (std::int64_t i = 0;; ++i) {
+      add_numbered_annotation(*w, t, n, i);
+      if ((i + 1) % 1000 == 0) {
+        w->flush();
+        const std::int64_t flushed = i + 1;
+        (void)!::write(fds[1], &flushed, sizeof flushed);
+      }
+    }
+  }
+  ::close(fds[1]);
+  std::int64_t flushed = 0, got = 0;
+  while (flushed < 20000 && ::read(fds[0], &got, sizeof got) == sizeof got) flushed = got;
+  ::kill(child, SIGKILL);
+  while (::read(fds[0], &got, sizeof got) == sizeof got) flushed = got; // flushes that raced the kill
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  return flushed;
+}
+
+// Exactly events 0..n-1 in order: nothing torn, nothing repeated.
+inline void expect_numbered_annotations(const Trace& t) {
+  for (std::size_t i = 0; i < t.annotations().size(); ++i) {
+    ASSERT_EQ(t.annotations().payload[i], static_cast<std::int64_t>(i));
   }
 }
 

@@ -5,10 +5,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
-#include <csignal>
 #include <fstream>
-#include <sys/resource.h>
-#include <sys/wait.h>
 
 namespace dreamscope {
 namespace {
@@ -136,41 +133,8 @@ TEST(TraceBadInput, ReadOnlyDirectory) {
 TEST(TraceBadInput, DiskFullWhileWriting) {
   ScratchDir dir;
   const auto path = dir / "full.db";
-  int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
-  pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::close(fds[0]);
-    std::signal(SIGXFSZ, SIG_IGN);
-    rlimit lim{512 * 1024, 512 * 1024};
-    ::setrlimit(RLIMIT_FSIZE, &lim);
-    std::string msg = "no error";
-    try {
-      TraceWriter w(path, TraceWriterOptions{.batch_rows = 1000});
-      auto p = w.add_process(ProcessInfo{.pid = 1, .name = "x"});
-      TrackId t = w.add_track(TrackInfo{.kind = TrackKind::CpuThread, .process = p, .tid = 1});
-      StringId n = w.intern("range");
-      for (int i = 0; i < 1'000'000; ++i) {
-        w.add(AnnotationRecord{.track = t, .start = i * 10, .end = i * 10 + 5, .name = n, .domain = 0,
-                               .category = 0, .payload = i, .external_id = kNoValue});
-      }
-      w.close();
-    } catch (const TraceError& e) {
-      msg = e.what();
-    }
-    (void)!::write(fds[1], msg.data(), msg.size());
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  std::string msg;
-  char buf[512];
-  ssize_t got;
-  while ((got = ::read(fds[0], buf, sizeof buf)) > 0) msg.append(buf, static_cast<std::size_t>(got));
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status)) << "the writer crashed on a full disk";
+  const std::string msg = test::write_until_disk_full(
+      [&] { return std::make_unique<TraceWriter>(path, TraceWriterOptions{.batch_rows = 1000}); }, 512 * 1024, 0);
   EXPECT_EQ(msg.rfind(path.string() + ": cannot write: ", 0), 0u) << msg;
   // Every batch committed before the disk filled is still there.
   Trace t = read_trace(path);

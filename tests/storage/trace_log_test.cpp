@@ -8,10 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include <csignal>
 #include <fstream>
-#include <sys/resource.h>
-#include <sys/wait.h>
 
 namespace dreamscope {
 namespace {
@@ -61,7 +58,6 @@ void record(const Trace& trace, TraceSink& w) {
     w.add(o);
   }
 }
-
 
 TEST(TraceLog, EveryRecordKindRoundTrips) {
   ScratchDir dir;
@@ -245,84 +241,24 @@ TEST(TraceLog, ADamagedRecordIsRefusedNamingTheFileAndTheByte) {
 TEST(TraceLog, DiskFullReportsTheFileAndKeepsWhatWasWritten) {
   ScratchDir dir;
   const auto path = dir / "full.dslog";
-  int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
-  pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::close(fds[0]);
-    std::signal(SIGXFSZ, SIG_IGN);
-    rlimit lim{256 * 1024, 256 * 1024};
-    ::setrlimit(RLIMIT_FSIZE, &lim);
-    std::string msg = "no error";
-    try {
-      TraceLogWriter w(path);
-      auto p = w.add_process(ProcessInfo{.pid = 1, .name = "x"});
-      TrackId t = w.add_track(TrackInfo{.kind = TrackKind::CpuThread, .process = p, .tid = 1});
-      StringId n = w.intern("range");
-      for (int i = 0; i < 1'000'000; ++i) {
-        w.add(AnnotationRecord{.track = t, .start = i * 10, .end = i * 10 + 5, .name = n, .payload = i});
-        if (i % 1000 == 999) w.flush();
-      }
-      w.close();
-    } catch (const TraceError& e) {
-      msg = e.what();
-    }
-    (void)!::write(fds[1], msg.data(), msg.size());
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  std::string msg;
-  char buf[512];
-  ssize_t got;
-  while ((got = ::read(fds[0], buf, sizeof buf)) > 0) msg.append(buf, static_cast<std::size_t>(got));
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status)) << "the writer crashed on a full disk";
+  const std::string msg =
+      test::write_until_disk_full([&] { return std::make_unique<TraceLogWriter>(path); }, 256 * 1024, 1000);
   EXPECT_EQ(msg.rfind(path.string() + ": cannot write: ", 0), 0u) << msg;
   Trace t = read_trace_log(path);
   EXPECT_FALSE(t.complete());
   EXPECT_GT(t.annotations().size(), 10'000u);
-  for (std::size_t i = 0; i < t.annotations().size(); ++i) ASSERT_EQ(t.annotations().payload[i], static_cast<std::int64_t>(i));
+  test::expect_numbered_annotations(t);
 }
 
 // SIGKILL mid-write: every flushed record is there, nothing torn or repeated.
 TEST(TraceLog, SigkillKeepsEveryFlushedRecord) {
   ScratchDir dir;
   const auto path = dir / "killed.dslog";
-  int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
-  pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::close(fds[0]);
-    TraceLogWriter w(path);
-    auto p = w.add_process(ProcessInfo{.pid = ::getpid(), .name = "victim"});
-    TrackId t = w.add_track(TrackInfo{.kind = TrackKind::CpuThread, .process = p, .tid = ::getpid()});
-    StringId n = w.intern("range");
-    for (std::int64_t i = 0;; ++i) {
-      w.add(AnnotationRecord{.track = t, .start = i * 10, .end = i * 10 + 5, .name = n, .payload = i});
-      if ((i + 1) % 1000 == 0) {
-        w.flush();
-        std::int64_t flushed = i + 1;
-        (void)!::write(fds[1], &flushed, sizeof flushed);
-      }
-    }
-  }
-  ::close(fds[1]);
-  std::int64_t flushed = 0, got = 0;
-  while (flushed < 20000 && ::read(fds[0], &got, sizeof got) == sizeof got) flushed = got;
-  ::kill(child, SIGKILL);
-  while (::read(fds[0], &got, sizeof got) == sizeof got) flushed = got;
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  ASSERT_TRUE(WIFSIGNALED(status));
+  const std::int64_t flushed = test::flushed_before_sigkill([&] { return std::make_unique<TraceLogWriter>(path); });
   Trace t = read_trace_log(path);
   EXPECT_FALSE(t.complete());
   ASSERT_GE(static_cast<std::int64_t>(t.annotations().size()), flushed);
-  for (std::size_t i = 0; i < t.annotations().size(); ++i) ASSERT_EQ(t.annotations().payload[i], static_cast<std::int64_t>(i));
+  test::expect_numbered_annotations(t);
 }
 
 TEST(TraceLog, UnwritableFolderIsReportedNamingTheFile) {
