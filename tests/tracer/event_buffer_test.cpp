@@ -23,16 +23,22 @@ Event ev(EventKind kind, std::int64_t payload, std::uint32_t name = 1) {
   return Event{static_cast<std::uint64_t>(payload), payload, 0, name, 0, static_cast<std::uint8_t>(kind), 0};
 }
 
-// Replays drained events as a thread's stack would: every pop must close an open push.
+// Replays drained events as a thread's stack would: every pop must close an open push. The
+// tracer's records of its own chunk mappings are counted apart from the thread's events.
 struct Replay {
   std::vector<std::int64_t> open;
-  std::size_t ranges = 0, events = 0;
+  std::size_t ranges = 0, events = 0, buffer_maps = 0;
   std::uint64_t next_position = 0;
-  bool balanced = true, positions_in_order = true;
+  bool balanced = true, positions_in_order = true, map_intervals_ordered = true;
 
   void operator()(const Event& e, std::uint64_t pos) {
     positions_in_order = positions_in_order && pos == next_position;
     next_position = pos + 1;
+    if (e.kind == static_cast<std::uint8_t>(EventKind::BufferMap)) {
+      ++buffer_maps;
+      map_intervals_ordered = map_intervals_ordered && e.ticks <= static_cast<std::uint64_t>(e.payload);
+      return;
+    }
     ++events;
     if (e.kind == static_cast<std::uint8_t>(EventKind::Push)) {
       open.push_back(e.payload);
@@ -56,7 +62,10 @@ TEST(ChunkChain, ABurstLargerThanOneChunkIsRecordedWhole) {
     b.pop(ev(EventKind::Pop, i));
   }
   EXPECT_EQ(b.dropped(), 0u);
-  EXPECT_EQ(b.pending(), 2u * kRanges);
+  // Every chunk was a new mapping, made by the recording thread itself: each left a record
+  // of the time it took, for overhead correction.
+  const std::size_t mapped = pool.mapped_chunks();
+  EXPECT_EQ(b.pending(), 2u * kRanges + mapped);
   EXPECT_GE(b.chunks_held(), (2 * kRanges + pool.chunk_events() - 1) / pool.chunk_events());
   std::vector<std::int64_t> payloads;
   Replay r;
@@ -67,6 +76,8 @@ TEST(ChunkChain, ABurstLargerThanOneChunkIsRecordedWhole) {
   EXPECT_EQ(r.ranges, static_cast<std::size_t>(kRanges));
   EXPECT_TRUE(r.balanced);
   EXPECT_TRUE(r.positions_in_order);
+  EXPECT_EQ(r.buffer_maps, mapped);
+  EXPECT_TRUE(r.map_intervals_ordered);
   ASSERT_EQ(payloads.size(), static_cast<std::size_t>(kRanges));
   for (int i = 0; i < kRanges; ++i) ASSERT_EQ(payloads[i], i);
   // Drained, the chain is down to the chunk being written.
@@ -114,7 +125,8 @@ TEST(ChunkChain, MarksPastTheCapAreCountedAndLeaveRoomForOpenRangesToEnd) {
   for (int i = 0; i < 5000; ++i) marks += b.add(ev(EventKind::Mark, i)) ? 1 : 0;
   b.pop(ev(EventKind::Pop, -1));
   EXPECT_EQ(marks + b.dropped(), 5000u);
-  EXPECT_EQ(marks, pool.chunk_events() - 2); // the push, and the room kept for its pop
+  // The chunk also holds the push, the room kept for its pop, and the record of its mapping.
+  EXPECT_EQ(marks, pool.chunk_events() - 3);
   Replay r;
   b.drain(r);
   EXPECT_EQ(r.ranges, 1u);
@@ -125,15 +137,21 @@ TEST(ChunkChain, DrainedChunksAreRecycledNotRemapped) {
   ChunkPool pool(kSmallChunk, 64 << 20, 4);
   ThreadBuffer b(pool, 1, 1, 1);
   std::size_t mapped_after_first = 0;
+  Replay later_rounds;
   for (int round = 0; round < 20; ++round) {
     for (std::size_t i = 0; i < 3 * pool.chunk_events(); ++i) b.add(ev(EventKind::Mark, 0));
-    b.drain([](const Event&, std::uint64_t) {});
+    b.drain([&](const Event& e, std::uint64_t pos) {
+      if (round > 1) later_rounds(e, pos);
+    });
     // The first two rounds map what the chain needs: the chunk being written stays with it.
     if (round == 1) mapped_after_first = pool.mapped_chunks();
   }
   EXPECT_EQ(b.dropped(), 0u);
-  // From then on every chunk comes off the free list: no new mapping.
+  // From then on every chunk comes off the free list: no new mapping, and so no time spent
+  // mapping for the thread to be charged.
   EXPECT_EQ(pool.mapped_chunks(), mapped_after_first);
+  EXPECT_EQ(later_rounds.buffer_maps, 0u);
+  EXPECT_EQ(later_rounds.events, 18 * 3 * pool.chunk_events());
   EXPECT_LE(pool.free_chunks(), 4u);
 }
 
@@ -141,7 +159,8 @@ TEST(ChunkChain, AFreeListLongerThanItsBoundIsUnmapped) {
   ChunkPool pool(kSmallChunk, 64 << 20, 2);
   {
     ThreadBuffer b(pool, 1, 1, 1);
-    for (std::size_t i = 0; i < 10 * pool.chunk_events(); ++i) b.add(ev(EventKind::Mark, 0));
+    // Ten chunks: each holds the record of its own mapping and chunk_events() - 1 marks.
+    for (std::size_t i = 0; i < 10 * (pool.chunk_events() - 1); ++i) b.add(ev(EventKind::Mark, 0));
     EXPECT_EQ(pool.mapped_chunks(), 10u);
   }
   EXPECT_EQ(pool.free_chunks(), 2u);

@@ -1,5 +1,7 @@
 #include "event_buffer.h"
 
+#include "clock.h"
+
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -8,11 +10,12 @@
 
 namespace dreamscope::tracer {
 
-ChunkPool::ChunkPool(std::size_t chunk_bytes, std::size_t max_bytes, std::size_t keep_free)
+ChunkPool::ChunkPool(std::size_t chunk_bytes, std::size_t max_bytes, std::size_t keep_free, bool use_tsc)
     : chunk_bytes_(chunk_bytes),
       chunk_events_((chunk_bytes - Chunk::kHeaderBytes) / sizeof(Event)),
       max_chunks_(std::max<std::size_t>(1, max_bytes / chunk_bytes)),
-      keep_free_(keep_free) {}
+      keep_free_(keep_free),
+      use_tsc_(use_tsc) {}
 
 ChunkPool::~ChunkPool() {
   while (free_) {
@@ -43,7 +46,8 @@ void ChunkPool::unmap_chunk(Chunk* c) {
   mapped_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-Chunk* ChunkPool::acquire(bool prefault) {
+Chunk* ChunkPool::acquire(bool prefault, bool* mapped) {
+  if (mapped) *mapped = false;
   {
     std::lock_guard lock(mu_);
     if (Chunk* c = free_) {
@@ -53,7 +57,9 @@ Chunk* ChunkPool::acquire(bool prefault) {
       return c;
     }
   }
-  return map_chunk(prefault);
+  Chunk* c = map_chunk(prefault);
+  if (mapped) *mapped = c != nullptr;
+  return c;
 }
 
 void ChunkPool::release(Chunk* c) {
@@ -98,10 +104,21 @@ bool ThreadBuffer::reserve_slow(std::uint64_t until) {
   if (!spare_) {
     // A thread's first chunk fills slowly or never: its pages are faulted in on use. Any
     // later chunk is a burst in progress, which one populating mmap serves faster.
-    spare_ = pool_.acquire(current_ != nullptr);
+    const std::uint64_t before = ticks(pool_.use_tsc());
+    bool mapped = false;
+    spare_ = pool_.acquire(current_ != nullptr, &mapped);
     if (!spare_) return false;
+    // Faulting in 2 MiB costs from under a millisecond to several, depending on how the
+    // machine backs fresh memory (a VM's host may fault each page in again): more than the
+    // thousands of events the chunk then holds cost to record, and nothing a calibration
+    // at start-up can foresee. The interval is recorded so that correction removes it.
+    if (mapped && until + 1 <= write_end_ + chunk_events_) {
+      put(Event{before, static_cast<std::int64_t>(ticks(pool_.use_tsc())), 0, 0, 0,
+                static_cast<std::uint8_t>(EventKind::BufferMap), 0});
+      ++until; // the caller's room now starts one record later
+    }
   }
-  return until <= write_end_ + chunk_events_;
+  return until <= write_end_ + (spare_ ? chunk_events_ : 0);
 }
 
 void ThreadBuffer::advance() {

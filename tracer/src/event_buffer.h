@@ -28,6 +28,9 @@ enum class EventKind : std::uint8_t {
   Start = 3,      // nvtxRangeStart*: `id` is the range id
   End = 4,        // nvtxRangeEnd: `id` is the range id
   Mark = 5,       // nvtxMark*
+  // The tracer's own work on the thread: `ticks` .. `payload` (ticks) spent mapping a chunk
+  // because the pool had none ready. Overhead correction removes it from the thread.
+  BufferMap = 6,
 };
 
 // Names: an interned string id (the tracer's string table), or 0 for none.
@@ -61,16 +64,18 @@ class ChunkPool {
   static constexpr std::size_t kDefaultChunkBytes = std::size_t{2} << 20; // 64 k events
 
   // chunk_bytes: a multiple of the page size; max_bytes: the cap on mapped chunks (at least
-  // one chunk); keep_free: how many drained chunks stay mapped for reuse.
-  ChunkPool(std::size_t chunk_bytes, std::size_t max_bytes, std::size_t keep_free);
+  // one chunk); keep_free: how many drained chunks stay mapped for reuse; use_tsc: the
+  // clock of the BufferMap events the traced threads record (clock.h).
+  ChunkPool(std::size_t chunk_bytes, std::size_t max_bytes, std::size_t keep_free, bool use_tsc = false);
   ~ChunkPool(); // unmaps the free list; chunks still held by buffers are theirs to release
   ChunkPool(const ChunkPool&) = delete;
   ChunkPool& operator=(const ChunkPool&) = delete;
 
   // A chunk from the free list, else a new mapping while under the cap, else nullptr.
   // `prefault`: map it with its pages already present (one system call instead of one
-  // fault per page), for chunks that will be filled at once.
-  Chunk* acquire(bool prefault);
+  // fault per page), for chunks that will be filled at once. `mapped` (optional) tells
+  // whether it is a new mapping.
+  Chunk* acquire(bool prefault, bool* mapped = nullptr);
   void release(Chunk* c);
   // Maps chunks until `n` are free (or the cap is reached): the writer thread calls it so
   // that the traced threads find the next chunk of a burst ready.
@@ -81,6 +86,7 @@ class ChunkPool {
   std::size_t mapped_chunks() const { return mapped_.load(std::memory_order_relaxed); }
   std::size_t max_chunks() const { return max_chunks_; }
   std::size_t free_chunks();
+  bool use_tsc() const { return use_tsc_; }
   // Held across fork (fork_prepare), so that a child never inherits it locked.
   std::mutex& mutex() { return mu_; }
 
@@ -92,6 +98,7 @@ class ChunkPool {
   const std::size_t chunk_events_;
   const std::size_t max_chunks_;
   const std::size_t keep_free_;
+  const bool use_tsc_;
   std::atomic<std::size_t> mapped_{0};
   std::mutex mu_;
   Chunk* free_ = nullptr; // linked through Chunk::next

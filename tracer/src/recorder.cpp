@@ -194,6 +194,7 @@ struct Session {
   std::uint64_t dropped_written = ~std::uint64_t{0};
   std::string warnings_written;
   std::int64_t last_time = 0;
+  StringId buffer_map_kind = 0; // "tracer_buffer_map", interned on first use (0: not yet)
   bool closed = false;
 };
 
@@ -377,6 +378,16 @@ void process_event(Session& s, ThreadSink& sink, std::uint32_t thread_index, con
         s.open_starts.erase(it);
       }
       break;
+    case EventKind::BufferMap:
+      if (!s.target->in_window(t)) {
+        ++s.target->rows_skipped_by_window;
+        break;
+      }
+      if (s.buffer_map_kind == 0) s.buffer_map_kind = s.writer->intern("tracer_buffer_map");
+      s.writer->add(OverheadRecord{.track = sink.track, .start = t,
+                                   .end = std::max(t, g_tracer->clock.to_ns(static_cast<std::uint64_t>(e.payload))),
+                                   .kind = s.buffer_map_kind});
+      break;
   }
 }
 
@@ -538,8 +549,15 @@ void finish_session(Session& s, bool clean, std::int64_t exit_status, const char
 // Free chunks the writer keeps mapped for the traced threads: two bursts' worth of head
 // start (a chunk holds 64 k events, 2 ms of the fastest burst measured).
 constexpr std::size_t kReadyChunks = 2;
-// Drained chunks kept for reuse instead of unmapped: 16 MiB.
+// Drained chunks kept for reuse instead of unmapped: at least 16 MiB, and an eighth of the
+// cap. A writer that falls behind (a busy machine, a writer sharing a core) drains a backlog
+// of chunks at once; unmapping them only to map and fault in fresh ones for the next burst
+// would make the traced threads pay page faults again, which on a VM can cost more per
+// event than recording it.
 constexpr std::size_t kKeptChunks = 8;
+std::size_t kept_chunks(std::size_t buffer_bytes) {
+  return std::max(kKeptChunks, buffer_bytes / ChunkPool::kDefaultChunkBytes / 8);
+}
 
 void writer_loop(Session* s) {
   Tracer& t = *g_tracer;
@@ -735,7 +753,7 @@ bool tracer_start() {
   }
   g_hot.use_tsc = tsc_is_invariant();
   t->clock.start(g_hot.use_tsc);
-  t->pool = std::make_unique<ChunkPool>(ChunkPool::kDefaultChunkBytes, t->config.buffer_bytes, kKeptChunks);
+  t->pool = std::make_unique<ChunkPool>(ChunkPool::kDefaultChunkBytes, t->config.buffer_bytes, kept_chunks(t->config.buffer_bytes), g_hot.use_tsc);
   pthread_key_create(&t->exit_key, on_thread_exit);
   self_calibrate();
   t->session = open_session(getppid());
