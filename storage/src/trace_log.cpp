@@ -106,6 +106,28 @@ void TraceLogWriter::write_out() {
   }
   bytes_written_ += done;
   size_ = 0;
+  recycle_page_cache();
+}
+
+// A traced job's part log grows by up to hundreds of MB/s, and every page of it in the page
+// cache is memory the machine had to find: in a VM whose host backs memory lazily, fresh
+// pages cost the writer thread ten times what the write itself does (measured: 0.41 s of
+// system time for a 190 MB log, against 0.03 s for the same writes into recycled pages), CPU
+// taken from the traced job. So each 8 MiB of the log is handed to writeback once written,
+// and dropped from the page cache a few windows later, once clean: the next writes reuse
+// those pages. Nothing waits: pages still dirty (a slow disk) simply stay until the kernel
+// writes them.
+void TraceLogWriter::recycle_page_cache() {
+  constexpr std::uint64_t kWindow = std::uint64_t{8} << 20;
+  constexpr std::uint64_t kKeptWindows = 4;
+  while (bytes_written_ - writeback_started_ >= kWindow) {
+    ::sync_file_range(fd_, static_cast<off_t>(writeback_started_), kWindow, SYNC_FILE_RANGE_WRITE);
+    writeback_started_ += kWindow;
+    if (writeback_started_ >= kKeptWindows * kWindow) {
+      ::posix_fadvise(fd_, static_cast<off_t>(writeback_started_ - kKeptWindows * kWindow), kWindow,
+                      POSIX_FADV_DONTNEED);
+    }
+  }
 }
 
 void TraceLogWriter::grow(std::size_t needed) {

@@ -78,6 +78,7 @@ class TraceLogWriter final : public TraceSink {
   void put_double(double v);
   void put_process(const ProcessInfo& p);
   void write_out();
+  void recycle_page_cache();
   [[noreturn]] void fail(const std::string& what);
 
   std::filesystem::path path_;
@@ -86,6 +87,7 @@ class TraceLogWriter final : public TraceSink {
   std::size_t size_ = 0, capacity_ = 0;
   std::size_t record_start_ = 0;
   std::uint64_t bytes_written_ = 0;
+  std::uint64_t writeback_started_ = 0; // the log's bytes before this were handed to writeback
   std::int64_t next_event_id_ = 1;
   TimeNs last_start_ = 0; // events store their start as a delta from the previous one
   StringId next_string_id_ = 1;
