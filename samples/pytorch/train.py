@@ -76,6 +76,7 @@ def main():
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--fetch-delay-ms", type=float, default=0)
     p.add_argument("--emit-nvtx", action="store_true", help="also record PyTorch's per-operator NVTX ranges")
+    p.add_argument("--amp", action="store_true", help="forward and loss under torch.autocast (bfloat16)")
     a = p.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("train.py: no CUDA device")
@@ -90,7 +91,7 @@ def main():
             t0 = time.perf_counter_ns()
             with dreamscope.step(i):
                 x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-                with dreamscope.operation("forward"):
+                with dreamscope.operation("forward"), torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.amp):
                     loss = F.cross_entropy(model(x), y)
                 with dreamscope.operation("backward"):
                     opt.zero_grad(set_to_none=True)

@@ -9,7 +9,7 @@ namespace dreamscope::test {
 namespace {
 
 TEST(GpuTrace, CudaTrainKernelsCopiesSyncsAndTheirLaunches) {
-  const std::string cuda_train = CUDA_TRAIN;
+  const std::string cuda_train = from_env_or("DREAMSCOPE_TEST_CUDA_TRAIN", CUDA_TRAIN);
   if (cuda_train.empty()) GTEST_SKIP() << "cuda_train was not built (no nvcc)";
   const std::vector<std::string> args = {cuda_train, "--steps", "5", "--batch-size", "64", "--input-dim", "128",
                                          "--hidden", "256"};

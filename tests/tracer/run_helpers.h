@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -22,8 +23,16 @@ struct RunResult {
   std::string output; // stdout and stderr together
 };
 
-inline std::string bin(const std::string& name) { return std::string(DREAMSCOPE_BIN_DIR) + "/" + name; }
-inline std::string program(const std::string& name) { return std::string(TRACER_TEST_PROGRAMS) + "/" + name; }
+// Where the built programs are: the build tree, unless the environment says otherwise (a copy
+// of the binaries on another machine, e.g. scripts/device-bundle.sh's for a GPU machine).
+inline std::string from_env_or(const char* variable, const char* built_in) {
+  const char* v = std::getenv(variable);
+  return v && *v ? v : built_in;
+}
+inline std::string bin(const std::string& name) { return from_env_or("DREAMSCOPE_TEST_BIN_DIR", DREAMSCOPE_BIN_DIR) + "/" + name; }
+inline std::string program(const std::string& name) {
+  return from_env_or("DREAMSCOPE_TEST_PROGRAMS", TRACER_TEST_PROGRAMS) + "/" + name;
+}
 
 // Runs argv with extra environment variables; output is captured through a file so that
 // a program that leaves children holding the pipe cannot block the test.
