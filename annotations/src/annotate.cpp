@@ -45,6 +45,8 @@ nvtxEventAttributes_t ascii(int category, const char* name, int64_t payload) {
 // The thread CPU time at the push of each open range of this thread, for fetch and prep
 // ranges (-1 for others), so that their pop can say how much of the range was CPU work. A
 // syscall per fetch or prep, and only when a tool is attached: these ranges are per batch.
+// Read after the push is recorded and before the pop is, so that the CPU interval lies inside
+// the range (a thread's first push also registers its buffer, which is not the range's work).
 constexpr int kMaxDepth = 64;
 thread_local int t_depth = 0;
 thread_local int64_t t_cpu_at_push[kMaxDepth];
@@ -76,11 +78,11 @@ const Names& names() {
 }
 
 void push_registered(int category, nvtxStringHandle_t name, int64_t payload) {
-  note_push(category);
   nvtxEventAttributes_t a = attributes(category, payload);
   a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
   a.message.registered = name;
   nvtxDomainRangePushEx(domain(), &a);
+  note_push(category);
 }
 
 void note_pop() {
@@ -100,9 +102,9 @@ extern "C" {
 ds_string_t ds_register_string(const char* name) { return nvtxDomainRegisterStringA(domain(), name); }
 
 void ds_range_push(int category, const char* name, int64_t payload) {
-  note_push(category);
   nvtxEventAttributes_t a = ascii(category, name, payload);
   nvtxDomainRangePushEx(domain(), &a);
+  note_push(category);
 }
 
 void ds_range_push_registered(int category, ds_string_t name, int64_t payload) {
