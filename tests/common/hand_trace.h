@@ -86,6 +86,7 @@ class HandTrace {
     b_.add(OverheadRecord{.track = thread, .start = start, .end = end, .kind = b_.intern("cupti_buffer")});
   }
 
+  void meta(const std::string& key, std::string value) { b_.set_meta(key, std::move(value)); }
   Trace build() { return std::move(b_).build(); }
 
  private:

@@ -103,11 +103,11 @@ TEST(ScenarioFile, BadOverridesAreErrors) {
   }
   // A value that makes a transform invalid is reported at that transform's line.
   try {
-    s.instantiate({{"cores", "-1"}});
+    s.instantiate({{"cores", "-2"}});
     FAIL();
   } catch (const ScenarioError& e) {
     EXPECT_EQ(e.where().line, 15) << e.what();
-    EXPECT_NE(std::string(e.what()).find("'cores' must not be negative"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'cores' must be a number of cores, 0 (a core per thread) or -1"), std::string::npos) << e.what();
   }
   EXPECT_THROW(s.instantiate({{"speed", "0"}}), ScenarioError); // division by zero in ratio
 }

@@ -43,8 +43,11 @@ inline Trace gpu_step_trace() {
 //   step 0 [0, 400)    wait [0, 300)    compute [300, 400)
 //   step 1 [400, 700)  wait [400, 600)  compute [600, 700)
 //   step 2 [700, 1000) wait [700, 900)  compute [900, 1000)
-inline Trace data_pipeline_trace() {
+// `cpu_cores`: the traced machine's cores as `dreamscope trace` records them (meta
+// cpu_cores); empty, as in an imported trace, leaves it out.
+inline Trace data_pipeline_trace(const std::string& cpu_cores = "") {
   test::HandTrace w("");
+  if (!cpu_cores.empty()) w.meta("cpu_cores", cpu_cores);
   const TrackId main = w.thread(1);
   const TrackId loader = w.thread(2);
   for (std::int64_t b = 0; b < 3; ++b) {

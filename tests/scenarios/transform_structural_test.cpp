@@ -18,6 +18,8 @@ namespace {
 using Span = std::pair<TimeNs, TimeNs>;
 
 struct Pipeline {
+  Pipeline() = default;
+  explicit Pipeline(Trace t) : trace(std::move(t)) {}
   Trace trace = data_pipeline_trace();
   // As in the engine: the selection describes the graph as built, the edits go to a copy.
   const DependencyGraph baseline = build_dependency_graph(trace);
@@ -129,6 +131,23 @@ TEST(Move, WorkersShareTheCoresWithEveryThread) {
 
   // Without a core count every thread has a core of its own, as in the pool test above.
   EXPECT_EQ(q.steps(simulate(q.graph)), (std::vector<TimeNs>{400, 100, 100}));
+}
+
+TEST(Move, MinusOneCoresAreTheTracedMachines) {
+  // -1: the cores of the machine the trace was recorded on; one core there gives the
+  // timeline of `cores = 1` above.
+  Pipeline p(data_pipeline_trace("1"));
+  p.run(kPool, {{"cores", "-1"}});
+  ASSERT_EQ(p.applied.cpu_cores, 1u);
+  EXPECT_EQ(p.steps(simulate(p.graph, {.cpu_cores = p.applied.cpu_cores})), (std::vector<TimeNs>{600, 200, 200}));
+  EXPECT_NE(p.applied.effects.back().detail.find("sharing 1 cores (the traced machine's)"), std::string::npos)
+      << p.applied.effects.back().detail;
+
+  // A trace that does not say (an imported one): a core per thread, and the report says why.
+  Pipeline q;
+  q.run(kPool, {{"cores", "-1"}});
+  EXPECT_EQ(q.applied.cpu_cores, 0u);
+  EXPECT_NE(q.applied.effects.back().detail.find("does not say"), std::string::npos) << q.applied.effects.back().detail;
 }
 
 TEST(Move, ToANamedResourceStillFollowsWhatCameBefore) {

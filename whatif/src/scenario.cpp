@@ -333,7 +333,10 @@ std::optional<Transform> read_transform(const toml::table& t, const std::string&
     s.cores = r.integer("cores", 0);
     if (s.resource.empty() == (s.pool == 0)) r.fail("'move' needs either 'resource' or 'pool' (a number of workers)");
     if (s.pool < 0) r.fail_at(r.node(t, "pool"), "'pool' must be a positive number of workers");
-    if (s.cores < 0) r.fail_at(r.node(t, "cores"), "'cores' must not be negative");
+    if (s.cores < kTracedMachineCores) {
+      r.fail_at(r.node(t, "cores"),
+                "'cores' must be a number of cores, 0 (a core per thread) or -1 (the traced machine's)");
+    }
     out.spec = s;
   } else if (op == "add_edge") {
     AddEdgeSpec s;

@@ -391,6 +391,15 @@ CostModel resolve_cost_model(const CostModelSpec& spec, const Trace& trace, cons
 
 namespace {
 
+// The cores the traced job could run on (meta cpu_cores, written by `dreamscope trace`);
+// 0 when the trace does not say (an imported trace).
+std::int64_t traced_machine_cores(const Trace& trace) {
+  const std::string text = trace.meta_value("cpu_cores");
+  std::int64_t n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  return ec == std::errc() && end == text.data() + text.size() && n > 0 ? n : 0;
+}
+
 // A resource named in a scenario: "thread:TID" and "stream:ID" are the trace's (or an earlier
 // transform's); any other name is a new resource, created by the edit unless one of that
 // name was already added.
@@ -513,7 +522,8 @@ void apply(const std::vector<Transform>& transforms, const TaskSelection& select
             effect.detail = spec.policy;
           } else if constexpr (std::is_same_v<Spec, MoveSpec>) {
             const auto original = pick_original(spec.select);
-            if (spec.cores > 0) applied.cpu_cores = static_cast<std::size_t>(spec.cores);
+            const std::int64_t cores = spec.cores == kTracedMachineCores ? traced_machine_cores(selection.trace()) : spec.cores;
+            if (cores > 0) applied.cpu_cores = static_cast<std::size_t>(cores);
             EditResult edit;
             if (original.empty()) {
               effect.detail = "nothing selected";
@@ -525,7 +535,12 @@ void apply(const std::vector<Transform>& transforms, const TaskSelection& select
               TrackInfo like = selection.trace().tracks()[selection.graph().resource(original.front())];
               like.name = "worker-";
               effect = move_to_pool(graph, items, static_cast<std::size_t>(spec.pool), like, edit);
-              if (spec.cores > 0) effect.detail += fmt::format(", every thread sharing {} cores", spec.cores);
+              if (cores > 0) {
+                effect.detail += fmt::format(", every thread sharing {} cores{}", cores,
+                                             spec.cores == kTracedMachineCores ? " (the traced machine's)" : "");
+              } else if (spec.cores == kTracedMachineCores) {
+                effect.detail += ", a core per thread (the trace does not say how many its machine had)";
+              }
               applied.renumbered(edit);
             } else {
               NamedResource r = resolve_resource(spec.resource, selection, graph, location(where));

@@ -128,8 +128,11 @@ struct FuseSpec {
   bool keep_launch = true;
   bool per_step = true; // one fused task per step rather than one for the whole run
 };
-// Moves selected tasks to another resource, or to a pool of `pool` workers. `cores` (0: no
-// limit) is how many CPU cores every thread of the job shares in the prediction.
+// Moves selected tasks to another resource, or to a pool of `pool` workers. `cores` is how
+// many CPU cores every thread of the job shares in the prediction: 0, no limit (a core per
+// thread); kTracedMachineCores (-1), as many as the traced machine had (meta cpu_cores; no
+// limit when the trace does not say).
+inline constexpr std::int64_t kTracedMachineCores = -1;
 struct MoveSpec {
   Selector select;
   std::string resource;
