@@ -17,12 +17,6 @@ namespace {
 // would mangle; then the version as 4 bytes, little-endian.
 constexpr char kMagic[8] = {'\x89', 'D', 'S', 'L', 'O', 'G', '\r', '\n'};
 constexpr std::size_t kHeaderBytes = sizeof kMagic + 4;
-// Past this the buffer is written out even between flushes, which bounds the writer's
-// memory when a burst arrives between two flushes.
-constexpr std::size_t kWriteBytes = std::size_t{1} << 20;
-// Room begin() makes for a record's fixed fields: the largest (a kernel with its launch
-// configuration, a device) is under 200 bytes of varints.
-constexpr std::size_t kMaxFixedBytes = 256;
 
 // Each record: its type (one byte), the length of its body (LEB128), the body. Integers in
 // bodies are LEB128, signed ones zigzagged; "optional" integers (kNoValue when absent) are
@@ -61,6 +55,21 @@ std::size_t encode_varint(std::uint64_t v, char* out) {
   out[n++] = static_cast<char>(v);
   return n;
 }
+
+// Writes a record's integer fields at a cursor held in a local: stores through char* may
+// alias any member, so fields written through the members (put_u) reload the buffer and its
+// size for each one. The three event records, nearly all of a log, go through this.
+struct FieldCursor {
+  char* p;
+  void u(std::uint64_t v) {
+    while (v >= 0x80) {
+      *p++ = static_cast<char>((v & 0x7f) | 0x80);
+      v >>= 7;
+    }
+    *p++ = static_cast<char>(v);
+  }
+  void s(std::int64_t v) { u((static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63)); }
+};
 
 } // namespace
 
@@ -138,27 +147,16 @@ void TraceLogWriter::grow(std::size_t needed) {
   capacity_ = capacity;
 }
 
-void TraceLogWriter::begin(std::uint8_t type) {
-  if (fd_ < 0) fail("cannot write: the log is closed");
-  reserve(kMaxFixedBytes);
-  buffer_[size_++] = static_cast<char>(type);
-  record_start_ = size_++; // the body's length, one byte for almost every record
-}
 
-void TraceLogWriter::end_record() {
-  const std::size_t len = size_ - record_start_ - 1;
-  if (len < 0x80) {
-    buffer_[record_start_] = static_cast<char>(len);
-  } else {
-    char tmp[10];
-    const std::size_t n = encode_varint(len, tmp);
-    reserve(n - 1);
-    char* body = buffer_.get() + record_start_ + 1;
-    std::memmove(body + n - 1, body, len);
-    std::memcpy(buffer_.get() + record_start_, tmp, n);
-    size_ += n - 1;
-  }
-  if (size_ >= kWriteBytes) write_out();
+// A body of 128 bytes or more (a long string) needs a longer length: the body moves up.
+void TraceLogWriter::widen_length(std::size_t len) {
+  char tmp[10];
+  const std::size_t n = encode_varint(len, tmp);
+  reserve(n - 1);
+  char* body = buffer_.get() + record_start_ + 1;
+  std::memmove(body + n - 1, body, len);
+  std::memcpy(buffer_.get() + record_start_, tmp, n);
+  size_ += n - 1;
 }
 
 void TraceLogWriter::put_str(std::string_view s) {
@@ -245,59 +243,65 @@ TrackId TraceLogWriter::add_track(const TrackInfo& t) {
 
 std::int64_t TraceLogWriter::add(const CudaApiRecord& r) {
   begin(kCudaApi);
-  put_u(r.track);
-  put_s(r.start - last_start_);
+  FieldCursor c{buffer_.get() + size_};
+  c.u(r.track);
+  c.s(r.start - last_start_);
   last_start_ = r.start;
-  put_s(r.end - r.start);
-  put_u(r.name);
-  put_s(r.cbid);
-  put_u(static_cast<std::uint64_t>(r.kind));
-  put_u(opt(r.correlation));
-  put_u(opt(r.external_id));
-  put_s(r.result);
-  put_u(opt(r.stream));
-  put_u(opt(r.event));
+  c.s(r.end - r.start);
+  c.u(r.name);
+  c.s(r.cbid);
+  c.u(static_cast<std::uint64_t>(r.kind));
+  c.u(opt(r.correlation));
+  c.u(opt(r.external_id));
+  c.s(r.result);
+  c.u(opt(r.stream));
+  c.u(opt(r.event));
+  size_ = static_cast<std::size_t>(c.p - buffer_.get());
   end_record();
   return next_event_id_++;
 }
 
 std::int64_t TraceLogWriter::add(const GpuOpRecord& r) {
   begin(kGpuOp);
-  put_u(r.track);
-  put_u(static_cast<std::uint64_t>(r.kind));
-  put_u(r.subkind);
-  put_s(r.start - last_start_);
+  FieldCursor c{buffer_.get() + size_};
+  c.u(r.track);
+  c.u(static_cast<std::uint64_t>(r.kind));
+  c.u(r.subkind);
+  c.s(r.start - last_start_);
   last_start_ = r.start;
-  put_s(r.end - r.start);
-  put_u(r.name);
-  put_u(opt(r.correlation));
-  put_s(r.bytes);
-  put_u(opt(r.event));
+  c.s(r.end - r.start);
+  c.u(r.name);
+  c.u(opt(r.correlation));
+  c.s(r.bytes);
+  c.u(opt(r.event));
   const LaunchConfig& l = r.launch;
   if (l == LaunchConfig{}) {
-    put_u(0);
+    c.u(0);
   } else {
-    put_u(1);
+    c.u(1);
     for (std::int32_t v : {l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2],
                            l.registers_per_thread, l.shared_memory_static, l.shared_memory_dynamic}) {
-      put_s(v);
+      c.s(v);
     }
   }
+  size_ = static_cast<std::size_t>(c.p - buffer_.get());
   end_record();
   return next_event_id_++;
 }
 
 std::int64_t TraceLogWriter::add(const AnnotationRecord& r) {
   begin(kAnnotation);
-  put_u(r.track);
-  put_s(r.start - last_start_);
+  FieldCursor c{buffer_.get() + size_};
+  c.u(r.track);
+  c.s(r.start - last_start_);
   last_start_ = r.start;
-  put_s(r.end - r.start);
-  put_u(r.name);
-  put_u(r.domain);
-  put_u(r.category);
-  put_u(opt(r.payload));
-  put_u(opt(r.external_id));
+  c.s(r.end - r.start);
+  c.u(r.name);
+  c.u(r.domain);
+  c.u(r.category);
+  c.u(opt(r.payload));
+  c.u(opt(r.external_id));
+  size_ = static_cast<std::size_t>(c.p - buffer_.get());
   end_record();
   return next_event_id_++;
 }

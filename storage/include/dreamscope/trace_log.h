@@ -54,8 +54,35 @@ class TraceLogWriter final : public TraceSink {
   std::uint64_t bytes_written() const { return bytes_written_; }
 
  private:
-  void begin(std::uint8_t type);
-  void end_record();
+  // Past this the buffer is written out even between flushes, which bounds the writer's
+  // memory when a burst arrives between two flushes.
+  static constexpr std::size_t kWriteBytes = std::size_t{1} << 20;
+  // Room begin() makes for a record's fixed fields: the largest (a kernel with its launch
+  // configuration, a device) is under 200 bytes of varints.
+  static constexpr std::size_t kMaxFixedBytes = 256;
+
+  // begin() and end_record() frame every record, a few million a second from the tracer's
+  // writer thread: their common path is inline, the rare one (a closed log, a body of 128
+  // bytes or more, a full buffer) out of line.
+  void begin(std::uint8_t type) {
+    if (fd_ < 0) [[unlikely]]
+      fail("cannot write: the log is closed");
+    reserve(kMaxFixedBytes);
+    buffer_[size_] = static_cast<char>(type);
+    record_start_ = size_ + 1; // the body's length, one byte for almost every record
+    size_ += 2;
+  }
+  void end_record() {
+    const std::size_t len = size_ - record_start_ - 1;
+    if (len < 0x80) [[likely]] {
+      buffer_[record_start_] = static_cast<char>(len);
+    } else {
+      widen_length(len);
+    }
+    if (size_ >= kWriteBytes) [[unlikely]]
+      write_out();
+  }
+  void widen_length(std::size_t len);
   void reserve(std::size_t n) {
     if (size_ + n > capacity_) grow(size_ + n);
   }
