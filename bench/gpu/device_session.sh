@@ -20,6 +20,10 @@ B=${BUNDLE:-build/device}
 OUT=${OUT:-/tmp/dreamscope-device}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# cuda_train's cuBLAS and CUDA runtime are the machine's, wherever its toolkit keeps them.
+for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
+  [ -d "$d" ] && LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"
+done
 DS="$PWD/$B/bin/dreamscope"
 PY=${PYTHON:-python3}
 STEPS_WANTED=${*:-tests fixtures overhead amp workers}
@@ -34,6 +38,13 @@ say "== machine"
 say "$(nvidia-smi -L 2>&1 | head -2)"
 say "$($PY -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0))' 2>&1 | tail -1)"
 say "cores $(nproc)"
+# A library the bundle lacks and the machine does not have shows here first.
+for f in "$B"/bin/* "$B"/lib/libdreamscope-tracer.so "$B/tests/tracer_process_tests"; do
+  echo "== $f"
+  ldd "$f" 2>&1
+done >"$OUT/ldd.txt"
+missing=$(grep -c "not found" "$OUT/ldd.txt")
+say "libraries not found: $missing$([ "$missing" -gt 0 ] && echo " (see ldd.txt: $(grep "not found" "$OUT/ldd.txt" | sort -u | tr -s ' \t' ' ' | tr '\n' ';'))")"
 
 # Prints the median of the numbers on stdin.
 median() { $PY -c 'import statistics, sys; print(round(statistics.median(float(x) for x in sys.stdin.read().split())))'; }
