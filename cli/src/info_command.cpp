@@ -37,6 +37,12 @@ std::string render_text(const std::string& path, const TraceSummary& s) {
   line("complete", s.complete ? "yes" : "NO: the tracer did not close this trace cleanly");
   line("time span", fmt::format("{} ({} .. {} ns)", format_duration(s.end - s.begin), s.begin, s.end));
   line("dropped events", std::to_string(s.dropped_events));
+  if (s.tracer_writer_cpu_ns != kNoValue && s.end > s.begin) {
+    line("tracer writer", fmt::format("{} of CPU ({:.1f} % of one core over the run)",
+                                      format_duration(s.tracer_writer_cpu_ns),
+                                      100.0 * static_cast<double>(s.tracer_writer_cpu_ns) /
+                                          static_cast<double>(s.end - s.begin)));
+  }
   if (!s.warnings.empty()) line("warnings", s.warnings);
 
   out += fmt::format("\nprocesses ({})\n", s.processes.size());
@@ -90,6 +96,7 @@ std::string render_json(const std::string& path, const TraceSummary& s) {
   j["command"] = s.command;
   j["host"] = s.host;
   j["cpu_cores"] = s.cpu_cores.empty() ? json(nullptr) : json(std::stoll(s.cpu_cores));
+  j["tracer_writer_cpu_ns"] = opt(s.tracer_writer_cpu_ns);
   j["schema_version"] = s.schema_version;
   j["dreamscope_version"] = s.dreamscope_version;
   j["complete"] = s.complete;

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -76,6 +77,18 @@ std::string render_text(const ReplayCommandOptions& o, const Trace& trace, const
                                    format_duration(c.removed_ns), c.costs.range_ns, c.costs.marker_ns,
                                    c.costs.cuda_api_ns, c.events_charged, c.overhead_records,
                                    format_duration(c.unabsorbed_ns)));
+    }
+    // The one cost of the tracer that correction cannot remove, said with its size: the
+    // writer's CPU was taken beside the traced threads, not inside them.
+    const std::int64_t writer = std::atoll(trace.meta_value("tracer_writer_cpu_ns", "0").c_str());
+    if (writer > 0 && r.measured_span() > 0) {
+      const std::string cores = trace.meta_value("cpu_cores");
+      line("writer", fmt::format("the tracer's writer thread used {} of CPU, {:.1f} % of one core over the run{}: "
+                                 "where the job's threads needed every core, or shared physical cores with it, "
+                                 "that slowed them too, and is not removed",
+                                 format_duration(writer),
+                                 100.0 * static_cast<double>(writer) / static_cast<double>(r.measured_span()),
+                                 cores.empty() ? "" : fmt::format(", on {} cores", cores)));
     }
   }
   if (trace.dropped_events() > 0) {
@@ -144,7 +157,8 @@ std::string render_json(const ReplayCommandOptions& o, const Trace& trace, const
     j["overhead"] = {{"range_ns", c.costs.range_ns},     {"marker_ns", c.costs.marker_ns},
                      {"cuda_api_ns", c.costs.cuda_api_ns}, {"charged_ns", c.charged_ns},
                      {"removed_ns", c.removed_ns},       {"hidden_by_waits_ns", c.unabsorbed_ns},
-                     {"events_charged", c.events_charged}, {"overhead_records", c.overhead_records}};
+                     {"events_charged", c.events_charged}, {"overhead_records", c.overhead_records},
+                     {"tracer_writer_cpu_ns", std::atoll(trace.meta_value("tracer_writer_cpu_ns", "0").c_str())}};
   }
   const auto& w = r.warnings;
   j["warnings"] = {{"gpu_op_before_launch", w.gpu_op_before_launch},

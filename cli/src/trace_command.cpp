@@ -279,7 +279,7 @@ MergeResult merge_parts(const fs::path& dir, const fs::path& output, const std::
 
   TraceBuilder out;
   out.set_source(TraceSource::Tracer);
-  std::int64_t dropped = 0, start = INT64_MAX, end = INT64_MIN;
+  std::int64_t dropped = 0, writer_cpu = 0, start = INT64_MAX, end = INT64_MIN;
   std::set<std::string> warnings;
   std::string host;
   bool have_calibration = false;
@@ -300,6 +300,7 @@ MergeResult merge_parts(const fs::path& dir, const fs::path& output, const std::
                                             "at its last flush", pid));
     }
     dropped += p.trace.dropped_events();
+    writer_cpu += std::atoll(p.trace.meta_value("tracer_writer_cpu_ns", "0").c_str());
     start = std::min(start, p.start);
     end = std::max<std::int64_t>(end, std::atoll(p.trace.meta_value("end", "0").c_str()));
     if (host.empty()) host = p.trace.meta_value("host");
@@ -344,6 +345,7 @@ MergeResult merge_parts(const fs::path& dir, const fs::path& output, const std::
     out.set_meta("cpu_cores", std::to_string(CPU_COUNT(&cpus)));
   }
   out.set_meta("dropped_events", std::to_string(dropped));
+  if (writer_cpu > 0) out.set_meta("tracer_writer_cpu_ns", std::to_string(writer_cpu));
   if (!joined.empty()) out.set_meta("warnings", joined);
   if (start != INT64_MAX) out.set_meta("start", std::to_string(start));
   if (end != INT64_MIN) out.set_meta("end", std::to_string(end));

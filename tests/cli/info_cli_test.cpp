@@ -21,7 +21,8 @@ TEST(InfoCli, PrintsTheSummary) {
   auto r = run_command(dreamscope_bin() + " info " + (dir / "t.db").string());
   ASSERT_EQ(r.exit_code, 0) << r.out;
   for (const char* expected : {"source            tracer", "command           python train.py --epochs 1",
-                               "complete          yes", "dropped events    3", "pid 100", "pid 101",
+                               "complete          yes", "dropped events    3", "cpu cores         16",
+                               "tracer writer     1.500 us of CPU (", "pid 100", "pid 101",
                                "exit 137 (killed by signal 9)", "thread 105", "NVIDIA H100 80GB HBM3",
                                "132 SMs", "stream 7", "kernels                    1",
                                "2.500 us         1x  ampere_sgemm_128x64_tn"}) {
@@ -35,7 +36,8 @@ TEST(InfoCli, JsonForMachines) {
   auto r = run_command(dreamscope_bin() + " info --json " + (dir / "t.db").string());
   ASSERT_EQ(r.exit_code, 0) << r.out;
   for (const char* expected : {"\"complete\": true", "\"kernel\": 1", "\"runtime_api\": 2", "\"driver_api\": 1",
-                               "\"total_ns\": 2500", "\"sm_count\": 132", "\"dropped_events\": 3"}) {
+                               "\"total_ns\": 2500", "\"sm_count\": 132", "\"dropped_events\": 3",
+                               "\"cpu_cores\": 16", "\"tracer_writer_cpu_ns\": 1500"}) {
     EXPECT_NE(r.out.find(expected), std::string::npos) << "missing '" << expected << "' in\n" << r.out;
   }
 }

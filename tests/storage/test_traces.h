@@ -44,6 +44,8 @@ inline Trace make_full_trace() {
   b.set_meta("host", "node-7");
   b.set_meta("dropped_events", "3");
   b.set_meta("warnings", "CUPTI: counters unavailable");
+  b.set_meta("cpu_cores", "16");
+  b.set_meta("tracer_writer_cpu_ns", "1500");
   ProcessInfo p0{.pid = 100, .parent_pid = 1, .name = "python", .command = "python train.py", .start = 1000,
                  .end = 90000, .exit_status = 0};
   ProcessInfo p1{.pid = 101, .parent_pid = 100, .name = "worker", .command = "python -c loader", .start = 2000,

@@ -195,6 +195,10 @@ struct Session {
   std::string warnings_written;
   std::int64_t last_time = 0;
   StringId buffer_map_kind = 0; // "tracer_buffer_map", interned on first use (0: not yet)
+  // CPU time of this session's writer thread so far: CPU the tracer took from the machine
+  // beside what it cost the traced threads (meta tracer_writer_cpu_ns).
+  std::atomic<std::int64_t> writer_cpu_ns{0};
+  std::int64_t writer_cpu_written = -1;
   bool closed = false;
 };
 
@@ -506,6 +510,10 @@ void write_status(Session& s) {
     s.writer->set_meta("warnings", joined);
     s.warnings_written = joined;
   }
+  if (const std::int64_t cpu = s.writer_cpu_ns.load(); cpu != s.writer_cpu_written) {
+    s.writer->set_meta("tracer_writer_cpu_ns", std::to_string(cpu));
+    s.writer_cpu_written = cpu;
+  }
 }
 
 // Writing failed (disk full, file removed): keep the traced process running, drop the rest.
@@ -559,6 +567,12 @@ std::size_t kept_chunks(std::size_t buffer_bytes) {
   return std::max(kKeptChunks, buffer_bytes / ChunkPool::kDefaultChunkBytes / 8);
 }
 
+std::int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
 void writer_loop(Session* s) {
   Tracer& t = *g_tracer;
   t.writer_tid.store(gettid_now());
@@ -603,6 +617,7 @@ void writer_loop(Session* s) {
     } catch (const std::exception& e) {
       fail_session(*s, e);
     }
+    s->writer_cpu_ns.store(thread_cpu_ns());
     t.flush_done.store(requested);
   }
 }

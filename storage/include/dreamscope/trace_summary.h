@@ -52,6 +52,9 @@ struct TraceSummary {
   std::string command;
   std::string host;
   std::string cpu_cores; // of the traced machine, as the job saw them; empty when unknown
+  // CPU time of the tracer's writer threads, all processes together (kNoValue: not known):
+  // what the tracer took from the machine beside its cost on the traced threads.
+  std::int64_t tracer_writer_cpu_ns = kNoValue;
   std::string schema_version;
   std::string dreamscope_version;
   bool complete = false;
