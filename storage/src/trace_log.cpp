@@ -46,14 +46,14 @@ std::uint64_t opt(std::int64_t v) { return v == kNoValue ? 0 : zigzag(v) + 1; }
 std::int64_t unopt(std::uint64_t u) { return u == 0 ? kNoValue : unzigzag(u - 1); }
 std::uint64_t opt_index(std::uint32_t v) { return v == kNoIndex ? 0 : std::uint64_t{v} + 1; }
 
-std::size_t encode_varint(std::uint64_t v, char* out) {
-  std::size_t n = 0;
+// LEB128 at `out`; returns the end of what it wrote.
+char* encode_varint(std::uint64_t v, char* out) {
   while (v >= 0x80) {
-    out[n++] = static_cast<char>((v & 0x7f) | 0x80);
+    *out++ = static_cast<char>((v & 0x7f) | 0x80);
     v >>= 7;
   }
-  out[n++] = static_cast<char>(v);
-  return n;
+  *out++ = static_cast<char>(v);
+  return out;
 }
 
 // Writes a record's integer fields at a cursor held in a local: stores through char* may
@@ -61,14 +61,8 @@ std::size_t encode_varint(std::uint64_t v, char* out) {
 // size for each one. The three event records, nearly all of a log, go through this.
 struct FieldCursor {
   char* p;
-  void u(std::uint64_t v) {
-    while (v >= 0x80) {
-      *p++ = static_cast<char>((v & 0x7f) | 0x80);
-      v >>= 7;
-    }
-    *p++ = static_cast<char>(v);
-  }
-  void s(std::int64_t v) { u((static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63)); }
+  void u(std::uint64_t v) { p = encode_varint(v, p); }
+  void s(std::int64_t v) { u(zigzag(v)); }
 };
 
 } // namespace
@@ -147,11 +141,10 @@ void TraceLogWriter::grow(std::size_t needed) {
   capacity_ = capacity;
 }
 
-
 // A body of 128 bytes or more (a long string) needs a longer length: the body moves up.
 void TraceLogWriter::widen_length(std::size_t len) {
   char tmp[10];
-  const std::size_t n = encode_varint(len, tmp);
+  const std::size_t n = static_cast<std::size_t>(encode_varint(len, tmp) - tmp);
   reserve(n - 1);
   char* body = buffer_.get() + record_start_ + 1;
   std::memmove(body + n - 1, body, len);
