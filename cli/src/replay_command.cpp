@@ -13,7 +13,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -80,8 +79,8 @@ std::string render_text(const ReplayCommandOptions& o, const Trace& trace, const
     }
     // The one cost of the tracer that correction cannot remove, said with its size: the
     // writer's CPU was taken beside the traced threads, not inside them.
-    const std::int64_t writer = std::atoll(trace.meta_value("tracer_writer_cpu_ns", "0").c_str());
-    if (writer > 0 && r.measured_span() > 0) {
+    const std::int64_t writer = trace.tracer_writer_cpu_ns();
+    if (writer != kNoValue && writer > 0 && r.measured_span() > 0) {
       const std::string cores = trace.meta_value("cpu_cores");
       line("writer", fmt::format("the tracer's writer thread used {} of CPU, {:.1f} % of one core over the run{}: "
                                  "where the job's threads needed every core, or shared physical cores with it, "
@@ -158,7 +157,9 @@ std::string render_json(const ReplayCommandOptions& o, const Trace& trace, const
                      {"cuda_api_ns", c.costs.cuda_api_ns}, {"charged_ns", c.charged_ns},
                      {"removed_ns", c.removed_ns},       {"hidden_by_waits_ns", c.unabsorbed_ns},
                      {"events_charged", c.events_charged}, {"overhead_records", c.overhead_records},
-                     {"tracer_writer_cpu_ns", std::atoll(trace.meta_value("tracer_writer_cpu_ns", "0").c_str())}};
+                     {"tracer_writer_cpu_ns", trace.tracer_writer_cpu_ns() == kNoValue
+                                                  ? nlohmann::json(nullptr)
+                                                  : nlohmann::json(trace.tracer_writer_cpu_ns())}};
   }
   const auto& w = r.warnings;
   j["warnings"] = {{"gpu_op_before_launch", w.gpu_op_before_launch},

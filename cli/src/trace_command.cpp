@@ -300,7 +300,7 @@ MergeResult merge_parts(const fs::path& dir, const fs::path& output, const std::
                                             "at its last flush", pid));
     }
     dropped += p.trace.dropped_events();
-    writer_cpu += std::atoll(p.trace.meta_value("tracer_writer_cpu_ns", "0").c_str());
+    if (p.trace.tracer_writer_cpu_ns() != kNoValue) writer_cpu += p.trace.tracer_writer_cpu_ns();
     start = std::min(start, p.start);
     end = std::max<std::int64_t>(end, std::atoll(p.trace.meta_value("end", "0").c_str()));
     if (host.empty()) host = p.trace.meta_value("host");

@@ -597,11 +597,16 @@ Trace TraceBuilder::build() && {
 
   if (auto src = trace_source_from_string(t.meta_value("source"))) t.source_ = *src;
   t.complete_ = t.meta_value("complete", "0") == "1";
-  try {
-    t.dropped_events_ = std::stoll(t.meta_value("dropped_events", "0"));
-  } catch (const std::exception&) {
-    t.dropped_events_ = 0;
-  }
+  auto meta_integer = [&](const char* key, std::int64_t fallback) -> std::int64_t {
+    try {
+      const std::string v = t.meta_value(key);
+      return v.empty() ? fallback : std::stoll(v);
+    } catch (const std::exception&) {
+      return fallback;
+    }
+  };
+  t.dropped_events_ = meta_integer("dropped_events", 0);
+  t.tracer_writer_cpu_ns_ = meta_integer("tracer_writer_cpu_ns", kNoValue);
 
   string_ids_.clear();
   launch_ids_.clear();

@@ -1,7 +1,5 @@
 #include "dreamscope/trace_summary.h"
 
-#include <cstdlib>
-
 #include <algorithm>
 #include <charconv>
 #include <string_view>
@@ -15,7 +13,7 @@ TraceSummary summarize(const Trace& trace, std::size_t top_kernels) {
   s.command = trace.meta_value("command");
   s.host = trace.meta_value("host");
   s.cpu_cores = trace.meta_value("cpu_cores");
-  if (const std::string w = trace.meta_value("tracer_writer_cpu_ns"); !w.empty()) s.tracer_writer_cpu_ns = std::atoll(w.c_str());
+  s.tracer_writer_cpu_ns = trace.tracer_writer_cpu_ns();
   s.schema_version = trace.meta_value("schema_version");
   s.dreamscope_version = trace.meta_value("dreamscope_version");
   s.complete = trace.complete();

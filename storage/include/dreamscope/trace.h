@@ -267,6 +267,9 @@ class Trace {
   TraceSource source() const { return source_; }
   bool complete() const { return complete_; }
   std::int64_t dropped_events() const { return dropped_events_; }
+  // CPU time of the tracer's writer threads (meta tracer_writer_cpu_ns), kNoValue when the
+  // trace does not say: what the tracer took from the machine beside the traced threads.
+  std::int64_t tracer_writer_cpu_ns() const { return tracer_writer_cpu_ns_; }
   // Earliest start and latest end over all events (0, 0 for an empty trace).
   TimeNs begin_time() const { return begin_time_; }
   TimeNs end_time() const { return end_time_; }
@@ -332,6 +335,7 @@ class Trace {
   TraceSource source_ = TraceSource::Tracer;
   bool complete_ = false;
   std::int64_t dropped_events_ = 0;
+  std::int64_t tracer_writer_cpu_ns_ = kNoValue;
   TimeNs begin_time_ = 0;
   TimeNs end_time_ = 0;
 
