@@ -21,6 +21,13 @@ inline std::int64_t monotonic_ns() {
   return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
+// CPU time the calling thread has used (the writer thread's, for meta tracer_writer_cpu_ns).
+inline std::int64_t thread_cpu_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
 // Raw ticks: TSC where it is invariant, else nanoseconds.
 inline std::uint64_t ticks(bool use_tsc) {
 #ifdef DREAMSCOPE_HAVE_TSC

@@ -567,12 +567,6 @@ std::size_t kept_chunks(std::size_t buffer_bytes) {
   return std::max(kKeptChunks, buffer_bytes / ChunkPool::kDefaultChunkBytes / 8);
 }
 
-std::int64_t thread_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
 void writer_loop(Session* s) {
   Tracer& t = *g_tracer;
   t.writer_tid.store(gettid_now());
