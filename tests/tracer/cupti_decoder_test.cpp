@@ -2,6 +2,7 @@
 // the same buffer walk the tracer's writer thread uses: every field lands in the trace.
 #include "cupti_decoder.h"
 
+#include <dreamscope/dependency_graph.h>
 #include <dreamscope/trace_file.h>
 
 #include <gtest/gtest.h>
@@ -51,17 +52,24 @@ class CuptiDecoderTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove(path_); }
 
-  // Decodes the buffer into a fresh trace whose process has the CPU thread 4242.
-  Trace decode(FabricatedBuffer& buffer, bool all_api, CuptiDecoderCounts* counts = nullptr) {
+  // Decodes the buffers, in order, into a fresh trace whose process has the CPU thread
+  // 4242, then ends the decoder as the tracer does when the part closes.
+  Trace decode(std::vector<FabricatedBuffer*> buffers, bool all_api, CuptiDecoderCounts* counts = nullptr) {
     TraceWriter writer(path_);
     const std::uint32_t process = writer.add_process(ProcessInfo{.pid = 4242, .name = "train"});
     TraceTarget target(writer, process);
     target.thread_track(4242, 0, "main");
     CuptiDecoder decoder(target, CuptiDecoderOptions{all_api, callback_name});
-    decoder.decode_buffer(buffer.data(), buffer.size(), buffer.walker());
+    for (FabricatedBuffer* b : buffers) decoder.decode_buffer(b->data(), b->size(), b->walker());
+    decoder.finish();
+    EXPECT_EQ(decoder.waiting_api_rows(), 0u);
+    EXPECT_EQ(decoder.waiting_correlations(), 0u);
     if (counts) *counts = decoder.counts();
     writer.close();
     return read_trace(path_);
+  }
+  Trace decode(FabricatedBuffer& buffer, bool all_api, CuptiDecoderCounts* counts = nullptr) {
+    return decode(std::vector<FabricatedBuffer*>{&buffer}, all_api, counts);
   }
 
   std::filesystem::path path_;
@@ -292,6 +300,195 @@ TEST_F(CuptiDecoderTest, ThreadIdsMatchTheTracersThreadsByTidOrPthread) {
   EXPECT_EQ(target.cupti_thread_track(0x12345678u), by_tid) << "a pthread_t truncated to 32 bits";
   EXPECT_NE(target.cupti_thread_track(555), by_tid);
   writer.close();
+}
+
+cupti::ExternalCorrelationRecord external_record(std::uint32_t correlation, std::uint64_t id) {
+  cupti::ExternalCorrelationRecord e{};
+  e.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+  e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+  e.externalId = id;
+  e.correlationId = correlation;
+  return e;
+}
+
+cupti::CudaEventRecord event_record(std::uint32_t correlation, std::uint32_t stream, std::uint32_t event) {
+  cupti::CudaEventRecord e{};
+  e.kind = CUPTI_ACTIVITY_KIND_CUDA_EVENT;
+  e.correlationId = correlation;
+  e.contextId = 1;
+  e.streamId = stream;
+  e.eventId = event;
+  return e;
+}
+
+cupti::SyncRecord sync_record(CUpti_ActivitySynchronizationType type, std::uint32_t correlation, std::uint64_t start,
+                              std::uint64_t end, std::uint32_t stream, std::uint32_t event) {
+  cupti::SyncRecord y{};
+  y.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+  y.type = type;
+  y.start = start;
+  y.end = end;
+  y.correlationId = correlation;
+  y.contextId = 1;
+  y.streamId = stream;
+  y.cudaEventId = event;
+  y.cudaEventSyncId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+  return y;
+}
+
+constexpr std::uint32_t kInvalid = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+
+// A flush can end a buffer between a call's correlation records and its API record, in
+// either order: the external id written when the call starts lands a buffer before the
+// API record written when it returns, and a CUDA event record may come a buffer after.
+TEST_F(CuptiDecoderTest, CorrelationRecordsInTheNeighbouringBufferStillComplete) {
+  FabricatedBuffer first, second, third;
+  first.add(external_record(21, 777));
+  first.add(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020, 22, 100, 110));
+  second.add(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 21, 90, 120));
+  second.add(event_record(22, 9, 5));
+  third.add(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 23, 130, 140));
+  CuptiDecoderCounts counts;
+  Trace t = decode({&first, &second, &third}, false, &counts);
+  ASSERT_EQ(t.cuda_api().size(), 3u);
+  const auto launch = *t.cuda_api_with_correlation(21);
+  EXPECT_EQ(t.cuda_api().external_id[launch], 777);
+  const auto record = *t.cuda_api_with_correlation(22);
+  EXPECT_EQ(t.cuda_api().stream[record], 9);
+  EXPECT_EQ(t.cuda_api().event[record], 5);
+  EXPECT_EQ(t.cuda_api().external_id[*t.cuda_api_with_correlation(23)], kNoValue);
+  EXPECT_EQ(counts.attached_across_buffers, 2u);
+  EXPECT_EQ(counts.unclaimed_correlations, 0u);
+}
+
+// The graph resolves waits from the API rows: a stream wait's row names the stream that
+// waits and the event, a stream synchronize its stream, an event synchronize its event.
+TEST_F(CuptiDecoderTest, WaitsCarryTheStreamAndEventTheirSyncRecordNames) {
+  FabricatedBuffer b;
+  b.add(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020, 31, 100, 105));
+  b.add(sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, 31, 100, 105, 7, 5));
+  b.add(sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 32, 200, 300, 7, kInvalid));
+  b.add(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, 32, 200, 300));
+  b.add(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020, 33, 400, 500));
+  b.add(sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, 33, 400, 500, kInvalid, 6));
+  b.add(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, 34, 600, 700));
+  b.add(sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, 34, 600, 700, kInvalid, kInvalid));
+  Trace t = decode(b, false);
+  const auto& api = t.cuda_api();
+  ASSERT_EQ(api.size(), 4u);
+  const auto wait = *t.cuda_api_with_correlation(31);
+  EXPECT_EQ(api.stream[wait], 7);
+  EXPECT_EQ(api.event[wait], 5);
+  const auto stream_sync = *t.cuda_api_with_correlation(32);
+  EXPECT_EQ(api.stream[stream_sync], 7);
+  EXPECT_EQ(api.event[stream_sync], kNoValue);
+  const auto event_sync = *t.cuda_api_with_correlation(33);
+  EXPECT_EQ(api.stream[event_sync], kNoValue);
+  EXPECT_EQ(api.event[event_sync], 6);
+  const auto device_sync = *t.cuda_api_with_correlation(34);
+  EXPECT_EQ(api.stream[device_sync], kNoValue);
+  EXPECT_EQ(api.event[device_sync], kNoValue);
+  EXPECT_EQ(t.gpu_ops().size(), 4u) << "the sync records stay GPU sync rows too";
+}
+
+// Frameworks call the skipped APIs millions of times inside NVTX ranges: their external
+// correlation records must not pile up in the decoder.
+TEST_F(CuptiDecoderTest, SkippedCallsLeaveNothingWaiting) {
+  TraceWriter writer(path_);
+  TraceTarget target(writer, writer.add_process(ProcessInfo{.pid = 4242}));
+  CuptiDecoder decoder(target, CuptiDecoderOptions{false, callback_name});
+  std::uint32_t correlation = 1;
+  for (int buffer = 0; buffer < 3; ++buffer) {
+    FabricatedBuffer b;
+    for (int i = 0; i < 10'000; ++i, ++correlation) {
+      b.add(external_record(correlation, 99));
+      b.add(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, correlation, i, i + 1));
+    }
+    decoder.decode_buffer(b.data(), b.size(), b.walker());
+    EXPECT_EQ(decoder.waiting_correlations(), 0u);
+    EXPECT_EQ(decoder.waiting_api_rows(), 0u);
+  }
+  EXPECT_EQ(decoder.counts().api_skipped, 30'000u);
+  writer.close();
+}
+
+// A correlation record whose API row never comes (CUPTI dropped it) is forgotten after a
+// bounded number of buffers; an API row is written once a whole later buffer has passed.
+TEST_F(CuptiDecoderTest, WaitingIsBounded) {
+  TraceWriter writer(path_);
+  TraceTarget target(writer, writer.add_process(ProcessInfo{.pid = 4242}));
+  CuptiDecoder decoder(target, CuptiDecoderOptions{false, callback_name});
+  FabricatedBuffer orphan;
+  orphan.add(external_record(1, 5));
+  orphan.add(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 2, 10, 20));
+  decoder.decode_buffer(orphan.data(), orphan.size(), orphan.walker());
+  EXPECT_EQ(decoder.waiting_api_rows(), 1u) << "waits for the next buffer";
+  EXPECT_EQ(decoder.waiting_correlations(), 1u);
+  FabricatedBuffer empty;
+  decoder.decode_buffer(empty.data(), 0, empty.walker());
+  EXPECT_EQ(decoder.waiting_api_rows(), 0u);
+  int buffers = 1;
+  while (decoder.waiting_correlations() > 0 && buffers < 1000) {
+    decoder.decode_buffer(empty.data(), 0, empty.walker());
+    ++buffers;
+  }
+  EXPECT_LE(buffers, 66);
+  EXPECT_GE(buffers, 64);
+  EXPECT_EQ(decoder.counts().unclaimed_correlations, 1u);
+  writer.close();
+}
+
+// One step of cuda_train as CUPTI reports it, split over two buffers: the batch copied on
+// the copy stream, an event recorded there, the compute stream made to wait for it, a
+// kernel, a stream synchronize. The graph built from the decoded trace resolves every wait.
+TEST_F(CuptiDecoderTest, ACopyComputeStepDecodesIntoAGraphWithEveryWaitResolved) {
+  FabricatedBuffer first, second;
+  CUpti_ActivityContext3 ctx{};
+  ctx.kind = CUPTI_ACTIVITY_KIND_CONTEXT;
+  ctx.contextId = 1;
+  ctx.deviceId = 0;
+  first.add(device_record());
+  first.add(ctx);
+  first.add(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, 1, 1'000, 1'010));
+  cupti::MemcpyRecord m{};
+  m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+  m.bytes = 1 << 20;
+  m.start = 1'020;
+  m.end = 1'500;
+  m.streamId = 9;
+  m.correlationId = 1;
+  first.add(m);
+  first.add(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020, 2, 1'011, 1'015));
+  first.add(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020, 3, 1'016, 1'020));
+  // The flush falls here: the event and wait records come in the next buffer.
+  second.add(event_record(2, 9, 5));
+  second.add(sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, 3, 1'016, 1'020, 7, 5));
+  second.add(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 4, 1'021, 1'030));
+  cupti::KernelRecord k = kernel_record();
+  k.correlationId = 4;
+  k.start = 1'510;
+  k.end = 2'000;
+  second.add(k);
+  second.add(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, 5, 1'031,
+                        2'010));
+  second.add(sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 5, 1'031, 2'010, 7, kInvalid));
+  Trace t = decode({&first, &second}, false);
+
+  const DependencyGraph g = build_dependency_graph(t);
+  EXPECT_EQ(g.warnings().unresolved_event, 0);
+  EXPECT_EQ(g.warnings().unknown_sync_stream, 0);
+  EXPECT_EQ(g.warnings().sync_target_after_return, 0);
+  std::vector<SyncOp> ops;
+  for (const auto& a : g.sync_actions()) ops.push_back(a.op);
+  EXPECT_EQ(ops, (std::vector<SyncOp>{SyncOp::RecordEvent, SyncOp::StreamWaitEvent, SyncOp::WaitStreams}));
+  EXPECT_EQ(g.event_count(), 1u);
+  const SyncAction& stream_sync = g.sync_actions()[2];
+  ASSERT_EQ(g.stream_groups()[stream_sync.streams].size(), 1u);
+  EXPECT_EQ(t.tracks()[g.stream_groups()[stream_sync.streams][0]].stream, 7) << "only the compute stream";
+  // The kernel's start is explained by the copy it waited for through the event.
+  const TaskId kernel = g.gpu_task(*t.gpu_ops_with_correlation(4).begin());
+  EXPECT_EQ(g.gap(kernel), 10);
 }
 
 TEST(CuptiDecoderNames, VersionSuffixesAreStripped) {

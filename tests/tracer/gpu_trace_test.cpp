@@ -2,6 +2,8 @@
 // syncs, API calls and annotations are present and linked. Skipped without a GPU.
 #include "run_helpers.h"
 
+#include <dreamscope/dependency_graph.h>
+
 #include <map>
 #include <set>
 
@@ -57,6 +59,17 @@ TEST(GpuTrace, CudaTrainKernelsCopiesSyncsAndTheirLaunches) {
   std::size_t linked = 0;
   for (std::size_t i = 0; i < t.cuda_api().size(); ++i) linked += range_ids.count(t.cuda_api().external_id[i]);
   EXPECT_GT(linked, 0u);
+
+  // Every wait of the copy/compute handshake resolves: the event recorded on the copy
+  // stream, the compute stream's wait for it, the synchronize on the compute stream.
+  const DependencyGraph g = build_dependency_graph(t);
+  EXPECT_EQ(g.warnings().unresolved_event, 0) << g.warnings().describe();
+  EXPECT_EQ(g.warnings().unknown_sync_stream, 0) << g.warnings().describe();
+  std::map<SyncOp, std::size_t> actions;
+  for (const auto& a : g.sync_actions()) ++actions[a.op];
+  EXPECT_GE(actions[SyncOp::RecordEvent], 5u);
+  EXPECT_GE(actions[SyncOp::StreamWaitEvent], 5u);
+  EXPECT_GE(actions[SyncOp::WaitStreams], 5u);
   std::filesystem::remove_all(dir);
 }
 

@@ -116,6 +116,11 @@ void CuptiDecoder::decode(const CUpti_Activity* record) {
           .subkind = type, .start = ns(s.start), .end = ns(s.end), .name = target_.intern(kSyncNames[type]),
           .correlation = s.correlationId,
           .event = s.cudaEventId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? kNoValue : static_cast<std::int64_t>(s.cudaEventId)});
+      // The API row of the wait carries what it waited for, as cudaEventRecord's row does:
+      // the graph resolves waits from the calls.
+      note_call_target(s.correlationId,
+                       s.streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? kNoValue : static_cast<std::int64_t>(s.streamId),
+                       s.cudaEventId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? kNoValue : static_cast<std::int64_t>(s.cudaEventId));
       ++counts_.syncs;
       return;
     }
@@ -127,14 +132,21 @@ void CuptiDecoder::decode(const CUpti_Activity* record) {
       const StringId name = api_name(domain, a.cbid);
       if (!options_.all_api && api_noisy_[(static_cast<std::uint64_t>(domain) << 32) | a.cbid]) {
         ++counts_.api_skipped;
+        forget_correlation(a.correlationId);
         return;
       }
-      if (!target_.in_window(ns(a.start))) { ++target_.rows_skipped_by_window; return; }
-      pending_api_.push_back(CudaApiRecord{.track = target_.cupti_thread_track(a.threadId), .start = ns(a.start),
-                                           .end = ns(a.end), .name = name, .cbid = static_cast<std::int32_t>(a.cbid),
-                                           .kind = runtime ? ApiKind::Runtime : ApiKind::Driver,
-                                           .correlation = a.correlationId,
-                                           .result = static_cast<std::int32_t>(a.returnValue)});
+      if (!target_.in_window(ns(a.start))) {
+        ++target_.rows_skipped_by_window;
+        forget_correlation(a.correlationId);
+        return;
+      }
+      pending_api_.push_back(PendingApi{CudaApiRecord{.track = target_.cupti_thread_track(a.threadId),
+                                                      .start = ns(a.start), .end = ns(a.end), .name = name,
+                                                      .cbid = static_cast<std::int32_t>(a.cbid),
+                                                      .kind = runtime ? ApiKind::Runtime : ApiKind::Driver,
+                                                      .correlation = a.correlationId,
+                                                      .result = static_cast<std::int32_t>(a.returnValue)},
+                                        buffer_});
       ++counts_.api;
       return;
     }
@@ -165,13 +177,13 @@ void CuptiDecoder::decode(const CUpti_Activity* record) {
     }
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
       const auto& e = *reinterpret_cast<const cupti::ExternalCorrelationRecord*>(record);
-      external_ids_[e.correlationId] = static_cast<std::int64_t>(e.externalId);
+      external_ids_[e.correlationId] = ExternalId{static_cast<std::int64_t>(e.externalId), buffer_};
       ++counts_.external_correlations;
       return;
     }
     case CUPTI_ACTIVITY_KIND_CUDA_EVENT: {
       const auto& e = *reinterpret_cast<const cupti::CudaEventRecord*>(record);
-      event_records_[e.correlationId] = EventUse{e.streamId, e.eventId};
+      note_call_target(e.correlationId, e.streamId, e.eventId);
       ++counts_.cuda_events;
       return;
     }
@@ -201,21 +213,63 @@ void CuptiDecoder::decode(const CUpti_Activity* record) {
   }
 }
 
+void CuptiDecoder::note_call_target(std::uint32_t correlation, std::int64_t stream, std::int64_t event) {
+  if (stream == kNoValue && event == kNoValue) return;
+  CallTarget& t = call_targets_.try_emplace(correlation, CallTarget{.buffer = buffer_}).first->second;
+  if (stream != kNoValue) t.stream = stream;
+  if (event != kNoValue) t.event = event;
+}
+
+void CuptiDecoder::forget_correlation(std::uint32_t correlation) {
+  external_ids_.erase(correlation);
+  call_targets_.erase(correlation);
+}
+
+void CuptiDecoder::complete(PendingApi& p) {
+  const auto c = static_cast<std::uint32_t>(p.row.correlation);
+  if (auto it = external_ids_.find(c); it != external_ids_.end()) {
+    p.row.external_id = it->second.id;
+    if (it->second.buffer != p.buffer) ++counts_.attached_across_buffers;
+    external_ids_.erase(it);
+  }
+  if (auto it = call_targets_.find(c); it != call_targets_.end()) {
+    if (it->second.stream != kNoValue) p.row.stream = it->second.stream;
+    if (it->second.event != kNoValue) p.row.event = it->second.event;
+    if (it->second.buffer != p.buffer) ++counts_.attached_across_buffers;
+    call_targets_.erase(it);
+  }
+}
+
 void CuptiDecoder::end_buffer() {
-  for (auto& r : pending_api_) {
-    const auto c = static_cast<std::uint32_t>(r.correlation);
-    if (auto it = external_ids_.find(c); it != external_ids_.end()) {
-      r.external_id = it->second;
-      external_ids_.erase(it);
+  // Rows from the buffer before this one have now seen a whole later buffer: written.
+  // This buffer's rows wait for the next one.
+  std::size_t kept = 0;
+  for (auto& p : pending_api_) {
+    complete(p);
+    if (p.buffer + 1 <= buffer_) {
+      target_.writer().add(p.row);
+    } else {
+      pending_api_[kept++] = std::move(p);
     }
-    if (auto it = event_records_.find(c); it != event_records_.end()) {
-      r.stream = it->second.stream;
-      r.event = it->second.event;
-      event_records_.erase(it);
-    }
-    target_.writer().add(r);
+  }
+  pending_api_.resize(kept);
+  if (buffer_ >= kCorrelationBuffers) {
+    const std::uint64_t oldest = buffer_ - kCorrelationBuffers;
+    counts_.unclaimed_correlations += std::erase_if(external_ids_, [&](const auto& e) { return e.second.buffer < oldest; });
+    counts_.unclaimed_correlations += std::erase_if(call_targets_, [&](const auto& e) { return e.second.buffer < oldest; });
+  }
+  ++buffer_;
+}
+
+void CuptiDecoder::finish() {
+  for (auto& p : pending_api_) {
+    complete(p);
+    target_.writer().add(p.row);
   }
   pending_api_.clear();
+  counts_.unclaimed_correlations += external_ids_.size() + call_targets_.size();
+  external_ids_.clear();
+  call_targets_.clear();
 }
 
 void CuptiDecoder::decode_buffer(std::uint8_t* buffer, std::size_t valid, const NextRecord& next) {

@@ -26,17 +26,30 @@ struct CuptiDecoderOptions {
 struct CuptiDecoderCounts {
   std::uint64_t api = 0, api_skipped = 0, kernels = 0, memcpys = 0, memsets = 0, syncs = 0, overheads = 0,
                 devices = 0, external_correlations = 0, cuda_events = 0, unknown = 0;
+  // Correlation records (external id, CUDA event, sync target) attached to an API row
+  // decoded in another buffer, and those whose API row never came (CUPTI dropped it).
+  std::uint64_t attached_across_buffers = 0, unclaimed_correlations = 0;
 };
 
 class CuptiDecoder {
  public:
   CuptiDecoder(TraceTarget& target, CuptiDecoderOptions options);
 
-  // One record of any kind. API rows wait in the decoder until end_buffer(), so that the
-  // external-correlation and CUDA-event records CUPTI writes next to them can complete them.
+  // One record of any kind. An API row is completed by records CUPTI writes apart from it,
+  // with the same correlation id: the external correlation (the enclosing NVTX range,
+  // written when the call starts), the CUDA event record of cudaEventRecord, and the
+  // synchronization record that names the stream or event a wait was for. CUPTI gives no
+  // order between them, and a flush can put them in different buffers, so an API row waits
+  // in the decoder until the end of the buffer after its own.
   void decode(const CUpti_Activity* record);
-  // Writes the API rows decoded since the last call.
+  // The end of one activity buffer: writes the API rows that have waited a whole buffer.
   void end_buffer();
+  // Writes every API row still waiting (the process is ending, or about to crash) and
+  // forgets correlation records that no row claimed.
+  void finish();
+  // API rows not yet written, and correlation records not yet claimed.
+  std::size_t waiting_api_rows() const { return pending_api_.size(); }
+  std::size_t waiting_correlations() const { return external_ids_.size() + call_targets_.size(); }
 
   // Walks a completed activity buffer with `next` (cuptiActivityGetNextRecord in the
   // tracer, a plain walk over fabricated records in tests) and decodes every record.
@@ -52,18 +65,39 @@ class CuptiDecoder {
  private:
   StringId api_name(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
   std::uint32_t device_of_context(std::uint32_t context) const;
+  struct PendingApi {
+    CudaApiRecord row;
+    std::uint64_t buffer; // the buffer it was decoded in
+  };
+  // Fills in what the correlation records seen so far say about a waiting row.
+  void complete(PendingApi& p);
+  void forget_correlation(std::uint32_t correlation);
+  void note_call_target(std::uint32_t correlation, std::int64_t stream, std::int64_t event);
+
+  // An unclaimed correlation record is kept this many buffers: an API call that lasts
+  // longer than that many flushes (a long synchronize inside an NVTX range) is written
+  // without it. Bounds what records of dropped API rows can hold.
+  static constexpr std::uint64_t kCorrelationBuffers = 64;
 
   TraceTarget& target_;
   CuptiDecoderOptions options_;
   CuptiDecoderCounts counts_;
-  std::vector<CudaApiRecord> pending_api_;
+  std::uint64_t buffer_ = 0; // buffers ended so far
+  std::vector<PendingApi> pending_api_;
   std::unordered_map<std::uint64_t, StringId> api_names_;        // (domain << 32 | cbid) -> name
   std::unordered_map<std::uint64_t, bool> api_noisy_;
-  std::unordered_map<std::uint32_t, std::int64_t> external_ids_; // correlation -> external id
-  struct EventUse {
-    std::int64_t stream, event;
+  struct ExternalId {
+    std::int64_t id;
+    std::uint64_t buffer;
   };
-  std::unordered_map<std::uint32_t, EventUse> event_records_; // correlation -> cudaEventRecord's stream/event
+  std::unordered_map<std::uint32_t, ExternalId> external_ids_; // correlation -> enclosing range
+  // What a call recorded on or waited for: cudaEventRecord's stream and event (CUDA event
+  // record), a wait's stream and/or event (synchronization record).
+  struct CallTarget {
+    std::int64_t stream = kNoValue, event = kNoValue;
+    std::uint64_t buffer;
+  };
+  std::unordered_map<std::uint32_t, CallTarget> call_targets_; // correlation -> target
   std::unordered_map<std::uint32_t, std::uint32_t> context_device_;
   std::unordered_map<const char*, StringId> kernel_names_;
 };

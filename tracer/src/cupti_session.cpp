@@ -26,6 +26,10 @@ struct Completed {
 };
 
 std::mutex g_mu; // the pool and the completed queue; never held across a CUPTI call
+// Held across the writer's periodic flush; the exit handler takes it to stop them before
+// the CUDA runtime tears down.
+std::mutex g_flush_mu;
+bool g_exiting = false;
 std::vector<std::uint8_t*> g_free;
 std::size_t g_allocated = 0;
 std::vector<Completed> g_completed;
@@ -122,20 +126,29 @@ void start() {
   g_active.store(true);
   // As CUPTI's own injection sample does: flush while the CUDA runtime is still up, since
   // its exit handlers, registered after the tracer's, run before the tracer's final close.
-  std::atexit([] { cupti_flush_all(); });
+  std::atexit([] {
+    {
+      std::lock_guard lock(g_flush_mu);
+      g_exiting = true;
+    }
+    cupti_flush_all();
+  });
   g_hot.external_push.store(external_push);
   g_hot.external_pop.store(external_pop);
 }
 
 } // namespace
 
-std::uint64_t cupti_drain(TraceTarget& target, bool all_api) {
+std::uint64_t cupti_drain(TraceTarget& target, bool all_api, bool final) {
   std::vector<Completed> work;
   {
     std::lock_guard lock(g_mu);
     work.swap(g_completed);
   }
-  if (work.empty()) return 0;
+  if (work.empty()) {
+    if (final && g_decoder && g_decoder_target == &target) g_decoder->finish();
+    return 0;
+  }
   if (!g_decoder || g_decoder_target != &target) {
     g_decoder = std::make_unique<CuptiDecoder>(target, CuptiDecoderOptions{all_api, callback_name});
     g_decoder_target = &target;
@@ -148,6 +161,7 @@ std::uint64_t cupti_drain(TraceTarget& target, bool all_api) {
     std::lock_guard lock(g_mu);
     if (c.buffer) g_free.push_back(c.buffer);
   }
+  if (final) g_decoder->finish();
   return dropped;
 }
 
@@ -155,7 +169,15 @@ void cupti_flush_all() {
   if (g_active.load()) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
 
+void cupti_flush_completed() {
+  std::lock_guard lock(g_flush_mu);
+  if (g_active.load() && !g_exiting) cuptiActivityFlushAll(0);
+}
+
 bool cupti_active() { return g_active.load(); }
+
+std::mutex& cupti_flush_mutex() { return g_flush_mu; }
+std::mutex& cupti_queue_mutex() { return g_mu; }
 
 void cupti_forget_after_fork() {
   g_active.store(false);

@@ -83,6 +83,7 @@ Config config_from_environment() {
   c.duration_ns = env_int("DREAMSCOPE_DURATION_NS", -1);
   const std::int64_t mb = env_int("DREAMSCOPE_BUFFER_MB", 512);
   c.buffer_bytes = static_cast<std::size_t>(std::clamp<std::int64_t>(mb, 1, std::int64_t{1} << 20)) << 20;
+  c.cupti_flush_ms = std::max<std::int64_t>(0, env_int("DREAMSCOPE_CUPTI_FLUSH_MS", 100));
   if (const char* cmd = std::getenv("DREAMSCOPE_COMMAND"); cmd && *cmd) c.command = cmd;
   return c;
 }
@@ -436,7 +437,7 @@ bool ensure_writer(Session& s) {
 }
 
 // Moves every published record into the part file (or discards it when writing failed).
-void drain_all(Session& s) {
+void drain_all(Session& s, bool final = false) {
   Tracer& t = *g_tracer;
   std::vector<ThreadBuffer*> buffers;
   {
@@ -483,7 +484,7 @@ void drain_all(Session& s) {
     }
   }
 #if DREAMSCOPE_HAVE_CUPTI
-  if (!s.failed && s.target) t.extra_dropped.fetch_add(cupti_drain(*s.target, t.config.cuda_api_all));
+  if (!s.failed && s.target) t.extra_dropped.fetch_add(cupti_drain(*s.target, t.config.cuda_api_all, final));
 #endif
 }
 
@@ -527,7 +528,7 @@ void finish_session(Session& s, bool clean, std::int64_t exit_status, const char
   if (s.closed || s.failed) return;
   s.closed = true;
   try {
-    drain_all(s);
+    drain_all(s, true);
     if (!s.writer) return; // nothing was ever recorded: no part
     const std::int64_t end = std::max(s.last_time, monotonic_ns());
     // Ranges still open at exit end with the process: the outer step of a loop that
@@ -579,6 +580,7 @@ void writer_loop(Session* s) {
   pthread_setname_np(pthread_self(), "dreamscope-wr");
 
   auto last_flush = std::chrono::steady_clock::now();
+  auto last_cupti_flush = last_flush;
   while (!s->stop.load()) {
     {
       std::unique_lock lock(s->wake_mu);
@@ -588,6 +590,18 @@ void writer_loop(Session* s) {
     }
     if (s->stop.load()) break;
     const std::uint64_t requested = t.flush_requested.load();
+#if DREAMSCOPE_HAVE_CUPTI
+    // GPU records wait in CUPTI's buffers until asked for; asking often bounds what a
+    // SIGKILL loses on the GPU side as the part's own flush does for the CPU side. Not
+    // under work_mu: CUPTI hands the buffers over on this thread, and a flush must not
+    // hold a tracer lock (Kineto documents a deadlock otherwise). Not on a signal's
+    // request: the process may be crashing inside CUDA.
+    if (t.config.cupti_flush_ms > 0 && requested == t.flush_done.load() &&
+        std::chrono::steady_clock::now() - last_cupti_flush >= std::chrono::milliseconds(t.config.cupti_flush_ms)) {
+      cupti_flush_completed();
+      last_cupti_flush = std::chrono::steady_clock::now();
+    }
+#endif
     std::lock_guard work(t.work_mu);
     if (const int sig = t.close_signal.load(); sig != 0 && requested != t.flush_done.load()) {
       // A termination signal: the process is about to die in good order, so its part
@@ -598,7 +612,9 @@ void writer_loop(Session* s) {
     }
     const auto now = std::chrono::steady_clock::now();
     try {
-      drain_all(*s);
+      // A signal's request: the process is about to die, so API rows waiting for a later
+      // CUPTI buffer are written now.
+      drain_all(*s, requested != t.flush_done.load());
       // The next chunks of a burst, mapped here rather than by the traced thread that
       // fills its chunk first; only once the process records at all.
       if (s->writer) t.pool->refill(kReadyChunks);
@@ -689,7 +705,13 @@ void close_session(Session* s, bool clean, std::int64_t exit_status, const char*
 
 void fork_prepare() {
   if (!g_tracer) return;
+#if DREAMSCOPE_HAVE_CUPTI
+  cupti_flush_mutex().lock();
+#endif
   g_tracer->work_mu.lock();
+#if DREAMSCOPE_HAVE_CUPTI
+  cupti_queue_mutex().lock();
+#endif
   g_tracer->registry_mu.lock();
   g_tracer->pool->mutex().lock();
   g_tracer->strings.mutex().lock();
@@ -704,7 +726,13 @@ void fork_parent() {
   g_tracer->strings.mutex().unlock();
   g_tracer->pool->mutex().unlock();
   g_tracer->registry_mu.unlock();
+#if DREAMSCOPE_HAVE_CUPTI
+  cupti_queue_mutex().unlock();
+#endif
   g_tracer->work_mu.unlock();
+#if DREAMSCOPE_HAVE_CUPTI
+  cupti_flush_mutex().unlock();
+#endif
 }
 
 // The child: the parent's part file and writer thread belong to the parent. Leak them

@@ -31,6 +31,9 @@ struct Config {
   std::int64_t duration_ns = -1;  // DREAMSCOPE_DURATION_NS (-1: to the end)
   // DREAMSCOPE_BUFFER_MB: the cap on the memory of every thread's buffered events together.
   std::size_t buffer_bytes = std::size_t{512} << 20;
+  // DREAMSCOPE_CUPTI_FLUSH_MS: how often the writer asks CUPTI for the activity records it
+  // has completed (0: only when buffers fill and at exit).
+  std::int64_t cupti_flush_ms = 100;
   std::string command;            // DREAMSCOPE_COMMAND: the job's command line
 };
 
