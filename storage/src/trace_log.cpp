@@ -29,6 +29,7 @@ enum RecordType : std::uint8_t {
   kProcessUpdate = 4,
   kDevice = 5,
   kTrack = 6,
+  kTrackName = 7,
   kCudaApi = 10,
   kGpuOp = 11,
   kAnnotation = 12,
@@ -232,6 +233,13 @@ TrackId TraceLogWriter::add_track(const TrackInfo& t) {
   put_str(t.name);
   end_record();
   return next_track_++;
+}
+
+void TraceLogWriter::rename_track(TrackId id, std::string_view name) {
+  begin(kTrackName);
+  put_u(id);
+  put_str(name);
+  end_record();
 }
 
 std::int64_t TraceLogWriter::add(const CudaApiRecord& r) {
@@ -499,6 +507,11 @@ struct Decoder {
         t.stream = in.o();
         t.name = in.str();
         tracks.push_back(b.add_track(std::move(t)));
+        break;
+      }
+      case kTrackName: {
+        const TrackId id = track(in.u32());
+        b.track(id).name = in.str();
         break;
       }
       case kCudaApi: {

@@ -62,6 +62,7 @@ struct TraceWriter::Statements {
   sqlite3_stmt* process = nullptr;
   sqlite3_stmt* device = nullptr;
   sqlite3_stmt* track = nullptr;
+  sqlite3_stmt* track_name = nullptr;
   RowBatch<12> cuda_api;
   RowBatch<11> gpu_op;
   RowBatch<9> annotation;
@@ -72,7 +73,7 @@ struct TraceWriter::Statements {
   sqlite3_stmt* arg = nullptr;
 
   ~Statements() {
-    for (auto* s : {string, meta, process, device, track, flow, calibration, overhead, launch, arg}) {
+    for (auto* s : {string, meta, process, device, track, track_name, flow, calibration, overhead, launch, arg}) {
       sqlite3_finalize(s);
     }
   }
@@ -95,7 +96,7 @@ void bind_optional(sqlite3_stmt* s, int col, std::int64_t v) {
   }
 }
 
-void bind_text(sqlite3_stmt* s, int col, const std::string& v) {
+void bind_text(sqlite3_stmt* s, int col, std::string_view v) {
   sqlite3_bind_text(s, col, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
 }
 
@@ -167,6 +168,7 @@ TraceWriter::TraceWriter(std::filesystem::path path, TraceWriterOptions options)
           "memory_bus_width_bits, memory_bandwidth_bytes_per_s, global_memory_bytes, "
           "compute_capability_major, compute_capability_minor) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
   prepare(s.track, "INSERT INTO track(id, kind, process, tid, device, stream, name) VALUES(?,?,?,?,?,?,?)");
+  prepare(s.track_name, "UPDATE track SET name = ? WHERE id = ?");
   auto prepare_batch = [&](auto& batch, const char* table, const char* columns) {
     using Batch = std::remove_reference_t<decltype(batch)>;
     prepare(batch.one, Batch::insert_sql(table, columns, 1).c_str());
@@ -363,6 +365,14 @@ TrackId TraceWriter::add_track(const TrackInfo& t) {
   DS_STEP(st);
   count_row();
   return id;
+}
+
+void TraceWriter::rename_track(TrackId id, std::string_view name) {
+  begin_if_needed();
+  auto* st = stmts_->track_name;
+  bind_text(st, 1, name);
+  sqlite3_bind_int64(st, 2, id);
+  DS_STEP(st);
 }
 
 std::int64_t TraceWriter::add(const CudaApiRecord& r) {

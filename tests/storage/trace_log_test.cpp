@@ -104,6 +104,35 @@ TEST(TraceLog, EveryRecordKindRoundTrips) {
   test::expect_same_events(original, load_trace(dir / "full.dslog"));
 }
 
+// nvtxNameOsThread can name a thread after its track was written: the last name stands,
+// in the log and in SQLite alike.
+TEST(TraceLog, ATrackRenamedAfterItsEventsKeepsTheLastName) {
+  ScratchDir dir;
+  auto write = [](TraceSink& w) {
+    const std::uint32_t p = w.add_process(ProcessInfo{.pid = 7, .name = "train"});
+    const TrackId main = w.add_track(TrackInfo{.kind = TrackKind::CpuThread, .process = p, .tid = 7, .name = "python"});
+    const TrackId loader = w.add_track(TrackInfo{.kind = TrackKind::CpuThread, .process = p, .tid = 8, .name = "python"});
+    w.add(AnnotationRecord{.track = main, .start = 10, .end = 20, .name = w.intern("step")});
+    w.rename_track(loader, "loader 0");
+    w.rename_track(main, "trainer");
+    w.rename_track(main, "main loop");
+    w.close();
+  };
+  {
+    TraceLogWriter log(dir / "renamed.dslog");
+    write(log);
+    TraceWriter db(dir / "renamed.db");
+    write(db);
+  }
+  for (const char* file : {"renamed.dslog", "renamed.db"}) {
+    const Trace t = load_trace(dir / file);
+    ASSERT_EQ(t.tracks().size(), 2u) << file;
+    EXPECT_EQ(t.tracks()[0].name, "main loop") << file;
+    EXPECT_EQ(t.tracks()[1].name, "loader 0") << file;
+    EXPECT_EQ(t.annotations().size(), 1u) << file;
+  }
+}
+
 TEST(TraceLog, ExtremeValuesRoundTrip) {
   ScratchDir dir;
   TraceBuilder b;

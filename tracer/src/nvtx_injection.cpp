@@ -127,8 +127,10 @@ void NVTX_API name_category_a(std::uint32_t c, const char* n) { domains().name_c
 void NVTX_API name_category_w(std::uint32_t c, const wchar_t* n) {
   domains().name_category(0, c, strings().get(intern_wide(n)));
 }
-void NVTX_API name_os_thread_a(std::uint32_t, const char*) {}
-void NVTX_API name_os_thread_w(std::uint32_t, const wchar_t*) {}
+void NVTX_API name_os_thread_a(std::uint32_t tid, const char* n) { tracer_name_os_thread(tid, n ? n : ""); }
+void NVTX_API name_os_thread_w(std::uint32_t tid, const wchar_t* n) {
+  tracer_name_os_thread(tid, std::string(strings().get(intern_wide(n))));
+}
 
 // CORE2 module: domains, registered strings.
 void NVTX_API domain_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { mark(domain_index(d), decode(a)); }

@@ -200,6 +200,7 @@ struct Session {
   // beside what it cost the traced threads (meta tracer_writer_cpu_ns).
   std::atomic<std::int64_t> writer_cpu_ns{0};
   std::int64_t writer_cpu_written = -1;
+  std::uint64_t thread_names_applied = 0; // Tracer::thread_names_changes when last applied
   bool closed = false;
 };
 
@@ -221,6 +222,11 @@ struct Tracer {
   std::atomic<std::int64_t> writer_tid{0};
   std::mutex warnings_mu;
   std::vector<std::string> warnings;
+  // nvtxNameOsThread: OS thread id -> name, and a count of the calls, so that the writer
+  // applies them only when one came.
+  std::mutex thread_names_mu;
+  std::unordered_map<std::int64_t, std::string> thread_names;
+  std::atomic<std::uint64_t> thread_names_changes{0};
   std::atomic<std::uint64_t> extra_dropped{0};
   std::atomic<std::uint64_t> flush_requested{0};
   std::atomic<std::uint64_t> flush_done{0};
@@ -303,6 +309,15 @@ void tracer_add_warning(const std::string& w) {
   }
   g_tracer->warnings.push_back(w);
   std::fprintf(stderr, "dreamscope: %s\n", w.c_str());
+}
+
+void tracer_name_os_thread(std::int64_t tid, std::string name) {
+  if (!g_tracer) return;
+  {
+    std::lock_guard lock(g_tracer->thread_names_mu);
+    g_tracer->thread_names[tid] = std::move(name);
+  }
+  g_tracer->thread_names_changes.fetch_add(1);
 }
 
 void tracer_add_dropped(std::uint64_t n) {
@@ -437,6 +452,15 @@ bool ensure_writer(Session& s) {
 }
 
 // Moves every published record into the part file (or discards it when writing failed).
+void apply_thread_names(Session& s) {
+  Tracer& t = *g_tracer;
+  const std::uint64_t changes = t.thread_names_changes.load();
+  if (!s.target || changes == s.thread_names_applied) return;
+  s.thread_names_applied = changes;
+  std::lock_guard lock(t.thread_names_mu);
+  for (const auto& [tid, name] : t.thread_names) s.target->name_thread(tid, name);
+}
+
 void drain_all(Session& s, bool final = false) {
   Tracer& t = *g_tracer;
   std::vector<ThreadBuffer*> buffers;
@@ -453,6 +477,7 @@ void drain_all(Session& s, bool final = false) {
 #if DREAMSCOPE_HAVE_CUPTI
   if (cupti_active()) ensure_writer(s);
 #endif
+  apply_thread_names(s); // before the tracks of this drain are made: they take the names
   std::vector<ThreadBuffer*> finished;
   for (ThreadBuffer* b : buffers) {
     // Read before draining: a buffer seen retired is drained completely afterwards.
@@ -474,6 +499,7 @@ void drain_all(Session& s, bool final = false) {
     }
     if (retired) finished.push_back(b);
   }
+  apply_thread_names(s); // tracks made in this drain: renamed
   if (!finished.empty()) {
     std::lock_guard lock(t.registry_mu);
     for (ThreadBuffer* b : finished) {
@@ -717,10 +743,12 @@ void fork_prepare() {
   g_tracer->strings.mutex().lock();
   g_tracer->domains.mutex().lock();
   g_tracer->warnings_mu.lock();
+  g_tracer->thread_names_mu.lock();
 }
 
 void fork_parent() {
   if (!g_tracer) return;
+  g_tracer->thread_names_mu.unlock();
   g_tracer->warnings_mu.unlock();
   g_tracer->domains.mutex().unlock();
   g_tracer->strings.mutex().unlock();
@@ -766,6 +794,7 @@ void fork_child() {
     }
   }
   t.extra_dropped.store(0);
+  t.thread_names.clear(); // the parent's threads; the child's own have other ids
   t.flush_requested.store(0);
   t.flush_done.store(0);
   t.writer_tid.store(0);

@@ -97,6 +97,8 @@ void tracer_restart_session(); // after a failed exec
 void tracer_flush_from_signal(int close_with_signal);
 void tracer_add_warning(const std::string& w);
 void tracer_add_dropped(std::uint64_t n);
+// nvtxNameOsThread: the thread's track takes this name, also if it was written already.
+void tracer_name_os_thread(std::int64_t tid, std::string name);
 const Config& tracer_config();
 bool is_writer_thread();
 

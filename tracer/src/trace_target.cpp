@@ -7,11 +7,21 @@ namespace dreamscope::tracer {
 TrackId TraceTarget::thread_track(std::int64_t tid, std::uint64_t pthread_id, std::string_view name) {
   auto it = by_tid_.find(tid);
   if (it != by_tid_.end()) return it->second;
+  if (auto n = thread_names_.find(tid); n != thread_names_.end()) name = n->second;
   const TrackId t = writer_.add_track(
       TrackInfo{.kind = TrackKind::CpuThread, .process = process_, .tid = tid, .name = std::string(name)});
   by_tid_.emplace(tid, t);
   if (pthread_id != 0) by_pthread_.emplace(static_cast<std::uint32_t>(pthread_id), t);
   return t;
+}
+
+void TraceTarget::name_thread(std::int64_t tid, const std::string& name) {
+  auto [known, inserted] = thread_names_.try_emplace(tid, name);
+  if (!inserted) {
+    if (known->second == name) return;
+    known->second = name;
+  }
+  if (auto it = by_tid_.find(tid); it != by_tid_.end()) writer_.rename_track(it->second, name);
 }
 
 TrackId TraceTarget::cupti_thread_track(std::uint32_t thread_id) {

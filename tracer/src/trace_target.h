@@ -28,6 +28,9 @@ class TraceTarget {
   TrackId thread_track(std::int64_t tid, std::uint64_t pthread_id, std::string_view name);
   // The track for a thread id as CUPTI reports it.
   TrackId cupti_thread_track(std::uint32_t thread_id);
+  // A name the program gave a thread (nvtxNameOsThread): its track, made or to be made,
+  // carries it instead of the OS's name.
+  void name_thread(std::int64_t tid, const std::string& name);
 
   // CUPTI device ids -> the trace's device rows; a GPU op on a device whose DEVICE record
   // has not been seen gets a row with the ordinal alone.
@@ -46,6 +49,7 @@ class TraceTarget {
   std::uint32_t process_;
   std::unordered_map<std::int64_t, TrackId> by_tid_;
   std::unordered_map<std::uint32_t, TrackId> by_pthread_;
+  std::unordered_map<std::int64_t, std::string> thread_names_;
   std::map<std::uint32_t, std::uint32_t> devices_;
   std::map<std::pair<std::uint32_t, std::uint32_t>, TrackId> streams_;
   std::int64_t window_from_ = INT64_MIN, window_to_ = INT64_MAX;

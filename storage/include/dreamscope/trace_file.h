@@ -47,6 +47,8 @@ class TraceSink {
   virtual void update_process(std::uint32_t id, const ProcessInfo& p) = 0;
   virtual std::uint32_t add_device(const DeviceInfo& d) = 0;
   virtual TrackId add_track(const TrackInfo& t) = 0;
+  // A thread named after its track was written (nvtxNameOsThread).
+  virtual void rename_track(TrackId id, std::string_view name) = 0;
   virtual std::int64_t add(const CudaApiRecord& r) = 0;
   virtual std::int64_t add(const GpuOpRecord& r) = 0;
   virtual std::int64_t add(const AnnotationRecord& r) = 0;
@@ -75,6 +77,7 @@ class TraceWriter : public TraceSink {
   void update_process(std::uint32_t id, const ProcessInfo& p) override;
   std::uint32_t add_device(const DeviceInfo& d) override;
   TrackId add_track(const TrackInfo& t) override;
+  void rename_track(TrackId id, std::string_view name) override;
 
   // Each returns the event's id, which add_arg() takes.
   std::int64_t add(const CudaApiRecord& r) override;

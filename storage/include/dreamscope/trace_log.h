@@ -17,8 +17,9 @@
 
 namespace dreamscope {
 
-// Bumped when a record changes meaning; a reader refuses logs newer than it knows.
-inline constexpr std::uint32_t kTraceLogVersion = 1;
+// Bumped when a record changes meaning or a new kind of record appears; a reader refuses
+// logs newer than it knows. 2: track renames.
+inline constexpr std::uint32_t kTraceLogVersion = 2;
 
 class TraceLogWriter final : public TraceSink {
  public:
@@ -36,6 +37,7 @@ class TraceLogWriter final : public TraceSink {
   void update_process(std::uint32_t id, const ProcessInfo& p) override;
   std::uint32_t add_device(const DeviceInfo& d) override;
   TrackId add_track(const TrackInfo& t) override;
+  void rename_track(TrackId id, std::string_view name) override;
   // Event ids count the events of all three tables from 1, in the order they were added.
   std::int64_t add(const CudaApiRecord& r) override;
   std::int64_t add(const GpuOpRecord& r) override;
