@@ -121,34 +121,72 @@ cupti::ApiRecord api_record(CUpti_ActivityKind kind, CUpti_CallbackId cbid, std:
   return a;
 }
 
-TEST_F(CuptiDecoderTest, EveryKindLandsWithEveryField) {
-  FabricatedBuffer b;
-  b.add(device_record());
+// Context 1 on device 0.
+CUpti_ActivityContext3 context_record() {
   CUpti_ActivityContext3 ctx{};
   ctx.kind = CUPTI_ACTIVITY_KIND_CONTEXT;
   ctx.contextId = 1;
   ctx.deviceId = 0;
-  b.add(ctx);
+  return ctx;
+}
 
-  cupti::ExternalCorrelationRecord ext{};
-  ext.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
-  ext.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
-  ext.externalId = (std::uint64_t{3} << 40) | 17;
-  ext.correlationId = 11;
-  b.add(ext);
-  b.add(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 11, 990'000, 995'000));
-  b.add(kernel_record());
-
+// A 1 MiB host-to-device copy on device 0.
+cupti::MemcpyRecord memcpy_record(std::uint32_t correlation, std::uint64_t start, std::uint64_t end,
+                                  std::uint32_t stream) {
   cupti::MemcpyRecord m{};
   m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
   m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
   m.bytes = 1 << 20;
-  m.start = 2'000'000;
-  m.end = 2'100'000;
+  m.start = start;
+  m.end = end;
   m.deviceId = 0;
-  m.streamId = 9;
-  m.correlationId = 12;
-  b.add(m);
+  m.streamId = stream;
+  m.correlationId = correlation;
+  return m;
+}
+
+cupti::ExternalCorrelationRecord external_record(std::uint32_t correlation, std::uint64_t id) {
+  cupti::ExternalCorrelationRecord e{};
+  e.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+  e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+  e.externalId = id;
+  e.correlationId = correlation;
+  return e;
+}
+
+cupti::CudaEventRecord event_record(std::uint32_t correlation, std::uint32_t stream, std::uint32_t event) {
+  cupti::CudaEventRecord e{};
+  e.kind = CUPTI_ACTIVITY_KIND_CUDA_EVENT;
+  e.correlationId = correlation;
+  e.contextId = 1;
+  e.streamId = stream;
+  e.eventId = event;
+  return e;
+}
+
+cupti::SyncRecord sync_record(CUpti_ActivitySynchronizationType type, std::uint32_t correlation, std::uint64_t start,
+                              std::uint64_t end, std::uint32_t stream, std::uint32_t event) {
+  cupti::SyncRecord y{};
+  y.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+  y.type = type;
+  y.start = start;
+  y.end = end;
+  y.correlationId = correlation;
+  y.contextId = 1;
+  y.streamId = stream;
+  y.cudaEventId = event;
+  y.cudaEventSyncId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+  return y;
+}
+
+TEST_F(CuptiDecoderTest, EveryKindLandsWithEveryField) {
+  FabricatedBuffer b;
+  b.add(device_record());
+  b.add(context_record());
+  b.add(external_record(11, (std::uint64_t{3} << 40) | 17));
+  b.add(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 11, 990'000, 995'000));
+  b.add(kernel_record());
+  b.add(memcpy_record(12, 2'000'000, 2'100'000, 9));
 
   cupti::MemsetRecord s{};
   s.kind = CUPTI_ACTIVITY_KIND_MEMSET;
@@ -160,24 +198,8 @@ TEST_F(CuptiDecoderTest, EveryKindLandsWithEveryField) {
   s.correlationId = 13;
   b.add(s);
 
-  cupti::SyncRecord y{};
-  y.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
-  y.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT;
-  y.start = 4'000'000;
-  y.end = 4'000'500;
-  y.correlationId = 14;
-  y.contextId = 1;
-  y.streamId = 7;
-  y.cudaEventId = 5;
-  b.add(y);
-
-  cupti::CudaEventRecord ev{};
-  ev.kind = CUPTI_ACTIVITY_KIND_CUDA_EVENT;
-  ev.correlationId = 15;
-  ev.contextId = 1;
-  ev.streamId = 9;
-  ev.eventId = 5;
-  b.add(ev);
+  b.add(sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, 14, 4'000'000, 4'000'500, 7, 5));
+  b.add(event_record(15, 9, 5));
   b.add(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020, 15, 2'150'000,
                    2'152'000));
   b.add(api_record(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 16, 5'000'000, 5'004'000));
@@ -302,40 +324,6 @@ TEST_F(CuptiDecoderTest, ThreadIdsMatchTheTracersThreadsByTidOrPthread) {
   writer.close();
 }
 
-cupti::ExternalCorrelationRecord external_record(std::uint32_t correlation, std::uint64_t id) {
-  cupti::ExternalCorrelationRecord e{};
-  e.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
-  e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
-  e.externalId = id;
-  e.correlationId = correlation;
-  return e;
-}
-
-cupti::CudaEventRecord event_record(std::uint32_t correlation, std::uint32_t stream, std::uint32_t event) {
-  cupti::CudaEventRecord e{};
-  e.kind = CUPTI_ACTIVITY_KIND_CUDA_EVENT;
-  e.correlationId = correlation;
-  e.contextId = 1;
-  e.streamId = stream;
-  e.eventId = event;
-  return e;
-}
-
-cupti::SyncRecord sync_record(CUpti_ActivitySynchronizationType type, std::uint32_t correlation, std::uint64_t start,
-                              std::uint64_t end, std::uint32_t stream, std::uint32_t event) {
-  cupti::SyncRecord y{};
-  y.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
-  y.type = type;
-  y.start = start;
-  y.end = end;
-  y.correlationId = correlation;
-  y.contextId = 1;
-  y.streamId = stream;
-  y.cudaEventId = event;
-  y.cudaEventSyncId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
-  return y;
-}
-
 constexpr std::uint32_t kInvalid = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
 
 // A flush can end a buffer between a call's correlation records and its API record, in
@@ -443,22 +431,10 @@ TEST_F(CuptiDecoderTest, WaitingIsBounded) {
 // kernel, a stream synchronize. The graph built from the decoded trace resolves every wait.
 TEST_F(CuptiDecoderTest, ACopyComputeStepDecodesIntoAGraphWithEveryWaitResolved) {
   FabricatedBuffer first, second;
-  CUpti_ActivityContext3 ctx{};
-  ctx.kind = CUPTI_ACTIVITY_KIND_CONTEXT;
-  ctx.contextId = 1;
-  ctx.deviceId = 0;
   first.add(device_record());
-  first.add(ctx);
+  first.add(context_record());
   first.add(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, 1, 1'000, 1'010));
-  cupti::MemcpyRecord m{};
-  m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-  m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
-  m.bytes = 1 << 20;
-  m.start = 1'020;
-  m.end = 1'500;
-  m.streamId = 9;
-  m.correlationId = 1;
-  first.add(m);
+  first.add(memcpy_record(1, 1'020, 1'500, 9));
   first.add(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020, 2, 1'011, 1'015));
   first.add(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020, 3, 1'016, 1'020));
   // The flush falls here: the event and wait records come in the next buffer.
