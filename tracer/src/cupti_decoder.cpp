@@ -246,7 +246,7 @@ void CuptiDecoder::end_buffer() {
   std::size_t kept = 0;
   for (auto& p : pending_api_) {
     complete(p);
-    if (p.buffer + 1 <= buffer_) {
+    if (p.buffer < buffer_) {
       target_.writer().add(p.row);
     } else {
       pending_api_[kept++] = std::move(p);

@@ -451,7 +451,7 @@ bool ensure_writer(Session& s) {
   }
 }
 
-// Moves every published record into the part file (or discards it when writing failed).
+// nvtxNameOsThread calls made since the last drain, applied to the tracks.
 void apply_thread_names(Session& s) {
   Tracer& t = *g_tracer;
   const std::uint64_t changes = t.thread_names_changes.load();
@@ -461,6 +461,7 @@ void apply_thread_names(Session& s) {
   for (const auto& [tid, name] : t.thread_names) s.target->name_thread(tid, name);
 }
 
+// Moves every published record into the part file (or discards it when writing failed).
 void drain_all(Session& s, bool final = false) {
   Tracer& t = *g_tracer;
   std::vector<ThreadBuffer*> buffers;
