@@ -64,6 +64,12 @@ struct FieldCursor {
   char* p;
   void u(std::uint64_t v) { p = encode_varint(v, p); }
   void s(std::int64_t v) { u(zigzag(v)); }
+  // An event's start as a delta from the previous event's, and its duration.
+  void span(std::int64_t start, std::int64_t end, std::int64_t& last_start) {
+    s(start - last_start);
+    last_start = start;
+    s(end - start);
+  }
 };
 
 } // namespace
@@ -246,9 +252,7 @@ std::int64_t TraceLogWriter::add(const CudaApiRecord& r) {
   begin(kCudaApi);
   FieldCursor c{buffer_.get() + size_};
   c.u(r.track);
-  c.s(r.start - last_start_);
-  last_start_ = r.start;
-  c.s(r.end - r.start);
+  c.span(r.start, r.end, last_start_);
   c.u(r.name);
   c.s(r.cbid);
   c.u(static_cast<std::uint64_t>(r.kind));
@@ -257,9 +261,7 @@ std::int64_t TraceLogWriter::add(const CudaApiRecord& r) {
   c.s(r.result);
   c.u(opt(r.stream));
   c.u(opt(r.event));
-  size_ = static_cast<std::size_t>(c.p - buffer_.get());
-  end_record();
-  return next_event_id_++;
+  return end_event(c.p);
 }
 
 std::int64_t TraceLogWriter::add(const GpuOpRecord& r) {
@@ -268,9 +270,7 @@ std::int64_t TraceLogWriter::add(const GpuOpRecord& r) {
   c.u(r.track);
   c.u(static_cast<std::uint64_t>(r.kind));
   c.u(r.subkind);
-  c.s(r.start - last_start_);
-  last_start_ = r.start;
-  c.s(r.end - r.start);
+  c.span(r.start, r.end, last_start_);
   c.u(r.name);
   c.u(opt(r.correlation));
   c.s(r.bytes);
@@ -285,26 +285,20 @@ std::int64_t TraceLogWriter::add(const GpuOpRecord& r) {
       c.s(v);
     }
   }
-  size_ = static_cast<std::size_t>(c.p - buffer_.get());
-  end_record();
-  return next_event_id_++;
+  return end_event(c.p);
 }
 
 std::int64_t TraceLogWriter::add(const AnnotationRecord& r) {
   begin(kAnnotation);
   FieldCursor c{buffer_.get() + size_};
   c.u(r.track);
-  c.s(r.start - last_start_);
-  last_start_ = r.start;
-  c.s(r.end - r.start);
+  c.span(r.start, r.end, last_start_);
   c.u(r.name);
   c.u(r.domain);
   c.u(r.category);
   c.u(opt(r.payload));
   c.u(opt(r.external_id));
-  size_ = static_cast<std::size_t>(c.p - buffer_.get());
-  end_record();
-  return next_event_id_++;
+  return end_event(c.p);
 }
 
 void TraceLogWriter::add_arg(std::int64_t event, const EventArg& arg) {

@@ -84,6 +84,12 @@ class TraceLogWriter final : public TraceSink {
     if (size_ >= kWriteBytes) [[unlikely]]
       write_out();
   }
+  // Ends an event record whose fields a cursor wrote up to `end`; returns the event's id.
+  std::int64_t end_event(char* end) {
+    size_ = static_cast<std::size_t>(end - buffer_.get());
+    end_record();
+    return next_event_id_++;
+  }
   void widen_length(std::size_t len);
   void reserve(std::size_t n) {
     if (size_ + n > capacity_) grow(size_ + n);
