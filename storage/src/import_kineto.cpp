@@ -263,6 +263,7 @@ class KinetoImporter {
     }
 
     builder_.set_source(TraceSource::Kineto);
+    builder_.set_origin(path_.string());
     builder_.set_meta("kineto.file", path_.string());
     pytorch_ = builder_.intern("pytorch");
 

@@ -30,6 +30,7 @@ class NsysImporter {
   Trace run() {
     open();
     builder_.set_source(TraceSource::Nsys);
+    builder_.set_origin(path_.string());
     builder_.set_meta("nsys.file", path_.string());
     std::error_code ec;
     stats_.bytes = std::filesystem::file_size(path_, ec);

@@ -479,26 +479,10 @@ void TraceBuilder::add_arg(EventTable table, EventIndex row, std::string_view ke
 }
 
 Trace TraceBuilder::build() && {
+  check_invariants();
+  repair_strings();
   Trace& t = trace_;
   const std::size_t tracks = t.tracks_.size();
-  auto check_tracks = [&](const std::vector<TrackId>& v, const char* table) {
-    for (TrackId id : v) {
-      if (id >= tracks) throw std::invalid_argument(std::string(table) + " row on unknown track " + std::to_string(id));
-    }
-  };
-  check_tracks(t.cuda_api_.track, "cuda_api");
-  check_tracks(t.gpu_ops_.track, "gpu_op");
-  check_tracks(t.annotations_.track, "annotation");
-
-  for (auto table : {EventTable::CudaApi, EventTable::GpuOp, EventTable::Annotation}) {
-    const std::size_t rows = row_count(table);
-    for (EventIndex row : t.args_[static_cast<std::size_t>(table)].row) {
-      if (row >= rows) {
-        throw std::invalid_argument(std::string("arg of unknown ") + std::string(to_string(table)) + " row " +
-                                    std::to_string(row));
-      }
-    }
-  }
 
   bool sorted = false;
   {

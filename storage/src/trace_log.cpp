@@ -649,6 +649,7 @@ Trace read_trace_log(const std::filesystem::path& path) {
     throw TraceError(path.string() + ": not a dreamscope trace log");
   }
   Decoder d;
+  d.b.set_origin(path.string());
   d.b.set_source(TraceSource::Tracer);
   bool cut = size < kHeaderBytes;
   if (!cut) {

@@ -4,6 +4,7 @@
 #include "test_traces.h"
 
 #include <dreamscope/importers.h>
+#include <dreamscope/limits.h>
 #include <dreamscope/trace_log.h>
 
 #include <gtest/gtest.h>
@@ -139,9 +140,10 @@ TEST(TraceLog, ExtremeValuesRoundTrip) {
   auto p = b.add_process(ProcessInfo{.pid = INT64_MAX, .parent_pid = INT64_MIN + 1, .name = std::string(300, 'n'),
                                      .start = INT64_MIN + 1, .end = INT64_MAX, .exit_status = -1});
   TrackId t = b.thread_track(p, -5, "");
-  b.add(AnnotationRecord{.track = t, .start = INT64_MAX / 2, .end = INT64_MAX / 2 + 1, .name = b.intern("late"),
-                         .payload = INT64_MAX, .external_id = INT64_MIN + 1});
-  b.add(AnnotationRecord{.track = t, .start = -(INT64_MAX / 2), .end = 0, .name = b.intern("early"),
+  // The latest and earliest instants a Trace may hold (limits.h).
+  b.add(AnnotationRecord{.track = t, .start = limits::kMaxAbsTimestampNs - 2, .end = limits::kMaxAbsTimestampNs - 1,
+                         .name = b.intern("late"), .payload = INT64_MAX, .external_id = INT64_MIN + 1});
+  b.add(AnnotationRecord{.track = t, .start = -(limits::kMaxAbsTimestampNs - 1), .end = 0, .name = b.intern("early"),
                          .payload = -1, .external_id = 0});
   const Trace original = std::move(b).build();
   {

@@ -84,7 +84,7 @@ TEST(TraceModel, CorrelationLookups) {
 TEST(TraceModel, RejectsRowsOnUnknownTracks) {
   TraceBuilder b;
   b.add(AnnotationRecord{.track = 3, .start = 0, .end = 1});
-  EXPECT_THROW(std::move(b).build(), std::invalid_argument);
+  EXPECT_THROW(std::move(b).build(), TraceError);
 }
 
 TEST(TraceSummary, CountsKernelsAndThreads) {

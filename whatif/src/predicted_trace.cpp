@@ -32,6 +32,7 @@ Trace make_predicted_trace(const Trace& measured, const DependencyGraph& graph, 
                            bool overhead_corrected) {
   TraceBuilder b;
   b.set_source(TraceSource::Simulator);
+  b.set_origin("the predicted trace");
   for (const auto& [key, value] : measured.meta()) {
     if (key != "source" && key != "complete") b.set_meta(key, value);
   }

@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -27,6 +28,12 @@ using EventIndex = std::uint32_t;
 
 inline constexpr std::int64_t kNoValue = std::numeric_limits<std::int64_t>::min();
 inline constexpr std::uint32_t kNoIndex = std::numeric_limits<std::uint32_t>::max();
+
+// Input that cannot be used: the message names the file (or the trace's origin) and the problem.
+class TraceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 // Where the trace came from; stored in meta.source.
 enum class TraceSource : std::uint8_t { Tracer, Kineto, Nsys, Simulator };
@@ -407,11 +414,28 @@ class TraceBuilder {
   DeviceInfo& device(std::uint32_t id) { return trace_.devices_[id]; }
   std::size_t row_count(EventTable table) const;
 
-  // Rows already in (track, start, longer-first) order skip the sort: the reader's case.
+  // What the trace is read from (a file's path, "predicted trace"): build() names it in errors.
+  void set_origin(std::string origin) { origin_ = std::move(origin); }
+
+  // Checks the invariants below, then sorts, indexes and derives annotation nesting. Rows
+  // already in (track, start, longer-first) order skip the sort: the reader's case.
+  //
+  // Every Trace that leaves build() holds, whatever file it came from (limits.h has the bounds):
+  // - every event, flow and overhead row names an existing track, and every string id exists;
+  // - timestamps are within +-limits::kMaxAbsTimestampNs and end >= start, so durations are
+  //   finite, non-negative, and start + duration cannot overflow;
+  // - tracks name existing processes and devices; args name existing rows;
+  // - event names are at most limits::kMaxNameBytes long;
+  // - calibration costs are finite and non-negative;
+  // - strings are valid UTF-8 (ill-formed sequences are replaced by U+FFFD, not refused).
+  // A row that breaks one throws TraceError: "<origin>: <N> <table> rows <problem>; first: ...".
   Trace build() &&;
 
  private:
   std::uint32_t intern_launch(const LaunchConfig& c);
+  // The invariants build() promises (trace_invariants.cpp), checked on the rows as added.
+  void check_invariants() const;
+  void repair_strings();
 
   Trace trace_;
   // Heterogeneous lookup: interning a string_view that is already there allocates nothing.
@@ -422,6 +446,7 @@ class TraceBuilder {
   std::unordered_map<std::string, StringId, StringHash, std::equal_to<>> string_ids_;
   std::unordered_map<std::string, std::uint32_t> launch_ids_;
   std::map<std::pair<std::uint32_t, std::int64_t>, TrackId> thread_tracks_, stream_tracks_;
+  std::string origin_ = "trace";
 };
 
 } // namespace dreamscope

@@ -22,11 +22,6 @@ namespace dreamscope {
 
 inline constexpr int kSchemaVersion = 1;
 
-class TraceError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 struct TraceWriterOptions {
   // Rows per transaction; a commit also happens on flush() and close().
   std::size_t batch_rows = 64 * 1024;

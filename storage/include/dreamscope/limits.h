@@ -1,0 +1,54 @@
+// The largest values a trace or a scenario may claim, and the checks that every loaded
+// `Trace` passes before the rest of dreamscope sees it.
+//
+// A file written by anybody (a corrupt export, a fuzzer, a hostile colleague) must not make a
+// command allocate, recurse, loop or overflow without bound. Input beyond these limits is
+// refused with one line that names the file and the value (docs/limits.md lists them with the
+// reasons); within them, every command runs in time and memory proportional to the input.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace dreamscope::limits {
+
+// Timestamps: |t| < 2^62 ns, about 146 years either side of the clock's zero. Unix-epoch
+// nanoseconds (1.8e18 in 2026) fit with room to spare, and the difference of any two
+// timestamps, and a timestamp plus any duration, stays inside int64.
+inline constexpr std::int64_t kMaxAbsTimestampNs = std::int64_t{1} << 62;
+
+// An event name (kernel, operator, range): 64 KiB. C++ template kernels reach a few KiB;
+// longer "names" are data, and every selector runs over every name.
+inline constexpr std::size_t kMaxNameBytes = 64 * 1024;
+
+// Ids a trace.db may use for strings, processes, devices and tracks: non-negative and below
+// 2^32 - 1, the width of the in-memory indices. Sparse ids are fine: memory follows the
+// rows a file holds, not the ids it names.
+inline constexpr std::int64_t kMaxId = (std::int64_t{1} << 32) - 2;
+
+// Annotation nesting on one thread: deeper ranges are still kept, but counted at this depth.
+inline constexpr std::size_t kMaxNestingDepth = 65535;
+
+// Parentheses and prefix operators in one scenario or --fail-if expression.
+inline constexpr std::size_t kMaxExpressionDepth = 256;
+
+// Workers of a `move` to a pool (the data scenario's `workers`), and cores.
+inline constexpr std::int64_t kMaxPoolWorkers = 4096;
+
+// A scenario file: 1 MiB of TOML is far more than any what-if needs.
+inline constexpr std::size_t kMaxScenarioBytes = 1024 * 1024;
+
+// `text` for a one-line message: control characters (newlines included) escaped, invalid
+// UTF-8 shown as \xNN, and cut to about `max_chars` characters with the length said, so that
+// an error quoting a 100 000-character name or a value with newlines stays one short line.
+std::string quoted(std::string_view text, std::size_t max_chars = 80);
+
+// True when `text` is well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF).
+bool is_valid_utf8(std::string_view text);
+
+// `text` with each ill-formed UTF-8 sequence replaced by U+FFFD, as browsers decode.
+std::string repair_utf8(std::string_view text);
+
+} // namespace dreamscope::limits

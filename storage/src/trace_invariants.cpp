@@ -1,0 +1,206 @@
+// The invariants every Trace holds when it leaves TraceBuilder::build(), checked in this one
+// place for every loader (trace.db reader, trace log reader, Kineto and nsys importers) and for
+// the simulator. The rest of dreamscope relies on them: durations are non-negative, time
+// arithmetic cannot overflow, every id indexes something. trace.h lists them.
+#include "dreamscope/limits.h"
+#include "dreamscope/trace.h"
+
+#include <cmath>
+#include <string>
+
+namespace dreamscope {
+
+namespace {
+
+// Counts the rows that break one rule and keeps the first, for a one-line error.
+class Violation {
+ public:
+  Violation(std::string_view table, std::string_view rule) : table_(table), rule_(rule) {}
+
+  void add(std::size_t row, std::string detail) {
+    if (count_++ == 0) {
+      first_row_ = row;
+      first_ = std::move(detail);
+    }
+  }
+  explicit operator bool() const { return count_ > 0; }
+
+  [[noreturn]] void raise(const std::string& origin) const {
+    throw TraceError(origin + ": " + std::to_string(count_) + " " + table_ + (count_ == 1 ? " row " : " rows ") +
+                     rule_ + "; first: row " + std::to_string(first_row_) + ", " + first_ +
+                     " (docs/limits.md)");
+  }
+
+ private:
+  std::string table_, rule_;
+  std::size_t count_ = 0;
+  std::size_t first_row_ = 0;
+  std::string first_;
+};
+
+bool timestamp_in_range(TimeNs t) {
+  return t > -limits::kMaxAbsTimestampNs && t < limits::kMaxAbsTimestampNs;
+}
+
+std::string interval_text(TimeNs start, TimeNs end) {
+  return "start " + std::to_string(start) + " ns, end " + std::to_string(end) + " ns";
+}
+
+// The rules every timed row follows, whichever table it is in.
+void check_intervals(std::string_view table, const std::vector<TimeNs>& start, const std::vector<TimeNs>& end,
+                     const std::string& origin) {
+  Violation out_of_range(table, "with a timestamp beyond +-2^62 ns");
+  Violation backwards(table, "with end < start");
+  for (std::size_t i = 0; i < start.size(); ++i) {
+    if (!timestamp_in_range(start[i]) || !timestamp_in_range(end[i])) {
+      out_of_range.add(i, interval_text(start[i], end[i]));
+    } else if (end[i] < start[i]) {
+      backwards.add(i, interval_text(start[i], end[i]));
+    }
+  }
+  if (out_of_range) out_of_range.raise(origin);
+  if (backwards) backwards.raise(origin);
+}
+
+void check_ids(std::string_view table, std::string_view what, const std::vector<std::uint32_t>& ids,
+               std::size_t count, const std::string& origin) {
+  Violation unknown(table, std::string("naming an unknown ") + std::string(what));
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] >= count) unknown.add(i, std::string(what) + " " + std::to_string(ids[i]));
+  }
+  if (unknown) unknown.raise(origin);
+}
+
+} // namespace
+
+void TraceBuilder::check_invariants() const {
+  const Trace& t = trace_;
+  const std::string& origin = origin_;
+  const std::size_t tracks = t.tracks_.size();
+  const std::size_t strings = t.strings_.size();
+
+  {
+    Violation process(std::string_view("track"), "naming an unknown process");
+    Violation device(std::string_view("track"), "naming an unknown device");
+    for (std::size_t i = 0; i < tracks; ++i) {
+      const TrackInfo& tr = t.tracks_[i];
+      if (tr.process != kNoIndex && tr.process >= t.processes_.size()) process.add(i, "process " + std::to_string(tr.process));
+      if (tr.device != kNoIndex && tr.device >= t.devices_.size()) device.add(i, "device " + std::to_string(tr.device));
+    }
+    if (process) process.raise(origin);
+    if (device) device.raise(origin);
+    Violation device_process(std::string_view("device"), "naming an unknown process");
+    for (std::size_t i = 0; i < t.devices_.size(); ++i) {
+      const auto p = t.devices_[i].process;
+      if (p != kNoIndex && p >= t.processes_.size()) device_process.add(i, "process " + std::to_string(p));
+    }
+    if (device_process) device_process.raise(origin);
+  }
+
+  check_ids("cuda_api", "track", t.cuda_api_.track, tracks, origin);
+  check_ids("gpu_op", "track", t.gpu_ops_.track, tracks, origin);
+  check_ids("annotation", "track", t.annotations_.track, tracks, origin);
+  check_ids("cuda_api", "string", t.cuda_api_.name, strings, origin);
+  check_ids("gpu_op", "string", t.gpu_ops_.name, strings, origin);
+  check_ids("annotation", "string", t.annotations_.name, strings, origin);
+  check_ids("annotation", "string", t.annotations_.domain, strings, origin);
+  check_ids("annotation", "string", t.annotations_.category, strings, origin);
+  check_ids("gpu_op", "launch configuration", t.gpu_ops_.launch, t.launch_configs_.size(), origin);
+
+  check_intervals("cuda_api", t.cuda_api_.start, t.cuda_api_.end, origin);
+  check_intervals("gpu_op", t.gpu_ops_.start, t.gpu_ops_.end, origin);
+  check_intervals("annotation", t.annotations_.start, t.annotations_.end, origin);
+
+  {
+    Violation track(std::string_view("flow"), "naming an unknown track");
+    Violation kind(std::string_view("flow"), "naming an unknown string");
+    Violation time(std::string_view("flow"), "with a timestamp beyond +-2^62 ns");
+    for (std::size_t i = 0; i < t.flows_.size(); ++i) {
+      const FlowRecord& f = t.flows_[i];
+      if (f.from_track >= tracks || f.to_track >= tracks) {
+        track.add(i, "tracks " + std::to_string(f.from_track) + " -> " + std::to_string(f.to_track));
+      }
+      if (f.kind >= strings) kind.add(i, "string " + std::to_string(f.kind));
+      if (!timestamp_in_range(f.from_time) || !timestamp_in_range(f.to_time)) {
+        time.add(i, "from " + std::to_string(f.from_time) + " ns to " + std::to_string(f.to_time) + " ns");
+      }
+    }
+    if (track) track.raise(origin);
+    if (kind) kind.raise(origin);
+    if (time) time.raise(origin);
+  }
+  {
+    Violation track(std::string_view("overhead"), "naming an unknown track");
+    Violation kind(std::string_view("overhead"), "naming an unknown string");
+    std::vector<TimeNs> start, end;
+    start.reserve(t.overheads_.size());
+    end.reserve(t.overheads_.size());
+    for (std::size_t i = 0; i < t.overheads_.size(); ++i) {
+      const OverheadRecord& o = t.overheads_[i];
+      if (o.track >= tracks) track.add(i, "track " + std::to_string(o.track));
+      if (o.kind >= strings) kind.add(i, "string " + std::to_string(o.kind));
+      start.push_back(o.start);
+      end.push_back(o.end);
+    }
+    if (track) track.raise(origin);
+    if (kind) kind.raise(origin);
+    check_intervals("overhead", start, end, origin);
+  }
+  {
+    Violation cost(std::string_view("calibration"), "with a cost that is not a finite number >= 0");
+    for (std::size_t i = 0; i < t.calibration_.size(); ++i) {
+      const double c = t.calibration_[i].cost_ns;
+      if (!std::isfinite(c) || c < 0) cost.add(i, t.calibration_[i].event_kind + " " + std::to_string(c) + " ns");
+    }
+    if (cost) cost.raise(origin);
+  }
+
+  for (std::size_t table = 0; table < 3; ++table) {
+    const char* name = table == 0 ? "cuda_api arg" : table == 1 ? "gpu_op arg" : "annotation arg";
+    const std::size_t rows = table == 0 ? t.cuda_api_.size() : table == 1 ? t.gpu_ops_.size() : t.annotations_.size();
+    Violation row(name, "naming an unknown event row");
+    Violation string(name, "naming an unknown string");
+    const auto& column = t.args_[table];
+    for (std::size_t i = 0; i < column.row.size(); ++i) {
+      if (column.row[i] >= rows) row.add(i, "event row " + std::to_string(column.row[i]));
+      const EventArg& a = column.arg[i];
+      const bool text = a.type == ArgType::String || a.type == ArgType::Json;
+      if (a.key >= strings || (text && a.text >= strings)) string.add(i, "key string " + std::to_string(a.key));
+    }
+    if (row) row.raise(origin);
+    if (string) string.raise(origin);
+  }
+
+  // Only names of events are bounded: args may carry long JSON (input shapes, stacks).
+  auto check_name_lengths = [&](std::string_view table, const std::vector<StringId>& names) {
+    Violation long_name(table, "with a name longer than 64 KiB");
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const std::string& s = t.strings_[names[i]];
+      if (s.size() > limits::kMaxNameBytes) long_name.add(i, "a name of " + std::to_string(s.size()) + " bytes");
+    }
+    if (long_name) long_name.raise(origin);
+  };
+  check_name_lengths("cuda_api", t.cuda_api_.name);
+  check_name_lengths("gpu_op", t.gpu_ops_.name);
+  check_name_lengths("annotation", t.annotations_.name);
+}
+
+void TraceBuilder::repair_strings() {
+  auto repair = [](std::string& s) {
+    if (!limits::is_valid_utf8(s)) s = limits::repair_utf8(s);
+  };
+  for (std::string& s : trace_.strings_) repair(s);
+  for (auto& [key, value] : trace_.meta_) repair(value);
+  for (ProcessInfo& p : trace_.processes_) {
+    repair(p.name);
+    repair(p.command);
+  }
+  for (DeviceInfo& d : trace_.devices_) repair(d.name);
+  for (TrackInfo& tr : trace_.tracks_) repair(tr.name);
+  for (CalibrationRecord& c : trace_.calibration_) {
+    repair(c.event_kind);
+    repair(c.method);
+  }
+}
+
+} // namespace dreamscope

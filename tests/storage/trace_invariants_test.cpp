@@ -1,0 +1,144 @@
+// The invariants every Trace holds after TraceBuilder::build(), whichever loader made it,
+// and the message-quoting and UTF-8 helpers of limits.h.
+#include <dreamscope/limits.h>
+#include <dreamscope/trace.h>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+namespace dreamscope {
+namespace {
+
+// A builder with one process, one thread and one stream, and the origin "x.json".
+struct Fixture {
+  TraceBuilder b;
+  TrackId thread = 0;
+  TrackId stream = 0;
+  StringId name = 0;
+
+  Fixture() {
+    b.set_origin("x.json");
+    const auto p = b.add_process(ProcessInfo{.pid = 7, .name = "train"});
+    const auto d = b.add_device(DeviceInfo{.ordinal = 0, .name = "GPU"});
+    thread = b.thread_track(p, 7);
+    stream = b.stream_track(d, 7);
+    name = b.intern("op");
+  }
+
+  std::string error() {
+    try {
+      (void)std::move(b).build();
+    } catch (const TraceError& e) {
+      return e.what();
+    }
+    return "no error";
+  }
+};
+
+TEST(TraceInvariants, ARowOnAnUnknownTrackNamesTheOriginTableAndCount) {
+  Fixture f;
+  f.b.add(AnnotationRecord{.track = 3, .start = 0, .end = 1, .name = f.name});
+  f.b.add(AnnotationRecord{.track = 9, .start = 0, .end = 1, .name = f.name});
+  EXPECT_EQ(f.error(), "x.json: 2 annotation rows naming an unknown track; first: row 0, track 3 (docs/limits.md)");
+}
+
+TEST(TraceInvariants, TimestampsBeyondTwoToThe62AreRefused) {
+  Fixture f;
+  f.b.add(CudaApiRecord{.track = f.thread, .start = 10, .end = 20, .name = f.name});
+  f.b.add(CudaApiRecord{.track = f.thread, .start = 0, .end = std::numeric_limits<TimeNs>::max(), .name = f.name});
+  EXPECT_EQ(f.error(), "x.json: 1 cuda_api row with a timestamp beyond +-2^62 ns; first: row 1, start 0 ns, end "
+                       "9223372036854775807 ns (docs/limits.md)");
+
+  Fixture g;
+  g.b.add(GpuOpRecord{.track = g.stream, .start = -limits::kMaxAbsTimestampNs, .end = 0, .name = g.name});
+  EXPECT_NE(g.error().find("gpu_op row with a timestamp beyond"), std::string::npos);
+
+  // Just inside the bound either side: the span fits in int64 and the trace loads.
+  Fixture h;
+  h.b.add(AnnotationRecord{.track = h.thread, .start = -limits::kMaxAbsTimestampNs + 1, .end = 0, .name = h.name});
+  h.b.add(AnnotationRecord{.track = h.thread, .start = 0, .end = limits::kMaxAbsTimestampNs - 1, .name = h.name});
+  const Trace t = std::move(h.b).build();
+  EXPECT_EQ(t.end_time() - t.begin_time(), (limits::kMaxAbsTimestampNs - 1) * 2);
+}
+
+TEST(TraceInvariants, AnEventEndingBeforeItStartsIsRefused) {
+  Fixture f;
+  f.b.add(GpuOpRecord{.track = f.stream, .start = 100, .end = 99, .name = f.name});
+  EXPECT_EQ(f.error(), "x.json: 1 gpu_op row with end < start; first: row 0, start 100 ns, end 99 ns "
+                       "(docs/limits.md)");
+}
+
+TEST(TraceInvariants, NamesLongerThan64KiBAreRefusedButArgsMayBeLong) {
+  Fixture f;
+  const std::string long_text(limits::kMaxNameBytes + 1, 'a');
+  const auto row = f.b.add(AnnotationRecord{.track = f.thread, .start = 0, .end = 1, .name = f.name});
+  f.b.add_arg(EventTable::Annotation, row, "stack", long_text);
+  EXPECT_NO_THROW((void)std::move(f.b).build());
+
+  Fixture g;
+  g.b.add(GpuOpRecord{.track = g.stream, .start = 0, .end = 1, .name = g.b.intern(long_text)});
+  EXPECT_EQ(g.error(), "x.json: 1 gpu_op row with a name longer than 64 KiB; first: row 0, a name of 65537 bytes "
+                       "(docs/limits.md)");
+}
+
+TEST(TraceInvariants, UnknownStringsDevicesAndArgRowsAreRefused) {
+  Fixture f;
+  f.b.add(CudaApiRecord{.track = f.thread, .start = 0, .end = 1, .name = 4000});
+  EXPECT_NE(f.error().find("1 cuda_api row naming an unknown string; first: row 0, string 4000"), std::string::npos);
+
+  Fixture g;
+  g.b.add_track(TrackInfo{.kind = TrackKind::GpuStream, .device = 5, .stream = 1});
+  EXPECT_NE(g.error().find("x.json: 1 track row naming an unknown device"), std::string::npos);
+
+  Fixture h;
+  h.b.add_arg(EventTable::GpuOp, 0, "k", std::int64_t{1});
+  EXPECT_NE(h.error().find("1 gpu_op arg row naming an unknown event row"), std::string::npos);
+
+  Fixture i;
+  i.b.add(FlowRecord{.kind = i.name, .from_track = i.thread, .from_time = 0, .to_track = 77, .to_time = 1});
+  EXPECT_NE(i.error().find("1 flow row naming an unknown track; first: row 0, tracks 0 -> 77"), std::string::npos);
+}
+
+TEST(TraceInvariants, CalibrationCostsMustBeFiniteAndNonNegative) {
+  for (double cost : {std::nan(""), -1.0, std::numeric_limits<double>::infinity()}) {
+    Fixture f;
+    f.b.add(CalibrationRecord{.event_kind = "nvtx_range", .cost_ns = cost, .samples = 10});
+    EXPECT_NE(f.error().find("1 calibration row with a cost that is not a finite number >= 0"), std::string::npos)
+        << cost;
+  }
+}
+
+TEST(TraceInvariants, IllFormedUtf8IsRepairedNotRefused) {
+  Fixture f;
+  const StringId bad = f.b.intern("gemm\xff\xfe_kernel\xc3");
+  f.b.add(GpuOpRecord{.track = f.stream, .start = 0, .end = 1, .name = bad});
+  f.b.set_meta("command", "python \xe2\x82 train.py");
+  const Trace t = std::move(f.b).build();
+  EXPECT_EQ(t.str(t.gpu_ops().name[0]), "gemm\xEF\xBF\xBD\xEF\xBF\xBD_kernel\xEF\xBF\xBD");
+  EXPECT_EQ(t.meta_value("command"), "python \xEF\xBF\xBD\xEF\xBF\xBD train.py");
+  for (const auto& s : t.strings()) EXPECT_TRUE(limits::is_valid_utf8(s)) << s;
+}
+
+TEST(Utf8, ValidatesAsTheStandardSays) {
+  EXPECT_TRUE(limits::is_valid_utf8("plain ascii"));
+  EXPECT_TRUE(limits::is_valid_utf8("\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\x80"));
+  EXPECT_FALSE(limits::is_valid_utf8("\xc0\xaf"));         // overlong '/'
+  EXPECT_FALSE(limits::is_valid_utf8("\xed\xa0\x80"));     // a surrogate
+  EXPECT_FALSE(limits::is_valid_utf8("\xf4\x90\x80\x80")); // past U+10FFFF
+  EXPECT_FALSE(limits::is_valid_utf8("\xe2\x82"));         // cut short
+  EXPECT_EQ(limits::repair_utf8("a\x80" "b"), "a\xEF\xBF\xBD" "b");
+}
+
+TEST(QuotedText, StaysOneShortLine) {
+  EXPECT_EQ(limits::quoted("gemm"), "'gemm'");
+  EXPECT_EQ(limits::quoted("two\nlines\tand 'quotes'"), "'two\\nlines\\tand \\'quotes\\''");
+  EXPECT_EQ(limits::quoted("bell\x07 and \xff"), "'bell\\x07 and \\xff'");
+  EXPECT_EQ(limits::quoted(std::string(100000, '9'), 5), "'99999'... (100000 bytes)");
+  // Multi-byte characters count as one and are never cut in the middle.
+  EXPECT_EQ(limits::quoted("\xc3\xa9\xc3\xa9\xc3\xa9", 2), "'\xc3\xa9\xc3\xa9'... (6 bytes)");
+}
+
+} // namespace
+} // namespace dreamscope
