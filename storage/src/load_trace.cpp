@@ -6,6 +6,8 @@
 #include <sqlite3.h>
 
 #include <cctype>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <vector>
@@ -110,11 +112,31 @@ TraceFormat detect_trace_format(const std::filesystem::path& path) {
   return TraceFormat::Unknown;
 }
 
-Trace load_trace(const std::filesystem::path& path, ImportStats* stats, const ImportProgressFn& progress) {
+void check_trace_file(const std::filesystem::path& path) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw TraceError(path.string() + ": no such file");
-  if (std::filesystem::is_directory(path, ec)) throw TraceError(path.string() + ": is a directory, not a trace file");
+  const auto status = std::filesystem::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) throw TraceError(path.string() + ": cannot open: " + ec.message());
+  if (!std::filesystem::exists(status)) throw TraceError(path.string() + ": no such file");
+  if (std::filesystem::is_directory(status)) throw TraceError(path.string() + ": is a directory, not a trace file");
+  // Opening a FIFO blocks until a writer comes, and a device never ends: a trace is a file.
+  if (!std::filesystem::is_regular_file(status)) {
+    const char* what = std::filesystem::is_fifo(status)              ? "a FIFO"
+                       : std::filesystem::is_character_file(status) ? "a character device"
+                       : std::filesystem::is_block_file(status)     ? "a block device"
+                       : std::filesystem::is_socket(status)         ? "a socket"
+                                                                    : "not a regular file";
+    throw TraceError(path.string() + ": is " + what + ", not a trace file");
+  }
+  if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
+    std::fclose(f);
+  } else {
+    throw TraceError(path.string() + ": cannot open: " + std::strerror(errno));
+  }
   if (std::filesystem::file_size(path, ec) == 0 && !ec) throw TraceError(path.string() + ": empty file, not a trace");
+}
+
+Trace load_trace(const std::filesystem::path& path, ImportStats* stats, const ImportProgressFn& progress) {
+  check_trace_file(path);
   switch (detect_trace_format(path)) {
     case TraceFormat::DreamscopeDb: return read_trace(path);
     case TraceFormat::KinetoJson: return import_kineto(path, stats, progress);

@@ -1,3 +1,4 @@
+#include "dreamscope/limits.h"
 #include "dreamscope/trace_file.h"
 
 #include <sqlite3.h>
@@ -5,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <unordered_map>
 
 namespace dreamscope {
@@ -57,13 +59,14 @@ class Reader {
     return s;
   }
 
-  // Runs `sql`, calling `row` for each result row.
+  // Runs `sql`, calling `row` for each result row. The statement is finalized however the
+  // loop ends: a row that makes the reader refuse the file must not leak it (and with it the
+  // connection, which sqlite3_close_v2 keeps open while a statement lives).
   template <typename F>
   void each(const char* sql, F&& row) {
-    sqlite3_stmt* s = prepare(sql);
+    const std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> s(prepare(sql), sqlite3_finalize);
     int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) row(s);
-    sqlite3_finalize(s);
+    while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) row(s.get());
     if (rc != SQLITE_DONE) fail_sqlite(rc);
   }
 
@@ -84,9 +87,35 @@ std::int64_t opt_int(sqlite3_stmt* s, int col) {
   return sqlite3_column_type(s, col) == SQLITE_NULL ? kNoValue : sqlite3_column_int64(s, col);
 }
 
-std::uint32_t opt_index(sqlite3_stmt* s, int col) {
-  return sqlite3_column_type(s, col) == SQLITE_NULL ? kNoIndex : static_cast<std::uint32_t>(sqlite3_column_int64(s, col));
-}
+// A table's own ids (string, process, device, track) to the builder's indices. Writers make
+// them dense, so a vector serves; a file may hold any ids, so sparse ones go to a hash map
+// rather than sizing a vector by the largest id a file claims.
+class IdMap {
+ public:
+  void set(std::int64_t id, std::uint32_t value) {
+    const auto i = static_cast<std::uint64_t>(id);
+    if (i < dense_.size()) {
+      dense_[i] = value;
+    } else if (i == dense_.size() && sparse_.empty()) {
+      dense_.push_back(value);
+    } else if (i < 2 * dense_.size() + 4096 && sparse_.empty()) {
+      dense_.resize(i + 1, kNoIndex);
+      dense_[i] = value;
+    } else {
+      sparse_[id] = value;
+    }
+  }
+  std::uint32_t get(std::int64_t id) const {
+    const auto i = static_cast<std::uint64_t>(id);
+    if (i < dense_.size()) return dense_[i];
+    const auto it = sparse_.find(id);
+    return it == sparse_.end() ? kNoIndex : it->second;
+  }
+
+ private:
+  std::vector<std::uint32_t> dense_;
+  std::unordered_map<std::int64_t, std::uint32_t> sparse_;
+};
 
 std::string text(sqlite3_stmt* s, int col) {
   const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s, col));
@@ -108,6 +137,7 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
   if (!r.has_table("meta")) r.fail("a SQLite database but not a dreamscope trace (it has no meta table)");
 
   TraceBuilder b;
+  b.set_origin(path.string());
   std::string version;
   r.each("SELECT key, value FROM meta", [&](sqlite3_stmt* s) {
     std::string k = text(s, 0);
@@ -128,12 +158,17 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
   }
 
   // A cleanly closed trace says how many rows it holds; counting a table would be a full scan.
+  // The counts only size reservations, and a damaged meta may claim anything: no table holds
+  // more rows than the file has bytes.
+  std::error_code size_error;
+  const auto file_bytes = static_cast<std::size_t>(std::filesystem::file_size(path, size_error));
+  const std::size_t max_rows = size_error ? 0 : file_bytes / 8;
   std::size_t n_api = 0, n_gpu = 0, n_ann = 0;
   r.each("SELECT key, value FROM meta WHERE key IN ('rows.cuda_api', 'rows.gpu_op', 'rows.annotation')",
          [&](sqlite3_stmt* s) {
            std::string k = text(s, 0);
            auto n = static_cast<std::size_t>(std::strtoull(text(s, 1).c_str(), nullptr, 10));
-           (k == "rows.cuda_api" ? n_api : k == "rows.gpu_op" ? n_gpu : n_ann) = n;
+           (k == "rows.cuda_api" ? n_api : k == "rows.gpu_op" ? n_gpu : n_ann) = std::min(n, max_rows);
          });
   ReadProgress prog;
   prog.rows_total = n_api + n_gpu + n_ann;
@@ -141,30 +176,37 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
     if (progress && (++prog.rows_read & 0xffff) == 0) progress(prog);
   };
 
-  // Strings keep their ids when they are dense (as the writer makes them); otherwise remap.
-  std::vector<StringId> string_map(1, 0);
-  r.each("SELECT id, value FROM string ORDER BY id", [&](sqlite3_stmt* s) {
-    auto id = static_cast<std::size_t>(sqlite3_column_int64(s, 0));
-    if (id >= string_map.size()) string_map.resize(id + 1, 0);
-    string_map[id] = b.intern(text(s, 1));
-  });
-  auto str = [&](sqlite3_stmt* s, int col) -> StringId {
-    auto id = static_cast<std::size_t>(sqlite3_column_int64(s, col));
-    if (id >= string_map.size()) r.fail("a row names string " + std::to_string(id) + ", which the string table lacks");
-    return string_map[id];
+  // A table's id column: an integer in [0, limits::kMaxId], or the file is refused.
+  auto table_id = [&](sqlite3_stmt* s, int col, const char* table) -> std::int64_t {
+    const std::int64_t id = sqlite3_column_int64(s, col);
+    if (sqlite3_column_type(s, col) != SQLITE_INTEGER || id < 0 || id > limits::kMaxId) {
+      r.fail(std::string("the ") + table + " table has id " + limits::quoted(text(s, col), 24) +
+             ", not an integer in [0, 2^32-2]");
+    }
+    return id;
   };
 
-  std::vector<std::uint32_t> process_map, device_map;
-  std::vector<TrackId> track_map;
-  auto map_id = [](std::vector<std::uint32_t>& map, std::int64_t id, std::uint32_t value) {
-    if (id < 0) return;
-    if (static_cast<std::size_t>(id) >= map.size()) map.resize(static_cast<std::size_t>(id) + 1, kNoIndex);
-    map[static_cast<std::size_t>(id)] = value;
+  // String 0 is the empty string, whether or not the file lists it.
+  IdMap string_map;
+  string_map.set(0, 0);
+  r.each("SELECT id, value FROM string ORDER BY id", [&](sqlite3_stmt* s) {
+    string_map.set(table_id(s, 0, "string"), b.intern(text(s, 1)));
+  });
+  auto str = [&](sqlite3_stmt* s, int col) -> StringId {
+    const std::int64_t id = sqlite3_column_int64(s, col);
+    const std::uint32_t mapped = id < 0 || id > limits::kMaxId ? kNoIndex : string_map.get(id);
+    if (mapped == kNoIndex) r.fail("a row names string " + std::to_string(id) + ", which the string table lacks");
+    return mapped;
   };
-  auto lookup = [&](const std::vector<std::uint32_t>& map, std::uint32_t id, const char* what) -> std::uint32_t {
-    if (id == kNoIndex) return kNoIndex;
-    if (id >= map.size() || map[id] == kNoIndex) r.fail(std::string("a row names unknown ") + what + " " + std::to_string(id));
-    return map[id];
+
+  IdMap process_map, device_map, track_map;
+  // A reference to another table's row: NULL where the column allows it, else a known id.
+  auto lookup = [&](const IdMap& map, sqlite3_stmt* s, int col, const char* what, bool nullable) -> std::uint32_t {
+    if (nullable && sqlite3_column_type(s, col) == SQLITE_NULL) return kNoIndex;
+    const std::int64_t id = sqlite3_column_int64(s, col);
+    const std::uint32_t mapped = id < 0 || id > limits::kMaxId ? kNoIndex : map.get(id);
+    if (mapped == kNoIndex) r.fail(std::string("a row names unknown ") + what + " " + std::to_string(id));
+    return mapped;
   };
 
   r.each("SELECT id, pid, parent_pid, name, command, start, end, exit_status FROM process ORDER BY id",
@@ -177,14 +219,15 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
            p.start = opt_int(s, 5);
            p.end = opt_int(s, 6);
            p.exit_status = opt_int(s, 7);
-           map_id(process_map, sqlite3_column_int64(s, 0), b.add_process(std::move(p)));
+           const std::int64_t id = table_id(s, 0, "process");
+           process_map.set(id, b.add_process(std::move(p)));
          });
   r.each("SELECT id, process, ordinal, name, sm_count, core_clock_khz, memory_clock_khz, memory_bus_width_bits, "
          "memory_bandwidth_bytes_per_s, global_memory_bytes, compute_capability_major, compute_capability_minor "
          "FROM device ORDER BY id",
          [&](sqlite3_stmt* s) {
            DeviceInfo d;
-           d.process = lookup(process_map, opt_index(s, 1), "process");
+           d.process = lookup(process_map, s, 1, "process", true);
            d.ordinal = sqlite3_column_int64(s, 2);
            d.name = text(s, 3);
            d.sm_count = sqlite3_column_int64(s, 4);
@@ -195,21 +238,21 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
            d.global_memory_bytes = sqlite3_column_int64(s, 9);
            d.compute_capability_major = sqlite3_column_int64(s, 10);
            d.compute_capability_minor = sqlite3_column_int64(s, 11);
-           map_id(device_map, sqlite3_column_int64(s, 0), b.add_device(std::move(d)));
+           const std::int64_t id = table_id(s, 0, "device");
+           device_map.set(id, b.add_device(std::move(d)));
          });
   r.each("SELECT id, kind, process, tid, device, stream, name FROM track ORDER BY id", [&](sqlite3_stmt* s) {
     TrackInfo t;
     t.kind = sqlite3_column_int(s, 1) == 1 ? TrackKind::GpuStream : TrackKind::CpuThread;
-    t.process = lookup(process_map, opt_index(s, 2), "process");
+    t.process = lookup(process_map, s, 2, "process", true);
     t.tid = opt_int(s, 3);
-    t.device = lookup(device_map, opt_index(s, 4), "device");
+    t.device = lookup(device_map, s, 4, "device", true);
     t.stream = opt_int(s, 5);
     t.name = text(s, 6);
-    map_id(track_map, sqlite3_column_int64(s, 0), b.add_track(std::move(t)));
+    const std::int64_t id = table_id(s, 0, "track");
+    track_map.set(id, b.add_track(std::move(t)));
   });
-  auto track = [&](sqlite3_stmt* s, int col) {
-    return lookup(track_map, static_cast<std::uint32_t>(sqlite3_column_int64(s, col)), "track");
-  };
+  auto track = [&](sqlite3_stmt* s, int col) { return lookup(track_map, s, col, "track", false); };
 
   b.reserve(n_api, n_gpu, n_ann);
 

@@ -64,6 +64,11 @@ Trace import_kineto(const std::filesystem::path& path, ImportStats* stats = null
 Trace import_nsys(const std::filesystem::path& path, ImportStats* stats = nullptr,
                   const ImportProgressFn& progress = {});
 
+// Throws TraceError naming the file unless `path` is a readable, non-empty regular file: a
+// FIFO or a device is refused before it is opened (opening a FIFO blocks), an unreadable
+// file is reported as such (permission denied), not as a format dreamscope does not read.
+void check_trace_file(const std::filesystem::path& path);
+
 // Any supported format. `stats` is filled for imported formats.
 Trace load_trace(const std::filesystem::path& path, ImportStats* stats = nullptr,
                  const ImportProgressFn& progress = {});
