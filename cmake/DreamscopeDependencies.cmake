@@ -8,6 +8,10 @@ find_package(simdjson CONFIG REQUIRED)
 find_package(nlohmann_json CONFIG REQUIRED)
 find_package(tomlplusplus CONFIG REQUIRED)
 find_package(Boost 1.74 REQUIRED COMPONENTS graph)
+# RE2: user-written name patterns match in linear time (no backtracking blow-up). Debian's
+# libre2-dev ships a pkg-config file, not a CMake package.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
 
 if(DREAMSCOPE_BUILD_TESTS)
   find_package(GTest REQUIRED)

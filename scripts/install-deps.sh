@@ -4,10 +4,10 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build ccache pkg-config
+  build-essential cmake ninja-build ccache pkg-config clang libclang-rt-14-dev
   libsqlite3-dev sqlite3 zlib1g-dev
   libboost-graph-dev
-  libfmt-dev libcli11-dev libsimdjson-dev libtomlplusplus-dev nlohmann-json3-dev
+  libfmt-dev libcli11-dev libsimdjson-dev libtomlplusplus-dev nlohmann-json3-dev libre2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libgl-dev
   xvfb xauth chromium

@@ -135,7 +135,7 @@ TEST(ScenarioFile, SemanticErrorsNameFileLineAndProblem) {
       {"name = \"x\"\n[[transform]]\nop = \"scale\"\nselect = { kind = \"kernel\" }\nratoi = 0.5\n",
        "bad.toml:5:9: unknown key 'ratoi' in a 'scale' transform"},
       {"name = \"x\"\n[[transform]]\nop = \"scale\"\nselect = { name = \"gemm(\" }\n",
-       "bad.toml:4:19: 'gemm(' is not a valid regular expression: "},
+       "bad.toml:4:19: 'gemm(' is not a valid name pattern (RE2 syntax, docs/whatif.md): missing ): gemm("},
       {"name = \"x\"\n[[transform]]\nop = \"scale\"\nselect = { kind = \"kernel\" }\nratio = \"${factor}\"\n",
        "bad.toml:5:9: 'ratio': in expression 'factor': unknown name 'factor' (known: none)"},
       {"name = \"x\"\n[[transform]]\nop = \"scale\"\n", "bad.toml:2:1: 'select' is required"},

@@ -1,3 +1,4 @@
+#include <dreamscope/name_pattern.h>
 #include <dreamscope/transforms.h>
 
 #include <fmt/format.h>
@@ -146,33 +147,35 @@ bool TaskSelection::matches_kind(TaskId t, const std::string& kind) const {
 
 std::vector<TaskId> TaskSelection::select(const Selector& s) const {
   const auto& ann = trace_.annotations();
-  const auto flags = std::regex::ECMAScript | std::regex::optimize;
-  std::optional<std::regex> name_re, not_name_re, annotation_re, category_re;
+  std::optional<NamePattern> name_re, not_name_re, annotation_re, category_re;
   // Per track: does it qualify under resource_with / resource_without?
   std::vector<std::uint8_t> track_ok(trace_.tracks().size(), 1);
-  auto any_category = [&](TrackId track, const std::string& pattern) {
-    const std::regex re(pattern, std::regex::ECMAScript);
+  auto any_category = [&](TrackId track, const NamePattern& re) {
     for (StringId c : track_categories_[track]) {
-      const std::string_view text = trace_.str(c);
-      if (std::regex_match(text.begin(), text.end(), re)) return true;
+      if (re.matches_whole(trace_.str(c))) return true;
     }
     return false;
   };
-  for (TrackId track = 0; track < track_ok.size(); ++track) {
-    if (s.resource_with && !any_category(track, *s.resource_with)) track_ok[track] = 0;
-    if (s.resource_without && any_category(track, *s.resource_without)) track_ok[track] = 0;
+  if (s.resource_with || s.resource_without) {
+    std::optional<NamePattern> with, without;
+    if (s.resource_with) with.emplace(*s.resource_with);
+    if (s.resource_without) without.emplace(*s.resource_without);
+    for (TrackId track = 0; track < track_ok.size(); ++track) {
+      if (with && !any_category(track, *with)) track_ok[track] = 0;
+      if (without && any_category(track, *without)) track_ok[track] = 0;
+    }
   }
-  if (s.name) name_re.emplace(*s.name, flags);
-  if (s.not_name) not_name_re.emplace(*s.not_name, flags);
-  if (s.annotation) annotation_re.emplace(*s.annotation, flags);
-  if (s.category) category_re.emplace(*s.category, flags);
+  if (s.name) name_re.emplace(*s.name);
+  if (s.not_name) not_name_re.emplace(*s.not_name);
+  if (s.annotation) annotation_re.emplace(*s.annotation);
+  if (s.category) category_re.emplace(*s.category);
 
-  // Regexes are slow and names repeat: one answer per interned string.
+  // Names repeat: one answer per interned string.
   std::unordered_map<std::string_view, bool> name_hits, not_name_hits;
-  auto cached_search = [](std::unordered_map<std::string_view, bool>& cache, const std::regex& re,
+  auto cached_search = [](std::unordered_map<std::string_view, bool>& cache, const NamePattern& re,
                           std::string_view text) {
     auto [it, fresh] = cache.try_emplace(text, false);
-    if (fresh) it->second = std::regex_search(text.begin(), text.end(), re);
+    if (fresh) it->second = re.found_in(text);
     return it->second;
   };
   // Per annotation row: does it or an enclosing one match? (-1: not computed yet)
@@ -180,7 +183,7 @@ std::vector<TaskId> TaskSelection::select(const Selector& s) const {
   std::vector<std::int8_t> category_hit(category_re ? ann.size() : 0, -1);
   std::unordered_map<StringId, bool> annotation_name_hits, category_hits;
   auto inside = [&](EventIndex row, std::vector<std::int8_t>& memo, std::unordered_map<StringId, bool>& by_string,
-                    const std::vector<StringId>& column, const std::regex& re, bool whole) {
+                    const std::vector<StringId>& column, const NamePattern& re, bool whole) {
     std::vector<EventIndex> chain;
     bool hit = false;
     for (EventIndex a = row; a != kNoIndex; a = ann.parent[a]) {
@@ -192,8 +195,7 @@ std::vector<TaskId> TaskSelection::select(const Selector& s) const {
       auto [it, fresh] = by_string.try_emplace(column[a], false);
       if (fresh) {
         const std::string_view text = trace_.str(column[a]);
-        it->second = whole ? std::regex_match(text.begin(), text.end(), re)
-                           : std::regex_search(text.begin(), text.end(), re);
+        it->second = whole ? re.matches_whole(text) : re.found_in(text);
       }
       if (it->second) {
         hit = true;
@@ -495,103 +497,110 @@ void apply(const std::vector<Transform>& transforms, const TaskSelection& select
   for (const auto& transform : transforms) {
     TransformEffect effect;
     const SourcePosition& where = transform.where;
-    std::visit(
-        [&](const auto& spec) {
-          using Spec = std::decay_t<decltype(spec)>;
-          if constexpr (std::is_same_v<Spec, ScaleSpec>) {
-            effect = spec.off_cpu_only ? scale_off_cpu(graph, pick(spec.select), spec.ratio)
-                                       : scale(graph, pick(spec.select), spec.ratio, spec.add);
-          } else if constexpr (std::is_same_v<Spec, SetDurationSpec>) {
-            needs_original_ids(where, transform.op);
-            const CostModel model = resolve_cost_model(spec.model, selection.trace(), where);
-            effect = set_duration(graph, selection, pick(spec.select), model);
-          } else if constexpr (std::is_same_v<Spec, RemoveSpec>) {
-            needs_original_ids(where, transform.op);
-            effect = remove(graph, selection, pick(spec.select), spec.with_launches);
-          } else if constexpr (std::is_same_v<Spec, FuseSpec>) {
-            needs_original_ids(where, transform.op);
-            std::optional<CostModel> model;
-            if (spec.duration) model = resolve_cost_model(*spec.duration, selection.trace(), where);
-            effect = fuse(graph, selection, pick(spec.select), spec.per_step, spec.keep_launch, model);
-          } else if constexpr (std::is_same_v<Spec, SetPolicySpec>) {
-            if (spec.policy == "gpu_first") {
-              applied.policy = std::make_unique<GpuFirstPolicy>();
-            } else {
-              applied.policy = std::make_unique<MeasuredOrderPolicy>();
+    // Every error a transform raises names the scenario line it came from.
+    try {
+      std::visit(
+          [&](const auto& spec) {
+            using Spec = std::decay_t<decltype(spec)>;
+            if constexpr (std::is_same_v<Spec, ScaleSpec>) {
+              effect = spec.off_cpu_only ? scale_off_cpu(graph, pick(spec.select), spec.ratio)
+                                         : scale(graph, pick(spec.select), spec.ratio, spec.add);
+            } else if constexpr (std::is_same_v<Spec, SetDurationSpec>) {
+              needs_original_ids(where, transform.op);
+              const CostModel model = resolve_cost_model(spec.model, selection.trace(), where);
+              effect = set_duration(graph, selection, pick(spec.select), model);
+            } else if constexpr (std::is_same_v<Spec, RemoveSpec>) {
+              needs_original_ids(where, transform.op);
+              effect = remove(graph, selection, pick(spec.select), spec.with_launches);
+            } else if constexpr (std::is_same_v<Spec, FuseSpec>) {
+              needs_original_ids(where, transform.op);
+              std::optional<CostModel> model;
+              if (spec.duration) model = resolve_cost_model(*spec.duration, selection.trace(), where);
+              effect = fuse(graph, selection, pick(spec.select), spec.per_step, spec.keep_launch, model);
+            } else if constexpr (std::is_same_v<Spec, SetPolicySpec>) {
+              if (spec.policy == "gpu_first") {
+                applied.policy = std::make_unique<GpuFirstPolicy>();
+              } else {
+                applied.policy = std::make_unique<MeasuredOrderPolicy>();
+              }
+              effect.detail = spec.policy;
+            } else if constexpr (std::is_same_v<Spec, MoveSpec>) {
+              const auto original = pick_original(spec.select);
+              const std::int64_t cores = spec.cores == kTracedMachineCores ? traced_machine_cores(selection.trace()) : spec.cores;
+              if (cores > 0) applied.cpu_cores = static_cast<std::size_t>(cores);
+              EditResult edit;
+              if (original.empty()) {
+                effect.detail = "nothing selected";
+              } else if (spec.pool > 0) {
+                auto items = work_items(selection, original);
+                for (auto& item : items) {
+                  for (TaskId& t : item) t = applied.to_current(t);
+                }
+                TrackInfo like = selection.trace().tracks()[selection.graph().resource(original.front())];
+                like.name = "worker-";
+                effect = move_to_pool(graph, items, static_cast<std::size_t>(spec.pool), like, edit);
+                if (cores > 0) {
+                  effect.detail += fmt::format(", every thread sharing {} cores{}", cores,
+                                               spec.cores == kTracedMachineCores ? " (the traced machine's)" : "");
+                } else if (spec.cores == kTracedMachineCores) {
+                  effect.detail += ", a core per thread (the trace does not say how many its machine had)";
+                }
+                applied.renumbered(edit);
+              } else {
+                NamedResource r = resolve_resource(spec.resource, selection, graph, location(where));
+                std::vector<TaskId> tasks;
+                for (TaskId t : original) tasks.push_back(applied.to_current(t));
+                if (r.create) {
+                  // A new resource first, then the move onto it: two renumberings.
+                  GraphEdit add;
+                  add.add_resource(*r.create);
+                  const EditResult added = graph.apply(add);
+                  applied.renumbered(added);
+                  r.id = added.resources.front();
+                  for (TaskId& t : tasks) t = added.old_to_new[t];
+                }
+                effect = move(graph, tasks, r.id, edit);
+                applied.renumbered(edit);
+              }
+            } else if constexpr (std::is_same_v<Spec, InsertSpec>) {
+              // `groups` per step (a step's gradient buckets), or over the run when the trace
+              // has no steps: the `after` tasks of a step, in measured end order, split evenly.
+              const auto original = pick_original(spec.after);
+              std::map<std::int64_t, std::vector<TaskId>> by_step;
+              for (TaskId t : original) by_step[selection.step(t).value_or(kNoValue)].push_back(applied.to_current(t));
+              std::vector<std::vector<TaskId>> groups;
+              for (auto& [step, tasks] : by_step) {
+                std::stable_sort(tasks.begin(), tasks.end(), [&](TaskId x, TaskId y) {
+                  return graph.measured_end(x) < graph.measured_end(y);
+                });
+                const std::size_t n = std::min<std::size_t>(static_cast<std::size_t>(spec.groups), tasks.size());
+                for (std::size_t g = 0; g < n; ++g) {
+                  groups.emplace_back(tasks.begin() + static_cast<std::ptrdiff_t>(g * tasks.size() / n),
+                                      tasks.begin() + static_cast<std::ptrdiff_t>((g + 1) * tasks.size() / n));
+                }
+              }
+              const auto before = spec.before ? pick(*spec.before) : std::vector<TaskId>{};
+              const NamedResource r = resolve_resource(spec.resource, selection, graph, location(where));
+              const CostModel model = resolve_cost_model(spec.duration, selection.trace(), where);
+              TaskCost cost;
+              cost.bytes = spec.bytes / std::max<std::int64_t>(spec.groups, 1);
+              const std::vector<TimeNs> durations(groups.size(), predict_duration(model, cost));
+              EditResult edit;
+              effect = insert(graph, r.id, r.create, spec.name, groups, before, durations, edit, location(where));
+              if (!edit.old_to_new.empty()) applied.renumbered(edit);
+              effect.detail += fmt::format(", {}", describe(model));
+            } else if constexpr (std::is_same_v<Spec, AddEdgeSpec>) {
+              effect = add_edge(graph, pick(spec.from), pick(spec.to), spec.delay, location(where));
+            } else if constexpr (std::is_same_v<Spec, RemoveEdgeSpec>) {
+              effect = remove_edge(graph, pick(spec.from), pick(spec.to));
             }
-            effect.detail = spec.policy;
-          } else if constexpr (std::is_same_v<Spec, MoveSpec>) {
-            const auto original = pick_original(spec.select);
-            const std::int64_t cores = spec.cores == kTracedMachineCores ? traced_machine_cores(selection.trace()) : spec.cores;
-            if (cores > 0) applied.cpu_cores = static_cast<std::size_t>(cores);
-            EditResult edit;
-            if (original.empty()) {
-              effect.detail = "nothing selected";
-            } else if (spec.pool > 0) {
-              auto items = work_items(selection, original);
-              for (auto& item : items) {
-                for (TaskId& t : item) t = applied.to_current(t);
-              }
-              TrackInfo like = selection.trace().tracks()[selection.graph().resource(original.front())];
-              like.name = "worker-";
-              effect = move_to_pool(graph, items, static_cast<std::size_t>(spec.pool), like, edit);
-              if (cores > 0) {
-                effect.detail += fmt::format(", every thread sharing {} cores{}", cores,
-                                             spec.cores == kTracedMachineCores ? " (the traced machine's)" : "");
-              } else if (spec.cores == kTracedMachineCores) {
-                effect.detail += ", a core per thread (the trace does not say how many its machine had)";
-              }
-              applied.renumbered(edit);
-            } else {
-              NamedResource r = resolve_resource(spec.resource, selection, graph, location(where));
-              std::vector<TaskId> tasks;
-              for (TaskId t : original) tasks.push_back(applied.to_current(t));
-              if (r.create) {
-                // A new resource first, then the move onto it: two renumberings.
-                GraphEdit add;
-                add.add_resource(*r.create);
-                const EditResult added = graph.apply(add);
-                applied.renumbered(added);
-                r.id = added.resources.front();
-                for (TaskId& t : tasks) t = added.old_to_new[t];
-              }
-              effect = move(graph, tasks, r.id, edit);
-              applied.renumbered(edit);
-            }
-          } else if constexpr (std::is_same_v<Spec, InsertSpec>) {
-            // `groups` per step (a step's gradient buckets), or over the run when the trace
-            // has no steps: the `after` tasks of a step, in measured end order, split evenly.
-            const auto original = pick_original(spec.after);
-            std::map<std::int64_t, std::vector<TaskId>> by_step;
-            for (TaskId t : original) by_step[selection.step(t).value_or(kNoValue)].push_back(applied.to_current(t));
-            std::vector<std::vector<TaskId>> groups;
-            for (auto& [step, tasks] : by_step) {
-              std::stable_sort(tasks.begin(), tasks.end(), [&](TaskId x, TaskId y) {
-                return graph.measured_end(x) < graph.measured_end(y);
-              });
-              const std::size_t n = std::min<std::size_t>(static_cast<std::size_t>(spec.groups), tasks.size());
-              for (std::size_t g = 0; g < n; ++g) {
-                groups.emplace_back(tasks.begin() + static_cast<std::ptrdiff_t>(g * tasks.size() / n),
-                                    tasks.begin() + static_cast<std::ptrdiff_t>((g + 1) * tasks.size() / n));
-              }
-            }
-            const auto before = spec.before ? pick(*spec.before) : std::vector<TaskId>{};
-            const NamedResource r = resolve_resource(spec.resource, selection, graph, location(where));
-            const CostModel model = resolve_cost_model(spec.duration, selection.trace(), where);
-            TaskCost cost;
-            cost.bytes = spec.bytes / std::max<std::int64_t>(spec.groups, 1);
-            const std::vector<TimeNs> durations(groups.size(), predict_duration(model, cost));
-            EditResult edit;
-            effect = insert(graph, r.id, r.create, spec.name, groups, before, durations, edit, location(where));
-            if (!edit.old_to_new.empty()) applied.renumbered(edit);
-            effect.detail += fmt::format(", {}", describe(model));
-          } else if constexpr (std::is_same_v<Spec, AddEdgeSpec>) {
-            effect = add_edge(graph, pick(spec.from), pick(spec.to), spec.delay, location(where));
-          } else if constexpr (std::is_same_v<Spec, RemoveEdgeSpec>) {
-            effect = remove_edge(graph, pick(spec.from), pick(spec.to));
-          }
-        },
-        transform.spec);
+          },
+          transform.spec);
+    } catch (const TransformError& e) {
+      const std::string at = location(where);
+      if (std::string_view(e.what()).starts_with(at)) throw;
+      throw TransformError(fmt::format("{}: {}", at, e.what()));
+    }
     effect.op = transform.op;
     effect.where = where;
     applied.effects.push_back(std::move(effect));

@@ -22,7 +22,6 @@
 
 #include <memory>
 #include <optional>
-#include <regex>
 #include <span>
 #include <stdexcept>
 #include <string>
