@@ -97,7 +97,7 @@ TEST_F(WhatIfCli, BadInputIsExitOneWithTheReason) {
   std::ofstream(bad) << "name = \"bad\"\n[[transform]]\nop = \"scale\"\nselect = { kind = \"kernel\" }\nratio = -1\n";
   r = run_dreamscope("whatif " + trace() + " -s " + bad.string());
   EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_NE(r.out.find(bad.string() + ":5:9: 'ratio' must not be negative"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(bad.string() + ":5:9: 'ratio' must be a finite number >= 0, got -1"), std::string::npos) << r.out;
 
   r = run_dreamscope("whatif " + (dir_ / "missing.db").string() + " -s amp");
   EXPECT_EQ(r.exit_code, 1) << r.out;

@@ -1,13 +1,19 @@
 // Reading scenario files with toml++: every error carries the file, line and column of the
 // value that is wrong, because a scenario author fixes a file, not a stack trace.
+#include <dreamscope/limits.h>
+#include <dreamscope/name_pattern.h>
 #include <dreamscope/scenario.h>
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
-#include <regex>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -87,6 +93,32 @@ class TransformReader {
   }
   double number(std::string_view key, double fallback) { return number(table_, key, fallback); }
 
+  // A ratio, a rate or a cost: what makes sense of time is a finite number >= 0.
+  double non_negative(const toml::table& table, std::string_view key, double fallback) {
+    const double v = number(table, key, fallback);
+    if (!std::isfinite(v) || v < 0) {
+      fail_at(node(table, key), fmt::format("'{}' must be a finite number >= 0, got {}", key, v));
+    }
+    return v;
+  }
+  double non_negative(std::string_view key, double fallback) { return non_negative(table_, key, fallback); }
+
+  // A duration or a count, within [min, max].
+  std::int64_t bounded(const toml::table& table, std::string_view key, std::int64_t fallback, std::int64_t min,
+                       std::int64_t max, std::string_view what) {
+    const std::int64_t v = integer(table, key, fallback);
+    if (v < min || v > max) fail_at(node(table, key), fmt::format("'{}' must be {}, got {}", key, what, v));
+    return v;
+  }
+  std::int64_t bounded(std::string_view key, std::int64_t fallback, std::int64_t min, std::int64_t max,
+                       std::string_view what) {
+    return bounded(table_, key, fallback, min, max, what);
+  }
+  // A duration in nanoseconds: >= 0 and no longer than a trace may be long.
+  std::int64_t duration_ns(const toml::table& table, std::string_view key) {
+    return bounded(table, key, 0, 0, limits::kMaxAbsTimestampNs, "a duration in ns, >= 0 and < 2^62");
+  }
+
   std::int64_t integer(const toml::table& table, std::string_view key, std::int64_t fallback) {
     const auto v = value(table, key);
     if (!v) return fallback;
@@ -164,9 +196,11 @@ class TransformReader {
       // An empty pattern means "no constraint", so a parameter can switch a filter off.
       if (!r || r->empty()) return std::nullopt;
       try {
-        std::regex check(*r, std::regex::ECMAScript);
-      } catch (const std::regex_error& e) {
-        fail_at(node(*t, regex_key), fmt::format("'{}' is not a valid regular expression: {}", *r, e.what()));
+        NamePattern check(*r);
+      } catch (const std::invalid_argument& e) {
+        fail_at(node(*t, regex_key),
+                fmt::format("{} is not a valid name pattern (RE2 syntax, docs/whatif.md): {}", limits::quoted(*r, 60),
+                            e.what()));
       }
       return r;
     };
@@ -204,9 +238,9 @@ class TransformReader {
     CostModelSpec spec;
     const std::string model = text(t, "model").value_or("");
     if (model == "constant") {
-      spec.fixed = ConstantCost{static_cast<TimeNs>(integer(t, "duration_ns", 0))};
+      spec.fixed = ConstantCost{duration_ns(t, "duration_ns")};
     } else if (model == "ratio") {
-      spec.fixed = RatioCost{number(t, "ratio", 1.0), static_cast<TimeNs>(integer(t, "add_ns", 0))};
+      spec.fixed = RatioCost{non_negative(t, "ratio", 1.0), duration_ns(t, "add_ns")};
     } else if (model == "wave_scaling") {
       const auto to = text(t, "to");
       if (!to) fail_at(t, "wave_scaling needs 'to', the destination GPU");
@@ -221,12 +255,10 @@ class TransformReader {
       }
     } else if (model == "ring_allreduce") {
       RingAllReduceCost ring;
-      ring.workers = integer(t, "workers", 1);
-      ring.latency_s = number(t, "latency_us", 0) * 1e-6;
-      ring.link_bandwidth_bytes_per_s = number(t, "bandwidth_gb_per_s", 0) * 1e9;
-      if (ring.workers < 1) fail_at(node(t, "workers"), "'workers' must be at least 1");
+      ring.workers = bounded(t, "workers", 1, 1, limits::kMaxPoolWorkers, "a number of workers from 1 to 4096");
+      ring.latency_s = non_negative(t, "latency_us", 0) * 1e-6;
+      ring.link_bandwidth_bytes_per_s = non_negative(t, "bandwidth_gb_per_s", 0) * 1e9;
       if (!(ring.link_bandwidth_bytes_per_s > 0)) fail_at(t, "ring_allreduce needs 'bandwidth_gb_per_s' > 0");
-      if (ring.latency_s < 0) fail_at(node(t, "latency_us"), "'latency_us' must not be negative");
       spec.fixed = ring;
     } else {
       fail_at(model.empty() ? t : node(t, "model"),
@@ -283,9 +315,8 @@ std::optional<Transform> read_transform(const toml::table& t, const std::string&
   if (op == "scale") {
     ScaleSpec s;
     s.select = r.selector("select", true);
-    s.ratio = r.number("ratio", 1.0);
-    s.add = static_cast<TimeNs>(r.integer("add_ns", 0));
-    if (s.ratio < 0) r.fail_at(r.node(t, "ratio"), "'ratio' must not be negative");
+    s.ratio = r.non_negative("ratio", 1.0);
+    s.add = r.duration_ns(t, "add_ns");
     if (const auto part = r.text("part")) {
       if (*part == "off_cpu") {
         s.off_cpu_only = true;
@@ -310,12 +341,10 @@ std::optional<Transform> read_transform(const toml::table& t, const std::string&
     s.name = r.required_text("name");
     s.resource = r.required_text("resource");
     s.duration = r.cost_model("cost");
-    s.bytes = r.integer("bytes", 0);
+    s.bytes = r.bounded("bytes", 0, 0, std::numeric_limits<std::int64_t>::max(), "a number of bytes >= 0");
     s.after = r.selector("after", true);
     if (t.contains("before")) s.before = r.selector("before", true);
-    s.groups = r.integer("groups", 1);
-    if (s.groups < 1) r.fail_at(r.node(t, "groups"), "'groups' must be at least 1");
-    if (s.bytes < 0) r.fail_at(r.node(t, "bytes"), "'bytes' must not be negative");
+    s.groups = r.bounded("groups", 1, 1, limits::kMaxPoolWorkers, "a number of groups from 1 to 4096");
     out.spec = s;
   } else if (op == "fuse") {
     FuseSpec s;
@@ -332,17 +361,22 @@ std::optional<Transform> read_transform(const toml::table& t, const std::string&
     s.pool = r.integer("pool", 0);
     s.cores = r.integer("cores", 0);
     if (s.resource.empty() == (s.pool == 0)) r.fail("'move' needs either 'resource' or 'pool' (a number of workers)");
-    if (s.pool < 0) r.fail_at(r.node(t, "pool"), "'pool' must be a positive number of workers");
-    if (s.cores < kTracedMachineCores) {
+    if (s.pool < 0 || s.pool > limits::kMaxPoolWorkers) {
+      r.fail_at(r.node(t, "pool"), fmt::format("'pool' must be a number of workers from 1 to {}, got {}",
+                                               limits::kMaxPoolWorkers, s.pool));
+    }
+    if (s.cores < kTracedMachineCores || s.cores > limits::kMaxPoolWorkers) {
       r.fail_at(r.node(t, "cores"),
-                "'cores' must be a number of cores, 0 (a core per thread) or -1 (the traced machine's)");
+                fmt::format("'cores' must be a number of cores, 0 (a core per thread) or -1 (the traced "
+                            "machine's); at most {}",
+                            limits::kMaxPoolWorkers));
     }
     out.spec = s;
   } else if (op == "add_edge") {
     AddEdgeSpec s;
     s.from = r.selector("from", true);
     s.to = r.selector("to", true);
-    s.delay = static_cast<TimeNs>(r.integer("delay_ns", 0));
+    s.delay = r.duration_ns(t, "delay_ns");
     out.spec = s;
   } else if (op == "remove_edge") {
     RemoveEdgeSpec s;
@@ -506,10 +540,21 @@ Scenario Scenario::parse(std::string_view toml_text, std::string file) {
 }
 
 Scenario Scenario::load(const std::string& path) {
+  const auto fail = [&](const std::string& what) { throw ScenarioError(SourcePosition{path, 0, 0}, what); };
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status)) fail("no such file");
+  // A FIFO or a device would block or never end: a scenario is a file.
+  if (!std::filesystem::is_regular_file(status)) fail("not a regular file, so not a scenario");
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > limits::kMaxScenarioBytes) {
+    fail(fmt::format("{} bytes; a scenario file may be at most {} bytes", size, limits::kMaxScenarioBytes));
+  }
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw ScenarioError(SourcePosition{path, 0, 0}, "cannot read the file");
+  if (!in) fail(fmt::format("cannot read the file: {}", std::strerror(errno)));
   std::stringstream text;
   text << in.rdbuf();
+  if (in.bad()) fail(fmt::format("cannot read the file: {}", std::strerror(errno)));
   return parse(text.str(), path);
 }
 

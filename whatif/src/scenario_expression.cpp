@@ -1,11 +1,13 @@
 // The small expression language of scenario values ("${1 / storage}") and CI gates
 // ("speedup < 1.10"): a recursive-descent parser that evaluates as it goes.
+#include <dreamscope/limits.h>
 #include <dreamscope/scenario.h>
 
 #include <fmt/format.h>
 
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 namespace dreamscope::whatif {
@@ -19,14 +21,31 @@ class ExpressionParser {
   ParameterValue parse() {
     ParameterValue v = disjunction();
     skip_space();
-    if (pos_ != text_.size()) fail(fmt::format("unexpected '{}'", text_.substr(pos_)));
+    if (pos_ != text_.size()) fail(fmt::format("unexpected {}", limits::quoted(text_.substr(pos_), 40)));
     return v;
   }
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    throw std::invalid_argument(fmt::format("in expression '{}': {}", text_, what));
+    throw std::invalid_argument(fmt::format("in expression {}: {}", limits::quoted(text_, 60), what));
   }
+
+  // Parentheses and prefix operators recurse; a bound keeps a hostile expression from
+  // exhausting the stack.
+  class Nesting {
+   public:
+    explicit Nesting(ExpressionParser& p) : p_(p) {
+      if (++p_.depth_ > limits::kMaxExpressionDepth) {
+        p_.fail(fmt::format("nested deeper than {} levels", limits::kMaxExpressionDepth));
+      }
+    }
+    ~Nesting() { --p_.depth_; }
+    Nesting(const Nesting&) = delete;
+    Nesting& operator=(const Nesting&) = delete;
+
+   private:
+    ExpressionParser& p_;
+  };
 
   void skip_space() {
     while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
@@ -46,23 +65,26 @@ class ExpressionParser {
   double number(const ParameterValue& v, std::string_view context) const {
     if (const auto* i = std::get_if<std::int64_t>(&v)) return static_cast<double>(*i);
     if (const auto* d = std::get_if<double>(&v)) return *d;
-    fail(fmt::format("{} needs a number, got '{}'", context, to_string(v)));
+    fail(fmt::format("{} needs a number, got {}", context, limits::quoted(to_string(v), 40)));
   }
 
   bool truth(const ParameterValue& v, std::string_view context) const {
     if (const auto* b = std::get_if<bool>(&v)) return *b;
     if (is_number(v)) return number(v, context) != 0;
-    fail(fmt::format("{} needs a boolean, got '{}'", context, to_string(v)));
+    fail(fmt::format("{} needs a boolean, got {}", context, limits::quoted(to_string(v), 40)));
   }
 
   // Integers stay integers through + - * so that `workers * 2` is still a count.
-  static ParameterValue arithmetic(char op, const ParameterValue& a, const ParameterValue& b, double x, double y) {
+  ParameterValue arithmetic(char op, const ParameterValue& a, const ParameterValue& b, double x, double y) const {
     const auto* ia = std::get_if<std::int64_t>(&a);
     const auto* ib = std::get_if<std::int64_t>(&b);
     if (ia && ib && op != '/') {
-      if (op == '+') return *ia + *ib;
-      if (op == '-') return *ia - *ib;
-      return *ia * *ib;
+      std::int64_t r = 0;
+      const bool overflow = op == '+'   ? __builtin_add_overflow(*ia, *ib, &r)
+                            : op == '-' ? __builtin_sub_overflow(*ia, *ib, &r)
+                                        : __builtin_mul_overflow(*ia, *ib, &r);
+      if (overflow) fail(fmt::format("{} {} {} overflows a 64-bit integer", *ia, op, *ib));
+      return r;
     }
     switch (op) {
       case '+': return x + y;
@@ -141,10 +163,17 @@ class ExpressionParser {
   }
 
   ParameterValue unary() {
-    if (accept("!")) return !truth(unary(), "!");
+    if (accept("!")) {
+      Nesting nesting(*this);
+      return !truth(unary(), "!");
+    }
     if (accept("-")) {
+      Nesting nesting(*this);
       ParameterValue v = unary();
-      if (const auto* i = std::get_if<std::int64_t>(&v)) return -*i;
+      if (const auto* i = std::get_if<std::int64_t>(&v)) {
+        if (*i == std::numeric_limits<std::int64_t>::min()) fail("-(-2^63) overflows a 64-bit integer");
+        return -*i;
+      }
       return -number(v, "-");
     }
     return primary();
@@ -154,6 +183,7 @@ class ExpressionParser {
     skip_space();
     if (pos_ >= text_.size()) fail("unexpected end");
     if (accept("(")) {
+      Nesting nesting(*this);
       ParameterValue v = disjunction();
       if (!accept(")")) fail("missing ')'");
       return v;
@@ -180,11 +210,11 @@ class ExpressionParser {
       if (it == values_.end()) {
         std::string known;
         for (const auto& [k, v] : values_) known += (known.empty() ? "" : ", ") + k;
-        fail(fmt::format("unknown name '{}' (known: {})", name, known.empty() ? "none" : known));
+        fail(fmt::format("unknown name {} (known: {})", limits::quoted(name, 40), known.empty() ? "none" : known));
       }
       return it->second;
     }
-    fail(fmt::format("unexpected '{}'", c));
+    fail(fmt::format("unexpected {}", limits::quoted(std::string_view(&text_[pos_], 1))));
   }
 
   ParameterValue number_literal() {
@@ -214,12 +244,13 @@ class ExpressionParser {
       }
     } catch (const std::exception&) {
     }
-    fail(fmt::format("bad number '{}'", literal));
+    fail(fmt::format("bad number {}", limits::quoted(literal, 40)));
   }
 
   std::string_view text_;
   const ExpressionValues& values_;
   std::size_t pos_ = 0;
+  std::size_t depth_ = 0;
 };
 
 } // namespace

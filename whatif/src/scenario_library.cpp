@@ -30,7 +30,8 @@ Scenario find_scenario(const std::string& name_or_path) {
     }
   }
   std::error_code ec;
-  if (std::filesystem::is_regular_file(name_or_path, ec)) return Scenario::load(name_or_path);
+  // Anything at that path is for load() to judge: a FIFO or a folder gets its own message.
+  if (std::filesystem::exists(name_or_path, ec)) return Scenario::load(name_or_path);
   std::string known;
   for (const auto& builtin : builtin_scenarios()) known += (known.empty() ? "" : ", ") + std::string(builtin.name);
   throw ScenarioError(SourcePosition{name_or_path, 0, 0},

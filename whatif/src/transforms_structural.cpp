@@ -160,9 +160,12 @@ TransformEffect move_to_pool(DependencyGraph& graph, const std::vector<std::vect
   std::stable_sort(ordered.begin(), ordered.end(), [&](const auto& a, const auto& b) {
     return graph.measured_start(a.front()) < graph.measured_start(b.front());
   });
+  // Workers beyond the number of groups would never get an item: the pool is only as large as
+  // the work there is, so a pool of a billion costs what a pool of the groups costs.
+  const std::size_t busy = std::min(workers, std::max<std::size_t>(ordered.size(), 1));
   GraphEdit edit;
-  std::vector<ResourceId> pool(workers);
-  for (std::size_t w = 0; w < workers; ++w) {
+  std::vector<ResourceId> pool(busy);
+  for (std::size_t w = 0; w < busy; ++w) {
     TrackInfo track = like;
     track.name = fmt::format("{}{}", like.name, w);
     track.tid = kNoValue;
@@ -171,7 +174,7 @@ TransformEffect move_to_pool(DependencyGraph& graph, const std::vector<std::vect
   std::set<TaskId> moved;
   for (std::size_t g = 0; g < ordered.size(); ++g) {
     for (TaskId t : ordered[g]) {
-      edit.move(t, pool[g % workers]);
+      edit.move(t, pool[g % busy]);
       moved.insert(t);
       ++e.tasks;
       e.time_before += graph.duration(t);
@@ -188,6 +191,7 @@ TransformEffect move_to_pool(DependencyGraph& graph, const std::vector<std::vect
   }
   graph.add_edges(hand_over);
   e.detail = fmt::format("{} groups over {} workers", ordered.size(), workers);
+  if (busy < workers) e.detail += fmt::format(" ({} of them would have nothing to do)", workers - busy);
   return e;
 }
 
