@@ -17,4 +17,4 @@ filter=Kineto
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 echo "== dreamscope import $trace"
-"$build/bin/dreamscope" import "$trace" -o "$out/mtia.db" 2>&1 | head -1
+"$build/bin/dreamscope" import --force "$trace" -o "$out/mtia.db" 2>&1 | head -1

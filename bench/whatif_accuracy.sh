@@ -122,7 +122,7 @@ report "prep-bound, 1 worker → workers=2 (median)" "$(predict "$work/prep" -s 
 predicted_means=()
 for i in $(seq "$RUNS"); do
   if ! "$dreamscope" whatif "$work/prep-$i.db" --no-data-stalls -s data -p workers=2 -p cores="$cores" \
-    -o "$work/pred.db" >/dev/null; then
+    --force -o "$work/pred.db" >/dev/null; then
     predicted_means=()
     break
   fi

@@ -19,7 +19,7 @@ else
   args=(--steps 40 --workers 2 --fetch-delay-us 500)
 fi
 echo "== dreamscope trace -- $job"
-"$bin/dreamscope" trace -o "$out/$job.db" -- "$bin/$job" "${args[@]}"
+"$bin/dreamscope" trace --force -o "$out/$job.db" -- "$bin/$job" "${args[@]}"
 echo "== dreamscope info"
 "$bin/dreamscope" info "$out/$job.db"
 echo "== dreamscope replay"

@@ -289,7 +289,7 @@ std::string render_json(const AnalysisReport& r) {
                           {"run", summary(c.run)},
                           {"steps", steps}};
   }
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 } // namespace dreamscope::analyzers

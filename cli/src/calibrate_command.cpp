@@ -195,7 +195,7 @@ int run_calibrate(const CalibrateOptions& o) {
       j.push_back({{"event_kind", r.event_kind}, {"cost_ns", r.cost_ns}, {"traced_ns", traced.at(r.event_kind)},
                    {"untraced_ns", untraced[r.event_kind]}, {"samples", r.samples}});
     }
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("%-24s%12s%12s%12s\n", "event", "untraced", "traced", "cost");
     for (const auto& r : records) {

@@ -2,6 +2,7 @@
 // converted into a dreamscope trace, with the importer's own throughput and what it
 // dropped or could not read, so that nothing is lost silently.
 #include "commands.h"
+#include "output.h"
 
 #include <dreamscope/importers.h>
 #include <dreamscope/trace_file.h>
@@ -20,6 +21,7 @@ struct ImportOptions {
   std::string input;
   std::string output;
   bool quiet = false;
+  bool force = false;
 };
 
 const CommandRegistration import_command(30, "import", [](CLI::App& app) -> CommandAction {
@@ -29,12 +31,14 @@ const CommandRegistration import_command(30, "import", [](CLI::App& app) -> Comm
   cmd->add_option("file", opts->input, "The trace to import")->required();
   cmd->add_option("-o,--output", opts->output, "The dreamscope trace to write (trace.db)")->required();
   cmd->add_flag("-q,--quiet", opts->quiet, "Print only warnings");
+  cmd->add_flag("-f,--force", opts->force, "Replace the output file if it exists");
   cmd->footer(
       "Prints \"Loaded X MB in Y s (Z MB/s)\" and a summary of what the importer dropped or could not read\n"
       "on stderr; the same summary is stored in the trace's meta.import_warnings.\n"
       "Every other command also opens these formats directly; import once to skip parsing next time.\n\n"
       "Example:\n  dreamscope import rank-0.pt.trace.json.gz -o rank0.db && dreamscope info rank0.db");
   return [opts] {
+    check_trace_output(opts->output, opts->force);
     const TraceFormat format = detect_trace_format(opts->input);
     if (format == TraceFormat::DreamscopeDb) {
       throw TraceError(opts->input + ": already a dreamscope trace; nothing to import");

@@ -136,7 +136,7 @@ std::string render_json(const std::string& path, const TraceSummary& s) {
   for (const auto& k : s.top_kernels) {
     j["top_kernels"].push_back({{"name", k.name}, {"count", k.count}, {"total_ns", k.total}});
   }
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 const CommandRegistration info_command(20, "info", [](CLI::App& app) -> CommandAction {

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 namespace dreamscope::cli {
 
@@ -18,6 +19,16 @@ std::string format_duration(TimeNs ns) {
   if (a < 1e6) return fmt::format("{:.3f} us", v / 1e3);
   if (a < 1e9) return fmt::format("{:.3f} ms", v / 1e6);
   return fmt::format("{:.3f} s", v / 1e9);
+}
+
+void check_trace_output(const std::string& path, bool force) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path out(path);
+  if (fs::exists(out, ec) && !force) throw TraceError(path + " exists (use --force to replace it)");
+  if (fs::is_directory(out, ec)) throw TraceError(path + ": is a directory");
+  const fs::path folder = out.has_parent_path() ? out.parent_path() : fs::path(".");
+  if (!fs::is_directory(folder, ec)) throw TraceError(path + ": no such directory " + folder.string());
 }
 
 void write_output(const std::string& path, const std::string& text) {

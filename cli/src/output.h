@@ -10,6 +10,11 @@ namespace dreamscope::cli {
 // "12.345 ms", "830 ns", "1.204 s": three significant decimals in the largest fitting unit.
 std::string format_duration(TimeNs ns);
 
+// Every command that writes a trace.db (trace -o, import -o, whatif -o) keeps an existing file
+// unless the user passed --force, and checks the output's folder exists before doing any work.
+// Reports and exports are derived from a trace and are replaced. Throws TraceError naming the path.
+void check_trace_output(const std::string& path, bool force);
+
 // Writes `text` to `path`, or to stdout when path is empty or "-". Throws TraceError
 // naming the file when it cannot be written.
 void write_output(const std::string& path, const std::string& text);

@@ -169,7 +169,7 @@ std::string render_json(const ReplayCommandOptions& o, const Trace& trace, const
                    {"gpu_ops_without_launch", w.gpu_ops_without_launch},
                    {"sync_ops_skipped", w.sync_ops_skipped}};
   if (!o.predicted.empty()) j["predicted_trace"] = o.predicted;
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 const CommandRegistration replay_command(60, "replay", [](CLI::App& app) -> CommandAction {

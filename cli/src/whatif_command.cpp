@@ -5,6 +5,7 @@
 #include "output.h"
 
 #include <dreamscope/importers.h>
+#include <dreamscope/limits.h>
 #include <dreamscope/storage.h>
 #include <dreamscope/whatif_engine.h>
 
@@ -34,6 +35,7 @@ struct WhatIfCommandOptions {
   std::vector<std::string> gates;
   bool list = false;
   bool no_data_stalls = false;
+  bool force = false;
 };
 
 using whatif::Prediction;
@@ -257,7 +259,7 @@ std::string render_json(const WhatIfCommandOptions& o, const WhatIfReport& r) {
                         {"prep_stall_ns", d.prep_stall()}};
   }
   if (!o.predicted.empty()) j["predicted_trace"] = o.predicted;
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 // Gates are checked against placeholder values before the simulations run, so that a
@@ -275,8 +277,15 @@ void check_gates(const std::vector<std::string>& gates, const std::vector<whatif
     placeholders[n + ".predicted_step_ms"] = 1.0;
   }
   for (const auto& gate : gates) {
-    if (!std::holds_alternative<bool>(whatif::evaluate_expression(gate, placeholders))) {
-      throw std::invalid_argument(fmt::format("--fail-if '{}' is not a condition (e.g. 'speedup < 1.10')", gate));
+    whatif::ParameterValue value;
+    try {
+      value = whatif::evaluate_expression(gate, placeholders);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(fmt::format("--fail-if: {}", e.what()));
+    }
+    if (!std::holds_alternative<bool>(value)) {
+      throw std::invalid_argument(
+          fmt::format("--fail-if {} is not a condition (e.g. 'speedup < 1.10')", limits::quoted(gate, 60)));
     }
   }
 }
@@ -299,6 +308,7 @@ const CommandRegistration whatif_command(70, "whatif", [](CLI::App& app) -> Comm
       ->check(CLI::IsMember({"text", "md", "json"}))
       ->capture_default_str();
   cmd->add_option("-o,--predicted", opts->predicted, "Write the last prediction (the combination) as a trace.db");
+  cmd->add_flag("-f,--force", opts->force, "Replace the -o trace if it exists");
   cmd->add_option("--report", opts->output, "Write the report to this file instead of stdout");
   cmd->add_option("--fail-if", opts->gates, "Exit with 3 when this condition holds, e.g. 'speedup < 1.10'; names: "
                                             "speedup, predicted_step_ms, measured_step_ms, replayed_step_ms, "
@@ -327,6 +337,7 @@ const CommandRegistration whatif_command(70, "whatif", [](CLI::App& app) -> Comm
       std::fprintf(stderr, "dreamscope whatif: needs a TRACE and at least one -s SCENARIO (or --list)\n");
       return kExitUsage;
     }
+    if (!opts->predicted.empty()) check_trace_output(opts->predicted, opts->force);
     // Scenarios first: a typo in one should not wait for a large trace to load.
     const auto requests = requests_from(*opts);
     for (const auto& r : requests) (void)r.scenario.instantiate(r.overrides);
@@ -349,7 +360,9 @@ const CommandRegistration whatif_command(70, "whatif", [](CLI::App& app) -> Comm
     for (const auto& gate : opts->gates) {
       const auto held = whatif::evaluate_expression(gate, values);
       const auto* truth = std::get_if<bool>(&held);
-      if (truth == nullptr) throw std::invalid_argument(fmt::format("--fail-if '{}' is not a condition", gate));
+      if (truth == nullptr) {
+        throw std::invalid_argument(fmt::format("--fail-if {} is not a condition", limits::quoted(gate, 60)));
+      }
       if (*truth) {
         std::fprintf(stderr, "dreamscope whatif: gate failed: %s (speedup %.3f, predicted step %.3f ms)\n",
                      gate.c_str(), std::get<double>(values.at("speedup")),

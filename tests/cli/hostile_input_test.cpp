@@ -1,0 +1,243 @@
+// Every hostile input in ../shared/data/fuzz (minimized reproducers of crashes, hangs and
+// memory blow-ups found by fuzzing the release binary) run through the real `dreamscope`
+// commands: each must end with a correct result, or exit 1 with one line on stderr that names
+// the file, without a signal, a hang or more than 200 MB of memory.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <csignal>
+#include <fcntl.h>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <spawn.h>
+#include <string>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kFuzz = fs::path(DREAMSCOPE_SHARED_DATA_DIR) / "fuzz";
+
+struct Outcome {
+  int exit_code = -1; // 128 + signal when killed
+  bool timed_out = false;
+  long max_rss_kb = 0;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Runs `dreamscope args...` with stdout and stderr to files, measuring its peak memory with
+// wait4(); killed after `timeout_s` (a hang, not a slow run: the bound is far above 1 s).
+Outcome run(const std::vector<std::string>& args, int timeout_s = 30) {
+  static int counter = 0;
+  const fs::path dir = fs::temp_directory_path();
+  const fs::path out_path = dir / ("dreamscope-hostile-" + std::to_string(::getpid()) + "-" + std::to_string(counter) + ".out");
+  const fs::path err_path = dir / ("dreamscope-hostile-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".err");
+  std::vector<std::string> argv_s = {std::string(DREAMSCOPE_BIN_DIR) + "/dreamscope"};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  Outcome o;
+  if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) != 0) return o;
+  posix_spawn_file_actions_destroy(&actions);
+
+  int status = 0;
+  rusage usage{};
+  for (int waited_ms = 0;; waited_ms += 10) {
+    const pid_t r = ::wait4(pid, &status, WNOHANG, &usage);
+    if (r == pid) break;
+    if (waited_ms > timeout_s * 1000) {
+      ::kill(pid, SIGKILL);
+      ::wait4(pid, &status, 0, &usage);
+      o.timed_out = true;
+      break;
+    }
+    ::usleep(10000);
+  }
+  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  o.max_rss_kb = usage.ru_maxrss;
+  o.out = slurp(out_path);
+  o.err = slurp(err_path);
+  fs::remove(out_path);
+  fs::remove(err_path);
+  return o;
+}
+
+std::string describe(const std::vector<std::string>& args, const Outcome& o) {
+  std::string cmd = "dreamscope";
+  for (const auto& a : args) cmd += " " + a;
+  return cmd + "\n  exit " + std::to_string(o.exit_code) + (o.timed_out ? " (timed out)" : "") + ", " +
+         std::to_string(o.max_rss_kb / 1024) + " MB\n  stderr: " + o.err.substr(0, 600);
+}
+
+// A clear refusal: exit 1, one line on stderr, naming `names`; and bounded in memory.
+void expect_one_line_error(const std::vector<std::string>& args, const std::string& names) {
+  const Outcome o = run(args);
+  SCOPED_TRACE(describe(args, o));
+  EXPECT_FALSE(o.timed_out);
+  EXPECT_EQ(o.exit_code, 1);
+  EXPECT_LT(o.max_rss_kb, 200 * 1024);
+  ASSERT_FALSE(o.err.empty());
+  EXPECT_EQ(o.err.find('\n'), o.err.size() - 1) << "more than one line";
+  EXPECT_NE(o.err.find(names), std::string::npos) << "does not name " << names;
+}
+
+// Either a correct result (exit 0) or a clear refusal; never a crash, a hang or a blow-up.
+void expect_bounded(const std::vector<std::string>& args, const std::string& file) {
+  const Outcome o = run(args);
+  SCOPED_TRACE(describe(args, o));
+  EXPECT_FALSE(o.timed_out);
+  EXPECT_LT(o.max_rss_kb, 200 * 1024);
+  EXPECT_TRUE(o.exit_code == 0 || o.exit_code == 1);
+  if (o.exit_code == 1) {
+    EXPECT_EQ(o.err.find('\n'), o.err.size() - 1) << "more than one line";
+    EXPECT_NE(o.err.find(file), std::string::npos) << "does not name the file";
+  }
+}
+
+TEST(HostileInput, EveryFuzzTraceEndsCleanlyInEveryCommand) {
+  ASSERT_TRUE(fs::is_directory(kFuzz)) << kFuzz;
+  int traces = 0;
+  for (const auto& entry : fs::directory_iterator(kFuzz)) {
+    const std::string path = entry.path().string();
+    if (entry.path().extension() == ".toml" || entry.path().extension() == ".md") continue;
+    ++traces;
+    for (const char* command : {"info", "analyze", "replay"}) expect_bounded({command, path}, path);
+    expect_bounded({"whatif", path, "-s", "amp"}, path);
+  }
+  EXPECT_GE(traces, 15);
+}
+
+TEST(HostileInput, DamagedTraceDbsAreRefusedByName) {
+  for (const char* name : {"string_id_negative.db", "db_string_id_2e63.db", "db_track_id_huge.db"}) {
+    const std::string path = (kFuzz / name).string();
+    expect_one_line_error({"info", path}, path);
+  }
+}
+
+TEST(HostileInput, SparseButValidIdsLoadCorrectly) {
+  // Ids of 3e8 and 2e9 and a row count of 1e11 in meta are odd but not wrong: the trace loads
+  // with all its rows, in the memory its rows take.
+  for (const char* name : {"db_string_id_2e9.db", "db_string_id_3e8.db", "db_rows_annotation_1e11.db"}) {
+    const std::string path = (kFuzz / name).string();
+    const Outcome o = run({"info", path});
+    SCOPED_TRACE(describe({"info", path}, o));
+    EXPECT_EQ(o.exit_code, 0);
+    EXPECT_LT(o.max_rss_kb, 200 * 1024);
+    EXPECT_NE(o.out.find("annotations               50"), std::string::npos) << o.out;
+  }
+}
+
+TEST(HostileInput, ScenarioValuesAreCheckedWithTheirPosition) {
+  const std::string trace = (kFuzz / "kineto_kernel_a32.json").string();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"toml_scale_ratio_inf.toml", ":5:9: 'ratio' must be a finite number >= 0, got inf"},
+      {"toml_scale_ratio_nan.toml", ":5:9: 'ratio' must be a finite number >= 0, got nan"},
+      {"toml_ratio_cost_inf.toml", ":5:35: 'ratio' must be a finite number >= 0, got inf"},
+      {"toml_constant_negative.toml", ":5:44: 'duration_ns' must be a duration in ns, >= 0"},
+      {"toml_scale_add_ns_negative.toml", ":6:10: 'add_ns' must be a duration in ns, >= 0"},
+      {"toml_expr_nested_parens_10000.toml", ":5:9: 'ratio': in expression"},
+  };
+  for (const auto& [file, message] : cases) {
+    const std::string path = (kFuzz / file).string();
+    expect_one_line_error({"whatif", trace, "-s", path}, path + message);
+  }
+  expect_one_line_error({"whatif", trace, "-s", "amp", "-p", "memory_bound_ratio=inf"},
+                        "'ratio' must be a finite number >= 0, got inf");
+}
+
+TEST(HostileInput, WorkerCountsAreBounded) {
+  const std::string trace = (fs::path(DREAMSCOPE_TEST_DATA_DIR) / "cpu" / "fine_annotations.dslog").string();
+  ASSERT_TRUE(fs::exists(trace)) << trace;
+  expect_one_line_error({"whatif", trace, "-s", "data", "-p", "workers=1000000000"},
+                        "'pool' must be a number of workers from 1 to 4096, got 1000000000");
+  // Within the bound, a pool larger than the work costs what the work costs: the memory of
+  // 4096 workers is that of 2.
+  const Outcome two = run({"whatif", trace, "--no-data-stalls", "-s", "data", "-p", "workers=2"});
+  const Outcome many = run({"whatif", trace, "--no-data-stalls", "-s", "data", "-p", "workers=4096"});
+  SCOPED_TRACE(describe({"whatif", trace, "-s", "data", "-p", "workers=4096"}, many));
+  EXPECT_EQ(two.exit_code, 0);
+  EXPECT_EQ(many.exit_code, 0);
+  EXPECT_LT(many.max_rss_kb, two.max_rss_kb + two.max_rss_kb / 10);
+  EXPECT_NE(many.out.find("of them would have nothing to do"), std::string::npos) << many.out;
+}
+
+TEST(HostileInput, ABacktrackingPatternOnALongNameRunsInLinearTime) {
+  const std::string trace = (kFuzz / "kineto_kernel_a32.json").string();
+  const std::string scenario = (kFuzz / "toml_catastrophic_regex.toml").string();
+  const Outcome o = run({"whatif", trace, "-s", scenario}, 20);
+  SCOPED_TRACE(describe({"whatif", trace, "-s", scenario}, o));
+  EXPECT_FALSE(o.timed_out);
+  EXPECT_EQ(o.exit_code, 0);
+  // The kernel's name is 32 a's and a '!', the input that makes a backtracking engine try
+  // every way to split the a's: it does not match, and the answer comes at once.
+  EXPECT_NE(o.out.find("redos"), std::string::npos) << o.out;
+}
+
+TEST(HostileInput, DeepExpressionsInFailIfAreRefused) {
+  const std::string trace = (kFuzz / "kineto_kernel_a32.json").string();
+  expect_one_line_error({"whatif", trace, "-s", "amp", "--fail-if", std::string(10000, '(') + "1" + std::string(10000, ')')},
+                        "--fail-if: in expression '((((");
+  expect_one_line_error({"whatif", trace, "-s", "amp", "--fail-if", std::string(100000, '!') + "true"},
+                        "nested deeper than 256 levels");
+  expect_one_line_error({"whatif", trace, "-s", "amp", "--fail-if", "9223372036854775807 + 1 > 0"},
+                        "overflows a 64-bit integer");
+}
+
+TEST(HostileInput, FifosDevicesAndDirectoriesAreNotOpenedAsTraces) {
+  const fs::path dir = fs::temp_directory_path() / ("dreamscope-fifo-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path fifo = dir / "trace.db";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  expect_one_line_error({"info", fifo.string()}, fifo.string() + ": is a FIFO, not a trace file");
+  expect_one_line_error({"whatif", (kFuzz / "kineto_kernel_a32.json").string(), "-s", fifo.string()},
+                        fifo.string() + ": not a regular file, so not a scenario");
+  expect_one_line_error({"info", "/dev/null"}, "/dev/null: is a character device, not a trace file");
+  expect_one_line_error({"info", dir.string()}, dir.string() + ": is a directory");
+  fs::remove_all(dir);
+}
+
+TEST(HostileInput, AnUnreadableFileIsReportedAsUnreadable) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root reads every file: permission denied cannot happen";
+  const fs::path file = fs::temp_directory_path() / ("dreamscope-unreadable-" + std::to_string(::getpid()) + ".json");
+  std::ofstream(file) << "{\"traceEvents\": []}";
+  fs::permissions(file, fs::perms::none);
+  expect_one_line_error({"info", file.string()}, file.string() + ": cannot open: Permission denied");
+  fs::remove(file);
+}
+
+TEST(HostileInput, TraceFilesAreNotReplacedWithoutForce) {
+  const fs::path dir = fs::temp_directory_path() / ("dreamscope-force-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string input = (kFuzz / "kineto_kernel_a32.json").string();
+  const std::string out = (dir / "a.db").string();
+  EXPECT_EQ(run({"import", input, "-o", out}).exit_code, 0);
+  expect_one_line_error({"import", input, "-o", out}, out + " exists (use --force to replace it)");
+  EXPECT_EQ(run({"import", "--force", input, "-o", out}).exit_code, 0);
+  expect_one_line_error({"whatif", input, "-s", "amp", "-o", out}, out + " exists (use --force to replace it)");
+  EXPECT_EQ(run({"whatif", input, "-s", "amp", "-f", "-o", out}).exit_code, 0);
+  expect_one_line_error({"import", input, "-o", (dir / "missing" / "b.db").string()}, "no such directory");
+  fs::remove_all(dir);
+}
+
+} // namespace
