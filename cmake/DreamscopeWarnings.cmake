@@ -16,6 +16,10 @@ if(DREAMSCOPE_SANITIZE)
     $<$<COMPILE_LANGUAGE:CXX,C>:-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined>)
   target_link_options(dreamscope_build_flags INTERFACE -fsanitize=address,undefined)
 endif()
+if(DREAMSCOPE_FUZZ)
+  # Coverage feedback for libFuzzer in every library; fuzz targets link -fsanitize=fuzzer.
+  target_compile_options(dreamscope_build_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX,C>:-fsanitize=fuzzer-no-link>)
+endif()
 
 # dreamscope_target(name): applies the project's flags to a target it defines.
 function(dreamscope_target name)
