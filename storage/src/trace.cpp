@@ -221,14 +221,26 @@ std::vector<EventIndex> Trace::annotation_children(EventIndex a) const {
 }
 
 std::optional<EventIndex> Trace::innermost_annotation_at(TrackId t, TimeNs time) const {
-  EventRange r = annotations_in(t, time, time + 1);
-  std::optional<EventIndex> best;
-  for (EventIndex i = r.begin; i < r.end; ++i) {
-    if (annotations_.start[i] <= time && time < annotations_.end[i]) {
-      if (!best || annotations_.depth[i] >= annotations_.depth[*best]) best = i;
+  // Every range open at `time` starts at or before the last range to start by then, and so
+  // (nesting being what build() derived) encloses it: the answer is on that range's chain of
+  // ancestors, the first one whose end is past `time`.
+  const EventRange r = annotation_ranges_[t];
+  const auto& start = annotations_.start;
+  const auto& end = annotations_.end;
+  const auto last = std::upper_bound(start.begin() + r.begin, start.begin() + r.end, time);
+  if (last == start.begin() + r.begin) return std::nullopt;
+  EventIndex a = static_cast<EventIndex>(last - start.begin() - 1);
+  while (end[a] <= time) {
+    const EventIndex jump = annotation_jump_[a];
+    if (jump != kNoIndex && end[jump] <= time) {
+      a = jump;
+    } else if (annotations_.parent[a] != kNoIndex) {
+      a = annotations_.parent[a];
+    } else {
+      return std::nullopt;
     }
   }
-  return best;
+  return a;
 }
 
 std::vector<EventIndex> Trace::gpu_ops_with_correlation(std::int64_t correlation) const {
@@ -305,7 +317,7 @@ std::size_t Trace::memory_bytes() const {
   const auto& n2 = annotations_;
   n += bytes_of(n2.track) + bytes_of(n2.start) + bytes_of(n2.end) + bytes_of(n2.name) + bytes_of(n2.domain) +
        bytes_of(n2.category) + bytes_of(n2.payload) + bytes_of(n2.external_id) + bytes_of(n2.parent) +
-       bytes_of(n2.depth);
+       bytes_of(n2.depth) + bytes_of(annotation_jump_);
   n += bytes_of(flows_) + bytes_of(overheads_) + bytes_of(launch_configs_);
   for (const auto& c : args_) n += bytes_of(c.row) + bytes_of(c.arg);
   n += bytes_of(gpu_by_correlation_) + bytes_of(api_by_correlation_);
@@ -539,6 +551,22 @@ Trace TraceBuilder::build() && {
         }
         stack.push_back(i);
       }
+    }
+    // Skew-binary jump pointers (Myers 1983): a node jumps twice as far as its parent's jump
+    // when its parent's two jumps span equal distances, else to its parent. Parents come
+    // before children in row order, so one pass fills them. Depth here is the chain length
+    // itself, not the clamped 16-bit one.
+    t.annotation_jump_.assign(n.size(), kNoIndex);
+    std::vector<std::uint32_t> chain_depth(n.size(), 0);
+    for (EventIndex i = 0; i < n.size(); ++i) {
+      const EventIndex p = n.parent[i];
+      if (p == kNoIndex) continue;
+      chain_depth[i] = chain_depth[p] + 1;
+      const EventIndex pj = t.annotation_jump_[p];
+      const EventIndex pjj = pj == kNoIndex ? kNoIndex : t.annotation_jump_[pj];
+      const bool equal_spans = pj != kNoIndex && pjj != kNoIndex &&
+                               chain_depth[p] - chain_depth[pj] == chain_depth[pj] - chain_depth[pjj];
+      t.annotation_jump_[i] = equal_spans ? pjj : p;
     }
   }
 

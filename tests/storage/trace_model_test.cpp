@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
+
 namespace dreamscope {
 namespace {
 
@@ -105,6 +108,63 @@ TEST(TraceSummary, CountsKernelsAndThreads) {
   EXPECT_EQ(s.top_kernels[0].total, 2500);
   EXPECT_EQ(s.streams.size(), 2u);
   EXPECT_EQ(s.dropped_events, 3);
+}
+
+} // namespace
+} // namespace dreamscope
+
+namespace dreamscope {
+namespace {
+
+// The innermost range open at t, by brute force: the deepest of those containing t.
+std::optional<EventIndex> innermost_by_scan(const Trace& t, TrackId track, TimeNs time) {
+  const auto& a = t.annotations();
+  std::optional<EventIndex> best;
+  const EventRange r = t.annotations_on(track);
+  for (EventIndex i = r.begin; i < r.end; ++i) {
+    if (a.start[i] <= time && time < a.end[i] && (!best || a.depth[i] >= a.depth[*best])) best = i;
+  }
+  return best;
+}
+
+TEST(TraceModel, InnermostAnnotationMatchesAScanOnDeepNestingAndLongRanges) {
+  // A run-long range, steps, and call stacks up to 40 deep of random widths, with gaps and
+  // zero-length ranges: what a Python profiler's with_stack trace looks like.
+  TraceBuilder b;
+  const auto p = b.add_process(ProcessInfo{.pid = 1});
+  const TrackId thread = b.thread_track(p, 1);
+  const StringId name = b.intern("frame");
+  std::uint64_t rng = 12345;
+  auto next = [&](std::uint64_t bound) {
+    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (rng >> 33) % bound;
+  };
+  b.add(AnnotationRecord{.track = thread, .start = 0, .end = 1'000'000, .name = name});
+  // Children inside [lo, hi) at depth d, recursively.
+  std::function<void(TimeNs, TimeNs, int)> fill = [&](TimeNs lo, TimeNs hi, int d) {
+    TimeNs at = lo;
+    while (d < 40 && hi - at > 4) {
+      const TimeNs gap = static_cast<TimeNs>(next(4));
+      const TimeNs width = static_cast<TimeNs>(next(static_cast<std::uint64_t>(hi - at)));
+      const TimeNs s = at + gap, e = std::min(hi, s + width);
+      if (s >= hi) break;
+      b.add(AnnotationRecord{.track = thread, .start = s, .end = e, .name = name});
+      if (next(3) != 0) fill(s, e, d + 1);
+      at = e;
+    }
+  };
+  for (TimeNs step = 0; step < 1'000'000; step += 100'000) {
+    b.add(AnnotationRecord{.track = thread, .start = step, .end = step + 100'000, .name = name});
+    fill(step, step + 100'000, 2);
+  }
+  const Trace t = std::move(b).build();
+  ASSERT_GT(t.annotations().size(), 1000u);
+  int max_depth = 0;
+  for (auto d : t.annotations().depth) max_depth = std::max<int>(max_depth, d);
+  EXPECT_GE(max_depth, 15);
+  for (TimeNs time = -5; time < 1'000'010; time += 13) {
+    ASSERT_EQ(t.innermost_annotation_at(thread, time), innermost_by_scan(t, thread, time)) << "at " << time;
+  }
 }
 
 } // namespace

@@ -312,7 +312,9 @@ class Trace {
 
   // Children of an annotation, in time order.
   std::vector<EventIndex> annotation_children(EventIndex a) const;
-  // The innermost annotation on a track that contains time t.
+  // The innermost annotation on a track that contains time t: of the ranges enclosing the last
+  // one to start at or before t, the deepest that has not ended. O(log n) however deep the
+  // nesting or long the ranges.
   std::optional<EventIndex> innermost_annotation_at(TrackId t, TimeNs time) const;
 
   // The args of one event row, in the order the producer added them; empty if none.
@@ -368,6 +370,10 @@ class Trace {
   ArgColumn args_[3];
 
   std::vector<EventRange> cuda_api_ranges_, gpu_op_ranges_, annotation_ranges_;
+  // Per annotation, an ancestor to jump to (skew-binary jump pointers): with the parent, the
+  // first ancestor still open at a time is found in O(log depth) steps, as ancestors' ends
+  // never decrease going up.
+  std::vector<EventIndex> annotation_jump_;
   std::vector<TimeNs> cuda_api_max_dur_, gpu_op_max_dur_, annotation_max_dur_;
   // Rows with a correlation id, ordered by it (4 bytes a row, not 16 for (id, row) pairs).
   std::vector<EventIndex> gpu_by_correlation_, api_by_correlation_;
