@@ -642,6 +642,20 @@ class KinetoImporter {
             take("wait_on_cuda_event_id");
             g.event = *ev;
           }
+          // The calls of a wait on an event name neither the event nor the record waited on;
+          // the wait's sync record names the record, by its correlation id, and its stream.
+          // Each such record is an event of its own, named by that id (the wait is on that
+          // record, whatever else recorded the same CUDA event): both calls get it as their
+          // event, the record its stream, and the wait the stream it is on.
+          const auto record = as_int(event_.arg("wait_on_cuda_event_record_corr_id"));
+          const auto on_stream = as_int(event_.arg("wait_on_stream"));
+          if (g.correlation != kNoValue && record && *record >= 0 && on_stream && *on_stream >= 0) {
+            const std::int64_t waiting = builder_.tracks()[track].stream;
+            call_targets_.push_back({.correlation = g.correlation,
+                                     .stream = waiting >= 0 && waiting != kContextWideStream ? waiting : kNoValue,
+                                     .event = *record});
+            call_targets_.push_back({.correlation = *record, .stream = *on_stream, .event = *record});
+          }
         }
         table = EventTable::GpuOp;
         row = builder_.add(g);
@@ -819,6 +833,7 @@ class KinetoImporter {
 
   void finish() {
     pair_flows();
+    builder_.set_call_targets(std::move(call_targets_));
 
     // Names known only now. GPU rows carry Kineto's "stream 7 " names; keep them trimmed.
     for (auto& [pid, index] : processes_) {
@@ -933,6 +948,7 @@ class KinetoImporter {
   std::unordered_map<std::int64_t, std::string_view> process_names_, process_labels_;
   std::unordered_map<PidTid, std::string_view, PidTidHash> thread_names_;
   std::vector<FlowEnd> flows_;
+  std::vector<CallTarget> call_targets_; // from GPU sync records, for their calls
 };
 
 } // namespace

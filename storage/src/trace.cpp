@@ -490,6 +490,22 @@ void TraceBuilder::add_arg(EventTable table, EventIndex row, std::string_view ke
   add_arg(table, row, EventArg{.key = intern(key), .type = ArgType::String, .text = intern(text)});
 }
 
+void TraceBuilder::set_call_targets(std::vector<CallTarget> targets) {
+  if (targets.empty()) return;
+  auto by_correlation = [](const CallTarget& a, const CallTarget& b) { return a.correlation < b.correlation; };
+  std::sort(targets.begin(), targets.end(), by_correlation);
+  auto& a = trace_.cuda_api_;
+  for (std::size_t row = 0; row < a.size(); ++row) {
+    if (a.correlation[row] == kNoValue) continue;
+    auto [lo, hi] = std::equal_range(targets.begin(), targets.end(), CallTarget{.correlation = a.correlation[row]},
+                                     by_correlation);
+    for (auto it = lo; it != hi; ++it) {
+      if (a.stream[row] == kNoValue) a.stream[row] = it->stream;
+      if (a.event[row] == kNoValue) a.event[row] = it->event;
+    }
+  }
+}
+
 Trace TraceBuilder::build() && {
   check_invariants();
   repair_strings();

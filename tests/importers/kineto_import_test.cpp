@@ -7,6 +7,7 @@
 #include <dreamscope/trace_file.h>
 
 #include <algorithm>
+#include <string>
 
 namespace dreamscope::test {
 namespace {
@@ -229,6 +230,28 @@ TEST(KinetoImport, SyncEventsKeepTheirKindAndEvent) {
                       "event_synchronize stream -1 event 8",
                       "stream_synchronize stream 7 event -9223372036854775808",
                   }));
+}
+
+// A wait's sync record names the cudaEventRecord it waits on (by correlation id) and that
+// record's stream; the importer writes both onto the calls, which name neither.
+TEST(KinetoImport, EventWaitsGiveTheirCallsTheRecordAndItsStream) {
+  struct Call {
+    std::string name;
+    std::int64_t stream, event;
+    bool operator==(const Call&) const = default;
+  };
+  auto call = [](const Trace& t, std::int64_t correlation) {
+    const EventIndex row = t.cuda_api_with_correlation(correlation).value();
+    return Call{std::string(t.str(t.cuda_api().name[row])), t.cuda_api().stream[row], t.cuda_api().event[row]};
+  };
+  const Trace alexnet = import_kineto(kineto("critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz"));
+  // Stream Wait Event on stream 20, correlation 5170, wait_on_cuda_event_record_corr_id 5169, wait_on_stream 7.
+  EXPECT_EQ(call(alexnet, 5170), (Call{"cudaStreamWaitEvent", 20, 5169}));
+  EXPECT_EQ(call(alexnet, 5169), (Call{"cudaEventRecord", 7, 5169}));
+  const Trace event_sync = import_kineto(kineto("critical_path/cuda_event_sync/event_sync_trace.json.gz"));
+  // Event Sync at stream -1 (no stream for the wait), correlation 1536, on the record 1533 on stream 7.
+  EXPECT_EQ(call(event_sync, 1536), (Call{"cudaEventSynchronize", kNoValue, 1533}));
+  EXPECT_EQ(call(event_sync, 1533), (Call{"cudaEventRecord", 7, 1533}));
 }
 
 TEST(KinetoImport, GpuUserAnnotationsSitOnTheirStream) {

@@ -4,9 +4,14 @@
 #include "../common/hand_trace.h"
 
 #include <dreamscope/graph.h>
+#include <dreamscope/importers.h>
 #include <dreamscope/whatif.h>
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 namespace dreamscope {
 namespace {
@@ -236,21 +241,38 @@ TEST(ReplayTimeline, StreamWaitEventHoldsTheNextTaskOnTheWaitingStream) {
 }
 
 // PyTorch-profiler traces name no events on the calls; their GPU sync records say which
-// record (by correlation id) a wait is on, and the stream that record was on.
+// record (by correlation id) a wait is on, and the stream that record was on. The importer
+// gives both calls that event, so the trace goes through the Kineto importer here.
 TEST(ReplayTimeline, StreamWaitEventFromKinetoSyncRecords) {
-  HandTrace h;
-  const TrackId t = h.thread(1);
-  const TrackId sa = h.stream(7), sb = h.stream(13);
-  h.api(t, "launchA", 0, 10, 1);
-  h.kernel(sa, "ka", 20, 220, 1);
-  h.api(t, "cudaEventRecord", 12, 14, 50);
-  h.api(t, "cudaStreamWaitEvent", 16, 18, 51);
-  const EventIndex sync = h.gpu(sb, GpuOpKind::Sync, "Stream Wait Event", 16, 18, 51);
-  h.gpu_arg(sync, "wait_on_cuda_event_record_corr_id", 50);
-  h.gpu_arg(sync, "wait_on_stream", 7);
-  h.api(t, "launchB", 20, 30, 2);
-  h.kernel(sb, "kb", 222, 322, 2);
-  const Trace trace = h.build();
+  // Times in µs with ns digits: the timeline of the test above, on streams 7 and 13.
+  const std::string json = R"({"traceEvents": [
+    {"ph": "X", "cat": "cuda_runtime", "name": "launchA", "pid": 1, "tid": 1, "ts": 0.000, "dur": 0.010,
+     "args": {"correlation": 1}},
+    {"ph": "X", "cat": "kernel", "name": "ka", "pid": 0, "tid": 7, "ts": 0.020, "dur": 0.200,
+     "args": {"device": 0, "stream": 7, "correlation": 1}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaEventRecord", "pid": 1, "tid": 1, "ts": 0.012, "dur": 0.002,
+     "args": {"correlation": 50}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamWaitEvent", "pid": 1, "tid": 1, "ts": 0.016, "dur": 0.002,
+     "args": {"correlation": 51}},
+    {"ph": "X", "cat": "cuda_sync", "name": "Stream Wait Event", "pid": 0, "tid": 13, "ts": 0.016, "dur": 0.002,
+     "args": {"device": 0, "stream": 13, "correlation": 51, "cuda_sync_kind": "Stream Wait Event",
+              "wait_on_stream": 7, "wait_on_cuda_event_record_corr_id": 50, "wait_on_cuda_event_id": 1}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "launchB", "pid": 1, "tid": 1, "ts": 0.020, "dur": 0.010,
+     "args": {"correlation": 2}},
+    {"ph": "X", "cat": "kernel", "name": "kb", "pid": 0, "tid": 13, "ts": 0.222, "dur": 0.100,
+     "args": {"device": 0, "stream": 13, "correlation": 2}}
+  ]})";
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("dreamscope-kineto-stream-wait-" + std::to_string(::getpid()) + ".json");
+  std::ofstream(path) << json;
+  const Trace trace = import_kineto(path);
+  std::filesystem::remove(path);
+  // What the importer took from the sync record: the record's stream, and one event for both calls.
+  const EventIndex record = api_row(trace, "cudaEventRecord"), wait = api_row(trace, "cudaStreamWaitEvent");
+  EXPECT_EQ(trace.cuda_api().stream[record], 7);
+  EXPECT_EQ(trace.cuda_api().stream[wait], 13);
+  EXPECT_NE(trace.cuda_api().event[record], kNoValue);
+  EXPECT_EQ(trace.cuda_api().event[wait], trace.cuda_api().event[record]);
   expect_exact_replay(trace);
 
   DependencyGraph g = build_dependency_graph(trace);

@@ -61,6 +61,11 @@ enum class SyncKind : std::uint8_t {
 };
 std::string_view to_string(SyncKind k);
 
+// The stream id of a GPU sync record that waited for no one stream (a context-wide sync):
+// CUPTI's CUPTI_SYNCHRONIZATION_INVALID_VALUE read as an unsigned 32-bit id, which PyTorch
+// profiler traces, Nsight Systems exports and the tracer all keep as the record's stream.
+inline constexpr std::int64_t kContextWideStream = 4294967295;
+
 struct ProcessInfo {
   std::int64_t pid = 0;
   std::int64_t parent_pid = kNoValue;
@@ -143,6 +148,15 @@ struct GpuOpRecord {
   std::int64_t event = kNoValue; // sync: the CUDA event waited for
 
   bool operator==(const GpuOpRecord&) const = default;
+};
+
+// What a CUDA API call waited for or recorded, where the input says it apart from the call
+// (PyTorch profiler traces say it on the GPU sync record of a wait): see
+// TraceBuilder::set_call_targets.
+struct CallTarget {
+  std::int64_t correlation = kNoValue; // of the call
+  std::int64_t stream = kNoValue;      // as CudaApiRecord::stream
+  std::int64_t event = kNoValue;       // as CudaApiRecord::event
 };
 
 struct AnnotationRecord {
@@ -404,6 +418,10 @@ class TraceBuilder {
   void add_arg(EventTable table, EventIndex row, const EventArg& arg);
   void add_arg(EventTable table, EventIndex row, std::string_view key, std::int64_t value);
   void add_arg(EventTable table, EventIndex row, std::string_view key, std::string_view text);
+  // Gives each CUDA API row whose correlation id a target has that target's stream and
+  // event, where the row has none: the calls then say what they waited for or recorded, as
+  // the tracer's rows do, whatever order the input gave calls and sync records in.
+  void set_call_targets(std::vector<CallTarget> targets);
   void add(const FlowRecord& r) { trace_.flows_.push_back(r); }
   void add(const CalibrationRecord& r) { trace_.calibration_.push_back(r); }
   void add(const OverheadRecord& r) { trace_.overheads_.push_back(r); }

@@ -1,0 +1,215 @@
+// Pass 3, CUDA synchronization: every sync call becomes a SyncAction, resolved while
+// simulating (docs/simulation.md, "Synchronization is symbolic"); a blocking copy becomes a
+// sync edge from its copy. The targets a sync would resolve to in the measured run are
+// checked against its measured return, and a wait that cannot have happened (the target ended
+// after the call returned) is left out rather than bend the replay.
+//
+// Reads: TaskTable; Launches (issue order); the Trace's calls with their stream and event
+//   columns, and its GPU sync records (the stream of a stream sync whose call names none).
+// Writes: Synchronization, all of it (actions sorted by task, stream groups, event count,
+//   stream_barrier: when a stream wait's next task could start, as measured); sync edges
+//   (blocking copies); wait_end and kTaskBlocking (note_wait) and kTaskHasSync flags;
+//   warnings sync_target_after_return, unknown_sync_stream, unresolved_event.
+#include "passes.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+
+namespace dreamscope::graph_build {
+namespace {
+
+enum class CallRole : std::uint8_t { Plain, DeviceSync, StreamSync, EventSync, EventRecord, StreamWaitEvent, BlockingCopy };
+
+CallRole classify(std::string_view name) {
+  std::string_view rest = name;
+  for (std::string_view prefix : {"cuda", "hip", "cu"}) {
+    if (rest.starts_with(prefix)) {
+      rest.remove_prefix(prefix.size());
+      break;
+    }
+  }
+  if (rest.size() == name.size()) return CallRole::Plain;
+  if (rest.starts_with("DeviceSynchronize") || rest.starts_with("CtxSynchronize") ||
+      rest.starts_with("ThreadSynchronize")) {
+    return CallRole::DeviceSync;
+  }
+  if (rest.starts_with("StreamSynchronize")) return CallRole::StreamSync;
+  if (rest.starts_with("EventSynchronize")) return CallRole::EventSync;
+  if (rest.starts_with("EventRecord")) return CallRole::EventRecord;
+  if (rest.starts_with("StreamWaitEvent")) return CallRole::StreamWaitEvent;
+  if (rest.starts_with("Memcpy") && rest.find("Async") == std::string_view::npos) return CallRole::BlockingCopy;
+  return CallRole::Plain;
+}
+
+class SyncLinker {
+ public:
+  explicit SyncLinker(GraphBuildState& s) : s_(s), trace_(s.trace), tasks_(s.tasks), sync_(s.sync) {}
+
+  void run() {
+    const auto& api = trace_.cuda_api();
+    sync_.stream_barrier.assign(tasks_.size(), kNoValue);
+    std::vector<CallRole> role_of_name(trace_.strings().size(), CallRole::Plain);
+    for (StringId id = 0; id < trace_.strings().size(); ++id) role_of_name[id] = classify(trace_.str(id));
+
+    std::vector<EventIndex> calls;
+    for (EventIndex row = 0; row < api.size(); ++row) {
+      if (role_of_name[api.name[row]] != CallRole::Plain && tasks_.api_first[row] != kNoTask) calls.push_back(row);
+    }
+    std::sort(calls.begin(), calls.end(), [&](EventIndex a, EventIndex b) { return api.start[a] < api.start[b]; });
+    for (EventIndex row : calls) link(row, role_of_name[api.name[row]]);
+    for (const auto& a : sync_.actions) s_.tasks.flags[a.task] |= kTaskHasSync;
+    std::stable_sort(sync_.actions.begin(), sync_.actions.end(),
+                     [](const SyncAction& a, const SyncAction& b) { return a.task < b.task; });
+  }
+
+ private:
+  // Waits act in the call's last piece, records and stream waits in its first.
+  void link(EventIndex row, CallRole role) {
+    const auto& api = trace_.cuda_api();
+    const ResourceId thread = api.track[row];
+    const TaskId first = tasks_.api_first[row], last = tasks_.api_last[row];
+    const TimeNs start = api.start[row], end = tasks_.measured_end[last];
+    const std::uint32_t process = process_of(trace_, thread);
+    auto event_of = [&]() -> std::optional<std::uint32_t> {
+      if (api.event[row] == kNoValue) {
+        // A record no known wait refers to changes nothing; a wait without its event does.
+        if (role != CallRole::EventRecord) ++s_.warnings.unresolved_event;
+        return std::nullopt;
+      }
+      const std::uint32_t e = event_index(process, api.event[row]);
+      if (e >= event_target_.size()) event_target_.resize(e + 1, kNoTask);
+      return e;
+    };
+    switch (role) {
+      case CallRole::Plain: break;
+      case CallRole::DeviceSync:
+      case CallRole::StreamSync: {
+        std::vector<ResourceId> streams;
+        if (role == CallRole::StreamSync) {
+          ResourceId st = find_stream(trace_, tasks_, thread, api.stream[row]);
+          if (st == kNoIndex) st = stream_from_sync_record(api.correlation[row]);
+          if (st != kNoIndex) {
+            streams.push_back(st);
+          } else {
+            ++s_.warnings.unknown_sync_stream;
+          }
+        }
+        if (streams.empty()) streams = streams_of_process(trace_, tasks_, thread);
+        std::vector<ResourceId> kept;
+        for (ResourceId st : streams) {
+          const TaskId target = s_.launches.issued_before(tasks_, st, tasks_.measured_start[last]);
+          if (target != kNoTask && tasks_.measured_end[target] > end) {
+            ++s_.warnings.sync_target_after_return;
+            continue;
+          }
+          if (target != kNoTask) s_.note_wait(last, tasks_.measured_end[target]);
+          kept.push_back(st);
+        }
+        if (kept.empty()) break;
+        s_.tasks.flags[last] |= kTaskBlocking;
+        sync_.actions.push_back({.task = last, .op = SyncOp::WaitStreams, .streams = stream_group(std::move(kept))});
+        break;
+      }
+      case CallRole::EventSync: {
+        auto e = event_of();
+        if (!e) break;
+        const TaskId target = event_target_[*e];
+        if (target != kNoTask && tasks_.measured_end[target] > end) {
+          ++s_.warnings.sync_target_after_return;
+          break;
+        }
+        if (target != kNoTask) s_.note_wait(last, tasks_.measured_end[target]);
+        s_.tasks.flags[last] |= kTaskBlocking;
+        sync_.actions.push_back({.task = last, .op = SyncOp::WaitEvent, .event = *e});
+        break;
+      }
+      case CallRole::EventRecord: {
+        auto e = event_of();
+        const ResourceId st = find_stream(trace_, tasks_, thread, api.stream[row]);
+        if (!e) break;
+        if (st == kNoIndex) {
+          ++s_.warnings.unknown_sync_stream;
+          break;
+        }
+        event_target_[*e] = s_.launches.issued_before(tasks_, st, start);
+        sync_.actions.push_back({.task = first, .op = SyncOp::RecordEvent, .stream = st, .event = *e});
+        break;
+      }
+      case CallRole::StreamWaitEvent: {
+        auto e = event_of();
+        const ResourceId st = find_stream(trace_, tasks_, thread, api.stream[row]);
+        if (!e) break;
+        if (st == kNoIndex) {
+          ++s_.warnings.unknown_sync_stream;
+          break;
+        }
+        const TaskId target = event_target_[*e];
+        const TaskId next = s_.launches.issued_from(tasks_, st, start);
+        if (target != kNoTask && next != kNoTask) {
+          if (tasks_.measured_start[next] < tasks_.measured_end[target]) {
+            ++s_.warnings.sync_target_after_return;
+            break;
+          }
+          sync_.stream_barrier[next] = std::max(sync_.stream_barrier[next], tasks_.measured_end[target]);
+        }
+        sync_.actions.push_back({.task = first, .op = SyncOp::StreamWaitEvent, .stream = st, .event = *e});
+        break;
+      }
+      case CallRole::BlockingCopy: {
+        if (api.correlation[row] == kNoValue) break;
+        for (EventIndex op : trace_.gpu_ops_with_correlation(api.correlation[row])) {
+          const TaskId copy = tasks_.gpu_task[op];
+          if (copy == kNoTask) continue;
+          if (tasks_.measured_end[copy] > end) {
+            ++s_.warnings.sync_target_after_return;
+            continue;
+          }
+          s_.edges.add(copy, last, EdgeKind::Sync, 0);
+          s_.note_wait(last, tasks_.measured_end[copy]);
+        }
+        break;
+      }
+    }
+  }
+
+  // The stream a sync call waited on when the call itself does not say: the GPU sync record
+  // with the same correlation id names it, unless it is a context-wide one.
+  ResourceId stream_from_sync_record(std::int64_t correlation) const {
+    if (correlation == kNoValue) return kNoIndex;
+    for (EventIndex op : trace_.gpu_ops_with_correlation(correlation)) {
+      if (trace_.gpu_ops().kind[op] != GpuOpKind::Sync) continue;
+      const TrackId track = trace_.gpu_ops().track[op];
+      if (trace_.tracks()[track].stream == kContextWideStream) return kNoIndex;
+      return track;
+    }
+    return kNoIndex;
+  }
+
+  std::uint32_t stream_group(std::vector<ResourceId> streams) {
+    auto [it, inserted] = group_ids_.try_emplace(streams, static_cast<std::uint32_t>(sync_.stream_groups.size()));
+    if (inserted) sync_.stream_groups.push_back(std::move(streams));
+    return it->second;
+  }
+
+  // CUDA event handles are per process: the dense index of (process, handle).
+  std::uint32_t event_index(std::uint32_t process, std::int64_t event) {
+    auto [it, inserted] = event_ids_.try_emplace({process, event}, sync_.event_count);
+    if (inserted) ++sync_.event_count;
+    return it->second;
+  }
+
+  GraphBuildState& s_;
+  const Trace& trace_;
+  const TaskTable& tasks_;
+  Synchronization& sync_;
+  std::vector<TaskId> event_target_; // as measured, by dense event index
+  std::map<std::vector<ResourceId>, std::uint32_t> group_ids_;
+  std::map<std::pair<std::uint32_t, std::int64_t>, std::uint32_t> event_ids_;
+};
+
+} // namespace
+
+void add_cuda_synchronization(GraphBuildState& s) { SyncLinker(s).run(); }
+
+} // namespace dreamscope::graph_build

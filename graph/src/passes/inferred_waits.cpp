@@ -1,0 +1,134 @@
+// Pass 6, inferred waits: waits that no call or annotation names, inferred from timing alone.
+// A call that took far longer than it should and returned moments after a GPU task ended
+// waited for that task (a full launch queue); a thread that sat in one task while another
+// thread of its process ran a burst of work, and went on moments after it, handed the work
+// over and waited for it (PyTorch's backward()).
+//
+// Reads: TaskTable (tasks, measured times, api_last, kinds); kTaskBlocking, so it runs after
+//   every pass that links a named wait (CUDA synchronization, data pipeline): a task already
+//   known to wait for something is not given a guessed wait too.
+// Writes: sync edges (queue waits), handoff and join edges; wait_end and kTaskBlocking
+//   (note_wait); base of the piece before a burst that a handoff starts, or gap of a burst
+//   that is its thread's first task, set to 0.
+#include "passes.h"
+
+#include <algorithm>
+#include <map>
+
+namespace dreamscope::graph_build {
+namespace {
+
+// A launch (or async copy, or any call that should return at once) that took far longer
+// than a launch takes and returned moments after a GPU op of its process ended waited for
+// that op: the device's work queue was full, and the op's end freed the slot the call
+// needed (or the call synchronizes implicitly, as cudaFree does). In a GPU-bound run most
+// launches block this way, so their time is the GPU's, and a what-if that speeds the GPU
+// up must let them return sooner: each becomes a sync on that op.
+void add_queue_waits(GraphBuildState& s) {
+  constexpr TimeNs kSlowCall = 50'000; // launches take a few µs
+  constexpr TimeNs kWake = 20'000;     // a blocked call returns within µs of the slot freeing
+  const Trace& trace = s.trace;
+  const TaskTable& tasks = s.tasks;
+  const auto& api = trace.cuda_api();
+  std::map<std::vector<ResourceId>, std::vector<TaskId>> ops_by_end; // streams → their tasks by end
+  for (EventIndex row = 0; row < api.size(); ++row) {
+    const TaskId last = tasks.api_last[row];
+    if (last == kNoTask || (tasks.flags[last] & kTaskBlocking)) continue;
+    const TimeNs start = api.start[row], end = api.end[row];
+    if (end - start < kSlowCall) continue;
+    auto [it, fresh] = ops_by_end.try_emplace(streams_of_process(trace, tasks, tasks.resource[last]));
+    std::vector<TaskId>& ops = it->second;
+    if (fresh) {
+      for (ResourceId st : it->first) {
+        for (TaskId t = tasks.first(st); t < tasks.end(st); ++t) ops.push_back(t);
+      }
+      std::sort(ops.begin(), ops.end(), [&](TaskId a, TaskId b) { return tasks.measured_end[a] < tasks.measured_end[b]; });
+    }
+    auto after = std::upper_bound(ops.begin(), ops.end(), end,
+                                  [&](TimeNs t, TaskId op) { return t < tasks.measured_end[op]; });
+    if (after == ops.begin()) continue;
+    const TaskId op = *std::prev(after);
+    const TimeNs op_end = tasks.measured_end[op];
+    if (op_end <= start || end - op_end > kWake) continue;
+    s.edges.add(op, last, EdgeKind::Sync, 0);
+    s.note_wait(last, op_end);
+  }
+}
+
+// A thread that sits in one task for a long time while another thread of its process, idle
+// before and after, runs a burst of events that ends just before the first thread goes on,
+// was waiting for that burst: PyTorch's backward() on the training thread while the autograd
+// engine's device thread runs the backward operators and their launches. The waiting task
+// may be any task of a CPU thread: an API call, an annotation, or untraced CPU work (a wait
+// in code nothing traced, as an inference server's request thread waiting for its worker).
+// A replay that kept the wait as fixed CPU time would not move when the burst gets faster
+// (a faster GPU, mixed precision). The burst's first task starts a measured delay after the
+// wait starts (Handoff; the idle piece before it no longer holds it back), and the wait ends
+// a measured delay after the burst's last task (Join).
+void add_thread_handoffs(GraphBuildState& s) {
+  constexpr TimeNs kMinWait = 500'000;   // shorter waits are not worth the risk of a false match
+  constexpr TimeNs kMinResume = 200'000; // how soon after the burst the waiter resumes, at least...
+  constexpr double kResumeShare = 0.02;  // ... or this share of the wait
+  const Trace& trace = s.trace;
+  TaskTable& tasks = s.tasks;
+  std::vector<ResourceId> threads;
+  for (ResourceId r = 0; r < tasks.resource_count(); ++r) {
+    if (!tasks.is_stream(r) && tasks.first(r) != tasks.end(r)) threads.push_back(r);
+  }
+  if (threads.size() < 2) return;
+  auto is_event = [&](TaskId t) { return tasks.kind[t] != TaskKind::CpuWork; };
+  const std::vector<TimeNs>& starts = tasks.measured_start;
+  for (ResourceId a : threads) {
+    for (TaskId p = tasks.first(a); p < tasks.end(a); ++p) {
+      const TimeNs ps = starts[p], pe = tasks.measured_end[p];
+      if (pe - ps < kMinWait || (tasks.flags[p] & kTaskBlocking)) continue;
+      const TimeNs slack = std::max<TimeNs>(kMinResume, static_cast<TimeNs>(kResumeShare * static_cast<double>(pe - ps)));
+      TaskId best_first = kNoTask, best_last = kNoTask;
+      TimeNs best_resume = slack + 1;
+      for (ResourceId b : threads) {
+        if (b == a || process_of(trace, b) != process_of(trace, a)) continue;
+        const TaskId begin = tasks.first(b), end = tasks.end(b);
+        // The first event of b that starts at or after the wait's start.
+        TaskId first = static_cast<TaskId>(std::lower_bound(starts.begin() + begin, starts.begin() + end, ps) - starts.begin());
+        while (first < end && !is_event(first)) ++first;
+        if (first == end || starts[first] >= pe) continue;
+        // Idle from before the wait began: the piece before the burst is b's idle time.
+        if (first > begin && (is_event(first - 1) || starts[first - 1] > ps)) continue;
+        // The burst's last event, and b idle from its end until after the waiter resumed.
+        TaskId last = static_cast<TaskId>(std::lower_bound(starts.begin() + first, starts.begin() + end, pe) - starts.begin());
+        if (last < end && is_event(last) && starts[last] <= pe) continue;
+        do {
+          --last;
+        } while (last > first && !is_event(last));
+        if (tasks.measured_end[last] > pe) continue;
+        if (last + 1 < end && tasks.measured_end[last + 1] < pe) continue; // b idle, then busy again before p ended
+        const TimeNs resume = pe - tasks.measured_end[last];
+        if (resume < best_resume) {
+          best_resume = resume;
+          best_first = first;
+          best_last = last;
+        }
+      }
+      if (best_first == kNoTask) continue;
+      s.edges.add(p, best_first, EdgeKind::Handoff, starts[best_first] - ps);
+      // What held the burst back is the handoff, not the idle time before it on its thread
+      // (the piece before it, or the gap before a thread's first task).
+      if (best_first > tasks.first(tasks.resource[best_first])) {
+        tasks.base[best_first - 1] = 0;
+      } else {
+        tasks.gap[best_first] = 0;
+      }
+      s.edges.add(best_last, p, EdgeKind::Join, 0);
+      s.note_wait(p, tasks.measured_end[best_last]);
+    }
+  }
+}
+
+} // namespace
+
+void add_inferred_waits(GraphBuildState& s) {
+  add_queue_waits(s);
+  add_thread_handoffs(s);
+}
+
+} // namespace dreamscope::graph_build
