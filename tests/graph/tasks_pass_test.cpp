@@ -3,6 +3,7 @@
 #include "../common/hand_trace.h"
 #include "passes/passes.h"
 
+#include <dreamscope/limits.h>
 #include <dreamscope/graph.h>
 
 #include <gtest/gtest.h>
@@ -19,7 +20,9 @@ using test::api_row;
 using test::gpu_row;
 using test::HandTrace;
 
-constexpr TimeNs kMaxTime = std::numeric_limits<TimeNs>::max();
+// The latest instant a Trace may hold (limits.h): INT64_MAX itself no longer loads, but the
+// cut must close events at the bound as at any other time.
+constexpr TimeNs kMaxTime = limits::kMaxAbsTimestampNs - 1;
 
 TEST(TasksPass, StreamsKeepTheirOpsAndLeaveSyncRecordsOut) {
   HandTrace h;
@@ -56,7 +59,7 @@ TEST(TasksPass, AThreadThatStartsLaterIsIdleSinceTheRunsBegin) {
 
 // issue 13: a call ending at INT64_MAX (a fuzzed Kineto trace) was never closed, because the
 // cut used INT64_MAX as "no more boundaries", and the sync pass then read its last task,
-// kNoTask, out of bounds.
+// kNoTask, out of bounds. The cut now stops when every event is closed, whatever the times.
 TEST(TasksPass, EventsEndingAtTheLargestTimeAreClosed) {
   HandTrace h;
   const TrackId t = h.thread(1);
