@@ -2,6 +2,7 @@
 // CUDA API call and GPU operation, attributing each elementary time segment to one
 // operation and one cell (CPU framework, CUDA API, GPU only, CPU+GPU).
 #include "dreamscope/analyzers.h"
+#include "dreamscope/steps.h"
 
 #include <algorithm>
 #include <set>
@@ -26,8 +27,7 @@ struct Endpoint {
 
 // ProfilerStep#1, #2, ... are one operation, not one per step.
 std::string_view operation_name(std::string_view name) {
-  constexpr std::string_view step = "ProfilerStep#";
-  if (name.substr(0, step.size()) == step) return name.substr(0, step.size() - 1);
+  if (name.starts_with(kProfilerStepPrefix)) return name.substr(0, kProfilerStepPrefix.size() - 1);
   return name;
 }
 

@@ -1,5 +1,6 @@
 // Data stalls per step (DS-Analyzer's question, answered from one trace) and top kernels.
 #include "dreamscope/analyzers.h"
+#include "dreamscope/steps.h"
 
 #include <algorithm>
 #include <map>
@@ -16,14 +17,6 @@ struct Window {
   std::string name;
   TimeNs start, end;
 };
-
-// dreamscope's step annotations are all named "step" and carry the step number.
-std::string step_label(const Trace& trace, EventIndex i) {
-  const auto& ann = trace.annotations();
-  std::string name(trace.str(ann.name[i]));
-  if (trace.str(ann.category[i]) == "step" && ann.payload[i] != kNoValue) name += " " + std::to_string(ann.payload[i]);
-  return name;
-}
 
 TimeNs overlap(TimeNs s, TimeNs e, const Window& w) {
   return std::max<TimeNs>(0, std::min(e, w.end) - std::max(s, w.start));
@@ -44,10 +37,10 @@ DataStalls data_stalls(const Trace& trace) {
     std::string_view name = trace.str(ann.name[i]);
     std::string_view category = trace.str(ann.category[i]);
     const TimeNs dur = ann.end[i] - ann.start[i];
-    if (category == "step" || starts_with(name, "ProfilerStep#")) steps.push_back({step_label(trace, i), ann.start[i], ann.end[i]});
-    else if (category == "wait") waits.push_back(i);
-    else if (category == "fetch") fetch_of_batch[ann.payload[i]] += dur;
-    else if (category == "prep") prep_of_batch[ann.payload[i]] += dur;
+    if (is_step(trace, i)) steps.push_back({step_label(trace, i), ann.start[i], ann.end[i]});
+    else if (category == annotation_category::kWait) waits.push_back(i);
+    else if (category == annotation_category::kFetch) fetch_of_batch[ann.payload[i]] += dur;
+    else if (category == annotation_category::kPrep) prep_of_batch[ann.payload[i]] += dur;
     else if (starts_with(name, "enumerate(DataLoader)")) loader_ops.push_back(i);
   }
   std::sort(steps.begin(), steps.end(), [](const Window& a, const Window& b) { return a.start < b.start; });

@@ -2,6 +2,7 @@
 // estimated SM efficiency and estimated achieved occupancy (definitions from the plugin's
 // docs/gpu_utilization.md and README).
 #include "dreamscope/analyzers.h"
+#include "dreamscope/steps.h"
 
 #include "intervals.h"
 
@@ -17,16 +18,11 @@ using detail::Interval;
 
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
-bool is_step_annotation(const Trace& trace, EventIndex i) {
-  const auto& ann = trace.annotations();
-  return starts_with(trace.str(ann.name[i]), "ProfilerStep#") || trace.str(ann.category[i]) == "step";
-}
-
 bool is_data_loading(const Trace& trace, EventIndex i) {
   const auto& ann = trace.annotations();
   std::string_view category = trace.str(ann.category[i]);
-  return starts_with(trace.str(ann.name[i]), "enumerate(DataLoader)") || category == "fetch" ||
-         category == "prep" || category == "wait";
+  return starts_with(trace.str(ann.name[i]), "enumerate(DataLoader)") || category == annotation_category::kFetch ||
+         category == annotation_category::kPrep || category == annotation_category::kWait;
 }
 
 struct StepWindow {
@@ -40,11 +36,8 @@ std::vector<StepWindow> step_windows(const Trace& trace) {
   const auto& ann = trace.annotations();
   std::vector<StepWindow> steps;
   for (EventIndex i = 0; i < ann.size(); ++i) {
-    if (trace.tracks()[ann.track[i]].kind != TrackKind::CpuThread || !is_step_annotation(trace, i)) continue;
-    std::string name(trace.str(ann.name[i]));
-    // dreamscope's step annotations are all named "step" and carry the step number.
-    if (trace.str(ann.category[i]) == "step" && ann.payload[i] != kNoValue) name += " " + std::to_string(ann.payload[i]);
-    steps.push_back({std::move(name), ann.start[i], ann.end[i]});
+    if (!is_step(trace, i)) continue;
+    steps.push_back({step_label(trace, i), ann.start[i], ann.end[i]});
   }
   std::sort(steps.begin(), steps.end(), [](const StepWindow& a, const StepWindow& b) { return a.start < b.start; });
   std::vector<StepWindow> out;
@@ -136,7 +129,7 @@ StepBreakdown step_breakdown(const Trace& trace) {
   for (EventIndex i = 0; i < api.size(); ++i) add(api.start[i], api.end[i], StepCategory::Runtime);
   const auto& ann = trace.annotations();
   for (EventIndex i = 0; i < ann.size(); ++i) {
-    if (trace.tracks()[ann.track[i]].kind != TrackKind::CpuThread || is_step_annotation(trace, i)) continue;
+    if (trace.tracks()[ann.track[i]].kind != TrackKind::CpuThread || is_step(trace, i)) continue;
     add(ann.start[i], ann.end[i], is_data_loading(trace, i) ? StepCategory::DataLoader : StepCategory::CpuExec);
   }
   for (std::size_t s = 0; s < windows.size(); ++s) {

@@ -8,6 +8,7 @@
 // makes the result incomplete.
 #include "commands.h"
 
+#include <dreamscope/steps.h>
 #include <dreamscope/trace_file.h>
 #include <dreamscope/trace_log.h>
 
@@ -223,8 +224,8 @@ void add_part(TraceBuilder& out, const Trace& part, std::int64_t root_pid, int r
     out.add(r);
     if (r.payload != kNoValue && part.str(ann.domain[i]) == "dreamscope") {
       const std::string_view category = part.str(ann.category[i]);
-      if (category == "prep" || category == "wait") {
-        auto& ends = category == "prep" ? batches.produced : batches.consumed;
+      if (category == annotation_category::kPrep || category == annotation_category::kWait) {
+        auto& ends = category == annotation_category::kPrep ? batches.produced : batches.consumed;
         auto [it, fresh] = ends.try_emplace(r.payload, r.track, r.end);
         if (!fresh && r.end > it->second.second) it->second = {r.track, r.end};
       }

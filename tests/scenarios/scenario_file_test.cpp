@@ -66,7 +66,7 @@ TEST(ScenarioFile, ParsesNameParametersAndTransforms) {
   const auto& scale = std::get<ScaleSpec>(transforms[1].spec);
   EXPECT_DOUBLE_EQ(scale.ratio, 1 / 1.5);
   EXPECT_EQ(scale.add, 100);
-  EXPECT_EQ(scale.select.kinds, (std::vector<std::string>{"kernel", "memcpy"}));
+  EXPECT_EQ(scale.select.kinds, (std::vector<TaskClass>{TaskClass::Kernel, TaskClass::Memcpy}));
   EXPECT_EQ(scale.select.name, "gemm");
   EXPECT_EQ(scale.select.stream, 7);
   EXPECT_EQ(scale.select.steps, (std::pair<std::int64_t, std::int64_t>{2, 4}));

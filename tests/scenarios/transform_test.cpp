@@ -53,7 +53,7 @@ TimeNs step_end(const Fixture& f, const SimulationResult& r) {
 
 Selector kernels() {
   Selector s;
-  s.kinds = {"kernel"};
+  s.kinds = {TaskClass::Kernel};
   return s;
 }
 
@@ -85,12 +85,12 @@ TEST(Select, ByKindNameAnnotationStreamThreadStepAndWindow) {
   EXPECT_EQ(f.names(f.selection.select(s)), (std::vector<std::string>{"adam_a"}));
 
   Selector launches;
-  launches.kinds = {"launch"};
+  launches.kinds = {TaskClass::Launch};
   launches.annotation = "forward";
   EXPECT_EQ(f.selection.select(launches).size(), 2u);
 
   Selector sync;
-  sync.kinds = {"sync"};
+  sync.kinds = {TaskClass::Sync};
   EXPECT_EQ(f.names(f.selection.select(sync)), (std::vector<std::string>{"cudaDeviceSynchronize"}));
 
   Selector on_stream = kernels();
@@ -320,7 +320,7 @@ TEST(DataStalls, ThreeSimulationsSplitFetchAndPrepStall) {
   // As traced the step waits for prep: 400, 300, 300 → 300. Without fetch, batches are ready
   // at 200, 400, 600: steps 300, 200, 200 → 200. Without loading: 100 each.
   Fixture f(data_pipeline_trace());
-  const auto b = data_stall_breakdown(f.trace, f.graph, f.selection);
+  const auto b = data_stall_breakdown(f.graph, f.selection);
   ASSERT_TRUE(b);
   EXPECT_DOUBLE_EQ(b->traced_step, 300);
   EXPECT_DOUBLE_EQ(b->cached_step, 200);
@@ -329,7 +329,7 @@ TEST(DataStalls, ThreeSimulationsSplitFetchAndPrepStall) {
   EXPECT_DOUBLE_EQ(b->prep_stall(), 100);
 
   Fixture gpu(gpu_step_trace());
-  EXPECT_FALSE(data_stall_breakdown(gpu.trace, gpu.graph, gpu.selection));
+  EXPECT_FALSE(data_stall_breakdown(gpu.graph, gpu.selection));
 }
 
 TEST(DataScenario, FasterStorageAndSyntheticData) {

@@ -5,40 +5,21 @@
 
 namespace dreamscope {
 
-std::vector<EventIndex> find_steps(const Trace& trace) {
-  const auto& ann = trace.annotations();
-  const std::optional<StringId> step = trace.find_string("step");
-  std::vector<EventIndex> steps;
-  for (EventIndex row = 0; row < ann.size(); ++row) {
-    if (trace.tracks()[ann.track[row]].kind != TrackKind::CpuThread) continue;
-    if ((step && ann.category[row] == *step) || trace.str(ann.name[row]).starts_with("ProfilerStep#")) {
-      steps.push_back(row);
-    }
-  }
-  std::stable_sort(steps.begin(), steps.end(),
-                   [&](EventIndex a, EventIndex b) { return ann.start[a] < ann.start[b]; });
-  return steps;
-}
-
 double StepTime::error() const {
   if (measured() <= 0) return predicted() == 0 ? 0.0 : 1.0;
   return static_cast<double>(predicted() - measured()) / static_cast<double>(measured());
 }
 
-std::vector<StepTime> step_times(const Trace& trace, const DependencyGraph& graph, const SimulationResult& result) {
+std::vector<StepTime> step_times(const Trace& trace, std::span<const EventIndex> steps, const DependencyGraph& graph,
+                                 const SimulationResult& result) {
   const auto& ann = trace.annotations();
   std::vector<StepTime> out;
-  for (EventIndex row : find_steps(trace)) {
+  out.reserve(steps.size());
+  for (EventIndex row : steps) {
     const TaskId first = graph.annotation_first(row), last = graph.annotation_last(row);
     if (first == kNoTask || result.start[first] == kNoValue || result.end[last] == kNoValue) continue;
     StepTime s;
-    s.name = std::string(trace.str(ann.name[row]));
-    // Tracer steps are all named "step"; their payload is the step number.
-    if (ann.payload[row] != kNoValue && s.name.find_first_of("0123456789") == std::string::npos) {
-      // Appended piecewise: `" " + std::to_string(...)` trips GCC 12's -Wrestrict at -O3.
-      s.name += ' ';
-      s.name += std::to_string(ann.payload[row]);
-    }
+    s.name = step_label(trace, row);
     s.row = row;
     s.measured_start = ann.start[row];
     s.measured_end = ann.end[row];
@@ -47,6 +28,10 @@ std::vector<StepTime> step_times(const Trace& trace, const DependencyGraph& grap
     out.push_back(std::move(s));
   }
   return out;
+}
+
+std::vector<StepTime> step_times(const Trace& trace, const DependencyGraph& graph, const SimulationResult& result) {
+  return step_times(trace, find_steps(trace), graph, result);
 }
 
 double ReplayReport::error() const {

@@ -5,9 +5,11 @@
 #include <dreamscope/scenario.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -20,6 +22,10 @@
 namespace dreamscope::whatif {
 
 namespace {
+
+// Every transform a scenario may name, in the order the docs list them.
+constexpr std::array<std::string_view, 9> kOps = {"scale", "set_duration", "remove",      "insert",    "fuse",
+                                                  "move",  "add_edge",     "remove_edge", "set_policy"};
 
 SourcePosition position_of(const toml::node& node, const std::string& file) {
   const auto& src = node.source();
@@ -171,19 +177,16 @@ class TransformReader {
     }
     Selector s;
     s.where = position_of(*t, file_);
-    static const std::set<std::string> kKinds = {"kernel", "memcpy", "memset", "sync", "gpu",
-                                                 "api",    "launch", "cpu",    "annotation", "gap"};
     used_[t].insert("kind");
     if (const toml::node* kinds = t->get("kind")) {
       auto add_kind = [&](const toml::node& n) {
         const ParameterValue v = value_of(n, "kind");
         const auto* k = std::get_if<std::string>(&v);
-        if (k == nullptr || !kKinds.contains(*k)) {
-          fail_at(n, fmt::format("unknown task kind '{}' (kernel, memcpy, memset, sync, gpu, api, launch, cpu, "
-                                 "annotation, gap)",
-                                 to_string(v)));
+        const auto parsed = k ? parse_task_class(*k) : std::nullopt;
+        if (!parsed) {
+          fail_at(n, fmt::format("unknown task kind {} ({})", limits::quoted(to_string(v), 40), task_class_names()));
         }
-        s.kinds.push_back(*k);
+        s.kinds.push_back(*parsed);
       };
       if (const auto* array = kinds->as_array()) {
         for (const auto& k : *array) add_kind(k);
@@ -306,9 +309,8 @@ std::optional<Transform> read_transform(const toml::table& t, const std::string&
   }
   // Values of a switched-off transform may be meaningless for these parameters (a pool of
   // 0 workers), so only its op is checked.
-  static const std::set<std::string> kOps = {"scale", "set_duration", "remove", "insert", "fuse",
-                                             "move", "add_edge", "remove_edge", "set_policy"};
-  if (!enabled && kOps.contains(op)) return std::nullopt;
+  const bool known_op = std::find(kOps.begin(), kOps.end(), op) != kOps.end();
+  if (!enabled && known_op) return std::nullopt;
   Transform out;
   out.op = op;
   out.where = r.where();
@@ -349,7 +351,7 @@ std::optional<Transform> read_transform(const toml::table& t, const std::string&
   } else if (op == "fuse") {
     FuseSpec s;
     s.select = r.selector("select", true);
-    s.name = r.required_text("name");
+    if (const auto name = r.text("name"); name && !name->empty()) s.name = *name;
     if (t.contains("cost")) s.duration = r.cost_model("cost");
     s.keep_launch = r.boolean("keep_launch", true);
     s.per_step = r.boolean("per_step", true);
@@ -393,9 +395,7 @@ std::optional<Transform> read_transform(const toml::table& t, const std::string&
     }
     out.spec = s;
   } else {
-    r.fail_at(r.node(t, "op"), fmt::format("unknown op '{}' (scale, set_duration, remove, insert, fuse, move, add_edge, "
-                                           "remove_edge, set_policy)",
-                                           op));
+    r.fail_at(r.node(t, "op"), fmt::format("unknown op {} ({})", limits::quoted(op, 40), fmt::join(kOps, ", ")));
   }
   r.check_unused(op);
   return out;
@@ -443,6 +443,44 @@ std::string type_name(const ParameterValue& v) {
 }
 
 } // namespace
+
+namespace {
+constexpr std::array<std::pair<TaskClass, std::string_view>, 10> kTaskClasses = {{
+    {TaskClass::Kernel, "kernel"},
+    {TaskClass::Memcpy, "memcpy"},
+    {TaskClass::Memset, "memset"},
+    {TaskClass::Sync, "sync"},
+    {TaskClass::Gpu, "gpu"},
+    {TaskClass::Api, "api"},
+    {TaskClass::Launch, "launch"},
+    {TaskClass::Cpu, "cpu"},
+    {TaskClass::Annotation, "annotation"},
+    {TaskClass::Gap, "gap"},
+}};
+} // namespace
+
+std::string_view to_string(TaskClass c) {
+  for (const auto& [value, name] : kTaskClasses) {
+    if (value == c) return name;
+  }
+  return "unknown";
+}
+
+std::optional<TaskClass> parse_task_class(std::string_view name) {
+  for (const auto& [value, text] : kTaskClasses) {
+    if (text == name) return value;
+  }
+  return std::nullopt;
+}
+
+std::string task_class_names() {
+  std::string out;
+  for (const auto& [value, name] : kTaskClasses) {
+    if (!out.empty()) out += ", ";
+    out += name;
+  }
+  return out;
+}
 
 ScenarioError::ScenarioError(SourcePosition where, const std::string& what)
     : std::runtime_error(where.line > 0 ? fmt::format("{}:{}:{}: {}", where.file, where.line, where.column, what)

@@ -1,4 +1,5 @@
 #include <dreamscope/name_pattern.h>
+#include <dreamscope/steps.h>
 #include <dreamscope/transforms.h>
 
 #include <fmt/format.h>
@@ -15,15 +16,6 @@ namespace {
 
 std::string location(const SourcePosition& where) {
   return where.line > 0 ? fmt::format("{}:{}:{}", where.file, where.line, where.column) : where.file;
-}
-
-std::int64_t profiler_step_number(std::string_view name) {
-  constexpr std::string_view kPrefix = "ProfilerStep#";
-  if (!name.starts_with(kPrefix)) return kNoValue;
-  std::int64_t n = 0;
-  const auto digits = name.substr(kPrefix.size());
-  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
-  return ec == std::errc() ? n : kNoValue;
 }
 
 TimeNs summed_duration(const DependencyGraph& graph, const std::vector<TaskId>& tasks) {
@@ -65,14 +57,12 @@ TaskSelection::TaskSelection(const Trace& trace, const DependencyGraph& graph) :
   }
 
   const auto& ann = trace.annotations();
-  const auto step_category = trace.find_string("step");
   step_of_annotation_.assign(ann.size(), kNoValue);
   std::int64_t ordinal = 0;
   // Rows are sorted by (track, start, longer first), so a parent precedes its children.
   for (EventIndex row = 0; row < ann.size(); ++row) {
-    const std::int64_t profiler_step = profiler_step_number(trace.str(ann.name[row]));
-    const bool is_step = (step_category && ann.category[row] == *step_category) || profiler_step != kNoValue;
-    if (is_step) {
+    if (is_step(trace, row)) {
+      const std::int64_t profiler_step = profiler_step_number(trace.str(ann.name[row]));
       steps_.push_back(row);
       step_of_annotation_[row] = ann.payload[row] != kNoValue ? ann.payload[row]
                                  : profiler_step != kNoValue  ? profiler_step
@@ -130,18 +120,20 @@ std::optional<std::int64_t> TaskSelection::step(TaskId t) const {
   return step_of_annotation_[a];
 }
 
-bool TaskSelection::matches_kind(TaskId t, const std::string& kind) const {
+bool TaskSelection::matches_kind(TaskId t, TaskClass kind) const {
   const TaskKind k = graph_.kind(t);
-  if (kind == "kernel") return k == TaskKind::Kernel;
-  if (kind == "memcpy") return k == TaskKind::Memcpy;
-  if (kind == "memset") return k == TaskKind::Memset;
-  if (kind == "gpu") return is_gpu_task(k);
-  if (kind == "sync") return k == TaskKind::CudaApi && (graph_.flags(t) & (kTaskHasSync | kTaskBlocking)) != 0;
-  if (kind == "api") return k == TaskKind::CudaApi;
-  if (kind == "launch") return k == TaskKind::CudaApi && is_launch_[t] != 0;
-  if (kind == "cpu") return k == TaskKind::CpuWork || k == TaskKind::CudaApi || k == TaskKind::Annotation;
-  if (kind == "annotation") return k == TaskKind::Annotation;
-  if (kind == "gap") return k == TaskKind::CpuWork;
+  switch (kind) {
+    case TaskClass::Kernel: return k == TaskKind::Kernel;
+    case TaskClass::Memcpy: return k == TaskKind::Memcpy;
+    case TaskClass::Memset: return k == TaskKind::Memset;
+    case TaskClass::Gpu: return is_gpu_task(k);
+    case TaskClass::Sync: return k == TaskKind::CudaApi && (graph_.flags(t) & (kTaskHasSync | kTaskBlocking)) != 0;
+    case TaskClass::Api: return k == TaskKind::CudaApi;
+    case TaskClass::Launch: return k == TaskKind::CudaApi && is_launch_[t] != 0;
+    case TaskClass::Cpu: return k == TaskKind::CpuWork || k == TaskKind::CudaApi || k == TaskKind::Annotation;
+    case TaskClass::Annotation: return k == TaskKind::Annotation;
+    case TaskClass::Gap: return k == TaskKind::CpuWork;
+  }
   return false;
 }
 
@@ -211,7 +203,7 @@ std::vector<TaskId> TaskSelection::select(const Selector& s) const {
   for (TaskId t = 0; t < graph_.task_count(); ++t) {
     if (graph_.removed(t)) continue;
     if (!s.kinds.empty() &&
-        std::none_of(s.kinds.begin(), s.kinds.end(), [&](const std::string& k) { return matches_kind(t, k); })) {
+        std::none_of(s.kinds.begin(), s.kinds.end(), [&](TaskClass k) { return matches_kind(t, k); })) {
       continue;
     }
     if (!track_ok[graph_.resource(t)]) continue;
@@ -316,7 +308,7 @@ TransformEffect remove(DependencyGraph& graph, const TaskSelection& selection, c
 }
 
 TransformEffect fuse(DependencyGraph& graph, const TaskSelection& selection, const std::vector<TaskId>& tasks,
-                     bool per_step, bool keep_launch, const std::optional<CostModel>& model) {
+                     bool per_step, bool keep_launch, const std::optional<CostModel>& model, std::string_view name) {
   TransformEffect e;
   e.tasks = tasks.size();
   std::map<std::int64_t, std::vector<TaskId>> groups;
@@ -361,7 +353,7 @@ TransformEffect fuse(DependencyGraph& graph, const TaskSelection& selection, con
     }
     ++fused;
   }
-  e.detail = fmt::format("{} tasks into {}", tasks.size(), fused);
+  e.detail = fmt::format("{} tasks into {} '{}'", tasks.size(), fused, name);
   return e;
 }
 
@@ -516,7 +508,7 @@ void apply(const std::vector<Transform>& transforms, const TaskSelection& select
               needs_original_ids(where, transform.op);
               std::optional<CostModel> model;
               if (spec.duration) model = resolve_cost_model(*spec.duration, selection.trace(), where);
-              effect = fuse(graph, selection, pick(spec.select), spec.per_step, spec.keep_launch, model);
+              effect = fuse(graph, selection, pick(spec.select), spec.per_step, spec.keep_launch, model, spec.name);
             } else if constexpr (std::is_same_v<Spec, SetPolicySpec>) {
               if (spec.policy == "gpu_first") {
                 applied.policy = std::make_unique<GpuFirstPolicy>();

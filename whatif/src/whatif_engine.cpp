@@ -115,7 +115,7 @@ Prediction predict(const Trace& trace, const DependencyGraph& baseline, const Ta
   const SimulationResult result = simulate(graph, sim);
   p.span = result.span();
   p.unscheduled = result.unscheduled;
-  p.steps = step_times(trace, graph, result);
+  p.steps = step_times(trace, selection.step_annotations(), graph, result);
   p.step_median = median_step(p.steps, p.span, true);
   p.speedup = p.step_median > 0 ? baseline_step / p.step_median : 0;
   p.critical_path = median_step_critical_path(selection, applied.original_ids(graph.task_count()), graph, result, p.steps, options.critical_path_entries);
@@ -130,9 +130,9 @@ double median(std::vector<double> values) {
   return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
-double simulated_step_median(const Trace& trace, const DependencyGraph& graph) {
+double simulated_step_median(const TaskSelection& selection, const DependencyGraph& graph) {
   const SimulationResult result = simulate(graph);
-  return median_step(step_times(trace, graph, result), result.span(), true);
+  return median_step(step_times(selection.trace(), selection.step_annotations(), graph, result), result.span(), true);
 }
 
 } // namespace
@@ -145,34 +145,35 @@ double median_step(const std::vector<StepTime>& steps, TimeNs span, bool predict
   return median(std::move(d));
 }
 
-std::optional<DataStallBreakdown> data_stall_breakdown(const Trace& trace, const DependencyGraph& graph,
+std::optional<DataStallBreakdown> data_stall_breakdown(const DependencyGraph& graph,
                                                        const TaskSelection& selection) {
   Selector fetch;
-  fetch.category = "fetch";
+  fetch.category = std::string(annotation_category::kFetch);
   Selector loading;
-  loading.category = "fetch|prep|wait";
+  loading.category = fmt::format("{}|{}|{}", annotation_category::kFetch, annotation_category::kPrep,
+                                 annotation_category::kWait);
   const auto fetch_tasks = selection.select(fetch);
   const auto loading_tasks = selection.select(loading);
   Selector produced;
-  produced.category = "fetch|prep";
+  produced.category = fmt::format("{}|{}", annotation_category::kFetch, annotation_category::kPrep);
   if (selection.select(produced).empty()) return std::nullopt;
 
   DataStallBreakdown b;
-  b.traced_step = simulated_step_median(trace, graph);
+  b.traced_step = simulated_step_median(selection, graph);
   // A fetch from a cache that holds everything costs nothing next to storage: DS-Analyzer's
   // second run reads from a fully cached dataset.
   DependencyGraph cached = graph;
   remove(cached, selection, fetch_tasks, false);
-  b.cached_step = simulated_step_median(trace, cached);
+  b.cached_step = simulated_step_median(selection, cached);
   // DS-Analyzer's third run has no loader and no wait for one; the measured waits also hold
   // the consumer's wake-up after the batch was ready, which goes with them.
   DependencyGraph synthetic = graph;
   remove(synthetic, selection, loading_tasks, false);
   Selector loader_threads;
-  loader_threads.resource_with = "fetch|prep";
-  loader_threads.resource_without = "step";
+  loader_threads.resource_with = produced.category;
+  loader_threads.resource_without = std::string(annotation_category::kStep);
   remove(synthetic, selection, selection.select(loader_threads), false);
-  b.synthetic_step = simulated_step_median(trace, synthetic);
+  b.synthetic_step = simulated_step_median(selection, synthetic);
   return b;
 }
 
@@ -184,7 +185,7 @@ WhatIfReport run_whatif(const Trace& trace, const std::vector<ScenarioRequest>& 
   report.tasks = baseline.task_count();
 
   const SimulationResult replayed = simulate(baseline);
-  const auto steps = step_times(trace, baseline, replayed);
+  const auto steps = step_times(trace, selection.step_annotations(), baseline, replayed);
   report.step_count = steps.size();
   report.measured_span = baseline.run_end() - baseline.run_begin();
   report.replayed_span = replayed.span();
@@ -205,7 +206,7 @@ WhatIfReport run_whatif(const Trace& trace, const std::vector<ScenarioRequest>& 
     report.predictions.push_back(
         predict(trace, baseline, selection, all, options, report.replayed_step_median, options.make_trace));
   }
-  if (options.data_stalls) report.data_stalls = data_stall_breakdown(trace, baseline, selection);
+  if (options.data_stalls) report.data_stalls = data_stall_breakdown(baseline, selection);
   return report;
 }
 

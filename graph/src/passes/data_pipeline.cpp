@@ -8,6 +8,8 @@
 //   cpu_share of annotation pieces.
 #include "passes.h"
 
+#include <dreamscope/steps.h>
+
 #include <algorithm>
 #include <limits>
 
@@ -21,7 +23,8 @@ void add_data_flows(GraphBuildState& s) {
   const TaskTable& tasks = s.tasks;
   const auto& ann = trace.annotations();
   auto id = [&](std::string_view text) { return trace.find_string(text).value_or(kNoIndex); };
-  const StringId prep = id("prep"), fetch = id("fetch"), wait = id("wait");
+  namespace category = annotation_category;
+  const StringId prep = id(category::kPrep), fetch = id(category::kFetch), wait = id(category::kWait);
   if (wait == kNoIndex || (prep == kNoIndex && fetch == kNoIndex)) return;
   struct Produced {
     std::int64_t batch;
@@ -59,8 +62,9 @@ void set_cpu_shares(GraphBuildState& s) {
   const Trace& trace = s.trace;
   TaskTable& tasks = s.tasks;
   const auto& ann = trace.annotations();
-  const auto wait = trace.find_string("wait"), fetch = trace.find_string("fetch");
-  const auto prep = trace.find_string("prep"), cpu = trace.find_string("cpu");
+  namespace category = annotation_category;
+  const auto wait = trace.find_string(category::kWait), fetch = trace.find_string(category::kFetch);
+  const auto prep = trace.find_string(category::kPrep), cpu = trace.find_string(category::kCpu);
   if (!wait && !fetch && !cpu) return;
   std::vector<float> measured(cpu ? ann.size() : 0, -1.0f);
   if (cpu && (fetch || prep)) {

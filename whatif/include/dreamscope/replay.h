@@ -3,6 +3,10 @@
 // the predicted Trace and per-step times, which every what-if reuses.
 #pragma once
 
+#include <dreamscope/steps.h>
+
+#include <span>
+
 #include "dreamscope/dependency_graph.h"
 #include "dreamscope/overhead_correction.h"
 #include "dreamscope/simulator.h"
@@ -24,9 +28,8 @@ Trace make_predicted_trace(const Trace& measured, const DependencyGraph& graph, 
 // from the previous task's end.
 TimeNs predicted_instant(const DependencyGraph& graph, const SimulationResult& result, ResourceId r, TimeNs measured);
 
-// Steps: annotations of category "step", or `ProfilerStep#N` ranges of PyTorch-profiler
-// traces, on CPU threads, in time order.
-std::vector<EventIndex> find_steps(const Trace& trace);
+// Steps are found by find_steps() (dreamscope/steps.h), once per trace: the simulations of
+// one trace share its step rows.
 
 struct StepTime {
   std::string name;
@@ -39,6 +42,10 @@ struct StepTime {
   double error() const;
 };
 
+// Measured and predicted times of each step row (find_steps(trace)) that the graph holds.
+std::vector<StepTime> step_times(const Trace& trace, std::span<const EventIndex> steps, const DependencyGraph& graph,
+                                 const SimulationResult& result);
+// The same for a single simulation, finding the steps itself.
 std::vector<StepTime> step_times(const Trace& trace, const DependencyGraph& graph, const SimulationResult& result);
 
 struct ReplayOptions {

@@ -56,13 +56,21 @@ struct Parameter {
   std::string help;
 };
 
+// The `kind` a selector names, parsed when the scenario loads: kernel, memcpy, memset, sync
+// (an API call that waits for the GPU), gpu (kernel, memcpy or memset), api (a CUDA API call),
+// launch (an API call that launched GPU work), cpu (any CPU task), annotation (CPU work inside
+// an annotation), gap (CPU work outside any recorded event).
+enum class TaskClass : std::uint8_t { Kernel, Memcpy, Memset, Sync, Gpu, Api, Launch, Cpu, Annotation, Gap };
+std::string_view to_string(TaskClass c);
+std::optional<TaskClass> parse_task_class(std::string_view name);
+// "kernel, memcpy, ..., gap", for messages.
+std::string task_class_names();
+
 // Which tasks a transform applies to. Every field set must match (AND); a field left unset
 // matches everything.
 struct Selector {
-  // "kernel", "memcpy", "memset", "sync", "gpu" (any of those), "api" (a CUDA API call),
-  // "launch" (an API call that launched GPU work), "cpu" (any CPU task), "annotation"
-  // (CPU work inside an annotation), "gap".
-  std::vector<std::string> kinds;
+  std::vector<TaskClass> kinds; // any of these
+
   std::optional<std::string> name;       // ECMAScript regex searched in the task's name
   std::optional<std::string> not_name;   // regex the task's name must not contain
   std::optional<std::string> annotation; // regex: some enclosing annotation's name matches
@@ -123,7 +131,7 @@ struct InsertSpec {
 // (or the cost model's), keeping the first task's launch when `keep_launch`.
 struct FuseSpec {
   Selector select;
-  std::string name;
+  std::string name = "fused"; // what the report calls the fused task
   std::optional<CostModelSpec> duration;
   bool keep_launch = true;
   bool per_step = true; // one fused task per step rather than one for the whole run

@@ -66,7 +66,7 @@ class TaskSelection {
 
  private:
   TrackId context_track(TaskId t) const;
-  bool matches_kind(TaskId t, const std::string& kind) const;
+  bool matches_kind(TaskId t, TaskClass kind) const;
 
   const Trace& trace_;
   const DependencyGraph& graph_;
@@ -121,8 +121,10 @@ TransformEffect remove(DependencyGraph& graph, const TaskSelection& selection, c
 // The tasks of each group (one per step with `per_step`, else one) become its first task in
 // measured start order, with their summed duration or `model` applied to that sum. The others
 // and their launch calls are removed; the survivor's launch too unless `keep_launch`.
+// `name` is what the report calls the fused task.
 TransformEffect fuse(DependencyGraph& graph, const TaskSelection& selection, const std::vector<TaskId>& tasks,
-                     bool per_step, bool keep_launch, const std::optional<CostModel>& model);
+                     bool per_step, bool keep_launch, const std::optional<CostModel>& model,
+                     std::string_view name = "fused");
 
 // Structural primitives. Task ids are those of `graph` as it is now.
 // Moves `tasks` to a resource, merged among its tasks by measured start. Each run of moved

@@ -75,7 +75,7 @@ WhatIfReport run_whatif(const Trace& trace, const std::vector<ScenarioRequest>& 
                         const WhatIfOptions& options = {});
 
 // The three simulations of the data-stall breakdown; empty without fetch and prep annotations.
-std::optional<DataStallBreakdown> data_stall_breakdown(const Trace& trace, const DependencyGraph& graph,
+std::optional<DataStallBreakdown> data_stall_breakdown(const DependencyGraph& graph,
                                                        const TaskSelection& selection);
 
 // Median of the steps' predicted durations; the run's span when the trace has no steps.

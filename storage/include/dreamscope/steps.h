@@ -1,0 +1,41 @@
+// The vocabulary of a training loop, decided in one place for every module: what a step is,
+// its number and label, and the annotation categories of dreamscope's data pipeline.
+//
+// A step is an annotation on a CPU thread that is either dreamscope's (category "step", the
+// step number in its payload) or the PyTorch profiler's ("ProfilerStep#N"). The HTA-compatible
+// analyses count only PyTorch's, as HTA does; everything else asks is_step().
+#pragma once
+
+#include "dreamscope/trace.h"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dreamscope {
+
+// Categories of dreamscope's annotations (annotations/, docs/annotations.md).
+namespace annotation_category {
+inline constexpr std::string_view kStep = "step";
+inline constexpr std::string_view kOperation = "operation";
+inline constexpr std::string_view kFetch = "fetch"; // reading a batch from storage
+inline constexpr std::string_view kPrep = "prep";   // preprocessing it on the CPU
+inline constexpr std::string_view kWait = "wait";   // the training loop waiting for it
+inline constexpr std::string_view kCpu = "cpu";     // CPU work that shares the machine's cores
+} // namespace annotation_category
+
+inline constexpr std::string_view kProfilerStepPrefix = "ProfilerStep#";
+
+// N of "ProfilerStep#N", or kNoValue for any other name.
+std::int64_t profiler_step_number(std::string_view name);
+
+// Whether annotation `row` is a step (see above).
+bool is_step(const Trace& trace, EventIndex row);
+
+// "ProfilerStep#3", or "step 3" for dreamscope's steps (all named "step", numbered by payload).
+std::string step_label(const Trace& trace, EventIndex row);
+
+// The step annotations in time order.
+std::vector<EventIndex> find_steps(const Trace& trace);
+
+} // namespace dreamscope

@@ -1,0 +1,46 @@
+#include "dreamscope/steps.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace dreamscope {
+
+std::int64_t profiler_step_number(std::string_view name) {
+  if (!name.starts_with(kProfilerStepPrefix)) return kNoValue;
+  std::int64_t n = 0;
+  const auto digits = name.substr(kProfilerStepPrefix.size());
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+  return ec == std::errc() ? n : kNoValue;
+}
+
+bool is_step(const Trace& trace, EventIndex row) {
+  const auto& ann = trace.annotations();
+  if (trace.tracks()[ann.track[row]].kind != TrackKind::CpuThread) return false;
+  return trace.str(ann.category[row]) == annotation_category::kStep ||
+         trace.str(ann.name[row]).starts_with(kProfilerStepPrefix);
+}
+
+std::string step_label(const Trace& trace, EventIndex row) {
+  const auto& ann = trace.annotations();
+  std::string label(trace.str(ann.name[row]));
+  if (trace.str(ann.category[row]) == annotation_category::kStep && ann.payload[row] != kNoValue &&
+      label.find_first_of("0123456789") == std::string::npos) {
+    // Appended piecewise: `" " + std::to_string(...)` trips GCC 12's -Wrestrict at -O3.
+    label += ' ';
+    label += std::to_string(ann.payload[row]);
+  }
+  return label;
+}
+
+std::vector<EventIndex> find_steps(const Trace& trace) {
+  const auto& ann = trace.annotations();
+  std::vector<EventIndex> steps;
+  for (EventIndex row = 0; row < ann.size(); ++row) {
+    if (is_step(trace, row)) steps.push_back(row);
+  }
+  std::stable_sort(steps.begin(), steps.end(),
+                   [&](EventIndex a, EventIndex b) { return ann.start[a] < ann.start[b]; });
+  return steps;
+}
+
+} // namespace dreamscope
