@@ -212,7 +212,6 @@ int run_trace(const TraceOptions& o) {
     } else {
       job.warnings.push_back(
           "no CUDA driver on this machine (libcuda.so.1 not loadable): recording NVTX and the CPU side only");
-      std::fprintf(stderr, "dreamscope trace: %s\n", job.warnings.back().c_str());
     }
   }
   namespace env = tracer_environment;
@@ -275,6 +274,8 @@ int run_trace(const TraceOptions& o) {
     fs::remove_all(parts, ec);
     return exec_errno == ENOENT ? 127 : 126;
   }
+  // Said once the program runs: for a program that could not start, its one line is all.
+  for (const auto& w : job.warnings) std::fprintf(stderr, "dreamscope trace: %s\n", w.c_str());
   g_child = child;
   signal(SIGINT, SIG_IGN);
   signal(SIGQUIT, SIG_IGN);
@@ -336,7 +337,9 @@ const CommandRegistration trace_command(10, "trace", [](CLI::App& app) -> Comman
       ->capture_default_str();
   cmd->add_flag("--keep-parts", o->keep_parts, "Keep the per-process part files (OUTPUT.d/) after merging");
   cmd->add_option("command", o->command, "The command to trace, after --")->expected(-1);
-  cmd->footer("Exit status: the command's own; 128+N when it was killed by signal N.\n"
+  cmd->footer("Exit status: the command's own; 128+N when it was killed by signal N; 127 (not found) or 126\n"
+              "(not runnable) when it could not be started, and 1 when OUTPUT cannot be written: both are\n"
+              "found before anything runs, and no trace is written.\n"
               "Example:\n  dreamscope trace -o run.db -- python train.py --epochs 1\n"
               "  dreamscope trace -o cpu.db -- cpu_train --steps 50 --workers 2");
   return [o] { return run_trace(*o); };
