@@ -11,6 +11,7 @@
 
 #include <dreamscope/annotate.h>
 #include <dreamscope/trace_file.h>
+#include <dreamscope/tracer_environment.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -93,8 +94,8 @@ std::map<std::string, double> run_child(const CalibrateOptions& o, bool traced, 
       const std::string lib = tracer_library().string();
       setenv("LD_PRELOAD", lib.c_str(), 1);
       setenv("NVTX_INJECTION64_PATH", lib.c_str(), 1);
-      setenv("DREAMSCOPE_OUTPUT_DIR", parts.c_str(), 1);
-      setenv("DREAMSCOPE_TRACE", "nvtx", 1);
+      setenv(tracer_environment::kOutputDir, parts.c_str(), 1);
+      setenv(tracer_environment::kSources, "nvtx", 1);
     } else {
       unsetenv("LD_PRELOAD");
       unsetenv("NVTX_INJECTION64_PATH");

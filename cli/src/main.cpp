@@ -1,7 +1,5 @@
 #include "commands.h"
 
-#include <dreamscope/trace_file.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <vector>
@@ -56,10 +54,7 @@ int main(int argc, char** argv) {
     if (!cmd->parsed()) continue;
     try {
       return action();
-    } catch (const dreamscope::TraceError& e) {
-      std::fprintf(stderr, "dreamscope %s: %s\n", cmd->get_name().c_str(), e.what());
-      return kExitError;
-    } catch (const std::exception& e) {
+    } catch (const std::exception& e) { // TraceError and the rest: the message names the file
       std::fprintf(stderr, "dreamscope %s: %s\n", cmd->get_name().c_str(), e.what());
       return kExitError;
     }

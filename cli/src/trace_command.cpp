@@ -3,14 +3,13 @@
 //
 // Each process the job starts (fork, exec, spawn) writes its own part file, a trace log
 // (dreamscope/trace_log.h), into OUTPUT.d/; when the whole job has ended, the parts are
-// merged, in start order, into OUTPUT and the folder is removed. A part whose process was
-// killed is still merged (it holds what the tracer flushed, at most 100 ms short) and
-// makes the result incomplete.
+// merged (merge_part_logs, dreamscope/trace_merge.h) into OUTPUT and the folder is removed.
+// The tracer is configured through the variables of dreamscope/tracer_environment.h.
 #include "commands.h"
 
-#include <dreamscope/steps.h>
 #include <dreamscope/trace_file.h>
-#include <dreamscope/trace_log.h>
+#include <dreamscope/trace_merge.h>
+#include <dreamscope/tracer_environment.h>
 
 #include <fmt/format.h>
 
@@ -22,10 +21,8 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -155,210 +152,6 @@ int decode_status(int status) {
   return 1;
 }
 
-// ------------------------------------------------------------------------------------
-// Merging the parts.
-
-struct MergeResult {
-  std::size_t parts = 0;
-  std::size_t processes = 0;
-  std::size_t events = 0;
-  bool complete = true;
-  std::vector<std::string> warnings;
-};
-
-// Where each batch was produced (end of its last prep) and consumed (end of its wait), from
-// the dreamscope data-pipeline annotations of every process.
-struct BatchEnds {
-  std::map<std::int64_t, std::pair<TrackId, TimeNs>> produced, consumed;
-};
-
-void add_part(TraceBuilder& out, const Trace& part, std::int64_t root_pid, int root_status, bool last_root_image,
-              bool& have_calibration, BatchEnds& batches) {
-  std::vector<StringId> s(part.strings().size());
-  for (std::size_t i = 0; i < s.size(); ++i) s[i] = out.intern(part.strings()[i]);
-
-  std::vector<std::uint32_t> procs;
-  for (ProcessInfo p : part.processes()) {
-    // The root's wait status is known only here; an image that exec'ed has no status.
-    if (p.pid == root_pid && last_root_image && p.exit_status == kNoValue) p.exit_status = root_status;
-    if (p.pid == root_pid && last_root_image && p.exit_status != kNoValue && root_status > 128) {
-      p.exit_status = root_status;
-    }
-    procs.push_back(out.add_process(std::move(p)));
-  }
-  auto proc = [&](std::uint32_t p) { return p == kNoIndex || p >= procs.size() ? kNoIndex : procs[p]; };
-  std::vector<std::uint32_t> devs;
-  for (DeviceInfo d : part.devices()) {
-    d.process = proc(d.process);
-    devs.push_back(out.add_device(std::move(d)));
-  }
-  std::vector<TrackId> tracks;
-  for (TrackInfo t : part.tracks()) {
-    t.process = proc(t.process);
-    t.device = t.device == kNoIndex || t.device >= devs.size() ? kNoIndex : devs[t.device];
-    tracks.push_back(out.add_track(std::move(t)));
-  }
-
-  const auto& api = part.cuda_api();
-  for (std::size_t i = 0; i < api.size(); ++i) {
-    CudaApiRecord r = api.row(i);
-    r.track = tracks[r.track];
-    r.name = s[r.name];
-    out.add(r);
-  }
-  const auto& ops = part.gpu_ops();
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    GpuOpRecord r{.track = tracks[ops.track[i]], .kind = ops.kind[i], .subkind = ops.subkind[i],
-                  .start = ops.start[i], .end = ops.end[i], .name = s[ops.name[i]],
-                  .correlation = ops.correlation[i], .bytes = ops.bytes[i], .event = ops.event[i]};
-    if (ops.launch[i] != 0) r.launch = part.launch_configs()[ops.launch[i]];
-    out.add(r);
-  }
-  const auto& ann = part.annotations();
-  for (std::size_t i = 0; i < ann.size(); ++i) {
-    AnnotationRecord r = ann.row(i);
-    r.track = tracks[r.track];
-    r.name = s[r.name];
-    r.domain = s[r.domain];
-    r.category = s[r.category];
-    out.add(r);
-    if (r.payload != kNoValue && part.str(ann.domain[i]) == "dreamscope") {
-      const std::string_view category = part.str(ann.category[i]);
-      if (category == annotation_category::kPrep || category == annotation_category::kWait) {
-        auto& ends = category == annotation_category::kPrep ? batches.produced : batches.consumed;
-        auto [it, fresh] = ends.try_emplace(r.payload, r.track, r.end);
-        if (!fresh && r.end > it->second.second) it->second = {r.track, r.end};
-      }
-    }
-  }
-  for (FlowRecord f : part.flows()) {
-    f.kind = s[f.kind];
-    f.from_track = tracks[f.from_track];
-    f.to_track = tracks[f.to_track];
-    out.add(f);
-  }
-  for (OverheadRecord o : part.overheads()) {
-    o.track = tracks[o.track];
-    o.kind = s[o.kind];
-    out.add(o);
-  }
-  // Every process measures the same machine; the first part's calibration stands for all.
-  if (!have_calibration && !part.calibration().empty()) {
-    for (const auto& c : part.calibration()) out.add(c);
-    have_calibration = true;
-  }
-}
-
-struct Part {
-  fs::path path;
-  Trace trace;
-  std::int64_t start = 0;
-  std::int64_t pid = 0;
-  bool exec_ended = false;
-};
-
-MergeResult merge_parts(const fs::path& dir, const fs::path& output, const std::string& command,
-                        const std::string& root_name, pid_t root_pid, int root_status, const std::string& job_warning) {
-  MergeResult result;
-  if (!job_warning.empty()) result.warnings.push_back(job_warning);
-  std::vector<Part> parts;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (entry.path().extension() != ".dslog") continue;
-    try {
-      Part p{.path = entry.path(), .trace = read_trace_log(entry.path())};
-      p.start = std::atoll(p.trace.meta_value("start", "0").c_str());
-      p.pid = p.trace.processes().empty() ? 0 : p.trace.processes().front().pid;
-      p.exec_ended = p.trace.meta_value("ended_by") == "exec";
-      parts.push_back(std::move(p));
-    } catch (const std::exception& e) {
-      result.warnings.push_back(fmt::format("part {} could not be read and is left out: {}", entry.path().string(), e.what()));
-      result.complete = false;
-    }
-  }
-  std::sort(parts.begin(), parts.end(), [](const Part& a, const Part& b) { return a.start < b.start; });
-
-  TraceBuilder out;
-  out.set_source(TraceSource::Tracer);
-  std::int64_t dropped = 0, writer_cpu = 0, start = INT64_MAX, end = INT64_MIN;
-  std::set<std::string> warnings;
-  std::string host;
-  bool have_calibration = false;
-  BatchEnds batches;
-  std::size_t last_root = parts.size();
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    if (parts[i].pid == root_pid && !parts[i].exec_ended) last_root = i;
-  }
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    const Part& p = parts[i];
-    add_part(out, p.trace, root_pid, root_status, i == last_root, have_calibration, batches);
-    result.events += p.trace.event_count();
-    result.processes += p.trace.processes().size();
-    if (!p.trace.complete()) {
-      result.complete = false;
-      const std::int64_t pid = p.pid;
-      result.warnings.push_back(fmt::format("process {} did not close its trace (killed or crashed): its events end "
-                                            "at its last flush", pid));
-    }
-    dropped += p.trace.dropped_events();
-    if (p.trace.tracer_writer_cpu_ns() != kNoValue) writer_cpu += p.trace.tracer_writer_cpu_ns();
-    start = std::min(start, p.start);
-    end = std::max<std::int64_t>(end, std::atoll(p.trace.meta_value("end", "0").c_str()));
-    if (host.empty()) host = p.trace.meta_value("host");
-    for (const char* key : {"window_from_ns", "window_to_ns", "clock"}) {
-      if (std::string v = p.trace.meta_value(key); !v.empty()) out.set_meta(key, v);
-    }
-    std::string w = p.trace.meta_value("warnings");
-    std::size_t from = 0;
-    while (!w.empty() && from <= w.size()) {
-      std::size_t to = w.find("; ", from);
-      warnings.insert(w.substr(from, to == std::string::npos ? std::string::npos : to - from));
-      if (to == std::string::npos) break;
-      from = to + 2;
-    }
-  }
-  result.parts = parts.size();
-  // A flow per batch from the loader that prepared it to the step that waited for it, in
-  // whichever threads and processes they ran.
-  const StringId batch_flow = out.intern("batch");
-  for (const auto& [batch, from] : batches.produced) {
-    auto to = batches.consumed.find(batch);
-    if (to == batches.consumed.end()) continue;
-    out.add(FlowRecord{.kind = batch_flow, .from_track = from.first, .from_time = from.second,
-                       .to_track = to->second.first, .to_time = to->second.second, .id = batch});
-  }
-  // A root process that recorded nothing left no part; it is still the job's process, with
-  // the exit status the CLI saw.
-  if (std::none_of(parts.begin(), parts.end(), [&](const Part& p) { return p.pid == root_pid; })) {
-    out.add_process(ProcessInfo{.pid = root_pid, .name = fs::path(root_name).filename().string(),
-                                .command = command, .exit_status = root_status});
-    ++result.processes;
-  }
-  for (const auto& w : result.warnings) warnings.insert(w);
-  std::string joined;
-  for (const auto& w : warnings) joined += (joined.empty() ? "" : "; ") + w;
-
-  out.set_meta("source", "tracer");
-  out.set_meta("command", command);
-  if (!host.empty()) out.set_meta("host", host);
-  // The cores the job could run on: what a what-if that adds threads shares (`cores=`).
-  if (cpu_set_t cpus; sched_getaffinity(0, sizeof cpus, &cpus) == 0) {
-    out.set_meta("cpu_cores", std::to_string(CPU_COUNT(&cpus)));
-  }
-  out.set_meta("dropped_events", std::to_string(dropped));
-  if (writer_cpu > 0) out.set_meta("tracer_writer_cpu_ns", std::to_string(writer_cpu));
-  if (!joined.empty()) out.set_meta("warnings", joined);
-  if (start != INT64_MAX) out.set_meta("start", std::to_string(start));
-  if (end != INT64_MIN) out.set_meta("end", std::to_string(end));
-  out.set_meta("parts", std::to_string(parts.size()));
-  // A job with a process that never closed its part is not complete, merged or not.
-  out.set_meta("complete", result.complete ? "1" : "0");
-  write_trace(std::move(out).build(), output);
-  return result;
-}
-
-// ------------------------------------------------------------------------------------
-
 std::optional<std::string> can_write(const fs::path& output) {
   std::error_code ec;
   const fs::path dir = output.has_parent_path() ? output.parent_path() : fs::path(".");
@@ -395,49 +188,46 @@ int run_trace(const TraceOptions& o) {
     return kExitUsage;
   }
 
-  // The parts go next to the output; if that folder cannot be written, the job still runs
-  // and its parts are kept in a temporary folder so nothing is lost.
+  // The parts go next to the output. An output that cannot be written is known before the
+  // program starts: running it would cost the user a job whose trace goes nowhere.
   std::optional<std::string> output_problem = can_write(output);
-  fs::path parts = output.string() + ".d";
+  const fs::path parts = output.string() + ".d";
   if (!output_problem) {
     fs::remove_all(parts, ec);
     fs::create_directories(parts, ec);
     if (ec) output_problem = fmt::format("cannot create {}: {}", parts.string(), ec.message());
   }
   if (output_problem) {
-    char tmpl[] = "/tmp/dreamscope-parts-XXXXXX";
-    const char* made = mkdtemp(tmpl);
-    parts = made ? made : "/tmp";
-    std::fprintf(stderr,
-                 "dreamscope trace: cannot write %s (%s); the program runs anyway and its trace parts go to %s\n",
-                 output.c_str(), output_problem->c_str(), parts.c_str());
+    std::fprintf(stderr, "dreamscope trace: cannot write %s: %s\n", output.c_str(), output_problem->c_str());
+    return kExitError;
   }
 
   const std::string command = join(o.command);
   const bool cuda = o.sources.find("cuda") != std::string::npos;
   // Degrade, never fail: without a driver the job still runs and NVTX is still recorded.
-  std::string job_warning;
+  JobFacts job{.command = command, .root_program = o.command.front()};
   if (cuda) {
     if (void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)) {
       dlclose(driver);
     } else {
-      job_warning = "no CUDA driver on this machine (libcuda.so.1 not loadable): recording NVTX and the CPU side only";
-      std::fprintf(stderr, "dreamscope trace: %s\n", job_warning.c_str());
+      job.warnings.push_back(
+          "no CUDA driver on this machine (libcuda.so.1 not loadable): recording NVTX and the CPU side only");
     }
   }
+  namespace env = tracer_environment;
   prepend_path("LD_PRELOAD", runtime->tracer.string(), ':');
   setenv("NVTX_INJECTION64_PATH", runtime->tracer.c_str(), 1);
   if (cuda) setenv("CUDA_INJECTION64_PATH", runtime->tracer.c_str(), 1);
   prepend_path("PYTHONPATH", runtime->python.string(), ':');
-  setenv("DREAMSCOPE_ANNOTATE_LIB", runtime->annotate.c_str(), 1);
-  setenv("DREAMSCOPE_OUTPUT_DIR", fs::absolute(parts).c_str(), 1);
-  setenv("DREAMSCOPE_TRACE", o.sources.c_str(), 1);
-  setenv("DREAMSCOPE_CUDA_API", o.cuda_api.c_str(), 1);
-  setenv("DREAMSCOPE_BUFFER_MB", std::to_string(o.buffer_mb).c_str(), 1);
-  setenv("DREAMSCOPE_COMMAND", command.c_str(), 1);
-  setenv("DREAMSCOPE_JOB_START_NS", std::to_string(monotonic_ns()).c_str(), 1);
-  setenv("DREAMSCOPE_DELAY_NS", std::to_string(static_cast<std::int64_t>(o.delay_s * 1e9)).c_str(), 1);
-  setenv("DREAMSCOPE_DURATION_NS",
+  setenv(env::kAnnotateLib, runtime->annotate.c_str(), 1);
+  setenv(env::kOutputDir, fs::absolute(parts).c_str(), 1);
+  setenv(env::kSources, o.sources.c_str(), 1);
+  setenv(env::kCudaApi, o.cuda_api.c_str(), 1);
+  setenv(env::kBufferMb, std::to_string(o.buffer_mb).c_str(), 1);
+  setenv(env::kCommand, command.c_str(), 1);
+  setenv(env::kJobStartNs, std::to_string(monotonic_ns()).c_str(), 1);
+  setenv(env::kDelayNs, std::to_string(static_cast<std::int64_t>(o.delay_s * 1e9)).c_str(), 1);
+  setenv(env::kDurationNs,
          std::to_string(o.duration_s < 0 ? -1 : static_cast<std::int64_t>(o.duration_s * 1e9)).c_str(), 1);
 
   // Orphans of the job (a daemonized loader, a grandchild whose parent died) are
@@ -447,16 +237,45 @@ int run_trace(const TraceOptions& o) {
   std::vector<char*> argv;
   for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  // The child reports a failed exec through this pipe (closed on a successful one), so that
+  // a program that could not be started is told apart from one that exited 127 itself.
+  int exec_report[2];
+  if (pipe2(exec_report, O_CLOEXEC) != 0) {
+    std::fprintf(stderr, "dreamscope trace: cannot start %s: pipe: %s\n", argv[0], std::strerror(errno));
+    fs::remove_all(parts, ec);
+    return kExitError;
+  }
   const pid_t child = fork();
   if (child < 0) {
-    std::fprintf(stderr, "dreamscope trace: fork failed: %s\n", std::strerror(errno));
+    std::fprintf(stderr, "dreamscope trace: cannot start %s: fork: %s\n", argv[0], std::strerror(errno));
+    fs::remove_all(parts, ec);
     return kExitError;
   }
   if (child == 0) {
+    close(exec_report[0]);
     execvp(argv[0], argv.data());
-    std::fprintf(stderr, "dreamscope trace: cannot run %s: %s\n", argv[0], std::strerror(errno));
-    _exit(errno == ENOENT ? 127 : 126);
+    const int err = errno;
+    [[maybe_unused]] const auto written = write(exec_report[1], &err, sizeof err);
+    _exit(127);
   }
+  close(exec_report[1]);
+  int exec_errno = 0;
+  ssize_t got;
+  while ((got = read(exec_report[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {
+  }
+  close(exec_report[0]);
+  if (got == static_cast<ssize_t>(sizeof exec_errno)) {
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    // As a shell says it: 127 for a program not found, 126 for one found but not runnable.
+    std::fprintf(stderr, "dreamscope trace: cannot run %s: %s; no trace written\n", argv[0],
+                 std::strerror(exec_errno));
+    fs::remove_all(parts, ec);
+    return exec_errno == ENOENT ? 127 : 126;
+  }
+  // Said once the program runs: for a program that could not start, its one line is all.
+  for (const auto& w : job.warnings) std::fprintf(stderr, "dreamscope trace: %s\n", w.c_str());
   g_child = child;
   signal(SIGINT, SIG_IGN);
   signal(SIGQUIT, SIG_IGN);
@@ -480,16 +299,14 @@ int run_trace(const TraceOptions& o) {
                  exit_code);
   }
 
-  if (output_problem) {
-    std::fprintf(stderr, "dreamscope trace: no trace written to %s (%s); the parts are in %s\n", output.c_str(),
-                 output_problem->c_str(), parts.c_str());
-    return exit_code;
-  }
   try {
-    MergeResult m = merge_parts(parts, output, command, o.command.front(), child, exit_code, job_warning);
-    for (const auto& w : m.warnings) {
-      if (w != job_warning) std::fprintf(stderr, "dreamscope trace: %s\n", w.c_str());
-    }
+    job.root_pid = child;
+    job.root_exit_status = exit_code;
+    // The cores the job could run on: what a what-if that adds threads shares (`cores=`).
+    if (cpu_set_t cpus; sched_getaffinity(0, sizeof cpus, &cpus) == 0) job.cpu_cores = CPU_COUNT(&cpus);
+    const MergedJob m = merge_part_logs(parts, job);
+    for (const auto& w : m.warnings) std::fprintf(stderr, "dreamscope trace: %s\n", w.c_str());
+    write_trace(m.trace, output);
     if (!o.keep_parts) fs::remove_all(parts, ec);
     std::fprintf(stderr, "dreamscope trace: wrote %s (%zu process%s, %zu events%s)\n", output.c_str(),
                  m.processes, m.processes == 1 ? "" : "es", m.events, m.complete ? "" : ", incomplete");
@@ -520,7 +337,9 @@ const CommandRegistration trace_command(10, "trace", [](CLI::App& app) -> Comman
       ->capture_default_str();
   cmd->add_flag("--keep-parts", o->keep_parts, "Keep the per-process part files (OUTPUT.d/) after merging");
   cmd->add_option("command", o->command, "The command to trace, after --")->expected(-1);
-  cmd->footer("Exit status: the command's own; 128+N when it was killed by signal N.\n"
+  cmd->footer("Exit status: the command's own; 128+N when it was killed by signal N; 127 (not found) or 126\n"
+              "(not runnable) when it could not be started, and 1 when OUTPUT cannot be written: both are\n"
+              "found before anything runs, and no trace is written.\n"
               "Example:\n  dreamscope trace -o run.db -- python train.py --epochs 1\n"
               "  dreamscope trace -o cpu.db -- cpu_train --steps 50 --workers 2");
   return [o] { return run_trace(*o); };

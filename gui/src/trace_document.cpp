@@ -51,7 +51,7 @@ TraceDocument::TraceDocument(Trace trace, QString path, const std::function<void
       for (EventIndex i = ar.begin; i < ar.end; ++i) max_depth = std::max<int>(max_depth, ann.depth[i]);
       tl.annotation_lanes = max_depth + 1;
       for (int d = 0; d <= max_depth; ++d) {
-        Lane lane{.kind = Lane::Kind::Annotation, .table = EventTable::Annotation, .label = QStringLiteral("depth %1").arg(d)};
+        Lane lane{.table = EventTable::Annotation, .label = QStringLiteral("depth %1").arg(d)};
         if (max_depth == 0) {
           lane.range = ar;
         }
@@ -70,11 +70,11 @@ TraceDocument::TraceDocument(Trace trace, QString path, const std::function<void
       // The runtime calls the driver inside its own calls: one lane each keeps both visible.
       tl.api_split = drivers != 0 && drivers != cr.size();
       if (!tl.api_split) {
-        tl.lanes.push_back(Lane{.kind = Lane::Kind::CudaApi, .table = EventTable::CudaApi, .range = cr,
+        tl.lanes.push_back(Lane{.table = EventTable::CudaApi, .range = cr,
                                 .label = drivers ? QStringLiteral("driver") : QStringLiteral("CUDA API")});
       } else {
-        Lane runtime{.kind = Lane::Kind::CudaApi, .table = EventTable::CudaApi, .label = QStringLiteral("runtime")};
-        Lane driver{.kind = Lane::Kind::CudaApi, .table = EventTable::CudaApi, .label = QStringLiteral("driver")};
+        Lane runtime{.table = EventTable::CudaApi, .label = QStringLiteral("runtime")};
+        Lane driver{.table = EventTable::CudaApi, .label = QStringLiteral("driver")};
         for (EventIndex i = cr.begin; i < cr.end; ++i) (api.kind[i] == ApiKind::Driver ? driver : runtime).rows.push_back(i);
         tl.lanes.push_back(std::move(runtime));
         tl.lanes.push_back(std::move(driver));
@@ -84,7 +84,7 @@ TraceDocument::TraceDocument(Trace trace, QString path, const std::function<void
     const EventRange gr = trace_.gpu_ops_on(t);
     if (!gr.empty()) {
       tl.gpu_lane = static_cast<int>(tl.lanes.size());
-      Lane lane{.kind = Lane::Kind::GpuOp, .table = EventTable::GpuOp, .range = gr, .label = QStringLiteral("GPU")};
+      Lane lane{.table = EventTable::GpuOp, .range = gr, .label = QStringLiteral("GPU")};
       lane.max_duration = longest(lane, ops.start, ops.end);
       tl.lanes.push_back(std::move(lane));
     }

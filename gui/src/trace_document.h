@@ -15,9 +15,7 @@
 
 namespace dreamscope::gui {
 
-enum class EventTable : std::uint8_t { CudaApi, GpuOp, Annotation };
-
-// One event of a Trace: which table and which row.
+// One event of a Trace: which table (the storage's EventTable) and which row.
 struct EventRef {
   EventTable table = EventTable::Annotation;
   EventIndex index = kNoIndex;
@@ -30,8 +28,6 @@ struct EventRef {
 // painter can fold runs of sub-pixel events by binary search (Tracy's approach): one lane
 // per annotation depth, per CUDA API kind, and one for GPU operations.
 struct Lane {
-  enum class Kind : std::uint8_t { Annotation, CudaApi, GpuOp };
-  Kind kind = Kind::Annotation;
   EventTable table = EventTable::Annotation;
   EventRange range;              // the rows, when they are a contiguous range of the table
   std::vector<EventIndex> rows;  // otherwise, the rows in start order

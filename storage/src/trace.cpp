@@ -87,6 +87,21 @@ CudaApiRecord CudaApiTable::row(std::size_t i) const {
   return r;
 }
 
+GpuOpRecord GpuOpTable::row(std::size_t i, const std::vector<LaunchConfig>& launch_configs) const {
+  GpuOpRecord r;
+  r.track = track[i];
+  r.kind = kind[i];
+  r.subkind = subkind[i];
+  r.start = start[i];
+  r.end = end[i];
+  r.name = name[i];
+  r.correlation = correlation[i];
+  if (launch[i] != 0 && launch[i] < launch_configs.size()) r.launch = launch_configs[launch[i]];
+  r.bytes = bytes[i];
+  r.event = event[i];
+  return r;
+}
+
 AnnotationRecord AnnotationTable::row(std::size_t i) const {
   AnnotationRecord r;
   r.track = track[i];

@@ -1,5 +1,7 @@
 #include "dreamscope/trace_file.h"
 
+#include "dreamscope/trace_copy.h"
+
 #include "schema.h"
 
 #include <sqlite3.h>
@@ -522,57 +524,11 @@ void write_trace(const Trace& trace, const std::filesystem::path& path) {
     if (k == "schema_version" || k == "dreamscope_version" || k == "complete" || k.starts_with("rows.")) continue;
     w.set_meta(k, v);
   }
-  // Strings keep their ids: the Trace's interned table is written as it is.
-  std::vector<StringId> ids(trace.strings().size(), 0);
-  for (StringId i = 1; i < trace.strings().size(); ++i) ids[i] = w.intern(trace.strings()[i]);
-  for (const auto& p : trace.processes()) w.add_process(p);
-  for (const auto& d : trace.devices()) w.add_device(d);
-  for (const auto& t : trace.tracks()) w.add_track(t);
-  auto write_args = [&](EventTable table, std::size_t row, std::int64_t event) {
-    for (EventArg arg : trace.args_of(table, static_cast<EventIndex>(row))) {
-      arg.key = ids[arg.key];
-      arg.text = ids[arg.text];
-      w.add_arg(event, arg);
-    }
-  };
-  const auto& a = trace.cuda_api();
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    CudaApiRecord r = a.row(i);
-    r.name = ids[r.name];
-    write_args(EventTable::CudaApi, i, w.add(r));
-  }
-  const auto& g = trace.gpu_ops();
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    GpuOpRecord r;
-    r.track = g.track[i];
-    r.kind = g.kind[i];
-    r.subkind = g.subkind[i];
-    r.start = g.start[i];
-    r.end = g.end[i];
-    r.name = ids[g.name[i]];
-    r.correlation = g.correlation[i];
-    r.launch = trace.launch_configs()[g.launch[i]];
-    r.bytes = g.bytes[i];
-    r.event = g.event[i];
-    write_args(EventTable::GpuOp, i, w.add(r));
-  }
-  const auto& n = trace.annotations();
-  for (std::size_t i = 0; i < n.size(); ++i) {
-    AnnotationRecord r = n.row(i);
-    r.name = ids[r.name];
-    r.domain = ids[r.domain];
-    r.category = ids[r.category];
-    write_args(EventTable::Annotation, i, w.add(r));
-  }
-  for (FlowRecord f : trace.flows()) {
-    f.kind = ids[f.kind];
-    w.add(f);
-  }
+  // Strings, processes, devices and tracks keep their ids: the writer numbers them as the
+  // Trace did.
+  const TraceIdMap ids = append_trace_ids(w, trace);
+  append_trace_rows(w, trace, ids);
   for (const auto& c : trace.calibration()) w.add(c);
-  for (OverheadRecord o : trace.overheads()) {
-    o.kind = ids[o.kind];
-    w.add(o);
-  }
   w.close(trace.meta_value("complete", "1") != "0");
 }
 

@@ -2,6 +2,7 @@
 // profiler trace, every format, and the HTML report rendered by headless Chromium.
 #include "analysis_traces.h"
 #include "png.h"
+#include "../common/scratch_dir.h"
 
 #include <dreamscope/trace_file.h>
 
@@ -22,22 +23,7 @@ namespace fs = std::filesystem;
 using test::TraceMaker;
 using test::us;
 
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string tmpl = (fs::temp_directory_path() / "dreamscope-analyze-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using test::ScratchDir;
 
 struct CommandResult {
   int exit_code = -1;

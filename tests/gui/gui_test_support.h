@@ -2,6 +2,8 @@
 // tests know, so they can compute where each event must be drawn.
 #pragma once
 
+#include "../common/scratch_dir.h"
+
 #include <dreamscope/trace.h>
 
 #include "trace_document.h"
@@ -17,6 +19,8 @@
 
 namespace dreamscope::gui::test {
 
+using dreamscope::test::ScratchDir;
+
 // Qt needs one application object; gtest_main owns main(), so the first test makes it.
 inline QApplication& app() {
   static int argc = 1;
@@ -30,22 +34,6 @@ inline QApplication& app() {
   }();
   return *instance;
 }
-
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "dreamscope-gui-test-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
 
 // One process (pid 100, thread "MainThread" tid 100) driving one GPU (stream 7):
 //   annotations  step [1000, 101000)  > forward [2000, 50000), backward [52000, 100000)

@@ -2,6 +2,8 @@
 // rows rendered as text so that a test reads "trace in, query, expected rows out".
 #pragma once
 
+#include "../common/scratch_dir.h"
+
 #include <dreamscope/importers.h>
 #include <dreamscope/trace.h>
 
@@ -20,33 +22,17 @@ inline std::filesystem::path kineto(const std::string& relative) {
   return std::filesystem::path(DREAMSCOPE_SHARED_DATA_DIR) / "kineto-hta" / relative;
 }
 
-class TempDir {
+// A scratch folder that can also hold gzip files (the importers read .json.gz).
+class TempDir : public ScratchDir {
  public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "dreamscope-import-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
-  std::filesystem::path write(const std::string& name, const std::string& content) const {
-    auto p = path_ / name;
-    std::ofstream(p, std::ios::binary) << content;
-    return p;
-  }
+  TempDir() : ScratchDir("dreamscope-import") {}
   std::filesystem::path write_gzip(const std::string& name, const std::string& content) const {
-    auto p = path_ / name;
+    auto p = *this / name;
     gzFile f = gzopen(p.c_str(), "wb");
     gzwrite(f, content.data(), static_cast<unsigned>(content.size()));
     gzclose(f);
     return p;
   }
-
- private:
-  std::filesystem::path path_;
 };
 
 struct KindCounts {

@@ -1,6 +1,8 @@
 // Small traces with every table and field set, shared by the storage tests.
 #pragma once
 
+#include "../common/scratch_dir.h"
+
 #include <dreamscope/trace.h>
 #include <dreamscope/trace_file.h>
 
@@ -17,23 +19,6 @@
 
 namespace dreamscope::test {
 
-// A scratch directory removed at the end of the test.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "dreamscope-test-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 // A trace with two processes, three threads, one device, two streams, and events of every
 // kind with every field set to a distinct value.

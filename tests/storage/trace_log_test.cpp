@@ -36,9 +36,8 @@ void record(const Trace& trace, TraceSink& w) {
   }
   const auto& g = trace.gpu_ops();
   for (std::size_t i = 0; i < g.size(); ++i) {
-    GpuOpRecord r{.track = g.track[i], .kind = g.kind[i], .subkind = g.subkind[i], .start = g.start[i],
-                  .end = g.end[i], .name = ids[g.name[i]], .correlation = g.correlation[i],
-                  .launch = trace.launch_configs()[g.launch[i]], .bytes = g.bytes[i], .event = g.event[i]};
+    GpuOpRecord r = g.row(i, trace.launch_configs());
+    r.name = ids[r.name];
     w.add_arg(w.add(r), EventArg{.key = key, .type = ArgType::Double, .double_value = 0.5 + static_cast<double>(i)});
   }
   const auto& n = trace.annotations();

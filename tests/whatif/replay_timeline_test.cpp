@@ -125,6 +125,33 @@ TEST(ReplayTimeline, LaunchLatencyAndStreamOrder) {
   EXPECT_EQ(predicted.gpu_ops().size(), 1u);
 }
 
+// The predicted trace is the measured one copied row by row (append_trace_rows): a kernel
+// that moved keeps its args, and a removed one leaves with them.
+TEST(ReplayTimeline, PredictedRowsKeepTheirArgs) {
+  HandTrace h;
+  const TrackId t = h.thread(1);
+  const TrackId s = h.stream(7);
+  h.api(t, "launch", 10, 20, 1, 7);
+  h.gpu_arg(h.gpu(s, GpuOpKind::Kernel, "k1", 25, 125, 1), "kernel_backend", 3);
+  h.api(t, "launch", 30, 40, 2, 7);
+  h.gpu_arg(h.gpu(s, GpuOpKind::Kernel, "k2", 127, 227, 2), "kernel_backend", 4);
+  const Trace trace = h.build();
+  DependencyGraph g = build_dependency_graph(trace);
+  g.scale(g.gpu_task(gpu_row(trace, "k1")), 0.5, 0);
+  const SimulationResult r = simulate(g);
+  const Trace predicted = make_predicted_trace(trace, g, r);
+  const EventIndex k2 = gpu_row(predicted, "k2");
+  EXPECT_EQ(predicted.gpu_ops().start[k2], 77); // after k1's 50 ns and the 2 ns gap
+  EXPECT_EQ(predicted.arg_int(EventTable::GpuOp, k2, "kernel_backend"), 4);
+  EXPECT_EQ(predicted.arg_int(EventTable::GpuOp, gpu_row(predicted, "k1"), "kernel_backend"), 3);
+
+  g.set_removed(g.gpu_task(gpu_row(trace, "k1")), true);
+  const Trace without_k1 = make_predicted_trace(trace, g, simulate(g));
+  ASSERT_EQ(without_k1.gpu_ops().size(), 1u);
+  EXPECT_EQ(without_k1.arg_count(), 1u);
+  EXPECT_EQ(without_k1.arg_int(EventTable::GpuOp, 0, "kernel_backend"), 4);
+}
+
 TEST(ReplayTimeline, StreamSynchronizeWaitsForTheLastTaskIssuedToItsStream) {
   HandTrace h;
   const TrackId t = h.thread(1);

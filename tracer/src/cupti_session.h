@@ -1,6 +1,7 @@
 // CUPTI activity tracing for the process, started when the CUDA driver loads the tracer
 // through CUDA_INJECTION64_PATH (so processes that never use CUDA never touch CUPTI).
 // Buffers completed by CUPTI are only queued on its thread; the writer thread decodes them.
+// A build without CUPTI links cupti_session_none.cpp instead: a session never active.
 #pragma once
 
 #include "trace_target.h"

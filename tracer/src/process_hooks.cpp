@@ -4,6 +4,8 @@
 // flush before the signal's original behaviour runs.
 #include "recorder.h"
 
+#include <dreamscope/tracer_environment.h>
+
 #include <dlfcn.h>
 #include <signal.h>
 #include <unistd.h>
@@ -89,7 +91,7 @@ F real(const char* name) {
 // keeps them, so its child is traced too.
 std::vector<char*> environment_with_tracer(char* const envp[], std::vector<std::string>& storage) {
   static const char* const kKeep[] = {"LD_PRELOAD=", "NVTX_INJECTION64_PATH=", "CUDA_INJECTION64_PATH=",
-                                      "DREAMSCOPE_", "PYTHONPATH="};
+                                      tracer_environment::kPrefix, "PYTHONPATH="};
   std::vector<char*> out;
   for (char* const* e = envp; e && *e; ++e) out.push_back(*e);
   for (char** e = environ; e && *e; ++e) {

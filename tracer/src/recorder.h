@@ -1,76 +1,29 @@
-// The tracer's process-wide state: configuration from the environment, the string,
-// domain and category tables shared with the hot path, the registry of per-thread buffers,
-// and the session that owns this process's part file and its writer thread.
+// The tracer's process-wide interface: what the NVTX entry points, the process hooks and
+// the CUPTI session call. Behind it, by responsibility:
+//   environment_config.cpp  the configuration a launcher set (dreamscope/tracer_environment.h)
+//   string_tables.cpp       interned names, NVTX domains and categories
+//   thread_state.cpp        the hot path's per-thread state: buffer and name cache
+//   session.cpp             a part file's life: opened, written on first use, closed
+//   writer_thread.cpp       the thread that drains the buffers into the part file
+//   fork_handlers.cpp       a fork child's own part, without its parent's locks
+//   self_calibration.cpp    what recording an event costs on this machine
+//   recorder.cpp            start-up, and the session changes at exit, exec and signals
 //
-// A session is one part file (<dir>/<pid>-<time>-<n>.dslog, a trace log): it starts when the tracer loads, again
-// in a fork child, and again after a failed exec; it ends at exit, _exit or exec.
+// A session is one part file (<dir>/<pid>-<time>-<n>.dslog, a trace log): it starts when
+// the tracer loads, again in a fork child, and again after a failed exec; it ends at exit,
+// _exit or exec.
 #pragma once
 
 #include "clock.h"
+#include "environment_config.h"
 #include "event_buffer.h"
+#include "string_tables.h"
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
-#include <map>
-#include <mutex>
 #include <string>
-#include <string_view>
-#include <unordered_map>
-#include <vector>
 
 namespace dreamscope::tracer {
-
-struct Config {
-  std::string output_dir;      // DREAMSCOPE_OUTPUT_DIR: where part files go
-  bool nvtx = true;            // DREAMSCOPE_TRACE contains "nvtx"
-  bool cuda = true;            // DREAMSCOPE_TRACE contains "cuda"
-  bool cuda_api_all = false;   // DREAMSCOPE_CUDA_API=all
-  std::int64_t job_start_ns = 0;  // DREAMSCOPE_JOB_START_NS: the window's origin
-  std::int64_t delay_ns = 0;      // DREAMSCOPE_DELAY_NS
-  std::int64_t duration_ns = -1;  // DREAMSCOPE_DURATION_NS (-1: to the end)
-  // DREAMSCOPE_BUFFER_MB: the cap on the memory of every thread's buffered events together.
-  std::size_t buffer_bytes = std::size_t{512} << 20;
-  // DREAMSCOPE_CUPTI_FLUSH_MS: how often the writer asks CUPTI for the activity records it
-  // has completed (0: only when buffers fill and at exit).
-  std::int64_t cupti_flush_ms = 100;
-  std::string command;            // DREAMSCOPE_COMMAND: the job's command line
-};
-
-Config config_from_environment();
-
-// Interned strings shared by every thread; ids start at 1. The hot path enters only on a
-// miss of its per-thread cache.
-class StringTable {
- public:
-  std::uint32_t intern(std::string_view s);
-  std::string get(std::uint32_t id);
-  std::mutex& mutex() { return mu_; }
-
- private:
-  std::mutex mu_;
-  std::deque<std::string> strings_{""};
-  std::unordered_map<std::string_view, std::uint32_t> ids_;
-};
-
-// NVTX domains (index 0 is the default domain, "nvtx") and their named categories.
-class DomainTable {
- public:
-  DomainTable();
-  std::uint16_t create(std::string_view name);
-  void name_category(std::uint16_t domain, std::uint32_t category, std::string_view name);
-  std::string domain_name(std::uint16_t domain);
-  // "" for category 0, the registered name, else the number.
-  std::string category_name(std::uint16_t domain, std::uint32_t category);
-  std::mutex& mutex() { return mu_; }
-
- private:
-  std::mutex mu_;
-  std::vector<std::string> domains_;
-  std::map<std::pair<std::uint16_t, std::uint32_t>, std::string> categories_;
-};
-
-struct ThreadState;
 
 // What the hot path needs, in one place.
 struct HotState {
@@ -81,7 +34,7 @@ struct HotState {
 };
 extern HotState g_hot;
 
-ThreadState& thread_state();
+// The calling thread's event buffer, registered on its first event.
 ThreadBuffer& thread_buffer();
 std::uint32_t intern_ascii(const char* s);
 StringTable& strings();

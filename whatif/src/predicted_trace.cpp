@@ -1,5 +1,7 @@
 #include "dreamscope/replay.h"
 
+#include <dreamscope/trace_copy.h>
+
 #include <algorithm>
 
 namespace dreamscope {
@@ -38,11 +40,8 @@ Trace make_predicted_trace(const Trace& measured, const DependencyGraph& graph, 
   }
   b.set_meta("predicted_from", std::string(to_string(measured.source())));
   b.set_meta("prediction", overhead_corrected ? "replay, tracer overhead removed" : "replay");
-  std::vector<StringId> string_id(measured.strings().size(), 0);
-  for (StringId s = 0; s < measured.strings().size(); ++s) string_id[s] = b.intern(measured.str(s));
-  for (const auto& p : measured.processes()) b.add_process(p);
-  for (const auto& d : measured.devices()) b.add_device(d);
-  for (const auto& t : measured.tracks()) b.add_track(t);
+  // Ids stay as they are: the builder starts empty, so the copy numbers them as `measured`.
+  const TraceIdMap ids = append_trace_ids(b, measured);
   // Threads and streams a what-if added (a pool of loader workers, a link).
   for (const auto& t : graph.added_resources()) b.add_track(t);
   const auto& api = measured.cuda_api();
@@ -53,29 +52,26 @@ Trace make_predicted_trace(const Trace& measured, const DependencyGraph& graph, 
   auto scheduled = [&](TaskId t) { return t != kNoTask && result.start[t] != kNoValue && !graph.removed(t); };
   auto instant = [&](TrackId track, TimeNs x) { return predicted_instant(graph, result, track, x); };
 
-  for (EventIndex row = 0; row < api.size(); ++row) {
-    CudaApiRecord r = api.row(row);
-    r.name = string_id[r.name];
+  // Each row moves to where its tasks were scheduled (a what-if may also have moved it to
+  // another resource); a row without tasks moves with the time around it on its track.
+  TraceCopyEdits edits;
+  edits.cuda_api = [&](EventIndex row, CudaApiRecord& r) {
     const TaskId first = graph.api_first(row), last = graph.api_last(row);
     if (first != kNoTask) {
-      if (!scheduled(first) || result.end[last] == kNoValue) continue;
-      r.track = graph.resource(first); // a what-if may have moved it
+      if (!scheduled(first) || result.end[last] == kNoValue) return false;
+      r.track = graph.resource(first);
       r.start = result.start[first];
       r.end = result.end[last];
     } else {
       r.start = instant(r.track, r.start);
       r.end = std::max(r.start, instant(r.track, r.end));
     }
-    b.add(r);
-  }
-  for (EventIndex row = 0; row < ann.size(); ++row) {
-    AnnotationRecord r = ann.row(row);
-    r.name = string_id[r.name];
-    r.domain = string_id[r.domain];
-    r.category = string_id[r.category];
+    return true;
+  };
+  edits.annotation = [&](EventIndex row, AnnotationRecord& r) {
     const TaskId first = graph.annotation_first(row), last = graph.annotation_last(row);
     if (first != kNoTask) {
-      if (result.start[first] == kNoValue || result.end[last] == kNoValue) continue;
+      if (result.start[first] == kNoValue || result.end[last] == kNoValue) return false;
       r.track = graph.resource(first);
       r.start = result.start[first];
       r.end = std::max(r.start, result.end[last]);
@@ -83,41 +79,45 @@ Trace make_predicted_trace(const Trace& measured, const DependencyGraph& graph, 
       r.start = instant(r.track, r.start);
       r.end = std::max(r.start, instant(r.track, r.end));
     }
-    b.add(r);
-  }
-  for (EventIndex row = 0; row < ops.size(); ++row) {
-    GpuOpRecord r;
-    r.track = ops.track[row];
-    r.kind = ops.kind[row];
-    r.subkind = ops.subkind[row];
-    r.name = string_id[ops.name[row]];
-    r.correlation = ops.correlation[row];
-    r.launch = measured.launch_configs()[ops.launch[row]];
-    r.bytes = ops.bytes[row];
-    r.event = ops.event[row];
+    return true;
+  };
+  edits.gpu_op = [&](EventIndex row, GpuOpRecord& r) {
     if (const TaskId t = graph.gpu_task(row); t != kNoTask) {
-      if (!scheduled(t)) continue;
+      if (!scheduled(t)) return false;
       r.track = graph.resource(t);
       r.start = result.start[t];
       r.end = result.end[t];
-    } else {
-      // A GPU sync record shows a wait: it moves with the end of the call that waited.
-      TimeNs shift = 0;
-      bool placed = false;
-      if (r.correlation != kNoValue) {
-        if (auto call = measured.cuda_api_with_correlation(r.correlation); call) {
-          const TaskId last = graph.api_last(*call);
-          if (scheduled(last)) {
-            shift = result.end[last] - graph.measured_end(last);
-            placed = true;
-          }
+      return true;
+    }
+    // A GPU sync record shows a wait: it moves with the end of the call that waited.
+    if (r.correlation != kNoValue) {
+      if (auto call = measured.cuda_api_with_correlation(r.correlation); call) {
+        const TaskId last = graph.api_last(*call);
+        if (scheduled(last)) {
+          const TimeNs shift = result.end[last] - graph.measured_end(last);
+          r.start += shift;
+          r.end += shift;
+          return true;
         }
       }
-      r.start = placed ? ops.start[row] + shift : instant(r.track, ops.start[row]);
-      r.end = placed ? ops.end[row] + shift : std::max(r.start, instant(r.track, ops.end[row]));
     }
-    b.add(r);
-  }
+    const TimeNs end = r.end;
+    r.start = instant(r.track, r.start);
+    r.end = std::max(r.start, instant(r.track, end));
+    return true;
+  };
+  edits.flow = [&](FlowRecord& f) {
+    f.from_time = instant(f.from_track, f.from_time);
+    f.to_time = instant(f.to_track, f.to_time);
+    return true;
+  };
+  edits.overhead = [&](OverheadRecord& o) {
+    if (overhead_corrected) return false; // the tracer's own time is what was removed
+    o.start = instant(o.track, o.start);
+    o.end = std::max(o.start, instant(o.track, o.end));
+    return true;
+  };
+  append_trace_rows(b, measured, ids, edits);
   // Tasks a what-if inserted: GPU work on streams, annotated CPU work on threads.
   const StringId synthetic = b.intern("synthetic"), dreamscope = b.intern("dreamscope");
   for (TaskId t = 0; t < graph.task_count(); ++t) {
@@ -144,21 +144,7 @@ Trace make_predicted_trace(const Trace& measured, const DependencyGraph& graph, 
       b.add(r);
     }
   }
-  for (FlowRecord f : measured.flows()) {
-    f.kind = string_id[f.kind];
-    f.from_time = instant(f.from_track, f.from_time);
-    f.to_time = instant(f.to_track, f.to_time);
-    b.add(f);
-  }
   for (const auto& c : measured.calibration()) b.add(c);
-  if (!overhead_corrected) {
-    for (OverheadRecord o : measured.overheads()) {
-      o.kind = string_id[o.kind];
-      o.start = instant(o.track, o.start);
-      o.end = std::max(o.start, instant(o.track, o.end));
-      b.add(o);
-    }
-  }
   return std::move(b).build();
 }
 

@@ -4,6 +4,10 @@
 //   `TraceBuilder`, which importers and the simulator use to make one.
 // - trace_file.h: the SQLite trace file (`TraceWriter`, `read_trace`, `write_trace`),
 //   schema v1, documented in docs/trace-format.md.
+// - trace_copy.h: one Trace's rows appended to another with remapped ids.
+// - trace_log.h: the tracer's part files (`TraceLogWriter`, `read_trace_log`); trace_merge.h
+//   merges the parts of one job into a Trace; tracer_environment.h names the variables a
+//   launcher sets for the tracer.
 // - trace_summary.h: the facts `dreamscope info` prints, computed from a Trace.
 // - importers.h: PyTorch profiler JSON and Nsight Systems SQLite into a Trace, and
 //   `load_trace()`, which opens any of them or a trace.db by content.
@@ -12,6 +16,7 @@
 
 #include "dreamscope/trace.h"
 #include "dreamscope/trace_file.h"
+#include "dreamscope/trace_copy.h"
 #include "dreamscope/trace_summary.h"
 #include "dreamscope/importers.h"
 #include "dreamscope/exporters.h"

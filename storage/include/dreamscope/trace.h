@@ -252,6 +252,8 @@ struct GpuOpTable {
   std::vector<std::int64_t> event;
 
   std::size_t size() const { return start.size(); }
+  // The row with its launch configuration resolved (`launch_configs`: Trace::launch_configs()).
+  GpuOpRecord row(std::size_t i, const std::vector<LaunchConfig>& launch_configs) const;
 };
 
 struct AnnotationTable {

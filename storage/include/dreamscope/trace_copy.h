@@ -1,0 +1,50 @@
+// Copying one Trace into another with its ids remapped: what merging part logs, writing a
+// Trace to a file and building a predicted trace from a measured one all do.
+//
+// `append_trace_ids()` adds a Trace's strings, processes, devices and tracks to the output
+// and says where each went; `append_trace_rows()` then adds its event rows (with their
+// args), flows and overheads through that map. The caller may edit each row on the way, in
+// the output's ids, or leave it out (the simulator moves rows in time; the merge notes where
+// batches ended). Meta and calibration are the caller's: what to keep of them differs.
+// The output is a TraceBuilder, or a TraceSink (a trace.db or trace log being written).
+#pragma once
+
+#include "dreamscope/trace.h"
+#include "dreamscope/trace_file.h"
+
+#include <functional>
+#include <vector>
+
+namespace dreamscope {
+
+// Where each id of the copied Trace went in the output; ids out of range map to kNoIndex.
+struct TraceIdMap {
+  std::vector<StringId> strings;
+  std::vector<std::uint32_t> processes;
+  std::vector<std::uint32_t> devices;
+  std::vector<TrackId> tracks;
+
+  std::uint32_t process(std::uint32_t p) const { return p < processes.size() ? processes[p] : kNoIndex; }
+  std::uint32_t device(std::uint32_t d) const { return d < devices.size() ? devices[d] : kNoIndex; }
+};
+
+// Optional edits, called with the row's index in the copied Trace and the row already in the
+// output's ids; an event, flow or overhead edit returns false to leave the row out.
+struct TraceCopyEdits {
+  std::function<void(ProcessInfo&)> process;
+  std::function<bool(EventIndex, CudaApiRecord&)> cuda_api;
+  std::function<bool(EventIndex, GpuOpRecord&)> gpu_op;
+  std::function<bool(EventIndex, AnnotationRecord&)> annotation;
+  std::function<bool(FlowRecord&)> flow;
+  std::function<bool(OverheadRecord&)> overhead;
+};
+
+TraceIdMap append_trace_ids(TraceBuilder& out, const Trace& in, const TraceCopyEdits& edits = {});
+TraceIdMap append_trace_ids(TraceSink& out, const Trace& in, const TraceCopyEdits& edits = {});
+
+// Every event row of `in` with its args, then its flows and overheads; a row whose track is
+// not in `ids` is an error of the caller's map (TraceError).
+void append_trace_rows(TraceBuilder& out, const Trace& in, const TraceIdMap& ids, const TraceCopyEdits& edits = {});
+void append_trace_rows(TraceSink& out, const Trace& in, const TraceIdMap& ids, const TraceCopyEdits& edits = {});
+
+} // namespace dreamscope

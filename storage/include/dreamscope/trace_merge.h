@@ -1,0 +1,49 @@
+// Merging the part logs of one traced job into one Trace: what `dreamscope trace` does once
+// the job has ended (docs/tracing.md), and where a merge over the ranks of a job will go.
+//
+// Each process of the job wrote its own part, a trace log (trace_log.h, `*.dslog`), into one
+// folder. The parts are merged in the order their processes started. A part whose process
+// was killed is still merged (it holds what the tracer flushed) and makes the result
+// incomplete; a part that cannot be read is left out, with a warning, and makes it
+// incomplete too. Each data-pipeline batch gets a flow from the end of the loader's `prep`
+// that made it to the end of the `wait` that took it, whichever threads and processes
+// they ran in.
+#pragma once
+
+#include "dreamscope/trace.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace dreamscope {
+
+// What the launcher of the job knows and the parts do not.
+struct JobFacts {
+  std::string command;       // the job's command line (meta.command)
+  std::int64_t root_pid = 0; // the process the launcher started
+  // Its wait status decoded (exit code, or 128 + signal): an image that exec'ed into
+  // another has none of its own, and one killed by a signal could not write it.
+  std::int64_t root_exit_status = kNoValue;
+  std::string root_program;  // what it was started as: names a root that left no part
+  std::vector<std::string> warnings; // the launcher's own (no CUDA driver): meta.warnings
+  std::int64_t cpu_cores = 0;        // cores the job could run on (meta.cpu_cores); 0: unknown
+};
+
+struct MergedJob {
+  Trace trace;
+  std::size_t parts = 0;     // parts merged
+  std::size_t processes = 0; // processes in the trace
+  std::size_t events = 0;
+  bool complete = true;      // every part was read and closed by its process
+  // What the merge found (a part left out, a process that did not close its part), one
+  // line each; they are in meta.warnings too, with the parts' and the launcher's.
+  std::vector<std::string> warnings;
+};
+
+// Merges every `*.dslog` in `dir`. Never throws for a bad part (it is left out and named in
+// the warnings); throws TraceError if `dir` cannot be listed.
+MergedJob merge_part_logs(const std::filesystem::path& dir, const JobFacts& job);
+
+} // namespace dreamscope

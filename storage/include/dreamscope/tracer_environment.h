@@ -1,0 +1,36 @@
+// The environment contract between a launcher (`dreamscope trace`, `dreamscope calibrate`)
+// and the tracer it preloads: the variables the launcher sets and the tracer reads, in every
+// process of the job (the tracer passes them on across exec, even to a program that execs
+// with an environment of its own). docs/tracing.md lists them for users who preload the
+// tracer themselves. Header-only: the CLI includes it without linking the tracer or CUPTI.
+#pragma once
+
+namespace dreamscope::tracer_environment {
+
+// Where each process writes its part file (a trace log, `<pid>-<time>-<n>.dslog`). Unset:
+// the first traced process makes `dreamscope-<pid>.d` and sets it for its children.
+inline constexpr char kOutputDir[] = "DREAMSCOPE_OUTPUT_DIR";
+// What to record: a list that holds "cuda", "nvtx" or both (default both).
+inline constexpr char kSources[] = "DREAMSCOPE_TRACE";
+// "all": keep every CUDA API call; anything else skips frequent cheap ones (cudaGetDevice...).
+inline constexpr char kCudaApi[] = "DREAMSCOPE_CUDA_API";
+// Memory, in MiB (1 to 2^20, default 512), for the events of all the threads of a process
+// not yet written; past it events are dropped and counted.
+inline constexpr char kBufferMb[] = "DREAMSCOPE_BUFFER_MB";
+// The job's command line as the user typed it: meta.command of every part.
+inline constexpr char kCommand[] = "DREAMSCOPE_COMMAND";
+// The recording window, in ns of CLOCK_MONOTONIC: it opens DELAY_NS after JOB_START_NS and
+// lasts DURATION_NS (-1 or unset: to the end). Without JOB_START_NS there is no window.
+inline constexpr char kJobStartNs[] = "DREAMSCOPE_JOB_START_NS";
+inline constexpr char kDelayNs[] = "DREAMSCOPE_DELAY_NS";
+inline constexpr char kDurationNs[] = "DREAMSCOPE_DURATION_NS";
+// How often, in ms, the tracer asks CUPTI for completed GPU records (default 100; 0: only
+// when CUPTI's buffers fill and at exit). What a SIGKILL can lose of the GPU side.
+inline constexpr char kCuptiFlushMs[] = "DREAMSCOPE_CUPTI_FLUSH_MS";
+// The annotation library (libdreamscope-annotate.so) for the Python module to load.
+inline constexpr char kAnnotateLib[] = "DREAMSCOPE_ANNOTATE_LIB";
+
+// Every variable of the contract starts with this: what the tracer keeps across exec.
+inline constexpr char kPrefix[] = "DREAMSCOPE_";
+
+} // namespace dreamscope::tracer_environment

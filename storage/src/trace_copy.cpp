@@ -1,0 +1,107 @@
+#include "dreamscope/trace_copy.h"
+
+#include <string>
+
+namespace dreamscope {
+
+namespace {
+
+// TraceBuilder and TraceSink differ only in what an added row returns (its row, or its
+// event id) and in how an arg names its event; the copy is written once for both.
+template <class Out>
+TraceIdMap append_ids(Out& out, const Trace& in, const TraceCopyEdits& edits) {
+  TraceIdMap ids;
+  ids.strings.assign(in.strings().size(), 0);
+  for (StringId s = 1; s < in.strings().size(); ++s) ids.strings[s] = out.intern(in.strings()[s]);
+  for (ProcessInfo p : in.processes()) {
+    if (edits.process) edits.process(p);
+    ids.processes.push_back(out.add_process(p));
+  }
+  for (DeviceInfo d : in.devices()) {
+    d.process = ids.process(d.process);
+    ids.devices.push_back(out.add_device(d));
+  }
+  for (TrackInfo t : in.tracks()) {
+    t.process = ids.process(t.process);
+    t.device = ids.device(t.device);
+    ids.tracks.push_back(out.add_track(t));
+  }
+  return ids;
+}
+
+template <class Out, class AddArg>
+void append_rows(Out& out, const Trace& in, const TraceIdMap& ids, const TraceCopyEdits& edits, AddArg add_arg) {
+  auto track = [&](TrackId t) {
+    if (t >= ids.tracks.size()) throw TraceError("copying a trace: a row names track " + std::to_string(t) +
+                                                 " of " + std::to_string(ids.tracks.size()));
+    return ids.tracks[t];
+  };
+  auto copy_args = [&](EventTable table, EventIndex row, auto added) {
+    for (EventArg arg : in.args_of(table, row)) {
+      arg.key = ids.strings[arg.key];
+      arg.text = ids.strings[arg.text];
+      add_arg(table, added, arg);
+    }
+  };
+  const auto& api = in.cuda_api();
+  for (EventIndex i = 0; i < api.size(); ++i) {
+    CudaApiRecord r = api.row(i);
+    r.track = track(r.track);
+    r.name = ids.strings[r.name];
+    if (edits.cuda_api && !edits.cuda_api(i, r)) continue;
+    copy_args(EventTable::CudaApi, i, out.add(r));
+  }
+  const auto& ops = in.gpu_ops();
+  for (EventIndex i = 0; i < ops.size(); ++i) {
+    GpuOpRecord r = ops.row(i, in.launch_configs());
+    r.track = track(r.track);
+    r.name = ids.strings[r.name];
+    if (edits.gpu_op && !edits.gpu_op(i, r)) continue;
+    copy_args(EventTable::GpuOp, i, out.add(r));
+  }
+  const auto& ann = in.annotations();
+  for (EventIndex i = 0; i < ann.size(); ++i) {
+    AnnotationRecord r = ann.row(i);
+    r.track = track(r.track);
+    r.name = ids.strings[r.name];
+    r.domain = ids.strings[r.domain];
+    r.category = ids.strings[r.category];
+    if (edits.annotation && !edits.annotation(i, r)) continue;
+    copy_args(EventTable::Annotation, i, out.add(r));
+  }
+  for (FlowRecord f : in.flows()) {
+    f.kind = ids.strings[f.kind];
+    f.from_track = track(f.from_track);
+    f.to_track = track(f.to_track);
+    if (edits.flow && !edits.flow(f)) continue;
+    out.add(f);
+  }
+  for (OverheadRecord o : in.overheads()) {
+    o.track = track(o.track);
+    o.kind = ids.strings[o.kind];
+    if (edits.overhead && !edits.overhead(o)) continue;
+    out.add(o);
+  }
+}
+
+} // namespace
+
+TraceIdMap append_trace_ids(TraceBuilder& out, const Trace& in, const TraceCopyEdits& edits) {
+  return append_ids(out, in, edits);
+}
+
+TraceIdMap append_trace_ids(TraceSink& out, const Trace& in, const TraceCopyEdits& edits) {
+  return append_ids(out, in, edits);
+}
+
+void append_trace_rows(TraceBuilder& out, const Trace& in, const TraceIdMap& ids, const TraceCopyEdits& edits) {
+  append_rows(out, in, ids, edits,
+              [&](EventTable table, EventIndex row, const EventArg& arg) { out.add_arg(table, row, arg); });
+}
+
+void append_trace_rows(TraceSink& out, const Trace& in, const TraceIdMap& ids, const TraceCopyEdits& edits) {
+  append_rows(out, in, ids, edits,
+              [&](EventTable, std::int64_t event, const EventArg& arg) { out.add_arg(event, arg); });
+}
+
+} // namespace dreamscope

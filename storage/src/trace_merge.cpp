@@ -1,0 +1,168 @@
+#include "dreamscope/steps.h"
+#include "dreamscope/trace_merge.h"
+
+#include "dreamscope/trace_copy.h"
+#include "dreamscope/trace_log.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <tuple>
+#include <utility>
+
+namespace dreamscope {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Part {
+  fs::path path;
+  Trace trace;
+  std::int64_t start = 0;
+  std::int64_t pid = 0;
+  bool exec_ended = false;
+};
+
+// Where each batch was produced (end of its last prep) and consumed (end of its wait).
+struct BatchEnds {
+  std::map<std::int64_t, std::pair<TrackId, TimeNs>> produced, consumed;
+};
+
+std::vector<Part> read_parts(const fs::path& dir, MergedJob& result) {
+  std::error_code ec;
+  fs::directory_iterator entries(dir, ec);
+  if (ec) throw TraceError(dir.string() + ": cannot list the trace parts: " + ec.message());
+  std::vector<Part> parts;
+  for (const auto& entry : entries) {
+    if (entry.path().extension() != ".dslog") continue;
+    try {
+      Part p{.path = entry.path(), .trace = read_trace_log(entry.path())};
+      p.start = std::atoll(p.trace.meta_value("start", "0").c_str());
+      p.pid = p.trace.processes().empty() ? 0 : p.trace.processes().front().pid;
+      p.exec_ended = p.trace.meta_value("ended_by") == "exec";
+      parts.push_back(std::move(p));
+    } catch (const std::exception& e) {
+      result.warnings.push_back("part " + entry.path().string() + " could not be read and is left out: " + e.what());
+      result.complete = false;
+    }
+  }
+  // Start order; the path breaks ties so that the merge does not depend on the listing.
+  std::sort(parts.begin(), parts.end(),
+            [](const Part& a, const Part& b) { return std::tie(a.start, a.path) < std::tie(b.start, b.path); });
+  return parts;
+}
+
+void add_part(TraceBuilder& out, const Part& part, const JobFacts& job, bool last_root_image, BatchEnds& batches) {
+  TraceCopyEdits edits;
+  edits.process = [&](ProcessInfo& p) {
+    // The root's wait status is known only to the launcher; an image that exec'ed has none.
+    if (p.pid != job.root_pid || !last_root_image) return;
+    // A signal's death is the launcher's to tell: the process could not write it.
+    if (p.exit_status == kNoValue || job.root_exit_status > 128) p.exit_status = job.root_exit_status;
+  };
+  const Trace& in = part.trace;
+  edits.annotation = [&](EventIndex i, AnnotationRecord& r) {
+    if (r.payload == kNoValue || in.str(in.annotations().domain[i]) != "dreamscope") return true;
+    const std::string_view category = in.str(in.annotations().category[i]);
+    if (category == annotation_category::kPrep || category == annotation_category::kWait) {
+      auto& ends = category == annotation_category::kPrep ? batches.produced : batches.consumed;
+      auto [it, fresh] = ends.try_emplace(r.payload, r.track, r.end);
+      if (!fresh && r.end > it->second.second) it->second = {r.track, r.end};
+    }
+    return true;
+  };
+  append_trace_rows(out, in, append_trace_ids(out, in, edits), edits);
+}
+
+// meta.warnings of a part: "; "-separated.
+void split_warnings(const std::string& joined, std::set<std::string>& into) {
+  std::size_t from = 0;
+  while (!joined.empty() && from <= joined.size()) {
+    const std::size_t to = joined.find("; ", from);
+    into.insert(joined.substr(from, to == std::string::npos ? std::string::npos : to - from));
+    if (to == std::string::npos) break;
+    from = to + 2;
+  }
+}
+
+} // namespace
+
+MergedJob merge_part_logs(const fs::path& dir, const JobFacts& job) {
+  MergedJob result;
+  std::vector<Part> parts = read_parts(dir, result);
+
+  TraceBuilder out;
+  out.set_source(TraceSource::Tracer);
+  std::int64_t dropped = 0, writer_cpu = 0, start = INT64_MAX, end = INT64_MIN;
+  std::set<std::string> warnings(job.warnings.begin(), job.warnings.end());
+  std::string host;
+  bool have_calibration = false;
+  BatchEnds batches;
+  // The root's exit status belongs to its last image: the one that did not exec further.
+  std::size_t last_root = parts.size();
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i].pid == job.root_pid && !parts[i].exec_ended) last_root = i;
+  }
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const Part& p = parts[i];
+    add_part(out, p, job, i == last_root, batches);
+    // Every process measures the same machine; the first part's calibration stands for all.
+    if (!have_calibration && !p.trace.calibration().empty()) {
+      for (const auto& c : p.trace.calibration()) out.add(c);
+      have_calibration = true;
+    }
+    result.events += p.trace.event_count();
+    result.processes += p.trace.processes().size();
+    if (!p.trace.complete()) {
+      result.complete = false;
+      result.warnings.push_back("process " + std::to_string(p.pid) +
+                                " did not close its trace (killed or crashed): its events end at its last flush");
+    }
+    dropped += p.trace.dropped_events();
+    if (p.trace.tracer_writer_cpu_ns() != kNoValue) writer_cpu += p.trace.tracer_writer_cpu_ns();
+    start = std::min(start, p.start);
+    end = std::max<std::int64_t>(end, std::atoll(p.trace.meta_value("end", "0").c_str()));
+    if (host.empty()) host = p.trace.meta_value("host");
+    for (const char* key : {"window_from_ns", "window_to_ns", "clock"}) {
+      if (std::string v = p.trace.meta_value(key); !v.empty()) out.set_meta(key, v);
+    }
+    split_warnings(p.trace.meta_value("warnings"), warnings);
+  }
+  result.parts = parts.size();
+  const StringId batch_flow = out.intern("batch");
+  for (const auto& [batch, from] : batches.produced) {
+    auto to = batches.consumed.find(batch);
+    if (to == batches.consumed.end()) continue;
+    out.add(FlowRecord{.kind = batch_flow, .from_track = from.first, .from_time = from.second,
+                       .to_track = to->second.first, .to_time = to->second.second, .id = batch});
+  }
+  // A root process that recorded nothing left no part; it is still the job's process, with
+  // the exit status the launcher saw.
+  if (std::none_of(parts.begin(), parts.end(), [&](const Part& p) { return p.pid == job.root_pid; })) {
+    out.add_process(ProcessInfo{.pid = job.root_pid, .name = fs::path(job.root_program).filename().string(),
+                                .command = job.command, .exit_status = job.root_exit_status});
+    ++result.processes;
+  }
+  warnings.insert(result.warnings.begin(), result.warnings.end());
+  std::string joined;
+  for (const auto& w : warnings) joined += (joined.empty() ? "" : "; ") + w;
+
+  out.set_meta("source", "tracer");
+  out.set_meta("command", job.command);
+  if (!host.empty()) out.set_meta("host", host);
+  if (job.cpu_cores > 0) out.set_meta("cpu_cores", std::to_string(job.cpu_cores));
+  out.set_meta("dropped_events", std::to_string(dropped));
+  if (writer_cpu > 0) out.set_meta("tracer_writer_cpu_ns", std::to_string(writer_cpu));
+  if (!joined.empty()) out.set_meta("warnings", joined);
+  if (start != INT64_MAX) out.set_meta("start", std::to_string(start));
+  if (end != INT64_MIN) out.set_meta("end", std::to_string(end));
+  out.set_meta("parts", std::to_string(parts.size()));
+  // A job with a process that never closed its part is not complete, merged or not.
+  out.set_meta("complete", result.complete ? "1" : "0");
+  result.trace = std::move(out).build();
+  return result;
+}
+
+} // namespace dreamscope

@@ -1,0 +1,29 @@
+// The tracer's configuration, read once from the variables a launcher set
+// (dreamscope/tracer_environment.h names them and says what each means).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace dreamscope::tracer {
+
+struct Config {
+  std::string output_dir;        // where part files go
+  bool nvtx = true;              // record NVTX ranges and marks
+  bool cuda = true;              // record CUDA through CUPTI
+  bool cuda_api_all = false;     // keep every CUDA API call, the cheap frequent ones too
+  std::int64_t job_start_ns = 0; // the recording window's origin (0: no window)
+  std::int64_t delay_ns = 0;
+  std::int64_t duration_ns = -1; // -1: to the end
+  // The cap on the memory of every thread's buffered events together.
+  std::size_t buffer_bytes = std::size_t{512} << 20;
+  // How often the writer asks CUPTI for the activity records it has completed (0: only when
+  // buffers fill and at exit).
+  std::int64_t cupti_flush_ms = 100;
+  std::string command; // the job's command line
+};
+
+Config config_from_environment();
+
+} // namespace dreamscope::tracer

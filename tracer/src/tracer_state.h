@@ -1,0 +1,144 @@
+// The recorder's process-wide state and the parts of the recorder that share it (see
+// recorder.h for which file does what). Internal to libdreamscope-tracer.so.
+#pragma once
+
+#include "recorder.h"
+#include "trace_target.h"
+
+#include <dreamscope/trace_log.h>
+
+#include <pthread.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace dreamscope::tracer {
+
+// An NVTX range pushed or started and not yet ended.
+struct OpenRange {
+  std::int64_t start;
+  std::int64_t payload;
+  std::uint64_t external_id;
+  std::uint32_t name;
+  std::uint16_t domain;
+  std::uint8_t category;
+  TrackId track;
+};
+
+// What the writer keeps per traced thread: its track and its open ranges.
+struct ThreadSink {
+  TrackId track = 0;
+  bool has_track = false;
+  std::vector<OpenRange> stack;
+};
+
+// One part file and the thread that writes it.
+struct Session {
+  std::unique_ptr<TraceLogWriter> writer;
+  std::unique_ptr<TraceTarget> target;
+  std::uint32_t process = 0;
+  ProcessInfo info;
+  std::thread thread;
+  std::atomic<bool> stop{false};
+  std::mutex wake_mu;
+  std::condition_variable wake;
+  bool failed = false; // the file could not be written: records are drained and discarded
+  std::unordered_map<std::uint32_t, ThreadSink> sinks;
+  std::unordered_map<std::uint64_t, OpenRange> open_starts;
+  std::vector<StringId> string_ids;                       // tracer string id -> trace string id
+  std::vector<StringId> domain_ids;                       // domain index -> trace string id
+  std::map<std::pair<std::uint16_t, std::uint8_t>, StringId> category_ids;
+  // What the log holds already: a log appends every set_meta, so unchanged values are skipped.
+  std::uint64_t dropped_written = ~std::uint64_t{0};
+  std::string warnings_written;
+  std::int64_t last_time = 0;
+  StringId buffer_map_kind = 0; // "tracer_buffer_map", interned on first use (0: not yet)
+  // CPU time of this session's writer thread so far: CPU the tracer took from the machine
+  // beside what it cost the traced threads (meta tracer_writer_cpu_ns).
+  std::atomic<std::int64_t> writer_cpu_ns{0};
+  std::int64_t writer_cpu_written = -1;
+  std::uint64_t thread_names_applied = 0; // Tracer::thread_names_changes when last applied
+  bool closed = false;
+};
+
+struct Tracer {
+  Config config;
+  TickConverter clock;
+  StringTable strings;
+  DomainTable domains;
+  std::unique_ptr<ChunkPool> pool;
+  std::mutex registry_mu;
+  std::vector<ThreadBuffer*> buffers;
+  std::uint32_t next_thread_index = 1;
+  std::uint64_t retired_dropped = 0;
+  pthread_key_t exit_key;
+  // Held by the writer thread while it drains and writes, and by fork's prepare handler, so
+  // that a fork child never inherits the writer mid-operation.
+  std::mutex work_mu;
+  Session* session = nullptr;
+  std::atomic<std::int64_t> writer_tid{0};
+  std::mutex warnings_mu;
+  std::vector<std::string> warnings;
+  // nvtxNameOsThread: OS thread id -> name, and a count of the calls, so that the writer
+  // applies them only when one came.
+  std::mutex thread_names_mu;
+  std::unordered_map<std::int64_t, std::string> thread_names;
+  std::atomic<std::uint64_t> thread_names_changes{0};
+  std::atomic<std::uint64_t> extra_dropped{0};
+  std::atomic<std::uint64_t> flush_requested{0};
+  std::atomic<std::uint64_t> flush_done{0};
+  // Set with a flush request when a termination signal should end the session cleanly.
+  std::atomic<int> close_signal{0};
+  // True while exit/_exit/exec closes the part: a signal arriving then waits for it.
+  std::atomic<bool> closing{false};
+  std::atomic<bool> enabled{false};
+  std::vector<CalibrationRecord> calibration;
+  std::atomic<int> session_counter{0};
+};
+extern Tracer* g_tracer;
+
+std::int64_t gettid_now();
+// A small /proc file, whole (empty if it cannot be read).
+std::string read_proc_file(const std::string& path);
+std::string trim_newline(std::string s);
+
+// thread_state.cpp: called when a registered thread exits (the pthread key's destructor).
+void on_thread_exit(void* buffer);
+// The calling thread's buffer, or nullptr when it has recorded nothing yet.
+ThreadBuffer* registered_thread_buffer();
+
+// session.cpp
+Session* open_session(std::int64_t parent_pid);
+// Creates the part file on the first thing to record; false once writing failed.
+bool ensure_writer(Session& s);
+// Writing failed (disk full, file removed): keep the traced process running, drop the rest.
+void fail_session(Session& s, const std::exception& e);
+// The last drain and the close of a part file; the caller holds work_mu.
+void finish_session(Session& s, bool clean, std::int64_t exit_status, const char* why);
+// Stops the writer thread, then drains and closes the part.
+void close_session(Session* s, bool clean, std::int64_t exit_status, const char* why);
+
+// writer_thread.cpp
+void writer_loop(Session* s);
+// Moves every published record into the part file (or discards it when writing failed).
+void drain_all(Session& s, bool final);
+void write_range(Session& s, const OpenRange& r, std::int64_t end);
+// Dropped events, warnings and the writer's CPU time into the part's meta, when changed.
+void write_status(Session& s);
+
+// self_calibration.cpp: what the hot path costs here (nvtx_range, nvtx_mark).
+std::vector<CalibrationRecord> self_calibrate(Tracer& t);
+
+// fork_handlers.cpp
+void install_fork_handlers();
+
+} // namespace dreamscope::tracer
