@@ -1,6 +1,6 @@
-#include "dreamscope/steps.h"
 #include "dreamscope/trace_merge.h"
 
+#include "dreamscope/steps.h"
 #include "dreamscope/trace_copy.h"
 #include "dreamscope/trace_log.h"
 
