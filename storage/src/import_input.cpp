@@ -39,14 +39,18 @@ bool is_gzip(const std::string& data, std::size_t size) {
 // Gunzips every member of the stream (gzip files may be concatenations).
 void gunzip(const std::filesystem::path& path, const std::string& in, std::size_t in_size, InputBuffer& out,
             const ImportProgressFn& progress) {
-  // The gzip trailer holds the uncompressed size mod 2^32: a good first guess for the buffer.
+  // The gzip trailer holds the uncompressed size mod 2^32: a first guess for the buffer, but
+  // only a guess, since a damaged or hostile file can claim 4 GB in a 1.5 kB file. Trusted up
+  // to kMaxTrustedRatio times the input (JSON traces compress 10-30x); past that the buffer
+  // starts at 8x and grows with the data actually inflated.
+  constexpr std::size_t kMaxTrustedRatio = 64;
   std::size_t guess = 0;
   if (in_size >= 18) {
     std::uint32_t isize = 0;
     std::memcpy(&isize, in.data() + in_size - 4, 4);
     guess = isize;
   }
-  if (guess < in_size * 2) guess = in_size * 8;
+  if (guess < in_size * 2 || guess > in_size * kMaxTrustedRatio) guess = in_size * 8;
   out.storage.resize(guess + simdjson::SIMDJSON_PADDING);
 
   z_stream zs{};
@@ -56,7 +60,9 @@ void gunzip(const std::filesystem::path& path, const std::string& in, std::size_
   int rc = Z_OK;
   for (;;) {
     if (out.storage.size() - simdjson::SIMDJSON_PADDING - out_done == 0) {
-      out.storage.resize(out.storage.size() * 2);
+      // Grow by half: the data so far proves the size, and a buffer far larger than the
+      // JSON would only raise the peak memory of the import.
+      out.storage.resize(out.storage.size() + out.storage.size() / 2);
     }
     const std::size_t in_chunk = std::min<std::size_t>(in_size - in_done, 1u << 30);
     const std::size_t out_chunk = std::min<std::size_t>(out.storage.size() - simdjson::SIMDJSON_PADDING - out_done, 1u << 30);
