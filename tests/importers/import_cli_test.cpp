@@ -36,7 +36,10 @@ TEST(ImportCli, QuietPrintsOnlyWarnings) {
   auto r = run_command(dreamscope_bin() + " import -q " + kineto("triton_example/triton_example.json.gz").string() +
                        " -o " + (dir / "t.db").string());
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_EQ(r.out, "  warning: 1 x flow start without a finish (dropped); e.g. event #10, ac2g id 39\n");
+  // The line names the issue by its stable id (import_issues.h) beside the message.
+  EXPECT_EQ(r.out,
+            "  warning: 1 x flow start without a finish (dropped) [kineto_flow_start_without_finish]; e.g. event #10, "
+            "ac2g id 39\n");
 }
 
 TEST(ImportCli, InfoAndExportReadEveryFormatDirectly) {
