@@ -58,7 +58,10 @@ std::string render_text(const std::string& path, const TraceSummary& s) {
   }
   if (!s.warnings.empty()) line("warnings", s.warnings);
 
-  out += fmt::format("\nprocesses ({})\n", s.processes.size());
+  out += fmt::format("\nprocesses ({}{})\n", s.processes.size(),
+                     s.processes_without_events ? fmt::format("; {} more without events, not listed",
+                                                              s.processes_without_events)
+                                                : "");
   for (const auto& p : s.processes) {
     out += fmt::format("  pid {:<8} {}  exit {}\n", p.pid == kNoValue ? std::string("?") : std::to_string(p.pid),
                        p.command.empty() ? p.name : p.command, exit_status_text(p.exit_status));
@@ -75,7 +78,8 @@ std::string render_text(const std::string& path, const TraceSummary& s) {
   }
   out += fmt::format("\nstreams ({})\n", s.streams.size());
   for (const auto& st : s.streams) {
-    out += fmt::format("  gpu {} stream {:<6} {:<16} {} events\n", st.device_ordinal, st.stream,
+    out += fmt::format("  gpu {} stream {:<6} {:<16} {} events\n", st.device_ordinal,
+                       st.stream == kContextWideStream ? std::string("all") : std::to_string(st.stream),
                        st.name.empty() ? "-" : st.name, st.events);
   }
   const auto& c = s.counts;
@@ -125,6 +129,7 @@ std::string render_json(const std::string& path, const TraceSummary& s) {
   j["begin_ns"] = s.begin;
   j["end_ns"] = s.end;
   j["duration_ns"] = s.end - s.begin;
+  j["processes_without_events"] = s.processes_without_events;
   j["processes"] = json::array();
   for (const auto& p : s.processes) {
     json jp{{"pid", opt(p.pid)}, {"name", p.name}, {"command", p.command}, {"exit_status", opt(p.exit_status)}};

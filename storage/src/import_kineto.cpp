@@ -669,6 +669,11 @@ class KinetoImporter {
       if (origin.pid == kNoValue) continue;
       auto it = thread_names_.find(origin);
       if (it != thread_names_.end()) builder_.track(t).name = std::string(trim(it->second));
+      // Kineto files context-wide syncs under the pseudo-stream 2^32 - 1: say what it is.
+      TrackInfo& track = builder_.track(t);
+      if (track.kind == TrackKind::GpuStream && track.stream == kContextWideStream) {
+        track.name = "context-wide sync (all streams)";
+      }
     }
     devices_.resolve(builder_, stats_);
     const std::uint32_t only_process = processes_.size() == 1 ? processes_.begin()->second : kNoIndex;

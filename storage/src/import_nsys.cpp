@@ -146,7 +146,10 @@ class NsysImporter {
   }
 
   TrackId stream_track(std::int64_t device, std::int64_t stream) {
-    return builder_.stream_track(device_index(device), stream, "stream " + std::to_string(stream));
+    // A context synchronize waits for every stream; nsys files it under stream 2^32 - 1.
+    return builder_.stream_track(device_index(device), stream,
+                                 stream == kContextWideStream ? std::string("context-wide sync (all streams)")
+                                                              : "stream " + std::to_string(stream));
   }
 
   void read_processes() {

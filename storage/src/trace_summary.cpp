@@ -90,6 +90,17 @@ TraceSummary summarize(const Trace& trace, std::size_t top_kernels) {
       s.streams.push_back(std::move(ss));
     }
   }
+  if (trace.source() == TraceSource::Kineto || trace.source() == TraceSource::Nsys) {
+    // Nsight Systems exports name every process on the machine; most ran nothing traced.
+    std::vector<ProcessSummary> busy;
+    for (auto& p : s.processes) {
+      std::size_t events = 0;
+      for (const auto& t : p.threads) events += t.events;
+      if (events > 0) busy.push_back(std::move(p));
+      else ++s.processes_without_events;
+    }
+    s.processes = std::move(busy);
+  }
   if (!unknown_process.threads.empty()) {
     unknown_process.pid = kNoValue;
     unknown_process.name = "(unknown process)";

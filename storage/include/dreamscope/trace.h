@@ -54,6 +54,11 @@ enum class SyncKind : std::uint8_t {
 };
 std::string_view to_string(SyncKind k);
 
+// The stream id of a GPU sync record that waited for no one stream (a context-wide sync):
+// CUPTI's CUPTI_SYNCHRONIZATION_INVALID_VALUE read as an unsigned 32-bit id, which PyTorch
+// profiler traces, Nsight Systems exports and the tracer all keep as the record's stream.
+inline constexpr std::int64_t kContextWideStream = 4294967295;
+
 struct ProcessInfo {
   std::int64_t pid = 0;
   std::int64_t parent_pid = kNoValue;

@@ -68,7 +68,10 @@ struct TraceSummary {
   std::vector<RecordedImportIssue> import_issues; // by stable id, most frequent first
   std::string warnings;
   TimeNs begin = 0, end = 0;
+  // Processes with events on their threads; an imported trace's others (Nsight Systems
+  // lists every process its system sampler saw) are only counted.
   std::vector<ProcessSummary> processes;
+  std::size_t processes_without_events = 0;
   std::vector<DeviceInfo> devices;
   std::vector<StreamSummary> streams;
   EventCounts counts;
