@@ -9,13 +9,13 @@
 
 #include "import_input.h"
 #include "kineto_devices.h"
+#include "kineto_flows.h"
 #include "kineto_format.h"
 
 #include <simdjson.h>
 
 #include <chrono>
 #include <cstring>
-#include <set>
 #include <unordered_map>
 #include <utility>
 
@@ -24,26 +24,6 @@ namespace dreamscope {
 namespace {
 
 using namespace kineto;
-
-// A flow endpoint, paired with its other end after the pass.
-struct FlowEnd {
-  std::string_view cat;
-  std::int64_t id = 0;
-  char phase = 's';
-  std::int64_t pid = 0, tid = 0;
-  TimeNs ts = 0;
-  std::uint64_t event_number = 0;
-};
-
-struct PidTid {
-  std::int64_t pid = 0, tid = 0;
-  bool operator==(const PidTid&) const = default;
-};
-struct PidTidHash {
-  std::size_t operator()(const PidTid& k) const {
-    return std::hash<std::int64_t>{}(k.pid * 1000003 ^ k.tid);
-  }
-};
 
 class KinetoImporter {
  public:
@@ -382,7 +362,7 @@ class KinetoImporter {
       case EventClass::DriverApi: {
         TrackId track = cpu_track(*pid, *tid);
         CudaApiRecord r{.track = track, .start = start, .end = end, .name = name};
-        if (runs_nothing_on_gpu(event_.name)) gpu_idle_calls_.insert(CallKey{*pid, *tid, start});
+        if (runs_nothing_on_gpu(event_.name)) flows_.note_call_without_gpu_work(*pid, *tid, start);
         r.kind = cls == EventClass::DriverApi ? ApiKind::Driver : ApiKind::Runtime;
         r.correlation = as_int(take("correlation")).value_or(kNoValue);
         r.external_id = take_external_id();
@@ -583,9 +563,7 @@ class KinetoImporter {
     auto id = as_id(event_.id);
     if (!id && event_.id.present && event_.id.type == od::json_type::string && !event_.id.text.empty()) {
       // An id that is a string but not a number: both ends carry the same text.
-      auto [it, inserted] = text_flow_ids_.try_emplace(std::string(event_.id.text), 0);
-      if (inserted) it->second = -static_cast<std::int64_t>(text_flow_ids_.size());
-      id = it->second;
+      id = flows_.id_of_text(event_.id.text);
     }
     auto pid = as_id(event_.pid);
     auto tid = tid_of(event_.tid);
@@ -597,7 +575,7 @@ class KinetoImporter {
     f.pid = *pid;
     f.tid = *tid;
     f.ts = *ts;
-    flows_.push_back(f);
+    flows_.add(f);
   }
 
   void read_device_properties(od::value& value, od::document& doc) {
@@ -657,7 +635,7 @@ class KinetoImporter {
   }
 
   void finish() {
-    pair_flows();
+    flows_.pair(builder_, stats_, origin_);
 
     // Names known only now. GPU rows carry Kineto's "stream 7 " names; keep them trimmed.
     for (auto& [pid, index] : processes_) {
@@ -707,67 +685,6 @@ class KinetoImporter {
     }
   }
 
-  void pair_flows() {
-    // Pair by (cat, id); several of one id (Kineto reuses fwdbwd ids across steps) pair in time order.
-    std::stable_sort(flows_.begin(), flows_.end(), [](const FlowEnd& a, const FlowEnd& b) {
-      if (a.cat != b.cat) return a.cat < b.cat;
-      if (a.id != b.id) return a.id < b.id;
-      return a.ts < b.ts;
-    });
-    std::size_t i = 0;
-    while (i < flows_.size()) {
-      std::size_t j = i;
-      while (j < flows_.size() && flows_[j].cat == flows_[i].cat && flows_[j].id == flows_[i].id) ++j;
-      std::vector<const FlowEnd*> starts, finishes;
-      for (std::size_t k = i; k < j; ++k) (flows_[k].phase == 's' ? starts : finishes).push_back(&flows_[k]);
-      if (starts.empty() && finishes.size() == 2 && !origin_is_gpu(*finishes[0]) && origin_is_gpu(*finishes[1])) {
-        // ROCm writes some launches' flows as two finishes, the CPU one first: still a launch.
-        stats_.note("kineto_flow_two_finishes", flow_example(*finishes[0]));
-        add_flow(*finishes[0], *finishes[1]);
-        i = j;
-        continue;
-      }
-      const std::size_t pairs = std::min(starts.size(), finishes.size());
-      for (std::size_t k = 0; k < pairs; ++k) add_flow(*starts[k], *finishes[k]);
-      for (std::size_t k = pairs; k < starts.size(); ++k) {
-        // ROCm starts a flow on every hipMalloc and hipFree, which launch nothing.
-        stats_.note(gpu_idle_calls_.count(CallKey{starts[k]->pid, starts[k]->tid, starts[k]->ts})
-                        ? "kineto_flow_start_on_runtime_call_without_gpu_work"
-                        : "kineto_flow_start_without_finish",
-                    flow_example(*starts[k]));
-      }
-      for (std::size_t k = pairs; k < finishes.size(); ++k) {
-        // Kineto writes an ac2g finish on the CPU thread of runtime calls that launched nothing.
-        const bool runtime_artifact = finishes[k]->cat == "ac2g" && !origin_is_gpu(*finishes[k]);
-        stats_.note(runtime_artifact ? "kineto_flow_finish_on_cpu_without_start" : "kineto_flow_finish_without_start",
-                    flow_example(*finishes[k]));
-      }
-      i = j;
-    }
-  }
-
-  bool origin_is_gpu(const FlowEnd& f) const {
-    auto it = origin_.find(PidTid{f.pid, f.tid});
-    return it != origin_.end() && builder_.tracks()[it->second].kind == TrackKind::GpuStream;
-  }
-
-  std::string flow_example(const FlowEnd& f) const {
-    return "event #" + std::to_string(f.event_number) + ", " + std::string(f.cat) + " id " + std::to_string(f.id);
-  }
-
-  void add_flow(const FlowEnd& from, const FlowEnd& to) {
-    auto a = origin_.find(PidTid{from.pid, from.tid});
-    auto b = origin_.find(PidTid{to.pid, to.tid});
-    if (a == origin_.end() || b == origin_.end()) {
-      stats_.note("kineto_flow_thread_without_events", flow_example(from));
-      return;
-    }
-    const FlowRecord flow{.kind = builder_.intern(from.cat), .from_track = a->second, .from_time = from.ts,
-                          .to_track = b->second, .to_time = to.ts, .id = from.id};
-    builder_.add(flow);
-    ++stats_.events_kept;
-  }
-
   const std::filesystem::path& path_;
   ImportStats& stats_;
   const ImportProgressFn& progress_;
@@ -786,14 +703,6 @@ class KinetoImporter {
 
   std::unordered_map<std::int64_t, std::uint32_t> processes_;
   DeviceTable devices_;
-  std::map<std::string, std::int64_t> text_flow_ids_; // flow ids that are strings but not numbers
-  // (pid, tid, start) of runtime calls that run nothing on the GPU (memory allocation).
-  struct CallKey {
-    std::int64_t pid, tid;
-    TimeNs start;
-    auto operator<=>(const CallKey&) const = default;
-  };
-  std::set<CallKey> gpu_idle_calls_;
   std::unordered_map<PidTid, TrackId, PidTidHash> origin_; // Kineto's (pid, tid) → our track
   std::vector<PidTid> track_origin_;                       // our track → its first (pid, tid)
   PidTid last_cpu_{kNoValue, kNoValue};
@@ -801,7 +710,7 @@ class KinetoImporter {
 
   std::unordered_map<std::int64_t, std::string_view> process_names_, process_labels_;
   std::unordered_map<PidTid, std::string_view, PidTidHash> thread_names_;
-  std::vector<FlowEnd> flows_;
+  FlowTable flows_;
 };
 
 } // namespace

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <vector>
 
 namespace dreamscope::test {
 namespace {
@@ -79,8 +80,10 @@ TEST(ImportCli, EveryCommandRefusesAnImportThatKeptNothingUnlessAllowed) {
   const std::string expected = p.string() +
                                ": the import kept none of the 1 events in the file (1 x kineto_bad_pid_tid); nothing "
                                "to analyze (--allow-empty goes on anyway)\n";
-  for (const std::string cmd : {"info", "analyze", "replay", "whatif", "export --chrome " + (dir / "x.json").string(),
-                                "import -o " + (dir / "x.db").string()}) {
+  const std::vector<std::string> commands = {"info", "analyze", "replay", "whatif -s amp",
+                                             "export --chrome " + (dir / "x.json").string(),
+                                             "import -o " + (dir / "x.db").string()};
+  for (const std::string& cmd : commands) {
     SCOPED_TRACE(cmd);
     auto r = run_command(dreamscope_bin() + " " + cmd + " " + p.string());
     EXPECT_EQ(r.exit_code, 1) << r.out;

@@ -134,6 +134,9 @@ std::string diff(const std::string& expected, const std::string& actual) {
   return out;
 }
 
+// Test names say the input, not its bytes.
+void PrintTo(const Input& in, std::ostream* os) { *os << in.path.string(); }
+
 class ImportGolden : public ::testing::TestWithParam<Input> {};
 
 TEST_P(ImportGolden, SummaryMatchesGolden) {

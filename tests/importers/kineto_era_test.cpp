@@ -23,7 +23,7 @@ TEST(KinetoEra, PyTorch18StringIdsKeepTheCpuSideAndLinkLaunches) {
   EXPECT_EQ(t.processes()[0].name, "python");
   // "tid": "24572" and the flow's "tid": 24572 are one thread; "stream 7" is stream 7.
   ASSERT_EQ(t.flows().size(), 1u);
-  EXPECT_EQ(t.flows().id[0], 446);
+  EXPECT_EQ(t.flows()[0].id, 446);
   const auto kernel = gpu_ops_named(t, "volta_sgemm");
   ASSERT_EQ(kernel.size(), 1u);
   EXPECT_EQ(gpu_op_row(t, kernel[0]), "kernel 'volta_sgemm_128x32_nt' device 0 stream 7 [1621401187223150000, "
@@ -84,6 +84,27 @@ TEST(KinetoEra, DevicesListedButUnusedStayAsTheMachinesOtherGpus) {
   for (const auto& d : t.devices()) names[d.ordinal] = d.name;
   EXPECT_EQ(names, (std::map<std::int64_t, std::string>{{0, "A"}, {1, "B"}, {3, "D"}, {9, ""}}));
   EXPECT_EQ(stats.issues.count("kineto_device_id_mapped_by_order"), 0u);
+}
+
+TEST(KinetoEra, FlowIdsThatAreTextPairByTheirText) {
+  TempDir dir;
+  auto p = dir.write("text_ids.json", R"json({"traceEvents": [
+    {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": "1", "tid": "2", "ts": 10, "dur": 5, "args": {"correlation": 1}},
+    {"ph": "s", "cat": "async", "name": "launch", "id": "launch-a", "pid": 1, "tid": 2, "ts": 10},
+    {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": "1", "tid": "2", "ts": 20, "dur": 5, "args": {"correlation": 2}},
+    {"ph": "s", "cat": "async", "name": "launch", "id": "launch-b", "pid": 1, "tid": 2, "ts": 20},
+    {"ph": "X", "cat": "Kernel", "name": "k", "pid": 0, "tid": "stream 7", "ts": 30, "dur": 5, "args": {"correlation": 2}},
+    {"ph": "f", "cat": "async", "name": "launch", "id": "launch-b", "pid": 0, "tid": "stream 7", "ts": 30, "bp": "e"},
+    {"ph": "X", "cat": "Kernel", "name": "k", "pid": 0, "tid": "stream 7", "ts": 40, "dur": 5, "args": {"correlation": 1}},
+    {"ph": "f", "cat": "async", "name": "launch", "id": "launch-a", "pid": 0, "tid": "stream 7", "ts": 40, "bp": "e"}]})json");
+  ImportStats stats;
+  Trace t = load_trace(p, &stats);
+  EXPECT_EQ(stats.warning_count(), 0) << stats.summary();
+  ASSERT_EQ(t.flows().size(), 2u);
+  // Each start meets the finish of its own text: launch-a at 10 µs ends at 40 µs.
+  for (std::size_t i = 0; i < t.flows().size(); ++i) {
+    EXPECT_EQ(t.flows()[i].to_time - t.flows()[i].from_time, t.flows()[i].from_time == 10000 ? 30000 : 10000);
+  }
 }
 
 TEST(KinetoEra, AnImportThatKeepsNothingOrLosesASideSaysSo) {

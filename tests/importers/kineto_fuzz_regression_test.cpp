@@ -97,8 +97,12 @@ TEST(KinetoFuzz, BadTokensInsideCompoundArgsAreCaughtToo) {
   Trace t = load_trace(p, &stats);
   EXPECT_EQ(stats.issues.at("kineto_bad_number_token").count, 1);
   for (const EventArg& a : t.args_of(EventTable::Annotation, 0)) {
-    if (t.str(a.key) == "ok") EXPECT_EQ(a.type, ArgType::Json);
-    if (t.str(a.key) == "dims") EXPECT_EQ(a.type, ArgType::String);
+    if (t.str(a.key) == "ok") {
+      EXPECT_EQ(a.type, ArgType::Json);
+    }
+    if (t.str(a.key) == "dims") {
+      EXPECT_EQ(a.type, ArgType::String);
+    }
   }
 }
 
