@@ -186,5 +186,18 @@ TEST(ImportGoldenSet, EveryGoldenHasItsInput) {
   EXPECT_GE(names.size(), 21u + 16u + 4u);
 }
 
+TEST(ImportIssueIds, EveryIdIsDocumentedAndUnique) {
+  std::ifstream f(std::filesystem::path(DREAMSCOPE_SOURCE_DIR) / "docs" / "importers.md");
+  std::stringstream doc;
+  doc << f.rdbuf();
+  std::set<std::string_view> seen;
+  for (const auto& kind : import_issue_kinds()) {
+    EXPECT_TRUE(seen.insert(kind.id).second) << kind.id << " twice";
+    EXPECT_NE(doc.str().find("| `" + std::string(kind.id) + "` |"), std::string::npos)
+        << kind.id << " is missing from the table in docs/importers.md";
+  }
+  EXPECT_THROW(import_issue_kind("no_such_issue"), std::logic_error);
+}
+
 } // namespace
 } // namespace dreamscope::test
