@@ -4,6 +4,8 @@
 #include "dreamscope/analyzers.h"
 #include "dreamscope/steps.h"
 
+#include <dreamscope/kernel_classes.h>
+
 #include "intervals.h"
 
 #include <algorithm>
@@ -116,9 +118,9 @@ StepBreakdown step_breakdown(const Trace& trace) {
   for (EventIndex i = 0; i < gpu.size(); ++i) {
     switch (gpu.kind[i]) {
       case GpuOpKind::Kernel:
+        // Our own notion of communication (RCCL, NVSHMEM, multimem collectives too), not HTA's regexes.
         add(gpu.start[i], gpu.end[i],
-            classify_kernel(trace.str(gpu.name[i])) == KernelType::Communication ? StepCategory::Communication
-                                                                                   : StepCategory::Kernel);
+            is_communication_kernel(trace.str(gpu.name[i])) ? StepCategory::Communication : StepCategory::Kernel);
         break;
       case GpuOpKind::Memcpy: add(gpu.start[i], gpu.end[i], StepCategory::Memcpy); break;
       case GpuOpKind::Memset: add(gpu.start[i], gpu.end[i], StepCategory::Memset); break;

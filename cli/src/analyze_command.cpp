@@ -38,6 +38,7 @@ const CommandRegistration analyze_command(50, "analyze", [](CLI::App& app) -> Co
   auto* cmd = app.add_subcommand("analyze", "Where the time went: cross-stack breakdown per operation, "
                                             "HTA and TensorBoard-profiler analyses, data stalls, top kernels, "
                                             "the replayed run's critical path");
+  auto allow_empty = add_allow_empty_flag(cmd);
   cmd->add_option("trace", opts->trace, "The trace: trace.db, PyTorch profiler JSON(.gz) or Nsight Systems SQLite")
       ->required();
   cmd->add_option("--format", opts->format, "text, md, json or html")
@@ -55,7 +56,7 @@ const CommandRegistration analyze_command(50, "analyze", [](CLI::App& app) -> Co
               "  dreamscope analyze trace.db --format md >> \"$GITHUB_STEP_SUMMARY\"\n"
               "  dreamscope analyze trace.db --format html -o report.html\n"
               "Exit codes: 0 ok, 1 unreadable trace or unwritable output, 2 bad command line.");
-  return [opts] {
+  return [opts, allow_empty] {
     analyzers::ReportOptions ro;
     if (!opts->only.empty()) {
       ro.sections.clear();
@@ -70,7 +71,7 @@ const CommandRegistration analyze_command(50, "analyze", [](CLI::App& app) -> Co
     }
     ro.top = opts->top;
     ro.hta.profiler_step_filter = !opts->no_step_filter;
-    Trace trace = load_trace(opts->trace);
+    Trace trace = open_trace(opts->trace, *allow_empty);
     const auto report = analyzers::analyze_trace(trace, std::filesystem::path(opts->trace).filename().string(), ro);
     std::string text;
     if (opts->format == "md") text = analyzers::render_markdown(report);

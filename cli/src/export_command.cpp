@@ -1,6 +1,7 @@
 // `dreamscope export TRACE --chrome out.json`: any trace, measured or predicted, in the
 // Chrome trace format that the Perfetto UI and chrome://tracing open.
 #include "commands.h"
+#include "output.h"
 
 #include <dreamscope/exporters.h>
 #include <dreamscope/importers.h>
@@ -22,11 +23,12 @@ const CommandRegistration export_command(40, "export", [](CLI::App& app) -> Comm
   auto opts = std::make_shared<ExportOptions>();
   auto* cmd = app.add_subcommand("export", "Write a trace in another tool's format (Chrome trace JSON for the "
                                            "Perfetto UI and chrome://tracing)");
+  auto allow_empty = add_allow_empty_flag(cmd);
   cmd->add_option("trace", opts->trace, "The trace (trace.db, or any format `dreamscope import` reads)")->required();
   cmd->add_option("--chrome", opts->chrome, "Write Chrome trace JSON to this file")->required();
   cmd->footer("Example:\n  dreamscope export trace.db --chrome trace.json   # then open it at https://ui.perfetto.dev");
-  return [opts] {
-    Trace trace = load_trace(opts->trace);
+  return [opts, allow_empty] {
+    Trace trace = open_trace(opts->trace, *allow_empty);
     export_chrome(trace, opts->chrome);
     std::fprintf(stderr, "%s", fmt::format("Wrote {} events and {} flows to {}\n", trace.event_count(),
                                            trace.flows().size(), opts->chrome)

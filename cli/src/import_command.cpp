@@ -28,6 +28,7 @@ const CommandRegistration import_command(30, "import", [](CLI::App& app) -> Comm
   auto opts = std::make_shared<ImportOptions>();
   auto* cmd = app.add_subcommand("import", "Convert a PyTorch profiler trace (.json, .json.gz) or an Nsight Systems "
                                            "SQLite export into a dreamscope trace");
+  auto allow_empty = add_allow_empty_flag(cmd);
   cmd->add_option("file", opts->input, "The trace to import")->required();
   cmd->add_option("-o,--output", opts->output, "The dreamscope trace to write (trace.db)")->required();
   cmd->add_flag("-q,--quiet", opts->quiet, "Print only warnings");
@@ -37,7 +38,7 @@ const CommandRegistration import_command(30, "import", [](CLI::App& app) -> Comm
       "on stderr; the same summary is stored in the trace's meta.import_warnings.\n"
       "Every other command also opens these formats directly; import once to skip parsing next time.\n\n"
       "Example:\n  dreamscope import rank-0.pt.trace.json.gz -o rank0.db && dreamscope info rank0.db");
-  return [opts] {
+  return [opts, allow_empty] {
     check_trace_output(opts->output, opts->force);
     const TraceFormat format = detect_trace_format(opts->input);
     if (format == TraceFormat::DreamscopeDb) {
@@ -56,7 +57,7 @@ const CommandRegistration import_command(30, "import", [](CLI::App& app) -> Comm
       };
     }
     ImportStats stats;
-    Trace trace = load_trace(opts->input, &stats, progress);
+    Trace trace = open_trace(opts->input, *allow_empty, &stats, progress);
     if (tty) std::fprintf(stderr, "\r                   \r");
     write_trace(trace, opts->output);
 
@@ -68,11 +69,10 @@ const CommandRegistration import_command(30, "import", [](CLI::App& app) -> Comm
                                              stats.events_kept, stats.events_read, trace.event_count(), opts->output)
                                      .c_str());
     }
-    for (const auto& [what, issue] : stats.issues) {
+    for (const auto& [id, issue] : stats.issues) {
       if (issue.severity == ImportSeverity::Info && opts->quiet) continue;
-      std::fprintf(stderr, "%s", fmt::format("  {}: {} x {}{}\n",
-                                             issue.severity == ImportSeverity::Warning ? "warning" : "info",
-                                             issue.count, what, issue.example.empty() ? "" : "; e.g. " + issue.example)
+      std::fprintf(stderr, "%s", fmt::format("  {}: {} x {} [{}]{}\n", to_string(issue.severity), issue.count,
+                                             issue.message, id, issue.example.empty() ? "" : "; e.g. " + issue.example)
                                      .c_str());
     }
     return kExitOk;

@@ -24,6 +24,19 @@ std::string exit_status_text(std::int64_t status) {
   return std::to_string(status);
 }
 
+// "yes", or why not: the recording was cut short, or the import dropped events (how many, why).
+std::string complete_text(const TraceSummary& s) {
+  if (!s.closed_cleanly) return "NO: the tracer did not close this trace cleanly";
+  if (s.import_events_dropped == 0) return "yes";
+  std::string why;
+  for (const auto& issue : s.import_issues) {
+    if (issue.effect != ImportEffect::Dropped) continue;
+    why += fmt::format("{}{} x {}", why.empty() ? "" : ", ", issue.count, issue.id);
+  }
+  return fmt::format("no: {} of {} events in the file dropped on import ({})", s.import_events_dropped,
+                     s.import_events_read, why);
+}
+
 std::string render_text(const std::string& path, const TraceSummary& s) {
   std::string out;
   auto line = [&](std::string_view key, const std::string& value) { out += fmt::format("{:<18}{}\n", key, value); };
@@ -34,7 +47,7 @@ std::string render_text(const std::string& path, const TraceSummary& s) {
   if (!s.cpu_cores.empty()) line("cpu cores", s.cpu_cores);
   // Imported traces and tracer part logs were never a trace.db: no schema to name.
   if (!s.schema_version.empty()) line("schema", fmt::format("v{} (dreamscope {})", s.schema_version, s.dreamscope_version));
-  line("complete", s.complete ? "yes" : "NO: the tracer did not close this trace cleanly");
+  line("complete", complete_text(s));
   line("time span", fmt::format("{} ({} .. {} ns)", format_duration(s.end - s.begin), s.begin, s.end));
   line("dropped events", std::to_string(s.dropped_events));
   if (s.tracer_writer_cpu_ns != kNoValue && s.end > s.begin) {
@@ -45,7 +58,10 @@ std::string render_text(const std::string& path, const TraceSummary& s) {
   }
   if (!s.warnings.empty()) line("warnings", s.warnings);
 
-  out += fmt::format("\nprocesses ({})\n", s.processes.size());
+  out += fmt::format("\nprocesses ({}{})\n", s.processes.size(),
+                     s.processes_without_events ? fmt::format("; {} more without events, not listed",
+                                                              s.processes_without_events)
+                                                : "");
   for (const auto& p : s.processes) {
     out += fmt::format("  pid {:<8} {}  exit {}\n", p.pid == kNoValue ? std::string("?") : std::to_string(p.pid),
                        p.command.empty() ? p.name : p.command, exit_status_text(p.exit_status));
@@ -62,7 +78,8 @@ std::string render_text(const std::string& path, const TraceSummary& s) {
   }
   out += fmt::format("\nstreams ({})\n", s.streams.size());
   for (const auto& st : s.streams) {
-    out += fmt::format("  gpu {} stream {:<6} {:<16} {} events\n", st.device_ordinal, st.stream,
+    out += fmt::format("  gpu {} stream {:<6} {:<16} {} events\n", st.device_ordinal,
+                       st.stream == kContextWideStream ? std::string("all") : std::to_string(st.stream),
                        st.name.empty() ? "-" : st.name, st.events);
   }
   const auto& c = s.counts;
@@ -100,11 +117,19 @@ std::string render_json(const std::string& path, const TraceSummary& s) {
   j["schema_version"] = s.schema_version;
   j["dreamscope_version"] = s.dreamscope_version;
   j["complete"] = s.complete;
+  j["import_events_read"] = s.import_events_read;
+  j["import_events_dropped"] = s.import_events_dropped;
+  j["import_issues"] = json::object();
+  for (const auto& issue : s.import_issues) {
+    j["import_issues"][issue.id] = {{"count", issue.count}, {"severity", to_string(issue.severity)},
+                                    {"effect", to_string(issue.effect)}};
+  }
   j["dropped_events"] = s.dropped_events;
   j["warnings"] = s.warnings;
   j["begin_ns"] = s.begin;
   j["end_ns"] = s.end;
   j["duration_ns"] = s.end - s.begin;
+  j["processes_without_events"] = s.processes_without_events;
   j["processes"] = json::array();
   for (const auto& p : s.processes) {
     json jp{{"pid", opt(p.pid)}, {"name", p.name}, {"command", p.command}, {"exit_status", opt(p.exit_status)}};
@@ -143,13 +168,14 @@ const CommandRegistration info_command(20, "info", [](CLI::App& app) -> CommandA
   auto opts = std::make_shared<InfoOptions>();
   auto* cmd = app.add_subcommand("info", "Summarize a trace: source, time span, processes, threads, devices, "
                                          "streams, event counts, top kernels, completeness");
+  auto allow_empty = add_allow_empty_flag(cmd);
   cmd->add_option("trace", opts->trace, "The trace file (trace.db)")->required();
   cmd->add_flag("--json", opts->json, "Print JSON instead of text");
   cmd->add_option("-o,--output", opts->output, "Write to this file instead of stdout");
   cmd->add_option("--top", opts->top, "How many kernels to list")->capture_default_str();
   cmd->footer("Example:\n  dreamscope info trace.db\n  dreamscope info --json trace.db > info.json");
-  return [opts] {
-    Trace trace = load_trace(opts->trace);
+  return [opts, allow_empty] {
+    Trace trace = open_trace(opts->trace, *allow_empty);
     TraceSummary s = summarize(trace, opts->top);
     write_output(opts->output, opts->json ? render_json(opts->trace, s) : render_text(opts->trace, s));
     return kExitOk;

@@ -1,6 +1,7 @@
 #include "output.h"
 
 #include <dreamscope/trace_file.h>
+#include <dreamscope/trace_summary.h>
 
 #include <fmt/format.h>
 
@@ -43,6 +44,24 @@ void write_output(const std::string& path, const std::string& text) {
   int err = errno;
   ok = (std::fclose(f) == 0) && ok;
   if (!ok) throw TraceError(path + ": cannot write: " + std::strerror(err ? err : errno));
+}
+
+Trace open_trace(const std::string& path, bool allow_empty, ImportStats* stats, const ImportProgressFn& progress) {
+  Trace trace = load_trace(path, stats, progress);
+  if (!allow_empty) {
+    if (const std::string problem = empty_import_problem(trace); !problem.empty()) {
+      throw TraceError(path + ": " + problem + "; nothing to analyze (--allow-empty goes on anyway)");
+    }
+  }
+  return trace;
+}
+
+std::shared_ptr<bool> add_allow_empty_flag(CLI::App* cmd) {
+  auto allow = std::make_shared<bool>(false);
+  cmd->add_flag("--allow-empty", *allow,
+                "Go on with an imported trace that kept none of its events, or none of its CPU or GPU side "
+                "(by default that is an error, exit 1)");
+  return allow;
 }
 
 } // namespace dreamscope::cli

@@ -1,8 +1,12 @@
 // Shared by the commands: human-readable times, and writing a report to stdout or a file.
 #pragma once
 
+#include <dreamscope/importers.h>
 #include <dreamscope/trace.h>
 
+#include <CLI/CLI.hpp>
+
+#include <memory>
 #include <string>
 
 namespace dreamscope::cli {
@@ -18,5 +22,14 @@ void check_trace_output(const std::string& path, bool force);
 // Writes `text` to `path`, or to stdout when path is empty or "-". Throws TraceError
 // naming the file when it cannot be written.
 void write_output(const std::string& path, const std::string& text);
+
+// How every command opens its trace: load_trace, then a refusal (TraceError naming the
+// file, the reason and the counts) of an import that kept nothing, or nothing of the CPU
+// or GPU side that the file holds (empty_import_problem), unless `allow_empty`.
+Trace open_trace(const std::string& path, bool allow_empty, ImportStats* stats = nullptr,
+                 const ImportProgressFn& progress = {});
+
+// Adds --allow-empty to a command that opens a trace; pass the flag's value to open_trace.
+std::shared_ptr<bool> add_allow_empty_flag(CLI::App* cmd);
 
 } // namespace dreamscope::cli

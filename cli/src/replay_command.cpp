@@ -176,6 +176,7 @@ const CommandRegistration replay_command(60, "replay", [](CLI::App& app) -> Comm
   auto opts = std::make_shared<ReplayCommandOptions>();
   auto* cmd = app.add_subcommand("replay", "Replay a trace's dependency graph: measured and replayed time per step "
                                            "and overall, and the error; optionally without the tracer's overhead");
+  auto allow_empty = add_allow_empty_flag(cmd);
   cmd->add_option("trace", opts->trace, "The trace: trace.db, PyTorch profiler JSON(.gz) or Nsight Systems SQLite")
       ->required();
   cmd->add_option("-o,--predicted", opts->predicted, "Write the predicted run as a trace.db here");
@@ -194,8 +195,8 @@ const CommandRegistration replay_command(60, "replay", [](CLI::App& app) -> Comm
               "  dreamscope replay trace.db --cost nvtx_range=18 --cost cuda_api=250\n"
               "  dreamscope replay rank0.pt.trace.json.gz --format json\n"
               "Exit codes: 0 ok, 1 unreadable trace or unwritable output, 2 bad command line.");
-  return [opts] {
-    const Trace trace = load_trace(opts->trace);
+  return [opts, allow_empty] {
+    const Trace trace = open_trace(opts->trace, *allow_empty);
     ReplayOptions ro;
     ro.correct_overhead = opts->correct_overhead || !opts->costs.empty();
     if (!opts->costs.empty()) {

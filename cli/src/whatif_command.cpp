@@ -295,6 +295,7 @@ const CommandRegistration whatif_command(70, "whatif", [](CLI::App& app) -> Comm
   auto* cmd = app.add_subcommand("whatif", "Predict what optimizations would buy from one trace: step time and "
                                            "speedup per scenario and combined, what changed on the critical path, "
                                            "and the data-stall breakdown");
+  auto allow_empty = add_allow_empty_flag(cmd);
   cmd->add_option("trace", opts->trace, "The trace: trace.db, PyTorch profiler JSON(.gz) or Nsight Systems SQLite");
   auto* scenario_option =
       cmd->add_option("-s,--scenario", opts->scenarios, "A built-in scenario (see --list) or a scenario TOML file; "
@@ -322,7 +323,7 @@ const CommandRegistration whatif_command(70, "whatif", [](CLI::App& app) -> Comm
               "  dreamscope whatif trace.db -s data -p storage=2 --fail-if 'speedup < 1.10'\n"
               "Exit codes: 0 ok, 1 unreadable trace, bad scenario or unwritable output, 2 bad command line,\n"
               "3 a --fail-if condition held (the report is still written).");
-  return [opts, cmd, scenario_option, parameter_option]() -> int {
+  return [opts, cmd, scenario_option, parameter_option, allow_empty]() -> int {
     int scenarios_seen = 0;
     opts->parameter_after.clear();
     for (const CLI::Option* option : cmd->parse_order()) {
@@ -342,7 +343,7 @@ const CommandRegistration whatif_command(70, "whatif", [](CLI::App& app) -> Comm
     const auto requests = requests_from(*opts);
     for (const auto& r : requests) (void)r.scenario.instantiate(r.overrides);
     check_gates(opts->gates, requests);
-    const Trace trace = load_trace(opts->trace);
+    const Trace trace = open_trace(opts->trace, *allow_empty);
     whatif::WhatIfOptions wo;
     wo.make_trace = !opts->predicted.empty();
     wo.data_stalls = !opts->no_data_stalls;

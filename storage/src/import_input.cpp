@@ -3,6 +3,9 @@
 #include "dreamscope/trace_file.h"
 
 #include <zlib.h>
+#if DREAMSCOPE_HAVE_LIBDEFLATE
+#include <libdeflate.h>
+#endif
 
 #include <cerrno>
 #include <cstring>
@@ -32,6 +35,10 @@ std::string read_file(const std::filesystem::path& path, std::size_t padding) {
   return data;
 }
 
+// The largest uncompressed/compressed ratio for which the gzip trailer's size is believed
+// (JSON traces compress 10-30x; deflate's own limit is about 1032x).
+constexpr std::size_t kMaxTrustedRatio = 64;
+
 bool is_gzip(const std::string& data, std::size_t size) {
   return size >= 2 && static_cast<unsigned char>(data[0]) == 0x1f && static_cast<unsigned char>(data[1]) == 0x8b;
 }
@@ -39,14 +46,17 @@ bool is_gzip(const std::string& data, std::size_t size) {
 // Gunzips every member of the stream (gzip files may be concatenations).
 void gunzip(const std::filesystem::path& path, const std::string& in, std::size_t in_size, InputBuffer& out,
             const ImportProgressFn& progress) {
-  // The gzip trailer holds the uncompressed size mod 2^32: a good first guess for the buffer.
+  // The gzip trailer holds the uncompressed size mod 2^32: a first guess for the buffer, but
+  // only a guess, since a damaged or hostile file can claim 4 GB in a 1.5 kB file. Trusted up
+  // to kMaxTrustedRatio times the input (JSON traces compress 10-30x); past that the buffer
+  // starts at 8x and grows with the data actually inflated.
   std::size_t guess = 0;
   if (in_size >= 18) {
     std::uint32_t isize = 0;
     std::memcpy(&isize, in.data() + in_size - 4, 4);
     guess = isize;
   }
-  if (guess < in_size * 2) guess = in_size * 8;
+  if (guess < in_size * 2 || guess > in_size * kMaxTrustedRatio) guess = in_size * 8;
   out.storage.resize(guess + simdjson::SIMDJSON_PADDING);
 
   z_stream zs{};
@@ -56,7 +66,9 @@ void gunzip(const std::filesystem::path& path, const std::string& in, std::size_
   int rc = Z_OK;
   for (;;) {
     if (out.storage.size() - simdjson::SIMDJSON_PADDING - out_done == 0) {
-      out.storage.resize(out.storage.size() * 2);
+      // Grow by half: the data so far proves the size, and a buffer far larger than the
+      // JSON would only raise the peak memory of the import.
+      out.storage.resize(out.storage.size() + out.storage.size() / 2);
     }
     const std::size_t in_chunk = std::min<std::size_t>(in_size - in_done, 1u << 30);
     const std::size_t out_chunk = std::min<std::size_t>(out.storage.size() - simdjson::SIMDJSON_PADDING - out_done, 1u << 30);
@@ -90,6 +102,31 @@ void gunzip(const std::filesystem::path& path, const std::string& in, std::size_
   std::memset(out.storage.data() + out_done, 0, out.storage.size() - out_done);
 }
 
+#if DREAMSCOPE_HAVE_LIBDEFLATE
+// The whole buffer in one call with libdeflate, when the trailer's size is plausible (see
+// gunzip): the output buffer is exactly that size. False (and nothing promised about `out`)
+// when the data does not fit it or is damaged: then zlib's streaming path decides, and
+// says what is wrong.
+bool gunzip_whole(const std::string& in, std::size_t in_size, InputBuffer& out, const ImportProgressFn& progress) {
+  if (in_size < 18) return false;
+  std::uint32_t isize = 0;
+  std::memcpy(&isize, in.data() + in_size - 4, 4);
+  if (isize < in_size || isize > in_size * kMaxTrustedRatio) return false;
+  out.storage.resize(isize + simdjson::SIMDJSON_PADDING);
+  libdeflate_decompressor* d = libdeflate_alloc_decompressor();
+  if (!d) return false;
+  std::size_t used_in = 0, used_out = 0;
+  const auto rc = libdeflate_gzip_decompress_ex(d, in.data(), in_size, out.storage.data(), isize, &used_in, &used_out);
+  libdeflate_free_decompressor(d);
+  // A concatenation of members (the trailer gives only the last one's size) goes to zlib.
+  if (rc != LIBDEFLATE_SUCCESS || used_in != in_size || used_out != isize) return false;
+  out.size = used_out;
+  std::memset(out.storage.data() + used_out, 0, simdjson::SIMDJSON_PADDING);
+  if (progress) progress(ImportProgress{in_size, in_size, "decompressing"});
+  return true;
+}
+#endif
+
 } // namespace
 
 InputBuffer read_input(const std::filesystem::path& path, const ImportProgressFn& progress) {
@@ -98,6 +135,9 @@ InputBuffer read_input(const std::filesystem::path& path, const ImportProgressFn
   const std::size_t raw_size = raw.size() - simdjson::SIMDJSON_PADDING;
   if (is_gzip(raw, raw_size)) {
     buf.was_gzip = true;
+#if DREAMSCOPE_HAVE_LIBDEFLATE
+    if (gunzip_whole(raw, raw_size, buf, progress)) return buf;
+#endif
     gunzip(path, raw, raw_size, buf, progress);
     return buf;
   }

@@ -8,237 +8,22 @@
 #include "dreamscope/trace_file.h"
 
 #include "import_input.h"
+#include "kineto_devices.h"
+#include "kineto_flows.h"
+#include "kineto_format.h"
 
 #include <simdjson.h>
 
-#include <utility>
-
-#include <charconv>
 #include <chrono>
-#include <cmath>
 #include <cstring>
 #include <unordered_map>
+#include <utility>
 
 namespace dreamscope {
 
 namespace {
 
-namespace od = simdjson::ondemand;
-
-// What an X event becomes, by its cat.
-enum class EventClass : std::uint8_t {
-  CpuAnnotation, // cpu_op, user_annotation, python_function, Operator, and unknown CPU cats
-  RuntimeApi,    // cuda_runtime, Runtime, mtia_runtime, *_runtime
-  DriverApi,     // cuda_driver, *_driver
-  GpuKernel,     // kernel, Kernel, mtia_ccp_events
-  GpuMemcpy,     // gpu_memcpy, Memcpy
-  GpuMemset,     // gpu_memset, Memset
-  GpuSync,       // cuda_sync
-  GpuAnnotation, // gpu_user_annotation, cuda_profiler_range, unknown cats with a device or stream
-  ProfilerSpan,  // Trace: the profiler's own span, dropped as HTA does
-  Unknown,       // decided per event: GPU annotation if it names a device or stream, else CPU
-};
-
-EventClass classify_category(std::string_view cat) {
-  static const std::pair<std::string_view, EventClass> known[] = {
-      {"cpu_op", EventClass::CpuAnnotation},        {"user_annotation", EventClass::CpuAnnotation},
-      {"python_function", EventClass::CpuAnnotation}, {"Operator", EventClass::CpuAnnotation},
-      {"cuda_runtime", EventClass::RuntimeApi},     {"Runtime", EventClass::RuntimeApi},
-      {"mtia_runtime", EventClass::RuntimeApi},     {"cuda_driver", EventClass::DriverApi},
-      {"kernel", EventClass::GpuKernel},            {"Kernel", EventClass::GpuKernel},
-      {"mtia_ccp_events", EventClass::GpuKernel},   {"gpu_memcpy", EventClass::GpuMemcpy},
-      {"Memcpy", EventClass::GpuMemcpy},            {"gpu_memset", EventClass::GpuMemset},
-      {"Memset", EventClass::GpuMemset},            {"cuda_sync", EventClass::GpuSync},
-      {"gpu_user_annotation", EventClass::GpuAnnotation},
-      {"cuda_profiler_range", EventClass::GpuAnnotation},
-      {"Trace", EventClass::ProfilerSpan},
-  };
-  for (const auto& [name, cls] : known) {
-    if (cat == name) return cls;
-  }
-  if (cat.ends_with("_runtime")) return EventClass::RuntimeApi; // hip_runtime, xpu_runtime, ...
-  if (cat.ends_with("_driver")) return EventClass::DriverApi;
-  return EventClass::Unknown;
-}
-
-// A JSON scalar or raw JSON text as found in the input; views into simdjson's buffers,
-// which live as long as the parser's document.
-struct JsonValue {
-  od::json_type type = od::json_type::null;
-  std::string_view text; // numbers and compound values: the JSON text; strings: unescaped
-  bool present = false;
-};
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-bool is_integer_text(std::string_view s) {
-  return s.find_first_of(".eE") == std::string_view::npos;
-}
-
-std::optional<std::int64_t> parse_int(std::string_view s) {
-  std::int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
-std::optional<double> parse_double(std::string_view s) {
-  double v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
-// A JSON number of microseconds as exact nanoseconds: the decimal text is scaled by 1000
-// as digits, so "1234.567" is 1234567 ns, not the 1234566.99... a double would give.
-// Digits past the nanosecond are rounded half away from zero.
-std::optional<TimeNs> parse_us_as_ns(std::string_view s) {
-  bool negative = false;
-  std::size_t i = 0;
-  if (i < s.size() && s[i] == '-') {
-    negative = true;
-    ++i;
-  }
-  unsigned __int128 digits = 0;
-  int digit_count = 0;
-  int exponent = 3; // µs → ns
-  bool any = false, point = false;
-  for (; i < s.size(); ++i) {
-    char c = s[i];
-    if (c >= '0' && c <= '9') {
-      any = true;
-      if (digit_count < 30) {
-        digits = digits * 10 + static_cast<unsigned>(c - '0');
-        if (digits != 0) ++digit_count;
-        if (point) --exponent;
-      } else if (!point) {
-        ++exponent; // beyond 30 significant digits the value overflows anyway
-      }
-    } else if (c == '.' && !point) {
-      point = true;
-    } else if (c == 'e' || c == 'E') {
-      auto e = parse_int(s.substr(i + 1 + (i + 1 < s.size() && s[i + 1] == '+')));
-      if (!e || *e > 40 || *e < -40) return std::nullopt;
-      exponent += static_cast<int>(*e);
-      i = s.size();
-      break;
-    } else {
-      return std::nullopt;
-    }
-  }
-  if (!any) return std::nullopt;
-  for (; exponent > 0; --exponent) {
-    digits *= 10;
-    if (digits > static_cast<unsigned __int128>(std::numeric_limits<std::int64_t>::max())) return std::nullopt;
-  }
-  if (exponent < 0) {
-    unsigned __int128 divisor = 1;
-    for (; exponent < 0; ++exponent) {
-      divisor *= 10;
-      if (divisor > static_cast<unsigned __int128>(1) << 100) return std::nullopt;
-    }
-    digits = (digits + divisor / 2) / divisor;
-  }
-  if (digits > static_cast<unsigned __int128>(std::numeric_limits<std::int64_t>::max())) return std::nullopt;
-  auto v = static_cast<std::int64_t>(digits);
-  return negative ? -v : v;
-}
-
-// "[512, 1, 1]" → {512, 1, 1}; missing entries stay 0.
-void parse_dim3(std::string_view s, std::int32_t out[3]) {
-  int n = 0;
-  std::size_t i = 0;
-  while (i < s.size() && n < 3) {
-    while (i < s.size() && !(s[i] >= '0' && s[i] <= '9') && s[i] != '-') ++i;
-    std::int64_t v = 0;
-    auto [p, ec] = std::from_chars(s.data() + i, s.data() + s.size(), v);
-    if (ec != std::errc()) break;
-    out[n++] = static_cast<std::int32_t>(v);
-    i = static_cast<std::size_t>(p - s.data());
-  }
-}
-
-CopyKind copy_kind_from_text(std::string_view s) {
-  // Kineto's "Memcpy HtoD (Host -> Device)", AMD's args.kind "HtoD", MTIA's "HOST_TO_DEVICE".
-  if (s.starts_with("Memcpy ")) s.remove_prefix(7);
-  static const std::pair<std::string_view, CopyKind> kinds[] = {
-      {"HtoD", CopyKind::HtoD}, {"DtoH", CopyKind::DtoH}, {"HtoA", CopyKind::HtoA}, {"AtoH", CopyKind::AtoH},
-      {"AtoA", CopyKind::AtoA}, {"AtoD", CopyKind::AtoD}, {"DtoA", CopyKind::DtoA}, {"DtoD", CopyKind::DtoD},
-      {"HtoH", CopyKind::HtoH}, {"PtoP", CopyKind::PtoP}, {"HOST_TO_DEVICE", CopyKind::HtoD},
-      {"DEVICE_TO_HOST", CopyKind::DtoH}, {"DEVICE_TO_DEVICE", CopyKind::DtoD}, {"HOST_TO_HOST", CopyKind::HtoH},
-  };
-  for (const auto& [prefix, kind] : kinds) {
-    if (s.starts_with(prefix)) return kind;
-  }
-  return CopyKind::Unknown;
-}
-
-SyncKind sync_kind_from_text(std::string_view s) {
-  if (s == "Event Sync") return SyncKind::EventSynchronize;
-  if (s == "Stream Wait Event") return SyncKind::StreamWaitEvent;
-  if (s == "Stream Sync") return SyncKind::StreamSynchronize;
-  if (s == "Context Sync") return SyncKind::ContextSynchronize;
-  return SyncKind::Unknown;
-}
-
-struct RawArg {
-  std::string_view key;
-  JsonValue value;
-};
-
-// One traceEvents element, as read.
-struct RawEvent {
-  std::string_view ph, cat, name, bp;
-  JsonValue pid, tid, ts, dur, id;
-  std::vector<RawArg> args;
-  bool args_not_object = false;
-
-  void clear() {
-    ph = cat = name = bp = {};
-    pid = tid = ts = dur = id = JsonValue{};
-    args.clear();
-    args_not_object = false;
-  }
-  const JsonValue* arg(std::string_view key) const {
-    for (const auto& a : args) {
-      if (a.key == key) return &a.value;
-    }
-    return nullptr;
-  }
-};
-
-std::optional<std::int64_t> as_int(const JsonValue& v) {
-  if (!v.present || v.type != od::json_type::number) return std::nullopt;
-  if (is_integer_text(v.text)) return parse_int(v.text);
-  auto d = parse_double(v.text);
-  if (!d || !std::isfinite(*d) || std::trunc(*d) != *d) return std::nullopt;
-  return static_cast<std::int64_t>(*d);
-}
-
-std::optional<std::int64_t> as_int(const JsonValue* v) { return v ? as_int(*v) : std::nullopt; }
-
-// A flow endpoint, paired with its other end after the pass.
-struct FlowEnd {
-  std::string_view cat;
-  std::int64_t id = 0;
-  char phase = 's';
-  std::int64_t pid = 0, tid = 0;
-  TimeNs ts = 0;
-  std::uint64_t event_number = 0;
-};
-
-struct PidTid {
-  std::int64_t pid = 0, tid = 0;
-  bool operator==(const PidTid&) const = default;
-};
-struct PidTidHash {
-  std::size_t operator()(const PidTid& k) const {
-    return std::hash<std::int64_t>{}(k.pid * 1000003 ^ k.tid);
-  }
-};
+using namespace kineto;
 
 class KinetoImporter {
  public:
@@ -283,11 +68,17 @@ class KinetoImporter {
       od::object root;
       if ((error = doc.get_object().get(root))) fail(std::string("not valid JSON (") + simdjson::error_message(error) + ")");
       for (auto field_result : root) {
+        // After a syntax error simdjson's field is unusable: stop reading the document.
         od::field field;
-        if ((error = std::move(field_result).get(field))) json_error(error, doc, saw_events);
+        if ((error = std::move(field_result).get(field))) {
+          json_error(error, doc);
+          break;
+        }
         std::string_view key;
-        if ((error = field.unescaped_key().get(key))) json_error(error, doc, saw_events);
-        if (stopped_) break;
+        if ((error = field.unescaped_key().get(key))) {
+          json_error(error, doc);
+          break;
+        }
         od::value value = field.value();
         if (key == "traceEvents") {
           od::array events;
@@ -295,8 +86,10 @@ class KinetoImporter {
           saw_events = true;
           read_events(events, doc);
           if (stopped_) break;
-        } else if (key == "deviceProperties") {
+        } else if (key == "deviceProperties" || key == "computeProperties") {
+          // computeProperties: PyTorch 1.8-1.9's name for the same list.
           read_device_properties(value, doc);
+          if (stopped_) break;
         } else {
           read_top_level_meta(key, value, doc);
         }
@@ -318,12 +111,13 @@ class KinetoImporter {
 
   // Syntax errors: before any event was read the file is not a trace; after, the events
   // read so far are kept and the rest is reported lost, as a truncated trace is still useful.
-  void json_error(simdjson::error_code error, od::document& doc, bool events_started) {
-    if (!events_started && stats_.events_read == 0) {
+  // Either way the caller stops reading: nothing after a syntax error can be trusted.
+  void json_error(simdjson::error_code error, od::document& doc) {
+    if (stats_.events_read == 0) {
       fail(std::string("not valid JSON (") + simdjson::error_message(error) + " at byte " +
            std::to_string(offset(doc)) + ")");
     }
-    stats_.note("damaged JSON: the events after it are lost", ImportSeverity::Warning,
+    stats_.note("kineto_damaged_json",
                 std::string(simdjson::error_message(error)) + " after event #" + std::to_string(stats_.events_read));
     stopped_ = true;
   }
@@ -366,22 +160,21 @@ class KinetoImporter {
     for (auto element : events) {
       od::value v;
       simdjson::error_code error = element.get(v);
-      if (error) return json_error(error, doc, true);
+      if (error) return json_error(error, doc);
       ++stats_.events_read;
       od::object obj;
       if (v.get_object().get(obj)) {
         // Skip the non-object element itself; a syntax error shows up on the next step.
-        stats_.note("traceEvents element that is not an object (ignored)", ImportSeverity::Warning,
-                    "element #" + std::to_string(stats_.events_read));
+        stats_.note("kineto_element_not_object", "element #" + std::to_string(stats_.events_read));
         continue;
       }
       event_.clear();
       bool bad_field = false;
       for (auto field_result : obj) {
         od::field field;
-        if ((error = std::move(field_result).get(field))) return json_error(error, doc, true);
+        if ((error = std::move(field_result).get(field))) return json_error(error, doc);
         std::string_view key;
-        if ((error = field.unescaped_key().get(key))) return json_error(error, doc, true);
+        if ((error = field.unescaped_key().get(key))) return json_error(error, doc);
         od::value fv = field.value();
         bool ok = true;
         if (key.size() <= 4) {
@@ -400,7 +193,7 @@ class KinetoImporter {
           else if (key == "args") ok = read_args(fv);
         }
         if (!ok) {
-          stats_.note("event field of an unexpected type (event ignored)", ImportSeverity::Warning,
+          stats_.note("kineto_field_wrong_type",
                       "field '" + std::string(key) + "' of element #" + std::to_string(stats_.events_read));
           bad_field = true;
         }
@@ -443,12 +236,11 @@ class KinetoImporter {
     if (ph == "M") return handle_metadata();
     if (ph == "s" || ph == "f" || ph == "t") return handle_flow();
     if (ph.empty()) {
-      stats_.note("event without ph (ignored)", ImportSeverity::Warning, example());
+      stats_.note("kineto_event_without_ph", example());
     } else if (ph == "i" || ph == "I") {
-      stats_.note("instant event, no dur (dropped, as HTA does)", ImportSeverity::Info, example());
+      stats_.note("kineto_instant_event", example());
     } else {
-      stats_.note("event of phase '" + std::string(ph) + "', which PyTorch profiler traces do not use (ignored)",
-                  ImportSeverity::Warning, example());
+      stats_.note("kineto_unknown_phase", "phase '" + std::string(ph.substr(0, 20)) + "' in " + example());
     }
   }
 
@@ -463,11 +255,27 @@ class KinetoImporter {
     return it->second;
   }
 
-  std::uint32_t device_index(std::int64_t ordinal) {
-    auto [it, inserted] = devices_.try_emplace(ordinal, 0);
-    if (inserted) it->second = builder_.add_device(DeviceInfo{.ordinal = ordinal});
-    return it->second;
+  std::uint32_t device_index(std::int64_t ordinal) { return devices_.device_of_events(builder_, ordinal); }
+
+  // A tid as Kineto wrote it: a number, a string of digits (PyTorch 1.8-1.10), or the GPU
+  // row's "stream 7" (then `stream` is set too).
+  static std::optional<std::int64_t> tid_of(const JsonValue& v, std::optional<std::int64_t>* stream = nullptr) {
+    if (auto tid = as_id(v)) return tid;
+    if (v.present && v.type == od::json_type::string && v.text.starts_with("stream ")) {
+      auto s = parse_int(trim(v.text.substr(7)));
+      if (stream) *stream = s;
+      return s;
+    }
+    return std::nullopt;
   }
+
+  // Memory allocation calls: ROCm starts a flow on them that no GPU event finishes.
+  static bool runs_nothing_on_gpu(std::string_view name) {
+    return (name.starts_with("hip") || name.starts_with("cuda")) &&
+           (name.find("Malloc") != std::string_view::npos || name.find("Free") != std::string_view::npos);
+  }
+
+  static bool time_in_range(TimeNs t) { return t >= -kMaxAbsTimeNs && t <= kMaxAbsTimeNs; }
 
   void remember_origin(std::int64_t pid, std::int64_t tid, TrackId track) {
     origin_.try_emplace(PidTid{pid, tid}, track);
@@ -477,47 +285,49 @@ class KinetoImporter {
 
   void handle_complete() {
     if (event_.cat.empty()) {
-      return stats_.note("event without cat (dropped, as HTA does)", ImportSeverity::Info, example());
+      return stats_.note("kineto_event_without_cat", example());
     }
     EventClass cls = classify_category(event_.cat);
     if (cls == EventClass::ProfilerSpan) {
-      return stats_.note("profiler span, cat Trace (dropped, as HTA does)", ImportSeverity::Info, example());
+      return stats_.note("kineto_profiler_span", example());
     }
+    // Which side of the file the event belongs to, so that an import that lost a whole side
+    // says so (empty_import_problem) even when every such event was dropped below.
+    if (cls == EventClass::Unknown) {
+      const bool on_gpu = event_.arg("device") != nullptr || event_.arg("stream") != nullptr ||
+                          (event_.tid.type == od::json_type::string && event_.tid.text.starts_with("stream "));
+      stats_.note("kineto_unknown_category", "category '" + std::string(event_.cat.substr(0, 80)) + "' in " + example());
+      cls = on_gpu ? EventClass::GpuAnnotation : EventClass::CpuAnnotation;
+    }
+    const bool cpu_side =
+        cls == EventClass::CpuAnnotation || cls == EventClass::RuntimeApi || cls == EventClass::DriverApi;
+    ++(cpu_side ? input_cpu_events_ : input_gpu_events_);
     if (!event_.dur.present) {
-      return stats_.note("event without dur (dropped, as HTA does)", ImportSeverity::Info, example());
+      return stats_.note("kineto_event_without_dur", example());
     }
-    if (!event_.ts.present) return stats_.note("event without ts (dropped)", ImportSeverity::Warning, example());
+    if (!event_.ts.present) return stats_.note("kineto_event_without_ts", example());
     if (event_.ts.type != od::json_type::number || event_.dur.type != od::json_type::number) {
-      return stats_.note("ts or dur that is not a number (event dropped)", ImportSeverity::Warning, example());
+      return stats_.note("kineto_time_not_a_number", example());
     }
     auto ts = parse_us_as_ns(event_.ts.text);
     auto dur = parse_us_as_ns(event_.dur.text);
-    if (!ts || !dur) return stats_.note("ts or dur out of range (event dropped)", ImportSeverity::Warning, example());
-    if (*dur < 0) return stats_.note("negative dur (event dropped)", ImportSeverity::Warning, example());
+    if (!ts || !dur || !time_in_range(*ts) || !time_in_range(*dur) || !time_in_range(*ts + *dur)) {
+      return stats_.note("kineto_time_out_of_range", example());
+    }
+    if (*dur < 0) return stats_.note("kineto_negative_dur", example());
     note_precision(event_.ts);
     note_precision(event_.dur);
     if (event_.args_not_object) {
-      stats_.note("args that is not an object (args ignored)", ImportSeverity::Warning, example());
+      stats_.note("kineto_args_not_object", example());
     }
     const TimeNs start = *ts, end = *ts + *dur;
 
-    auto pid = as_int(event_.pid);
-    std::optional<std::int64_t> tid = as_int(event_.tid);
+    // PyTorch 1.8-1.10 wrote pid and tid as strings of digits ("tid": "25738").
+    auto pid = as_id(event_.pid);
     std::optional<std::int64_t> tid_stream;
-    if (!tid && event_.tid.type == od::json_type::string && event_.tid.text.starts_with("stream ")) {
-      // The 2021 format names a GPU row "stream 7".
-      tid_stream = parse_int(trim(event_.tid.text.substr(7)));
-      tid = tid_stream;
-    }
+    std::optional<std::int64_t> tid = tid_of(event_.tid, &tid_stream);
     if (!pid || !tid) {
-      return stats_.note("event whose pid or tid is not a number (dropped)", ImportSeverity::Warning, example());
-    }
-
-    if (cls == EventClass::Unknown) {
-      const bool on_gpu = event_.arg("device") != nullptr || event_.arg("stream") != nullptr || tid_stream;
-      stats_.note("category '" + std::string(event_.cat) + "' this importer does not know (kept as annotations)",
-                  ImportSeverity::Info, example());
-      cls = on_gpu ? EventClass::GpuAnnotation : EventClass::CpuAnnotation;
+      return stats_.note("kineto_bad_pid_tid", example());
     }
 
     const StringId name = builder_.intern(event_.name);
@@ -553,6 +363,7 @@ class KinetoImporter {
       case EventClass::DriverApi: {
         TrackId track = cpu_track(*pid, *tid);
         CudaApiRecord r{.track = track, .start = start, .end = end, .name = name};
+        if (runs_nothing_on_gpu(event_.name)) flows_.note_call_without_gpu_work(*pid, *tid, start);
         r.kind = cls == EventClass::DriverApi ? ApiKind::Driver : ApiKind::Runtime;
         r.correlation = as_int(take("correlation")).value_or(kNoValue);
         r.external_id = take_external_id();
@@ -680,11 +491,16 @@ class KinetoImporter {
             break;
           }
         }
-        if (auto d = parse_double(v.text)) {
+        auto d = parse_double(v.text);
+        if (d && is_json_number(v.text)) {
           arg.type = ArgType::Double;
           arg.double_value = *d;
         } else {
-          arg.type = ArgType::Json;
+          // simdjson types a token such as 512c as a number without checking it; passed on
+          // raw it would make `export --chrome` write invalid JSON.
+          stats_.note("kineto_bad_number_token", "arg '" + std::string(a.key.substr(0, 80)) + "' = " +
+                                                     std::string(v.text.substr(0, 40)) + " in " + example());
+          arg.type = ArgType::String;
           arg.text = builder_.intern(v.text);
         }
         break;
@@ -694,7 +510,13 @@ class KinetoImporter {
         arg.text = builder_.intern(v.text);
         break;
       default:
-        arg.type = ArgType::Json;
+        if (is_valid_json_text(v.text)) {
+          arg.type = ArgType::Json;
+        } else {
+          stats_.note("kineto_bad_number_token", "arg '" + std::string(a.key.substr(0, 80)) + "' = " +
+                                                     std::string(v.text.substr(0, 40)) + " in " + example());
+          arg.type = ArgType::String;
+        }
         arg.text = builder_.intern(v.text);
         break;
     }
@@ -735,7 +557,7 @@ class KinetoImporter {
   }
 
   void handle_metadata() {
-    auto pid = as_int(event_.pid);
+    auto pid = as_id(event_.pid);
     if (!pid) return; // Kineto's "Spans"/"Traces" pseudo-processes
     const JsonValue* name = event_.arg("name");
     const JsonValue* labels = event_.arg("labels");
@@ -744,7 +566,7 @@ class KinetoImporter {
     } else if (event_.name == "process_labels" && labels && labels->type == od::json_type::string) {
       process_labels_.try_emplace(*pid, labels->text);
     } else if (event_.name == "thread_name" && name && name->type == od::json_type::string) {
-      if (auto tid = as_int(event_.tid)) thread_names_.try_emplace(PidTid{*pid, *tid}, name->text);
+      if (auto tid = tid_of(event_.tid)) thread_names_.try_emplace(PidTid{*pid, *tid}, name->text);
     }
   }
 
@@ -753,36 +575,34 @@ class KinetoImporter {
     f.cat = event_.cat;
     f.phase = event_.ph[0];
     f.event_number = stats_.events_read;
-    auto id = as_int(event_.id);
-    if (!id && event_.id.type == od::json_type::string) id = parse_int(event_.id.text);
-    auto pid = as_int(event_.pid);
-    auto tid = as_int(event_.tid);
-    auto ts = event_.ts.type == od::json_type::number ? parse_us_as_ns(event_.ts.text) : std::nullopt;
-    if (!id || !pid || !tid || !ts) {
-      return stats_.note("flow event without a numeric id, pid, tid or ts (dropped)", ImportSeverity::Warning,
-                         example());
+    auto id = as_id(event_.id);
+    if (!id && event_.id.present && event_.id.type == od::json_type::string && !event_.id.text.empty()) {
+      // An id that is a string but not a number: both ends carry the same text.
+      id = flows_.id_of_text(event_.id.text);
     }
-    if (f.phase == 't') {
-      return stats_.note("flow step event, ph t (ignored: flows are kept as start to finish)",
-                         ImportSeverity::Info, example());
-    }
+    auto pid = as_id(event_.pid);
+    auto tid = tid_of(event_.tid);
+    std::optional<TimeNs> ts;
+    if (event_.ts.type == od::json_type::number) ts = parse_us_as_ns(event_.ts.text);
+    if (!id || !pid || !tid || !ts || !time_in_range(*ts)) return stats_.note("kineto_flow_without_id", example());
+    if (f.phase == 't') return stats_.note("kineto_flow_step", example());
     f.id = *id;
     f.pid = *pid;
     f.tid = *tid;
     f.ts = *ts;
-    flows_.push_back(f);
+    flows_.add(f);
   }
 
   void read_device_properties(od::value& value, od::document& doc) {
     od::array devices;
     if (value.get_array().get(devices)) {
-      stats_.note("deviceProperties that is not an array (ignored)", ImportSeverity::Warning, "");
+      stats_.note("kineto_device_properties_not_array");
       return;
     }
     for (auto element : devices) {
       od::object obj;
       if (element.get_object().get(obj)) {
-        stats_.note("deviceProperties entry that is not an object (ignored)", ImportSeverity::Warning, "");
+        stats_.note("kineto_device_properties_entry_not_object");
         continue;
       }
       std::optional<std::int64_t> id;
@@ -790,35 +610,33 @@ class KinetoImporter {
       std::int64_t memory_clock_khz = 0, bus_width = 0;
       for (auto field_result : obj) {
         od::field field;
-        if (auto error = std::move(field_result).get(field)) return json_error(error, doc, false);
+        if (auto error = std::move(field_result).get(field)) return json_error(error, doc);
         std::string_view key;
         if (field.unescaped_key().get(key)) continue;
         od::value fv = field.value();
         JsonValue v;
         if (!read_value(fv, v)) continue;
         auto number = as_int(v);
-        if (key == "id") id = number;
+        // computeProperties (PyTorch 1.8-1.9) says major, minor and multiProcessorCount.
+        if (key == "id") id = as_id(v);
         else if (key == "name" && v.type == od::json_type::string) d.name = std::string(v.text);
-        else if (key == "numSms" && number) d.sm_count = *number;
+        else if ((key == "numSms" || key == "multiProcessorCount") && number) d.sm_count = *number;
         else if (key == "totalGlobalMem" && number) d.global_memory_bytes = *number;
-        else if (key == "computeMajor" && number) d.compute_capability_major = *number;
-        else if (key == "computeMinor" && number) d.compute_capability_minor = *number;
+        else if ((key == "computeMajor" || key == "major") && number) d.compute_capability_major = *number;
+        else if ((key == "computeMinor" || key == "minor") && number) d.compute_capability_minor = *number;
         else if (key == "clockRate" && number) d.core_clock_khz = *number;
         else if (key == "memoryClockRate" && number) memory_clock_khz = *number;
         else if (key == "memoryBusWidth" && number) bus_width = *number;
       }
       if (!id) {
-        stats_.note("deviceProperties entry without an id (ignored)", ImportSeverity::Warning, d.name);
+        stats_.note("kineto_device_properties_without_id", d.name);
         continue;
       }
       d.memory_clock_khz = memory_clock_khz;
       d.memory_bus_width_bits = bus_width;
       // DDR: two transfers per clock.
       d.memory_bandwidth_bytes_per_s = memory_clock_khz * 1000 * 2 * (bus_width / 8);
-      DeviceInfo& target = builder_.device(device_index(*id));
-      d.ordinal = *id;
-      d.process = target.process;
-      target = d;
+      devices_.add_properties(*id, d);
     }
   }
 
@@ -832,7 +650,7 @@ class KinetoImporter {
   }
 
   void finish() {
-    pair_flows();
+    flows_.pair(builder_, stats_, origin_);
     builder_.set_call_targets(std::move(call_targets_));
 
     // Names known only now. GPU rows carry Kineto's "stream 7 " names; keep them trimmed.
@@ -845,9 +663,15 @@ class KinetoImporter {
       if (origin.pid == kNoValue) continue;
       auto it = thread_names_.find(origin);
       if (it != thread_names_.end()) builder_.track(t).name = std::string(trim(it->second));
+      // Kineto files context-wide syncs under the pseudo-stream 2^32 - 1: say what it is.
+      TrackInfo& track = builder_.track(t);
+      if (track.kind == TrackKind::GpuStream && track.stream == kContextWideStream) {
+        track.name = "context-wide sync (all streams)";
+      }
     }
+    devices_.resolve(builder_, stats_);
     const std::uint32_t only_process = processes_.size() == 1 ? processes_.begin()->second : kNoIndex;
-    for (auto& [ordinal, index] : devices_) {
+    for (auto& [ordinal, index] : devices_.used()) {
       DeviceInfo& d = builder_.device(index);
       if (d.process == kNoIndex) d.process = only_process;
       if (d.name.empty()) {
@@ -869,58 +693,12 @@ class KinetoImporter {
       }
     }
     builder_.set_meta("import_events_read", std::to_string(stats_.events_read));
-    if (!stats_.issues.empty()) builder_.set_meta("import_warnings", stats_.summary());
-  }
-
-  void pair_flows() {
-    // Pair by (cat, id); several of one id (Kineto reuses fwdbwd ids across steps) pair in time order.
-    std::stable_sort(flows_.begin(), flows_.end(), [](const FlowEnd& a, const FlowEnd& b) {
-      if (a.cat != b.cat) return a.cat < b.cat;
-      if (a.id != b.id) return a.id < b.id;
-      return a.ts < b.ts;
-    });
-    std::size_t i = 0;
-    while (i < flows_.size()) {
-      std::size_t j = i;
-      while (j < flows_.size() && flows_[j].cat == flows_[i].cat && flows_[j].id == flows_[i].id) ++j;
-      std::vector<const FlowEnd*> starts, finishes;
-      for (std::size_t k = i; k < j; ++k) (flows_[k].phase == 's' ? starts : finishes).push_back(&flows_[k]);
-      const std::size_t pairs = std::min(starts.size(), finishes.size());
-      for (std::size_t k = 0; k < pairs; ++k) add_flow(*starts[k], *finishes[k]);
-      for (std::size_t k = pairs; k < starts.size(); ++k) {
-        stats_.note("flow start without a finish (dropped)", ImportSeverity::Warning, flow_example(*starts[k]));
-      }
-      for (std::size_t k = pairs; k < finishes.size(); ++k) {
-        // Kineto writes an ac2g finish on the CPU thread of runtime calls that launched nothing.
-        const bool runtime_artifact = finishes[k]->cat == "ac2g" && !origin_is_gpu(*finishes[k]);
-        stats_.note(runtime_artifact ? "ac2g flow finish without a start, on a CPU thread (Kineto marks runtime "
-                                       "calls that launched nothing this way; dropped)"
-                                     : "flow finish without a start (dropped)",
-                    runtime_artifact ? ImportSeverity::Info : ImportSeverity::Warning, flow_example(*finishes[k]));
-      }
-      i = j;
+    builder_.set_meta("import_input_cpu_events", std::to_string(input_cpu_events_));
+    builder_.set_meta("import_input_gpu_events", std::to_string(input_gpu_events_));
+    if (!stats_.issues.empty()) {
+      builder_.set_meta("import_warnings", stats_.summary());
+      builder_.set_meta("import_issues", stats_.to_meta());
     }
-  }
-
-  bool origin_is_gpu(const FlowEnd& f) const {
-    auto it = origin_.find(PidTid{f.pid, f.tid});
-    return it != origin_.end() && builder_.tracks()[it->second].kind == TrackKind::GpuStream;
-  }
-
-  std::string flow_example(const FlowEnd& f) const {
-    return "event #" + std::to_string(f.event_number) + ", " + std::string(f.cat) + " id " + std::to_string(f.id);
-  }
-
-  void add_flow(const FlowEnd& from, const FlowEnd& to) {
-    auto a = origin_.find(PidTid{from.pid, from.tid});
-    auto b = origin_.find(PidTid{to.pid, to.tid});
-    if (a == origin_.end() || b == origin_.end()) {
-      stats_.note("flow to or from a thread with no events (dropped)", ImportSeverity::Warning, flow_example(from));
-      return;
-    }
-    builder_.add(FlowRecord{.kind = builder_.intern(from.cat), .from_track = a->second, .from_time = from.ts,
-                            .to_track = b->second, .to_time = to.ts, .id = from.id});
-    ++stats_.events_kept;
   }
 
   const std::filesystem::path& path_;
@@ -936,10 +714,11 @@ class KinetoImporter {
   JsonValue name_value_;
   std::vector<bool> consumed_;
   bool ns_precision_ = false;
+  std::int64_t input_cpu_events_ = 0, input_gpu_events_ = 0; // complete events by side, kept or not
   std::string distributed_info_;
 
   std::unordered_map<std::int64_t, std::uint32_t> processes_;
-  std::map<std::int64_t, std::uint32_t> devices_;
+  DeviceTable devices_;
   std::unordered_map<PidTid, TrackId, PidTidHash> origin_; // Kineto's (pid, tid) → our track
   std::vector<PidTid> track_origin_;                       // our track → its first (pid, tid)
   PidTid last_cpu_{kNoValue, kNoValue};
@@ -947,7 +726,7 @@ class KinetoImporter {
 
   std::unordered_map<std::int64_t, std::string_view> process_names_, process_labels_;
   std::unordered_map<PidTid, std::string_view, PidTidHash> thread_names_;
-  std::vector<FlowEnd> flows_;
+  FlowTable flows_;
   std::vector<CallTarget> call_targets_; // from GPU sync records, for their calls
 };
 

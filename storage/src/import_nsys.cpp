@@ -51,7 +51,10 @@ class NsysImporter {
       fail("an Nsight Systems export without CUDA or NVTX tables: the report traced neither");
     }
     if (progress_) progress_(ImportProgress{stats_.bytes, stats_.bytes});
-    if (!stats_.issues.empty()) builder_.set_meta("import_warnings", stats_.summary());
+    if (!stats_.issues.empty()) {
+      builder_.set_meta("import_warnings", stats_.summary());
+      builder_.set_meta("import_issues", stats_.to_meta());
+    }
     builder_.set_meta("import_events_read", std::to_string(stats_.events_read));
     builder_.set_meta("complete", "1");
     return std::move(builder_).build();
@@ -117,8 +120,7 @@ class NsysImporter {
   StringId string_id(std::int64_t id) {
     auto it = strings_.find(id);
     if (it != strings_.end()) return it->second;
-    stats_.note("a row names a string id that StringIds lacks (name left empty)", ImportSeverity::Warning,
-                "string id " + std::to_string(id));
+    stats_.note("nsys_missing_string_id", "string id " + std::to_string(id));
     return 0;
   }
 
@@ -145,7 +147,10 @@ class NsysImporter {
   }
 
   TrackId stream_track(std::int64_t device, std::int64_t stream) {
-    return builder_.stream_track(device_index(device), stream, "stream " + std::to_string(stream));
+    // A context synchronize waits for every stream; nsys files it under stream 2^32 - 1.
+    return builder_.stream_track(device_index(device), stream,
+                                 stream == kContextWideStream ? std::string("context-wide sync (all streams)")
+                                                              : "stream " + std::to_string(stream));
   }
 
   void read_processes() {
@@ -189,13 +194,12 @@ class NsysImporter {
   bool check_times(std::int64_t start, std::int64_t end, const char* table) {
     ++stats_.events_read;
     if (start == kNoValue || end == kNoValue) {
-      stats_.note(std::string(table) + " row without start or end (dropped)", ImportSeverity::Warning,
-                  "start " + std::to_string(start));
+      stats_.note("nsys_row_without_time", std::string(table) + " row, start " + std::to_string(start));
       return false;
     }
     if (end < start) {
-      stats_.note(std::string(table) + " row that ends before it starts (dropped)", ImportSeverity::Warning,
-                  "start " + std::to_string(start) + ", end " + std::to_string(end));
+      stats_.note("nsys_row_ends_before_start",
+                  std::string(table) + " row, start " + std::to_string(start) + ", end " + std::to_string(end));
       return false;
     }
     return true;
@@ -344,20 +348,20 @@ class NsysImporter {
       if (type == kDomainCreate) return;
       ++stats_.events_read;
       if (type == kMark) {
-        stats_.note("NVTX mark (an instant, not a range; dropped)", ImportSeverity::Info, text(s, 3));
+        stats_.note("nsys_nvtx_mark", text(s, 3));
         return;
       }
       if (type != kPushPop && type != kStartEnd) {
-        stats_.note("NVTX event of type " + std::to_string(type) + " (not a range; dropped)", ImportSeverity::Info, "");
+        stats_.note("nsys_nvtx_other_type", "eventType " + std::to_string(type));
         return;
       }
       const std::int64_t start = opt(s, 0), end = opt(s, 1);
       if (end == kNoValue) {
-        stats_.note("NVTX range that never ended (dropped)", ImportSeverity::Warning, text(s, 3));
+        stats_.note("nsys_nvtx_range_never_ended", text(s, 3));
         return;
       }
       if (start == kNoValue || end < start) {
-        stats_.note("NVTX range that ends before it starts (dropped)", ImportSeverity::Warning, text(s, 3));
+        stats_.note("nsys_nvtx_range_ends_before_start", text(s, 3));
         return;
       }
       AnnotationRecord a{.track = thread_track(sqlite3_column_int64(s, 5)), .start = start, .end = end};

@@ -25,19 +25,30 @@ std::string_view to_string(TraceFormat f) {
   return "unknown";
 }
 
-void ImportStats::note(const std::string& what, ImportSeverity severity, const std::string& example) {
-  auto [it, inserted] = issues.try_emplace(what);
-  if (inserted) {
-    it->second.severity = severity;
-    it->second.example = example;
+void ImportStats::note(std::string_view id, std::string example) {
+  auto it = issues.find(id);
+  if (it == issues.end()) {
+    const ImportIssueKind& kind = import_issue_kind(id);
+    it = issues.emplace(std::string(id), ImportIssue{.severity = kind.severity, .effect = kind.effect,
+                                                     .message = kind.message, .count = 0,
+                                                     .example = std::move(example)})
+             .first;
   }
   ++it->second.count;
 }
 
 std::int64_t ImportStats::warning_count() const {
   std::int64_t n = 0;
-  for (const auto& [what, issue] : issues) {
+  for (const auto& [id, issue] : issues) {
     if (issue.severity == ImportSeverity::Warning) n += issue.count;
+  }
+  return n;
+}
+
+std::int64_t ImportStats::events_dropped() const {
+  std::int64_t n = 0;
+  for (const auto& [id, issue] : issues) {
+    if (issue.effect == ImportEffect::Dropped) n += issue.count;
   }
   return n;
 }
@@ -45,13 +56,22 @@ std::int64_t ImportStats::warning_count() const {
 std::string ImportStats::summary() const {
   std::string out;
   for (auto severity : {ImportSeverity::Warning, ImportSeverity::Info}) {
-    for (const auto& [what, issue] : issues) {
+    for (const auto& [id, issue] : issues) {
       if (issue.severity != severity) continue;
       if (!out.empty()) out += '\n';
-      out += severity == ImportSeverity::Warning ? "warning: " : "info: ";
-      out += std::to_string(issue.count) + " x " + what;
+      out += std::string(to_string(severity)) + ": " + std::to_string(issue.count) + " x " + std::string(issue.message) +
+             " [" + id + "]";
       if (!issue.example.empty()) out += "; e.g. " + issue.example;
     }
+  }
+  return out;
+}
+
+std::string ImportStats::to_meta() const {
+  std::string out;
+  for (const auto& [id, issue] : issues) {
+    out += id + '\t' + std::to_string(issue.count) + '\t' + std::string(to_string(issue.severity)) + '\t' +
+           std::string(to_string(issue.effect)) + '\n';
   }
   return out;
 }

@@ -16,11 +16,32 @@ TraceSummary summarize(const Trace& trace, std::size_t top_kernels) {
   s.tracer_writer_cpu_ns = trace.tracer_writer_cpu_ns();
   s.schema_version = trace.meta_value("schema_version");
   s.dreamscope_version = trace.meta_value("dreamscope_version");
-  s.complete = trace.complete();
+  s.closed_cleanly = trace.complete();
   s.dropped_events = trace.dropped_events();
+  {
+    const std::string read = trace.meta_value("import_events_read");
+    std::from_chars(read.data(), read.data() + read.size(), s.import_events_read);
+  }
+  s.import_issues = parse_import_issues(trace.meta_value("import_issues"));
+  std::stable_sort(s.import_issues.begin(), s.import_issues.end(),
+                   [](const auto& a, const auto& b) { return a.count > b.count; });
+  for (const auto& issue : s.import_issues) {
+    if (issue.effect == ImportEffect::Dropped) s.import_events_dropped += issue.count;
+  }
+  s.complete = s.closed_cleanly && s.import_events_dropped == 0;
   s.warnings = trace.meta_value("warnings");
   // An imported trace's issues, one line per kind in meta.import_warnings, summed up here.
-  if (const std::string imported = trace.meta_value("import_warnings"); !imported.empty()) {
+  if (!s.import_issues.empty()) {
+    std::int64_t warnings = 0, on_purpose = 0;
+    for (const auto& issue : s.import_issues) {
+      if (issue.severity == ImportSeverity::Warning) warnings += issue.count;
+      else if (issue.effect == ImportEffect::Dropped) on_purpose += issue.count;
+    }
+    if (!s.warnings.empty()) s.warnings += "; ";
+    s.warnings += "import: " + std::to_string(warnings) + " warnings, " + std::to_string(on_purpose) +
+                  " events dropped as the peer tools do (meta import_warnings lists them)";
+  } else if (const std::string imported = trace.meta_value("import_warnings"); !imported.empty()) {
+    // Imported by a version without meta.import_issues: sum the prose lines.
     std::int64_t warnings = 0, notes = 0;
     std::size_t pos = 0;
     while (pos < imported.size()) {
@@ -69,12 +90,26 @@ TraceSummary summarize(const Trace& trace, std::size_t top_kernels) {
       s.streams.push_back(std::move(ss));
     }
   }
+  if (trace.source() == TraceSource::Kineto || trace.source() == TraceSource::Nsys) {
+    // Nsight Systems exports name every process on the machine; most ran nothing traced.
+    std::vector<ProcessSummary> busy;
+    for (auto& p : s.processes) {
+      std::size_t events = 0;
+      for (const auto& t : p.threads) events += t.events;
+      if (events > 0) busy.push_back(std::move(p));
+      else ++s.processes_without_events;
+    }
+    s.processes = std::move(busy);
+  }
   if (!unknown_process.threads.empty()) {
     unknown_process.pid = kNoValue;
     unknown_process.name = "(unknown process)";
     s.processes.push_back(std::move(unknown_process));
   }
   s.devices = trace.devices();
+  // Kineto lists the GPUs the events ran on first; people read them in ordinal order.
+  std::stable_sort(s.devices.begin(), s.devices.end(),
+                   [](const DeviceInfo& a, const DeviceInfo& b) { return a.ordinal < b.ordinal; });
 
   const auto& api = trace.cuda_api();
   for (std::size_t i = 0; i < api.size(); ++i) {
@@ -111,6 +146,59 @@ TraceSummary summarize(const Trace& trace, std::size_t top_kernels) {
     s.top_kernels.push_back(std::move(k));
   }
   return s;
+}
+
+namespace {
+
+// "1540 x kineto_bad_pid_tid, 3 x kineto_instant_event": the reasons events were dropped.
+std::string drop_reasons(const std::vector<RecordedImportIssue>& issues) {
+  std::string out;
+  std::size_t shown = 0;
+  for (const auto& issue : issues) {
+    if (issue.effect != ImportEffect::Dropped && issue.effect != ImportEffect::Lost) continue;
+    if (shown++ == 3) {
+      out += ", ...";
+      break;
+    }
+    if (!out.empty()) out += ", ";
+    out += std::to_string(issue.count) + " x " + issue.id;
+  }
+  return out;
+}
+
+std::int64_t meta_int(const Trace& trace, const char* key) {
+  const std::string v = trace.meta_value(key);
+  std::int64_t n = -1;
+  if (v.empty() || std::from_chars(v.data(), v.data() + v.size(), n).ec != std::errc()) return -1;
+  return n;
+}
+
+} // namespace
+
+std::string empty_import_problem(const Trace& trace) {
+  const std::int64_t read = meta_int(trace, "import_events_read");
+  if (read < 0) return {}; // not imported: a dreamscope recording says what it holds itself
+  std::size_t cpu_kept = trace.cuda_api().size(), gpu_kept = trace.gpu_ops().size();
+  const auto& a = trace.annotations();
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    (trace.tracks()[a.track[i]].kind == TrackKind::GpuStream ? gpu_kept : cpu_kept)++;
+  }
+  std::vector<RecordedImportIssue> issues = parse_import_issues(trace.meta_value("import_issues"));
+  std::stable_sort(issues.begin(), issues.end(), [](const auto& x, const auto& y) { return x.count > y.count; });
+  const std::string why = drop_reasons(issues);
+  const std::string because = why.empty() ? "" : " (" + why + ")";
+  if (cpu_kept + gpu_kept == 0) {
+    return "the import kept none of the " + std::to_string(read) + " events in the file" + because;
+  }
+  const std::int64_t cpu_in = meta_int(trace, "import_input_cpu_events");
+  const std::int64_t gpu_in = meta_int(trace, "import_input_gpu_events");
+  if (cpu_in > 0 && cpu_kept == 0) {
+    return "the import kept none of the " + std::to_string(cpu_in) + " CPU-side events in the file" + because;
+  }
+  if (gpu_in > 0 && gpu_kept == 0) {
+    return "the import kept none of the " + std::to_string(gpu_in) + " GPU-side events in the file" + because;
+  }
+  return {};
 }
 
 } // namespace dreamscope

@@ -6,7 +6,10 @@
 
 #include <dreamscope/trace_file.h>
 
+#include <fstream>
 #include <regex>
+#include <sstream>
+#include <vector>
 
 namespace dreamscope::test {
 namespace {
@@ -36,7 +39,10 @@ TEST(ImportCli, QuietPrintsOnlyWarnings) {
   auto r = run_command(dreamscope_bin() + " import -q " + kineto("triton_example/triton_example.json.gz").string() +
                        " -o " + (dir / "t.db").string());
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_EQ(r.out, "  warning: 1 x flow start without a finish (dropped); e.g. event #10, ac2g id 39\n");
+  // The line names the issue by its stable id (import_issues.h) beside the message.
+  EXPECT_EQ(r.out,
+            "  warning: 1 x flow start without a finish (dropped) [kineto_flow_start_without_finish]; e.g. event #10, "
+            "ac2g id 39\n");
 }
 
 TEST(ImportCli, InfoAndExportReadEveryFormatDirectly) {
@@ -64,6 +70,63 @@ TEST(ImportCli, BadInputGetsOneLineNamingTheFile) {
   r = run_command(dreamscope_bin() + " import " + db.string() + " -o " + (dir / "y.db").string());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out, "dreamscope import: " + db.string() + ": already a dreamscope trace; nothing to import\n");
+}
+
+TEST(ImportCli, EveryCommandRefusesAnImportThatKeptNothingUnlessAllowed) {
+  TempDir dir;
+  // PyTorch 1.8-1.10 ids are numeric strings and import; these are not numbers at all.
+  auto p = dir.write("nothing.json", R"json({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "a", "pid": "main", "tid": "x", "ts": 1, "dur": 2}]})json");
+  const std::string expected = p.string() +
+                               ": the import kept none of the 1 events in the file (1 x kineto_bad_pid_tid); nothing "
+                               "to analyze (--allow-empty goes on anyway)\n";
+  const std::vector<std::string> commands = {"info", "analyze", "replay", "whatif -s amp",
+                                             "export --chrome " + (dir / "x.json").string(),
+                                             "import -o " + (dir / "x.db").string()};
+  for (const std::string& cmd : commands) {
+    SCOPED_TRACE(cmd);
+    auto r = run_command(dreamscope_bin() + " " + cmd + " " + p.string());
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    const std::string name = cmd.substr(0, cmd.find(' '));
+    EXPECT_EQ(r.out, "dreamscope " + name + ": " + expected);
+  }
+  auto r = run_command(dreamscope_bin() + " info --allow-empty " + p.string());
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("complete          no: 1 of 1 events in the file dropped on import (1 x kineto_bad_pid_tid)"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(ImportCli, FuzzReproducersEndWithOneLineOrACorrectResult) {
+  const std::filesystem::path fuzz = std::filesystem::path(DREAMSCOPE_SHARED_DATA_DIR) / "fuzz";
+  for (const char* name : {"kineto_missing_comma_after_traceEvents.json", "gz_truncated.json.gz",
+                           "gz_isize_ffffffff.json.gz"}) {
+    SCOPED_TRACE(name);
+    auto r = run_command(dreamscope_bin() + " info " + (fuzz / name).string());
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_TRUE(r.out.starts_with("dreamscope info: " + (fuzz / name).string() + ": ")) << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  }
+  auto r = run_command(dreamscope_bin() + " info " + (fuzz / "kineto_time_span_overflow.json").string());
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("time span         1.000 us"), std::string::npos) << r.out;
+  TempDir dir;
+  r = run_command(dreamscope_bin() + " export " + (fuzz / "kineto_bad_number_token_export.json").string() +
+                  " --chrome " + (dir / "t.json").string());
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  std::ifstream f(dir / "t.json");
+  std::stringstream text;
+  text << f.rdbuf();
+  EXPECT_NE(text.str().find(R"("n":"512c")"), std::string::npos) << text.str();
+}
+
+TEST(ImportCli, InfoListsOnlyProcessesWithEventsAndNamesTheContextWideStream) {
+  const auto nsys = std::filesystem::path(DREAMSCOPE_SHARED_DATA_DIR) / "wild" / "nvfuser-h200-nvtx" / "report1.sqlite";
+  auto r = run_command(dreamscope_bin() + " info " + nsys.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("processes (2; 109 more without events, not listed)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("stream all    context-wide sync (all streams)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("4294967295   "), std::string::npos) << r.out;
 }
 
 } // namespace

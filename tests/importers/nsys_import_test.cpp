@@ -95,8 +95,8 @@ TEST(NsysImport, EveryRowWithItsValues) {
                         "fetch dreamscope tid 4250 [2900, 3300) depth 0 payload 17",
                     }));
   EXPECT_EQ(t.tracks()[t.cuda_api().track[0]].name, "pt_main_thread");
-  EXPECT_EQ(stats.issues.at("NVTX range that never ended (dropped)").count, 1);
-  EXPECT_EQ(stats.issues.at("NVTX mark (an instant, not a range; dropped)").count, 1);
+  EXPECT_EQ(stats.issues.at("nsys_nvtx_range_never_ended").count, 1);
+  EXPECT_EQ(stats.issues.at("nsys_nvtx_mark").count, 1);
   EXPECT_EQ(stats.events_kept, 13u);
 }
 

@@ -4,11 +4,13 @@
 // - Nsight Systems SQLite export (`nsys export --type sqlite`).
 // `load_trace()` opens any of these or a dreamscope trace.db, picking by content, so every
 // command accepts them directly. Malformed input that leaves the rest usable is counted in
-// `ImportStats` (as Perfetto's stats table does) and stored in meta.import_warnings;
+// `ImportStats` under a stable id (import_issues.h, as Perfetto's stats table keys them) and
+// stored in meta.import_warnings (for people) and meta.import_issues (id, count, effect);
 // input that cannot be used throws TraceError naming the file and the problem.
 // The mapping from each format to the Trace is documented in docs/importers.md.
 #pragma once
 
+#include "dreamscope/import_issues.h"
 #include "dreamscope/trace.h"
 
 #include <cstdint>
@@ -24,13 +26,11 @@ namespace dreamscope {
 enum class TraceFormat { DreamscopeDb, KinetoJson, NsysSqlite, DreamscopeLog, Unknown };
 std::string_view to_string(TraceFormat f);
 
-// Info: input dropped on purpose, as the peer tools do (HTA drops events without dur);
-// Warning: input that was malformed, or that the importer could not place.
-enum class ImportSeverity : std::uint8_t { Info = 0, Warning = 1 };
-
-// A kind of problem, how often it happened, and one example of it.
+// A kind of problem (its row of import_issues.h), how often it happened, and one example.
 struct ImportIssue {
   ImportSeverity severity = ImportSeverity::Warning;
+  ImportEffect effect = ImportEffect::Dropped;
+  std::string_view message;
   std::int64_t count = 0;
   std::string example;
 };
@@ -40,13 +40,18 @@ struct ImportStats {
   std::uint64_t events_read = 0;  // events in the input (Kineto: traceEvents elements; nsys: rows)
   std::uint64_t events_kept = 0;  // events that became rows of the Trace (event tables and flows)
   double seconds = 0;
-  std::map<std::string, ImportIssue> issues; // key: what was wrong, e.g. "event without dur"
+  std::map<std::string, ImportIssue, std::less<>> issues; // key: the stable id, e.g. "kineto_event_without_dur"
 
-  // Counts one occurrence; the first example is kept.
-  void note(const std::string& what, ImportSeverity severity, const std::string& example);
+  // Counts one occurrence of the issue `id` (a row of import_issues.h); the first example is kept.
+  void note(std::string_view id, std::string example = {});
   std::int64_t warning_count() const;
-  // One line per issue, warnings first: "12 x event without cat (dropped, as HTA does); e.g. ...".
+  // Events of the input that are not in the trace (issues whose effect is Dropped).
+  std::int64_t events_dropped() const;
+  // One line per issue, warnings first:
+  // "info: 12 x event without cat (dropped, as HTA does) [kineto_event_without_cat]; e.g. ...".
   std::string summary() const;
+  // One line per issue for meta.import_issues: "id<TAB>count<TAB>severity<TAB>effect".
+  std::string to_meta() const;
 };
 
 struct ImportProgress {

@@ -3,6 +3,7 @@
 // the top kernels, and whether it is complete.
 #pragma once
 
+#include "dreamscope/import_issues.h"
 #include "dreamscope/trace.h"
 
 #include <cstdint>
@@ -57,11 +58,20 @@ struct TraceSummary {
   std::int64_t tracer_writer_cpu_ns = kNoValue;
   std::string schema_version;
   std::string dreamscope_version;
+  // False when the tracer did not close the trace cleanly, and for an imported trace that
+  // lost events on import (import_events_dropped says how many, import_issues why).
   bool complete = false;
+  bool closed_cleanly = false; // the recording itself was complete (meta complete)
   std::int64_t dropped_events = 0;
+  std::int64_t import_events_read = 0;    // imported traces: events in the input file
+  std::int64_t import_events_dropped = 0; // of those, events that are not in the trace
+  std::vector<RecordedImportIssue> import_issues; // by stable id, most frequent first
   std::string warnings;
   TimeNs begin = 0, end = 0;
+  // Processes with events on their threads; an imported trace's others (Nsight Systems
+  // lists every process its system sampler saw) are only counted.
   std::vector<ProcessSummary> processes;
+  std::size_t processes_without_events = 0;
   std::vector<DeviceInfo> devices;
   std::vector<StreamSummary> streams;
   EventCounts counts;
@@ -69,5 +79,10 @@ struct TraceSummary {
 };
 
 TraceSummary summarize(const Trace& trace, std::size_t top_kernels = 5);
+
+// Why an imported trace is not fit to analyze: it kept none of its events, or none of the
+// CPU or of the GPU events the file holds. One line with the counts and the main reasons;
+// empty when the trace is usable or was not imported.
+std::string empty_import_problem(const Trace& trace);
 
 } // namespace dreamscope

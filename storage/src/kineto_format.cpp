@@ -1,0 +1,217 @@
+#include "kineto_format.h"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+namespace dreamscope::kineto {
+
+EventClass classify_category(std::string_view cat) {
+  static const std::pair<std::string_view, EventClass> known[] = {
+      {"cpu_op", EventClass::CpuAnnotation},        {"user_annotation", EventClass::CpuAnnotation},
+      {"python_function", EventClass::CpuAnnotation}, {"Operator", EventClass::CpuAnnotation},
+      {"DataLoader", EventClass::CpuAnnotation},    {"Python", EventClass::CpuAnnotation},
+      {"cuda_runtime", EventClass::RuntimeApi},     {"Runtime", EventClass::RuntimeApi},
+      {"mtia_runtime", EventClass::RuntimeApi},     {"cuda_driver", EventClass::DriverApi},
+      {"kernel", EventClass::GpuKernel},            {"Kernel", EventClass::GpuKernel},
+      {"mtia_ccp_events", EventClass::GpuKernel},   {"gpu_memcpy", EventClass::GpuMemcpy},
+      {"Memcpy", EventClass::GpuMemcpy},            {"gpu_memset", EventClass::GpuMemset},
+      {"Memset", EventClass::GpuMemset},            {"cuda_sync", EventClass::GpuSync},
+      {"gpu_user_annotation", EventClass::GpuAnnotation},
+      {"cuda_profiler_range", EventClass::GpuAnnotation},
+      {"Trace", EventClass::ProfilerSpan},
+  };
+  for (const auto& [name, cls] : known) {
+    if (cat == name) return cls;
+  }
+  if (cat.ends_with("_runtime")) return EventClass::RuntimeApi; // hip_runtime, xpu_runtime, ...
+  if (cat.ends_with("_driver")) return EventClass::DriverApi;
+  return EventClass::Unknown;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+bool is_integer_text(std::string_view s) {
+  return s.find_first_of(".eE") == std::string_view::npos;
+}
+
+std::optional<std::int64_t> parse_int(std::string_view s) {
+  std::int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<double> parse_double(std::string_view s) {
+  double v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// A JSON number of microseconds as exact nanoseconds: the decimal text is scaled by 1000
+// as digits, so "1234.567" is 1234567 ns, not the 1234566.99... a double would give.
+// Digits past the nanosecond are rounded half away from zero.
+std::optional<TimeNs> parse_us_as_ns(std::string_view s) {
+  bool negative = false;
+  std::size_t i = 0;
+  if (i < s.size() && s[i] == '-') {
+    negative = true;
+    ++i;
+  }
+  unsigned __int128 digits = 0;
+  int digit_count = 0;
+  int exponent = 3; // µs → ns
+  bool any = false, point = false;
+  for (; i < s.size(); ++i) {
+    char c = s[i];
+    if (c >= '0' && c <= '9') {
+      any = true;
+      if (digit_count < 30) {
+        digits = digits * 10 + static_cast<unsigned>(c - '0');
+        if (digits != 0) ++digit_count;
+        if (point) --exponent;
+      } else if (!point) {
+        ++exponent; // beyond 30 significant digits the value overflows anyway
+      }
+    } else if (c == '.' && !point) {
+      point = true;
+    } else if (c == 'e' || c == 'E') {
+      auto e = parse_int(s.substr(i + 1 + (i + 1 < s.size() && s[i + 1] == '+')));
+      if (!e || *e > 40 || *e < -40) return std::nullopt;
+      exponent += static_cast<int>(*e);
+      i = s.size();
+      break;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!any) return std::nullopt;
+  for (; exponent > 0; --exponent) {
+    digits *= 10;
+    if (digits > static_cast<unsigned __int128>(std::numeric_limits<std::int64_t>::max())) return std::nullopt;
+  }
+  if (exponent < 0) {
+    unsigned __int128 divisor = 1;
+    for (; exponent < 0; ++exponent) {
+      divisor *= 10;
+      if (divisor > static_cast<unsigned __int128>(1) << 100) return std::nullopt;
+    }
+    digits = (digits + divisor / 2) / divisor;
+  }
+  if (digits > static_cast<unsigned __int128>(std::numeric_limits<std::int64_t>::max())) return std::nullopt;
+  auto v = static_cast<std::int64_t>(digits);
+  return negative ? -v : v;
+}
+
+// "[512, 1, 1]" → {512, 1, 1}; missing entries stay 0.
+void parse_dim3(std::string_view s, std::int32_t out[3]) {
+  int n = 0;
+  std::size_t i = 0;
+  while (i < s.size() && n < 3) {
+    while (i < s.size() && !(s[i] >= '0' && s[i] <= '9') && s[i] != '-') ++i;
+    std::int64_t v = 0;
+    auto [p, ec] = std::from_chars(s.data() + i, s.data() + s.size(), v);
+    if (ec != std::errc()) break;
+    out[n++] = static_cast<std::int32_t>(v);
+    i = static_cast<std::size_t>(p - s.data());
+  }
+}
+
+bool is_json_number(std::string_view s) {
+  std::size_t i = 0;
+  auto digits = [&] {
+    const std::size_t from = i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+    return i > from;
+  };
+  if (i < s.size() && s[i] == '-') ++i;
+  if (i < s.size() && s[i] == '0') {
+    ++i;
+  } else if (!digits()) {
+    return false;
+  }
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    if (!digits()) return false;
+  }
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    if (!digits()) return false;
+  }
+  return i == s.size();
+}
+
+bool is_valid_json_text(std::string_view s) {
+  std::vector<char> open;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const char c = s[i];
+    if (c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == ',' || c == ':') {
+      ++i;
+    } else if (c == '[' || c == '{') {
+      open.push_back(c == '[' ? ']' : '}');
+      ++i;
+    } else if (c == ']' || c == '}') {
+      if (open.empty() || open.back() != c) return false;
+      open.pop_back();
+      ++i;
+    } else if (c == '"') {
+      for (++i; i < s.size() && s[i] != '"'; ++i) {
+        if (s[i] == '\\') ++i;
+      }
+      if (i >= s.size()) return false;
+      ++i;
+    } else {
+      std::size_t end = i;
+      while (end < s.size() && std::string_view(" \n\r\t,:]}").find(s[end]) == std::string_view::npos) ++end;
+      const std::string_view token = s.substr(i, end - i);
+      if (token != "true" && token != "false" && token != "null" && !is_json_number(token)) return false;
+      i = end;
+    }
+  }
+  return open.empty();
+}
+
+CopyKind copy_kind_from_text(std::string_view s) {
+  // Kineto's "Memcpy HtoD (Host -> Device)", AMD's args.kind "HtoD", MTIA's "HOST_TO_DEVICE".
+  if (s.starts_with("Memcpy ")) s.remove_prefix(7);
+  static const std::pair<std::string_view, CopyKind> kinds[] = {
+      {"HtoD", CopyKind::HtoD}, {"DtoH", CopyKind::DtoH}, {"HtoA", CopyKind::HtoA}, {"AtoH", CopyKind::AtoH},
+      {"AtoA", CopyKind::AtoA}, {"AtoD", CopyKind::AtoD}, {"DtoA", CopyKind::DtoA}, {"DtoD", CopyKind::DtoD},
+      {"HtoH", CopyKind::HtoH}, {"PtoP", CopyKind::PtoP}, {"HOST_TO_DEVICE", CopyKind::HtoD},
+      {"DEVICE_TO_HOST", CopyKind::DtoH}, {"DEVICE_TO_DEVICE", CopyKind::DtoD}, {"HOST_TO_HOST", CopyKind::HtoH},
+  };
+  for (const auto& [prefix, kind] : kinds) {
+    if (s.starts_with(prefix)) return kind;
+  }
+  return CopyKind::Unknown;
+}
+
+SyncKind sync_kind_from_text(std::string_view s) {
+  if (s == "Event Sync") return SyncKind::EventSynchronize;
+  if (s == "Stream Wait Event") return SyncKind::StreamWaitEvent;
+  if (s == "Stream Sync") return SyncKind::StreamSynchronize;
+  if (s == "Context Sync") return SyncKind::ContextSynchronize;
+  return SyncKind::Unknown;
+}
+
+std::optional<std::int64_t> as_int(const JsonValue& v) {
+  if (!v.present || v.type != od::json_type::number) return std::nullopt;
+  if (is_integer_text(v.text)) return parse_int(v.text);
+  auto d = parse_double(v.text);
+  if (!d || !std::isfinite(*d) || std::trunc(*d) != *d) return std::nullopt;
+  return static_cast<std::int64_t>(*d);
+}
+
+std::optional<std::int64_t> as_id(const JsonValue& v) {
+  if (v.present && v.type == od::json_type::string) return parse_int(trim(v.text));
+  return as_int(v);
+}
+
+} // namespace dreamscope::kineto

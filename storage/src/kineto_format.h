@@ -1,0 +1,97 @@
+// Reading the PyTorch profiler's (Kineto's) Chrome-trace JSON: what each category means,
+// and the number and time formats of every profiler version since PyTorch 1.8 (numbers or
+// numeric strings, integer or fractional microseconds, "stream 7" thread ids).
+// Private to the storage library; the importer is import_kineto.cpp.
+#pragma once
+
+#include "dreamscope/trace.h"
+
+#include <simdjson.h>
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace dreamscope::kineto {
+
+namespace od = simdjson::ondemand;
+
+// The largest |time| in ns a trace may hold: ±4e18 ns is ±127 years around its clock's
+// zero, so that any end minus any start fits in 64 bits (docs/importers.md, "Limits").
+inline constexpr TimeNs kMaxAbsTimeNs = 4'000'000'000'000'000'000;
+
+// What an X event becomes, by its cat.
+enum class EventClass : std::uint8_t {
+  CpuAnnotation, // cpu_op, user_annotation, python_function, Operator, and unknown CPU cats
+  RuntimeApi,    // cuda_runtime, Runtime, mtia_runtime, *_runtime
+  DriverApi,     // cuda_driver, *_driver
+  GpuKernel,     // kernel, Kernel, mtia_ccp_events
+  GpuMemcpy,     // gpu_memcpy, Memcpy
+  GpuMemset,     // gpu_memset, Memset
+  GpuSync,       // cuda_sync
+  GpuAnnotation, // gpu_user_annotation, cuda_profiler_range, unknown cats with a device or stream
+  ProfilerSpan,  // Trace: the profiler's own span, dropped as HTA does
+  Unknown,       // decided per event: GPU annotation if it names a device or stream, else CPU
+};
+
+EventClass classify_category(std::string_view cat);
+
+
+// A JSON scalar or raw JSON text as found in the input; views into simdjson's buffers,
+// which live as long as the parser's document.
+struct JsonValue {
+  od::json_type type = od::json_type::null;
+  std::string_view text; // numbers and compound values: the JSON text; strings: unescaped
+  bool present = false;
+};
+
+std::string_view trim(std::string_view s);
+bool is_integer_text(std::string_view s);
+std::optional<std::int64_t> parse_int(std::string_view s);
+std::optional<double> parse_double(std::string_view s);
+// A JSON number of microseconds as exact nanoseconds (see kineto_format.cpp).
+std::optional<TimeNs> parse_us_as_ns(std::string_view s);
+// "[512, 1, 1]" → {512, 1, 1}; missing entries stay 0.
+void parse_dim3(std::string_view s, std::int32_t out[3]);
+// JSON's number grammar, strictly (simdjson's on-demand parser types 512c as a number).
+bool is_json_number(std::string_view s);
+// Whether raw JSON text (an array or object as found in args) is well formed: its
+// numbers by is_json_number, its literals true/false/null, its brackets balanced.
+bool is_valid_json_text(std::string_view s);
+CopyKind copy_kind_from_text(std::string_view s);
+SyncKind sync_kind_from_text(std::string_view s);
+
+struct RawArg {
+  std::string_view key;
+  JsonValue value;
+};
+
+// One traceEvents element, as read.
+struct RawEvent {
+  std::string_view ph, cat, name, bp;
+  JsonValue pid, tid, ts, dur, id;
+  std::vector<RawArg> args;
+  bool args_not_object = false;
+
+  void clear() {
+    ph = cat = name = bp = {};
+    pid = tid = ts = dur = id = JsonValue{};
+    args.clear();
+    args_not_object = false;
+  }
+  const JsonValue* arg(std::string_view key) const {
+    for (const auto& a : args) {
+      if (a.key == key) return &a.value;
+    }
+    return nullptr;
+  }
+};
+
+// A number, or (as PyTorch 1.8-1.10 wrote pid, tid and flow ids) a string of digits.
+std::optional<std::int64_t> as_id(const JsonValue& v);
+
+std::optional<std::int64_t> as_int(const JsonValue& v);
+inline std::optional<std::int64_t> as_int(const JsonValue* v) { return v ? as_int(*v) : std::nullopt; }
+
+} // namespace dreamscope::kineto
