@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <set>
 #include <unordered_map>
 
@@ -97,9 +98,10 @@ class NsysImporter {
       sqlite3_finalize(s);
       fail("cannot read (" + why + ")");
     }
+    // Finalized however the loop ends: a row may make the importer refuse the file.
+    const std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> statement(s, sqlite3_finalize);
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) row(s);
-    sqlite3_finalize(s);
     if (rc != SQLITE_DONE) fail(std::string("cannot read: ") + sqlite3_errstr(rc));
   }
 
