@@ -302,11 +302,12 @@ void MainWindow::open_dialog() {
 }
 
 void MainWindow::open_file(const QString& path) {
-  if (watcher_.isRunning()) {
+  if (loading_) {
     statusBar()->showMessage(tr("Still loading %1").arg(loading_path_), 4000);
     return;
   }
   loading_path_ = path;
+  loading_ = true;
   status_->setText(tr("Loading %1 ...").arg(path));
   progress_->setValue(0);
   progress_->show();
@@ -318,6 +319,7 @@ void MainWindow::open_file(const QString& path) {
 }
 
 void MainWindow::load_finished() {
+  loading_ = false;
   progress_->hide();
   const LoadOutcome out = watcher_.future().resultCount() > 0 ? watcher_.result() : LoadOutcome{};
   if (!out.document) {

@@ -40,7 +40,9 @@ class MainWindow : public QMainWindow {
   // Shows a trace already in memory (tests, what-if results).
   void set_document(std::shared_ptr<const TraceDocument> doc);
   const TraceDocument* document() const { return doc_.get(); }
-  bool loading() const { return watcher_.isRunning(); }
+  // From open_file() until the result is shown: the reader may have finished while its result
+  // waits in the event loop, and until then the window is still loading.
+  bool loading() const { return loading_; }
 
   TimelineView* timeline() const { return timeline_; }
   // The predicted run of the selected what-if, under the measured one on the same time
@@ -85,6 +87,7 @@ class MainWindow : public QMainWindow {
 
   std::shared_ptr<const TraceDocument> doc_;
   QFutureWatcher<LoadOutcome> watcher_;
+  bool loading_ = false;
   QString loading_path_;
   QString last_error_;
 
