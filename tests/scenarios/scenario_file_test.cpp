@@ -130,8 +130,8 @@ TEST(ScenarioFile, SemanticErrorsNameFileLineAndProblem) {
        "bad.toml:3:6: unknown op 'stretch' (scale, set_duration, remove, insert, fuse, move, add_edge, remove_edge, "
        "set_policy)"},
       {"name = \"x\"\n[[transform]]\nop = \"scale\"\nselect = { kind = \"kernal\" }\n",
-       "bad.toml:4:19: unknown task kind 'kernal' (kernel, memcpy, memset, sync, gpu, api, launch, cpu, annotation, "
-       "gap)"},
+       "bad.toml:4:19: unknown task kind 'kernal' (kernel, compute, comm, memcpy, memset, sync, gpu, api, launch, cpu, "
+       "annotation, gap)"},
       {"name = \"x\"\n[[transform]]\nop = \"scale\"\nselect = { kind = \"kernel\" }\nratoi = 0.5\n",
        "bad.toml:5:9: unknown key 'ratoi' in a 'scale' transform"},
       {"name = \"x\"\n[[transform]]\nop = \"scale\"\nselect = { name = \"gemm(\" }\n",

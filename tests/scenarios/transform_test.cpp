@@ -2,6 +2,8 @@
 // worked out on paper.
 #include "scenario_traces.h"
 
+#include "../common/hand_trace.h"
+
 #include <dreamscope/transforms.h>
 #include <dreamscope/whatif_engine.h>
 
@@ -387,3 +389,42 @@ TEST(Engine, CombinesScenariosAndExposesGateValues) {
   EXPECT_DOUBLE_EQ(std::get<double>(gates.at("cuda_graphs.speedup")), 1.0);
   EXPECT_EQ(evaluate_expression("speedup < 1.10", gates), ParameterValue(false));
 }
+
+namespace {
+
+// `compute` and `comm` split kernels by what they do, whatever library wrote the collective:
+// amp and data-parallel select compute kernels, so a traced all-reduce is neither sped up by
+// mixed precision nor taken for backward work.
+TEST(Selectors, ComputeAndCommunicationKernelsAreToldApart) {
+  dreamscope::test::HandTrace h;
+  const TrackId t = h.thread(1);
+  const TrackId s = h.stream(7);
+  const char* names[] = {"ampere_sgemm_128x64_tn", "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                         "multimem_all_reduce_kernel", "rcclKernel_Broadcast", "vectorized_elementwise_kernel"};
+  TimeNs at = 0;
+  std::int64_t correlation = 1;
+  for (const char* name : names) {
+    h.api(t, "cudaLaunchKernel", at, at + 10, correlation);
+    h.kernel(s, name, at + 20, at + 100, correlation++);
+    at += 200;
+  }
+  Fixture f(h.build());
+  Selector compute;
+  compute.kinds = {TaskClass::Compute};
+  Selector comm;
+  comm.kinds = {TaskClass::Communication};
+  EXPECT_EQ(f.names(f.selection.select(compute)),
+            (std::vector<std::string>{"ampere_sgemm_128x64_tn", "vectorized_elementwise_kernel"}));
+  EXPECT_EQ(f.names(f.selection.select(comm)),
+            (std::vector<std::string>{"ncclDevKernel_AllReduce_Sum_f32_RING_LL", "multimem_all_reduce_kernel",
+                                      "rcclKernel_Broadcast"}));
+
+  // amp halves or thirds the compute kernels and leaves the collectives as they were.
+  DependencyGraph g = f.graph;
+  AppliedScenario applied;
+  apply(find_scenario("amp").instantiate({}), f.selection, g, applied);
+  EXPECT_EQ(g.duration(f.kernel("multimem_all_reduce_kernel")), 80);
+  EXPECT_EQ(g.duration(f.kernel("vectorized_elementwise_kernel")), 40);
+}
+
+} // namespace

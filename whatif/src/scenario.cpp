@@ -445,8 +445,10 @@ std::string type_name(const ParameterValue& v) {
 } // namespace
 
 namespace {
-constexpr std::array<std::pair<TaskClass, std::string_view>, 10> kTaskClasses = {{
+constexpr std::array<std::pair<TaskClass, std::string_view>, 12> kTaskClasses = {{
     {TaskClass::Kernel, "kernel"},
+    {TaskClass::Compute, "compute"},
+    {TaskClass::Communication, "comm"},
     {TaskClass::Memcpy, "memcpy"},
     {TaskClass::Memset, "memset"},
     {TaskClass::Sync, "sync"},

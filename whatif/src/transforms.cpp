@@ -1,4 +1,5 @@
 #include <dreamscope/name_pattern.h>
+#include <dreamscope/kernel_classes.h>
 #include <dreamscope/steps.h>
 #include <dreamscope/transforms.h>
 
@@ -124,6 +125,8 @@ bool TaskSelection::matches_kind(TaskId t, TaskClass kind) const {
   const TaskKind k = graph_.kind(t);
   switch (kind) {
     case TaskClass::Kernel: return k == TaskKind::Kernel;
+    case TaskClass::Compute: return k == TaskKind::Kernel && !is_communication_kernel(name(t));
+    case TaskClass::Communication: return k == TaskKind::Kernel && is_communication_kernel(name(t));
     case TaskClass::Memcpy: return k == TaskKind::Memcpy;
     case TaskClass::Memset: return k == TaskKind::Memset;
     case TaskClass::Gpu: return is_gpu_task(k);

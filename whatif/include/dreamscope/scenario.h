@@ -56,11 +56,15 @@ struct Parameter {
   std::string help;
 };
 
-// The `kind` a selector names, parsed when the scenario loads: kernel, memcpy, memset, sync
-// (an API call that waits for the GPU), gpu (kernel, memcpy or memset), api (a CUDA API call),
-// launch (an API call that launched GPU work), cpu (any CPU task), annotation (CPU work inside
-// an annotation), gap (CPU work outside any recorded event).
-enum class TaskClass : std::uint8_t { Kernel, Memcpy, Memset, Sync, Gpu, Api, Launch, Cpu, Annotation, Gap };
+// The `kind` a selector names, parsed when the scenario loads: kernel, compute (a kernel that
+// is not communication), comm (a communication kernel: NCCL, RCCL, NVSHMEM, multimem
+// collectives; storage/kernel_classes.h), memcpy, memset, sync (an API call that waits for the
+// GPU), gpu (kernel, memcpy or memset), api (a CUDA API call), launch (an API call that
+// launched GPU work), cpu (any CPU task), annotation (CPU work inside an annotation), gap (CPU
+// work outside any recorded event).
+enum class TaskClass : std::uint8_t {
+  Kernel, Compute, Communication, Memcpy, Memset, Sync, Gpu, Api, Launch, Cpu, Annotation, Gap
+};
 std::string_view to_string(TaskClass c);
 std::optional<TaskClass> parse_task_class(std::string_view name);
 // "kernel, memcpy, ..., gap", for messages.
