@@ -27,8 +27,9 @@ CC=clang CXX=clang++ cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE
 cmake --build "$build" -j "${JOBS:-$(nproc)}" >/dev/null
 
 # Seeds: real files of each format, small enough for thousands of runs a second or so.
-seeds=$build/seeds
-rm -rf "$seeds"
+# Each run its own copy, so that runs of different targets can go side by side.
+seeds=$build/seeds-$$
+trap 'rm -rf "$seeds"' EXIT
 mkdir -p "$seeds"/{kineto_import,nsys_import,trace_db,trace_log,scenario,expression}
 # small DIR... -name PATTERN [-o -name PATTERN]: the files under 300 KB
 small() {
