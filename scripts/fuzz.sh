@@ -49,7 +49,8 @@ for f in $(find "$shared/wild" -type f -name '*.sqlite' -size -1024k); do
   sqlite3 "$f" .dump | head -c 300000 >"$seeds/nsys_import/$(basename "$(dirname "$f")").sql"
 done
 cp fuzz/seeds/trace_log/*.dslog "$seeds/trace_log/"
-cp whatif/scenarios/*.toml "$shared"/fuzz/*.toml "$seeds/scenario/"
+cp whatif/scenarios/*.toml "$seeds/scenario/"
+cp "$shared"/fuzz/*.toml "$seeds/scenario/" 2>/dev/null || true # a checkout without ../shared
 cp fuzz/seeds/expression/* "$seeds/expression/"
 
 status=0
