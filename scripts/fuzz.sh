@@ -48,10 +48,12 @@ cp tests/data/nsys/*.sql "$seeds/nsys_import/"
 for f in $(find "$shared/wild" -type f -name '*.sqlite' -size -1024k); do
   sqlite3 "$f" .dump | head -c 300000 >"$seeds/nsys_import/$(basename "$(dirname "$f")").sql"
 done
-cp fuzz/seeds/trace_log/*.dslog "$seeds/trace_log/"
 cp whatif/scenarios/*.toml "$seeds/scenario/"
 cp "$shared"/fuzz/*.toml "$seeds/scenario/" 2>/dev/null || true # a checkout without ../shared
-cp fuzz/seeds/expression/* "$seeds/expression/"
+# Committed seeds: inputs written by hand and past findings, kept as regressions.
+for t in kineto_import nsys_import trace_db trace_log scenario expression; do
+  if [ -d "fuzz/seeds/$t" ]; then cp fuzz/seeds/"$t"/* "$seeds/$t/"; fi
+done
 
 status=0
 for t in "${targets[@]}"; do

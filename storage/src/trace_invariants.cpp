@@ -147,10 +147,12 @@ void TraceBuilder::check_invariants() const {
     check_intervals("overhead", start, end, origin);
   }
   {
-    Violation cost(std::string_view("calibration"), "with a cost that is not a finite number >= 0");
+    Violation cost(std::string_view("calibration"), "with a cost that is not a number of ns in [0, 1e9]");
     for (std::size_t i = 0; i < t.calibration_.size(); ++i) {
       const double c = t.calibration_[i].cost_ns;
-      if (!std::isfinite(c) || c < 0) cost.add(i, t.calibration_[i].event_kind + " " + std::to_string(c) + " ns");
+      if (!std::isfinite(c) || c < 0 || c > limits::kMaxCalibrationCostNs) {
+        cost.add(i, t.calibration_[i].event_kind + " " + std::to_string(c) + " ns");
+      }
     }
     if (cost) cost.raise(origin);
   }

@@ -131,3 +131,25 @@ TEST(OverheadCorrection, RecordedFineAnnotationRunPredictsTheUntracedSteps) {
 
 } // namespace
 } // namespace dreamscope
+
+namespace dreamscope {
+namespace {
+
+// fuzz_trace_db found a trace.db whose range cost, times its ranges, overflowed int64 when
+// the totals were reported. Costs that large are refused when a trace loads; costs given to
+// correct_overhead directly still only remove what the tasks took, and the totals saturate.
+TEST(OverheadCorrection, AbsurdCostsRemoveAtMostTheTasksAndTheTotalsSaturate) {
+  test::HandTrace h;
+  const TrackId t = h.thread(1);
+  for (int i = 0; i < 20000; ++i) h.annotation(t, "op", "operation", i * 100, i * 100 + 50);
+  const Trace trace = h.build();
+  DependencyGraph graph = build_dependency_graph(trace);
+  const OverheadCorrection c = correct_overhead(trace, graph, OverheadCosts{.range_ns = 1e15});
+  EXPECT_EQ(c.charged_ns, std::numeric_limits<TimeNs>::max());
+  EXPECT_LE(c.removed_ns, 20000 * 100);
+  EXPECT_GT(c.removed_ns, 0);
+  for (TaskId task = 0; task < graph.task_count(); ++task) EXPECT_GE(graph.duration(task), 0);
+}
+
+} // namespace
+} // namespace dreamscope

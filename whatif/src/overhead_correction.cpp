@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace dreamscope {
 
@@ -82,9 +83,15 @@ OverheadCorrection correct_overhead(const Trace& trace, DependencyGraph& graph, 
     }
     unabsorbed += debt;
   }
-  out.charged_ns = static_cast<TimeNs>(charged);
-  out.removed_ns = static_cast<TimeNs>(removed);
-  out.unabsorbed_ns = static_cast<TimeNs>(unabsorbed);
+  // Sums of per-event costs over millions of events: whatever costs a trace or a calibration
+  // file claims, the report's integers saturate instead of overflowing (found by fuzz_trace_db).
+  auto saturated_ns = [](double v) -> TimeNs {
+    if (!(v > 0)) return 0;
+    return v >= 9.2e18 ? std::numeric_limits<TimeNs>::max() : static_cast<TimeNs>(v);
+  };
+  out.charged_ns = saturated_ns(charged);
+  out.removed_ns = saturated_ns(removed);
+  out.unabsorbed_ns = saturated_ns(unabsorbed);
   return out;
 }
 

@@ -28,6 +28,10 @@ inline constexpr std::size_t kMaxNameBytes = 64 * 1024;
 // rows a file holds, not the ids it names.
 inline constexpr std::int64_t kMaxId = (std::int64_t{1} << 32) - 2;
 
+// What recording one event may cost (calibration rows): a second. Real costs are 20-50 ns;
+// a larger claim is a damaged file, and correction multiplies it by millions of events.
+inline constexpr double kMaxCalibrationCostNs = 1e9;
+
 // Annotation nesting on one thread: deeper ranges are still kept, but counted at this depth.
 inline constexpr std::size_t kMaxNestingDepth = 65535;
 
