@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <unistd.h>
 
 namespace dreamscope::cli {
 
@@ -22,14 +23,23 @@ std::string format_duration(TimeNs ns) {
   return fmt::format("{:.3f} s", v / 1e9);
 }
 
-void check_trace_output(const std::string& path, bool force) {
+std::optional<std::string> output_problem(const std::filesystem::path& output) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  const fs::path out(path);
-  if (fs::exists(out, ec) && !force) throw TraceError(path + " exists (use --force to replace it)");
-  if (fs::is_directory(out, ec)) throw TraceError(path + ": is a directory");
-  const fs::path folder = out.has_parent_path() ? out.parent_path() : fs::path(".");
-  if (!fs::is_directory(folder, ec)) throw TraceError(path + ": no such directory " + folder.string());
+  const fs::path dir = output.has_parent_path() ? output.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec)) return fmt::format("folder {} does not exist", dir.string());
+  if (::access(dir.c_str(), W_OK) != 0) return fmt::format("folder {}: {}", dir.string(), std::strerror(errno));
+  if (fs::is_directory(output, ec)) return fmt::format("{} is a directory", output.string());
+  if (fs::exists(output, ec) && ::access(output.c_str(), W_OK) != 0) {
+    return fmt::format("{}: {}", output.string(), std::strerror(errno));
+  }
+  return std::nullopt;
+}
+
+void check_trace_output(const std::string& path, bool force) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !force) throw TraceError(path + " exists (use --force to replace it)");
+  if (const auto problem = output_problem(path)) throw TraceError("cannot write " + path + ": " + *problem);
 }
 
 void write_output(const std::string& path, const std::string& text) {

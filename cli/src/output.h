@@ -7,12 +7,18 @@
 #include <CLI/CLI.hpp>
 
 #include <memory>
+#include <filesystem>
+#include <optional>
 #include <string>
 
 namespace dreamscope::cli {
 
 // "12.345 ms", "830 ns", "1.204 s": three significant decimals in the largest fitting unit.
 std::string format_duration(TimeNs ns);
+
+// Why `path` cannot be written, if it cannot: its folder is missing or not writable, or the
+// file exists and is not writable. Checked before any work that would be lost.
+std::optional<std::string> output_problem(const std::filesystem::path& path);
 
 // Every command that writes a trace.db (trace -o, import -o, whatif -o) keeps an existing file
 // unless the user passed --force, and checks the output's folder exists before doing any work.

@@ -6,6 +6,7 @@
 // merged (merge_part_logs, dreamscope/trace_merge.h) into OUTPUT and the folder is removed.
 // The tracer is configured through the variables of dreamscope/tracer_environment.h.
 #include "commands.h"
+#include "output.h"
 
 #include <dreamscope/trace_file.h>
 #include <dreamscope/trace_merge.h>
@@ -152,17 +153,6 @@ int decode_status(int status) {
   return 1;
 }
 
-std::optional<std::string> can_write(const fs::path& output) {
-  std::error_code ec;
-  const fs::path dir = output.has_parent_path() ? output.parent_path() : fs::path(".");
-  if (!fs::is_directory(dir, ec)) return fmt::format("folder {} does not exist", dir.string());
-  if (access(dir.c_str(), W_OK) != 0) return fmt::format("folder {}: {}", dir.string(), std::strerror(errno));
-  if (fs::exists(output, ec) && access(output.c_str(), W_OK) != 0) {
-    return fmt::format("{}: {}", output.string(), std::strerror(errno));
-  }
-  return std::nullopt;
-}
-
 void prepend_path(const char* var, const std::string& value, char sep) {
   const char* old = std::getenv(var);
   std::string v = value;
@@ -190,7 +180,7 @@ int run_trace(const TraceOptions& o) {
 
   // The parts go next to the output. An output that cannot be written is known before the
   // program starts: running it would cost the user a job whose trace goes nowhere.
-  std::optional<std::string> output_problem = can_write(output);
+  std::optional<std::string> output_problem = cli::output_problem(output);
   const fs::path parts = output.string() + ".d";
   if (!output_problem) {
     fs::remove_all(parts, ec);

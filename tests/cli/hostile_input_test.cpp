@@ -236,7 +236,9 @@ TEST(HostileInput, TraceFilesAreNotReplacedWithoutForce) {
   EXPECT_EQ(run({"import", "--force", input, "-o", out}).exit_code, 0);
   expect_one_line_error({"whatif", input, "-s", "amp", "-o", out}, out + " exists (use --force to replace it)");
   EXPECT_EQ(run({"whatif", input, "-s", "amp", "-f", "-o", out}).exit_code, 0);
-  expect_one_line_error({"import", input, "-o", (dir / "missing" / "b.db").string()}, "no such directory");
+  expect_one_line_error({"import", input, "-o", (dir / "missing" / "b.db").string()},
+                        "cannot write " + (dir / "missing" / "b.db").string() + ": folder " +
+                            (dir / "missing").string() + " does not exist");
   fs::remove_all(dir);
 }
 
