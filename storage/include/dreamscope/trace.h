@@ -206,6 +206,25 @@ struct OverheadRecord {
   bool operator==(const OverheadRecord&) const = default;
 };
 
+// What the tracer saw of one traced thread over a window of the run [start, end): the CPU it
+// got and the time it sat runnable without a core (the kernel's per-thread schedstat, read
+// by the writer thread), and what recording its events cost it, timed in the hot path on a
+// sampled fraction of its calls. The basis of overhead correction in the run's own state,
+// where start-up calibration (CalibrationRecord) measured another.
+struct ThreadLoadRecord {
+  TrackId track = 0;
+  TimeNs start = 0;
+  TimeNs end = 0;
+  TimeNs cpu_ns = kNoValue;      // CPU time the thread ran in the window; kNoValue: unknown
+  TimeNs runqueue_ns = kNoValue; // time it was runnable but waited for a core; kNoValue: unknown
+  std::int64_t events = 0;       // events the thread recorded in the window
+  std::int64_t cost_samples = 0; // recording calls timed in the window
+  double range_cost_ns = -1;     // mean cost of a range (push + pop, start + end); < 0: none timed
+  double mark_cost_ns = -1;      // mean cost of a mark; < 0: none timed
+
+  bool operator==(const ThreadLoadRecord&) const = default;
+};
+
 // The event tables, for what refers to a row of any of them (event args).
 enum class EventTable : std::uint8_t { CudaApi = 0, GpuOp = 1, Annotation = 2 };
 std::string_view to_string(EventTable t);
@@ -313,6 +332,8 @@ class Trace {
   const std::vector<FlowRecord>& flows() const { return flows_; }
   const std::vector<CalibrationRecord>& calibration() const { return calibration_; }
   const std::vector<OverheadRecord>& overheads() const { return overheads_; }
+  // Sorted by track, then start.
+  const std::vector<ThreadLoadRecord>& thread_loads() const { return thread_loads_; }
 
   // A track's rows in each table.
   EventRange cuda_api_on(TrackId t) const { return cuda_api_ranges_[t]; }
@@ -377,6 +398,7 @@ class Trace {
   std::vector<FlowRecord> flows_;
   std::vector<CalibrationRecord> calibration_;
   std::vector<OverheadRecord> overheads_;
+  std::vector<ThreadLoadRecord> thread_loads_;
 
   // Per event table: args sorted by row (stable), and each arg's row.
   struct ArgColumn {
@@ -427,6 +449,7 @@ class TraceBuilder {
   void add(const FlowRecord& r) { trace_.flows_.push_back(r); }
   void add(const CalibrationRecord& r) { trace_.calibration_.push_back(r); }
   void add(const OverheadRecord& r) { trace_.overheads_.push_back(r); }
+  void add(const ThreadLoadRecord& r) { trace_.thread_loads_.push_back(r); }
 
   void reserve(std::size_t api, std::size_t gpu_ops, std::size_t annotations);
   std::size_t track_count() const { return trace_.tracks_.size(); }
