@@ -46,6 +46,8 @@ class TickConverter {
   void start(bool use_tsc);
   void refine();
   std::int64_t to_ns(std::uint64_t t) const;
+  // Nanoseconds per tick on the newest slope: for durations measured in ticks.
+  double ns_per_tick() const { return segments_.empty() ? 1.0 : segments_.back().slope; }
   bool uses_tsc() const { return use_tsc_; }
 
  private:

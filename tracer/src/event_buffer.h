@@ -14,10 +14,13 @@
 // and a refused push makes its pop a no-op. `dropped` counts refused events exactly.
 #pragma once
 
+#include "clock.h"
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 namespace dreamscope::tracer {
@@ -140,6 +143,45 @@ class ThreadBuffer {
     put(e);
     return true;
   }
+  // In-run cost sampling. Start-up calibration times the hot path in a loop, in whatever state
+  // the machine was in then; a run can later cost twice that (caches the job fills, a busy
+  // sibling core). So the entry points time themselves in the run: one call in
+  // kCostSampleEvery reads the clock again when its record is written and adds the ticks since
+  // the call began to its kind's tally, which the writer reads for each window of the run.
+  // The countdown costs a decrement and a branch per call; the sample, a clock read per 64.
+  static constexpr std::uint32_t kCostSampleEvery = 64;
+  struct CostTally {
+    std::atomic<std::uint64_t> calls{0};
+    std::atomic<std::uint64_t> ticks{0};
+  };
+  static constexpr std::size_t kCostKinds = 5; // EventKind Push .. Mark
+  // The next countdown varies with the clock's low bits (48..79, 64 on average): a fixed
+  // period would time the same kind of call forever in a loop of push/pop pairs.
+  //
+  // A timed call that took longer than `cap` ticks was preempted or mapped a chunk: the first
+  // is the scheduler's (thread_load's runqueue time), the second an overhead record of its
+  // own; either would count twice, and one such call among a window's few hundred samples
+  // would swamp their mean. The next countdown varies with the clock's low bits (48..79, 64
+  // on average): a fixed period would time the same kind of call forever in a loop of
+  // push/pop pairs.
+  inline void sample_cost(EventKind kind, std::uint64_t call_start, bool use_tsc, std::uint64_t cap) {
+    if (--cost_countdown_ != 0) return;
+    const std::uint64_t now = ticks(use_tsc);
+    cost_countdown_ = kCostSampleEvery - 16 + static_cast<std::uint32_t>(now & 31);
+    if (now - call_start <= cap) add_cost(kind, now - call_start);
+  }
+  // Producer only: plain read-modify-write, published with relaxed stores for the writer.
+  inline void add_cost(EventKind kind, std::uint64_t ticks) {
+    CostTally& c = cost_[static_cast<std::size_t>(kind) - 1];
+    c.calls.store(c.calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    c.ticks.store(c.ticks.load(std::memory_order_relaxed) + ticks, std::memory_order_relaxed);
+  }
+  // Consumer: the tally of a kind so far (calls, ticks).
+  std::pair<std::uint64_t, std::uint64_t> cost_tally(EventKind kind) const {
+    const CostTally& c = cost_[static_cast<std::size_t>(kind) - 1];
+    return {c.calls.load(std::memory_order_relaxed), c.ticks.load(std::memory_order_relaxed)};
+  }
+
   // Records published and not yet drained (consumer side).
   std::uint64_t pending() const {
     return head_.load(std::memory_order_acquire) - tail_.load(std::memory_order_relaxed);
@@ -191,6 +233,10 @@ class ThreadBuffer {
 
   // Set by the thread's exit; the writer frees the buffer once drained.
   std::atomic<bool> retired{false};
+  // The thread's schedstat (CPU time, time waiting for a core) read by the thread itself as it
+  // exits, when its /proc entry is about to go: written before `retired`, read after it.
+  std::int64_t exit_cpu_ns = INT64_MIN;
+  std::int64_t exit_runqueue_ns = INT64_MIN;
 
  private:
   static constexpr std::uint32_t kMaxDepth = 256;
@@ -222,6 +268,7 @@ class ThreadBuffer {
   std::uint64_t write_end_ = 0; // absolute position where the current chunk ends
   Event* write_ = nullptr;      // the current chunk's events
   std::uint32_t depth_ = 0;
+  std::uint32_t cost_countdown_ = kCostSampleEvery;
   std::uint64_t refused_[kMaxDepth / 64] = {};
   Chunk* current_ = nullptr;
   Chunk* spare_ = nullptr;
@@ -234,6 +281,7 @@ class ThreadBuffer {
   Chunk* read_ = nullptr;
   std::uint64_t read_end_ = 0;
   std::atomic<std::uint64_t> dropped_{0};
+  CostTally cost_[kCostKinds];
   std::uint32_t index_;
   std::int64_t tid_;
   std::uint64_t pthread_id_;

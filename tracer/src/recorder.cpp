@@ -93,6 +93,7 @@ bool tracer_start() {
   }
   g_hot.use_tsc = tsc_is_invariant();
   t->clock.start(g_hot.use_tsc);
+  g_hot.cost_sample_cap = static_cast<std::uint64_t>(5'000.0 / std::max(1e-6, t->clock.ns_per_tick()));
   t->pool = std::make_unique<ChunkPool>(ChunkPool::kDefaultChunkBytes, t->config.buffer_bytes,
                                         kept_chunks(t->config.buffer_bytes), g_hot.use_tsc);
   pthread_key_create(&t->exit_key, on_thread_exit);

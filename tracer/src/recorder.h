@@ -28,6 +28,8 @@ namespace dreamscope::tracer {
 // What the hot path needs, in one place.
 struct HotState {
   bool use_tsc = false;
+  // The longest call the in-run cost sampling keeps, in ticks (5 µs; nvtx_injection.cpp).
+  std::uint64_t cost_sample_cap = 5'000;
   // Set while CUPTI records: NVTX pushes then also push an external correlation id.
   std::atomic<void (*)(std::uint64_t)> external_push{nullptr};
   std::atomic<void (*)()> external_pop{nullptr};

@@ -5,6 +5,10 @@
 #include <pthread.h>
 #include <sys/prctl.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <cstring>
 
 namespace dreamscope::tracer {
@@ -50,8 +54,34 @@ ThreadBuffer* register_thread() {
 
 } // namespace
 
+bool read_schedstat(const char* path, std::int64_t& cpu_ns, std::int64_t& runqueue_ns) {
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char text[96];
+  const ssize_t n = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
+  if (n <= 0) return false;
+  text[n] = '\0';
+  char* end = nullptr;
+  const long long cpu = std::strtoll(text, &end, 10);
+  if (end == text) return false;
+  char* wait_end = nullptr;
+  const long long wait = std::strtoll(end, &wait_end, 10);
+  if (wait_end == end || cpu < 0 || wait < 0) return false;
+  cpu_ns = cpu;
+  runqueue_ns = wait;
+  return true;
+}
+
 void on_thread_exit(void* p) {
   auto* b = static_cast<ThreadBuffer*>(p);
+  // The last window of the thread's load (writer_thread.cpp) needs its schedstat, which the
+  // writer can no longer read once the thread is gone.
+  std::int64_t cpu = 0, wait = 0;
+  if (read_schedstat("/proc/thread-self/schedstat", cpu, wait)) {
+    b->exit_cpu_ns = cpu;
+    b->exit_runqueue_ns = wait;
+  }
   b->retired.store(true, std::memory_order_release);
   t_state.buffer = nullptr;
   delete t_state.names;
@@ -59,6 +89,13 @@ void on_thread_exit(void* p) {
 }
 
 ThreadBuffer* registered_thread_buffer() { return t_state.buffer; }
+
+ThreadBuffer* exchange_thread_buffer(ThreadBuffer* b) {
+  if (!t_state.names) t_state.names = new NameCache(); // register_thread() keeps it
+  ThreadBuffer* previous = t_state.buffer;
+  t_state.buffer = b;
+  return previous;
+}
 
 ThreadBuffer& thread_buffer() {
   ThreadBuffer* b = t_state.buffer;

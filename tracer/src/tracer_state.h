@@ -34,11 +34,21 @@ struct OpenRange {
   TrackId track;
 };
 
-// What the writer keeps per traced thread: its track and its open ranges.
+// A thread's counters where its current load window began (writer_thread.cpp).
+struct LoadWindow {
+  std::int64_t start = -1; // ns; -1: not begun
+  std::uint64_t position = 0;
+  std::pair<std::uint64_t, std::uint64_t> cost[ThreadBuffer::kCostKinds] = {};
+  std::int64_t cpu_ns = kNoValue;
+  std::int64_t runqueue_ns = kNoValue;
+};
+
+// What the writer keeps per traced thread: its track, its open ranges, its load window.
 struct ThreadSink {
   TrackId track = 0;
   bool has_track = false;
   std::vector<OpenRange> stack;
+  LoadWindow window;
 };
 
 // One part file and the thread that writes it.
@@ -111,10 +121,23 @@ std::int64_t gettid_now();
 std::string read_proc_file(const std::string& path);
 std::string trim_newline(std::string s);
 
+// The kernel's schedstat of a thread (/proc/<...>/schedstat): CPU time it ran and time it sat
+// runnable waiting for a core, in ns. False where the file is absent (a kernel without
+// schedstats, a thread gone). No allocation: the exiting thread itself calls it.
+bool read_schedstat(const char* path, std::int64_t& cpu_ns, std::int64_t& runqueue_ns);
+
 // thread_state.cpp: called when a registered thread exits (the pthread key's destructor).
 void on_thread_exit(void* buffer);
 // The calling thread's buffer, or nullptr when it has recorded nothing yet.
 ThreadBuffer* registered_thread_buffer();
+// Makes `b` the calling thread's buffer and returns the one it had (self-calibration records
+// through the real entry points into a scratch buffer, then puts the thread's back).
+ThreadBuffer* exchange_thread_buffer(ThreadBuffer* b);
+
+// nvtx_injection.cpp: the entry points NVTX calls for a push, a pop and a mark.
+int calibration_push(const char* name);
+int calibration_pop();
+void calibration_mark(const char* name);
 
 // session.cpp
 Session* open_session(std::int64_t parent_pid);
@@ -135,7 +158,8 @@ void write_range(Session& s, const OpenRange& r, std::int64_t end);
 // Dropped events, warnings and the writer's CPU time into the part's meta, when changed.
 void write_status(Session& s);
 
-// self_calibration.cpp: what the hot path costs here (nvtx_range, nvtx_mark).
+// self_calibration.cpp: what the hot path costs here (nvtx_range, nvtx_mark), and what its
+// in-run timing reads in the same state (nvtx_range_timed, nvtx_mark_timed).
 std::vector<CalibrationRecord> self_calibrate(Tracer& t);
 
 // fork_handlers.cpp

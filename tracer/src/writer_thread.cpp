@@ -103,6 +103,78 @@ std::uint64_t total_dropped() {
   return n;
 }
 
+// A thread's load is written per window of at least this long: enough calls for the sampled
+// costs to mean something (a thread recording 100 k events/s times 150 of them in a window),
+// few enough rows for an hour's run (36 k per thread).
+constexpr std::int64_t kLoadWindowNs = 100'000'000;
+
+void read_thread_schedstat(const ThreadBuffer& b, bool retired, std::int64_t& cpu, std::int64_t& wait) {
+  cpu = wait = kNoValue;
+  if (retired) {
+    if (b.exit_cpu_ns != INT64_MIN) {
+      cpu = b.exit_cpu_ns;
+      wait = b.exit_runqueue_ns;
+    }
+    return;
+  }
+  const std::string path = "/proc/self/task/" + std::to_string(b.tid()) + "/schedstat";
+  std::int64_t c = 0, w = 0;
+  if (read_schedstat(path.c_str(), c, w)) {
+    cpu = c;
+    wait = w;
+  }
+}
+
+// The counters are read together with the clock, so that the window's CPU time and its
+// length are measured over the same interval.
+void begin_window(LoadWindow& w, const ThreadBuffer& b, bool retired) {
+  w.start = monotonic_ns();
+  w.position = b.position();
+  for (std::size_t k = 0; k < ThreadBuffer::kCostKinds; ++k) w.cost[k] = b.cost_tally(static_cast<EventKind>(k + 1));
+  read_thread_schedstat(b, retired, w.cpu_ns, w.runqueue_ns);
+}
+
+// Ends the thread's load window when it is long enough, or the thread or the session ends,
+// and writes what the window saw; then the next window begins.
+void note_thread_load(Session& s, ThreadSink& sink, const ThreadBuffer& b, bool retired, bool last) {
+  LoadWindow& w = sink.window;
+  if (w.start < 0) {
+    begin_window(w, b, retired);
+    return;
+  }
+  if (monotonic_ns() - w.start < kLoadWindowNs && !last) return;
+  LoadWindow next;
+  begin_window(next, b, retired);
+  if (next.start <= w.start || !s.target->in_window(w.start)) {
+    w = next;
+    return;
+  }
+  ThreadLoadRecord r{.track = sink.track, .start = w.start, .end = next.start};
+  if (w.cpu_ns != kNoValue && next.cpu_ns != kNoValue && next.cpu_ns >= w.cpu_ns && next.runqueue_ns >= w.runqueue_ns) {
+    r.cpu_ns = next.cpu_ns - w.cpu_ns;
+    r.runqueue_ns = next.runqueue_ns - w.runqueue_ns;
+  }
+  r.events = static_cast<std::int64_t>(next.position - w.position);
+  const double ns_per_tick = g_tracer->clock.ns_per_tick();
+  double mean[ThreadBuffer::kCostKinds];
+  for (std::size_t k = 0; k < ThreadBuffer::kCostKinds; ++k) {
+    const std::uint64_t calls = next.cost[k].first - w.cost[k].first;
+    r.cost_samples += static_cast<std::int64_t>(calls);
+    mean[k] = calls == 0 ? -1.0
+                         : static_cast<double>(next.cost[k].second - w.cost[k].second) * ns_per_tick / static_cast<double>(calls);
+  }
+  auto kind = [](EventKind k) { return static_cast<std::size_t>(k) - 1; };
+  if (mean[kind(EventKind::Push)] >= 0 && mean[kind(EventKind::Pop)] >= 0) {
+    r.range_cost_ns = mean[kind(EventKind::Push)] + mean[kind(EventKind::Pop)];
+  } else if (mean[kind(EventKind::Start)] >= 0 && mean[kind(EventKind::End)] >= 0) {
+    r.range_cost_ns = mean[kind(EventKind::Start)] + mean[kind(EventKind::End)];
+  }
+  r.mark_cost_ns = mean[kind(EventKind::Mark)];
+  // A thread that recorded nothing in the window has nothing there to correct.
+  if (r.events > 0) s.writer->add(r);
+  w = next;
+}
+
 // Free chunks the writer keeps mapped for the traced threads: two bursts' worth of head
 // start (a chunk holds 64 k events, 2 ms of the fastest burst measured).
 constexpr std::size_t kReadyChunks = 2;
@@ -138,6 +210,7 @@ void drain_all(Session& s, bool final) {
         }
         process_event(s, sink, b->index(), e, pos, with_external_ids);
       });
+      if (sink.has_track && s.writer) note_thread_load(s, sink, *b, retired, final || retired);
     }
     if (retired) finished.push_back(b);
   }
