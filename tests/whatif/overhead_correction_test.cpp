@@ -99,6 +99,82 @@ TEST(OverheadCorrection, ReplayReportsTheCorrection) {
 // near the untraced runs, and far from the traced one. The 3 % acceptance bound is checked
 // live by bench/graph/overhead_correction.sh; this recorded pair checks the same path with
 // the looser bound of a single traced run.
+// Ten 1000 ns ranges 2000 ns apart on one thread, in two windows of the thread's load. Start-up
+// calibration: a range costs 10 ns, and the in-run timing read 20 ns for it then.
+HandTrace ranges_in_two_windows(double first_timed, std::int64_t first_samples, double second_timed) {
+  HandTrace h;
+  const TrackId t = h.thread(1);
+  for (int i = 0; i < 10; ++i) h.annotation(t, "op" + std::to_string(i), "operation", i * 2000, i * 2000 + 1000);
+  h.calibration("nvtx_range", 10);
+  h.calibration("nvtx_range_timed", 20);
+  h.thread_load(ThreadLoadRecord{.track = t, .start = 0, .end = 10000, .events = 10, .cost_samples = first_samples,
+                                 .range_cost_ns = first_timed});
+  h.thread_load(ThreadLoadRecord{.track = t, .start = 10000, .end = 20000, .events = 10, .cost_samples = 64,
+                                 .range_cost_ns = second_timed});
+  return h;
+}
+
+TEST(OverheadCorrection, InRunTimingScalesTheCalibratedCostWindowByWindow) {
+  // The calls ran twice as slow as at start-up in the first window, as fast in the second.
+  const Trace trace = ranges_in_two_windows(40, 64, 20).build();
+  DependencyGraph g = build_dependency_graph(trace);
+  const OverheadCorrection c = correct_overhead(trace, g);
+  EXPECT_EQ(c.events_charged, 10);
+  EXPECT_EQ(c.events_charged_in_run, 10);
+  EXPECT_DOUBLE_EQ(c.in_run_range_ns, 15);
+  EXPECT_EQ(c.removed_ns, 5 * 20 + 5 * 10);
+  EXPECT_EQ(c.cpu_cores, 0u); // no runqueue times: a core per thread, as in a plain replay
+}
+
+TEST(OverheadCorrection, AWindowWithFewTimedCallsTakesTheThreadsMean) {
+  // 8 timed calls are too few to stand for the first window: the thread's mean over the run,
+  // weighted by timed calls, is (8 x 100 + 64 x 20) / 72 ns of timing.
+  const Trace trace = ranges_in_two_windows(100, 8, 20).build();
+  DependencyGraph g = build_dependency_graph(trace);
+  const OverheadCorrection c = correct_overhead(trace, g);
+  const double mean_timed = (8 * 100.0 + 64 * 20.0) / 72;
+  EXPECT_EQ(c.events_charged_in_run, 10);
+  EXPECT_NEAR(static_cast<double>(c.removed_ns), 5 * mean_timed / 2 + 5 * 10, 1.0);
+}
+
+TEST(OverheadCorrection, CostsPassedInReplaceTheInRunTiming) {
+  const Trace trace = ranges_in_two_windows(40, 64, 20).build();
+  DependencyGraph g = build_dependency_graph(trace);
+  const OverheadCorrection c = correct_overhead(trace, g, OverheadCosts{.range_ns = 7});
+  EXPECT_EQ(c.events_charged_in_run, 0);
+  EXPECT_EQ(c.removed_ns, 70);
+}
+
+// Two threads that each ran one 1000 ns task at once, sharing what the kernel says was one
+// core's worth: each waited 500 ns for it.
+Trace two_threads_that_waited_for_a_core(const std::string& cores) {
+  HandTrace h;
+  for (std::int64_t tid : {1, 2}) {
+    const TrackId t = h.thread(tid);
+    h.annotation(t, "work", "operation", 0, 1000);
+    h.thread_load(ThreadLoadRecord{.track = t, .start = 0, .end = 1000, .cpu_ns = 500, .runqueue_ns = 500, .events = 2});
+  }
+  h.meta("cpu_cores", cores);
+  return h.build();
+}
+
+TEST(OverheadCorrection, AThreadsWaitForACoreIsTakenOutAndTheCoresAreShared) {
+  // On one core the job's own contention comes back in the replay: as measured.
+  const ReplayReport one = replay(two_threads_that_waited_for_a_core("1"), {.correct_overhead = true});
+  ASSERT_TRUE(one.correction);
+  EXPECT_EQ(one.correction->runqueue_removed_ns, 1000);
+  EXPECT_EQ(one.correction->cpu_cores, 1u);
+  EXPECT_EQ(one.predicted_span(), 1000);
+  // On two cores, what took the other one (the tracer's writer) is gone: each runs alone.
+  const ReplayReport two = replay(two_threads_that_waited_for_a_core("2"), {.correct_overhead = true});
+  EXPECT_EQ(two.correction->cpu_cores, 2u);
+  EXPECT_EQ(two.predicted_span(), 500);
+  // Without the machine's core count the waits stay in: there is nothing to share them with.
+  const ReplayReport unknown = replay(two_threads_that_waited_for_a_core("many"), {.correct_overhead = true});
+  EXPECT_EQ(unknown.correction->runqueue_removed_ns, 0);
+  EXPECT_EQ(unknown.predicted_span(), 1000);
+}
+
 TEST(OverheadCorrection, RecordedFineAnnotationRunPredictsTheUntracedSteps) {
   const std::filesystem::path dir = std::filesystem::path(DREAMSCOPE_TEST_DATA_DIR) / "cpu";
   const Trace trace = load_trace(dir / "fine_annotations.dslog");

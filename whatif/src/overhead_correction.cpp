@@ -1,6 +1,10 @@
 #include "dreamscope/overhead_correction.h"
 
+#include <dreamscope/limits.h>
+
 #include <algorithm>
+#include <charconv>
+#include <span>
 #include <cmath>
 #include <limits>
 
@@ -18,22 +22,146 @@ OverheadCosts overhead_costs(const std::vector<CalibrationRecord>& calibration) 
   costs.range_ns = pick("nvtx_range");
   costs.marker_ns = pick("nvtx_mark");
   costs.cuda_api_ns = pick("cuda_api");
+  costs.range_timed_ns = pick("nvtx_range_timed");
+  costs.marker_timed_ns = pick("nvtx_mark_timed");
   return costs;
 }
+
+namespace {
+
+// A window's timed costs stand for its thread's calls when this many were timed; fewer, and the
+// thread's mean over the run does (or, without one, start-up calibration).
+constexpr std::int64_t kMinCostSamples = 32;
+
+// The in-run costs of one thread: per window, and its mean over the run.
+class InRunCosts {
+ public:
+  InRunCosts(std::span<const ThreadLoadRecord> windows, const OverheadCosts& fallback) : windows_(windows) {
+    double range_sum = 0, mark_sum = 0;
+    std::int64_t range_n = 0, mark_n = 0;
+    for (const auto& w : windows) {
+      if (w.range_cost_ns >= 0) {
+        range_sum += w.range_cost_ns * static_cast<double>(w.cost_samples);
+        range_n += w.cost_samples;
+      }
+      if (w.mark_cost_ns >= 0) {
+        mark_sum += w.mark_cost_ns * static_cast<double>(w.cost_samples);
+        mark_n += w.cost_samples;
+      }
+    }
+    range_ = range_n >= kMinCostSamples ? range_sum / static_cast<double>(range_n) : -1;
+    mark_ = mark_n >= kMinCostSamples ? mark_sum / static_cast<double>(mark_n) : -1;
+    fallback_ = fallback;
+  }
+  // The cost of an event starting at `at`, and whether it was timed in the run.
+  std::pair<double, bool> cost(TimeNs at, bool range) const {
+    auto it = std::upper_bound(windows_.begin(), windows_.end(), at,
+                               [](TimeNs t, const ThreadLoadRecord& w) { return t < w.start; });
+    if (it != windows_.begin() && at < std::prev(it)->end && std::prev(it)->cost_samples >= kMinCostSamples) {
+      const double c = range ? std::prev(it)->range_cost_ns : std::prev(it)->mark_cost_ns;
+      if (c >= 0) return {scaled(c, range), true};
+    }
+    const double c = range ? range_ : mark_;
+    if (c >= 0) return {scaled(c, range), true};
+    return {range ? fallback_.range_ns : fallback_.marker_ns, false};
+  }
+
+  // The in-run timing reads a call's own time, clock reads included, not what it costs the
+  // job around it (calibration's marginal cost): what carries over is the ratio, how much
+  // slower the calls ran in the run than at start-up. Without a start-up timing to compare
+  // with, the timing itself.
+  double scaled(double timed, bool range) const {
+    const double base = range ? fallback_.range_ns : fallback_.marker_ns;
+    const double base_timed = range ? fallback_.range_timed_ns : fallback_.marker_timed_ns;
+    return base > 0 && base_timed > 0 ? timed * base / base_timed : timed;
+  }
+
+ private:
+  std::span<const ThreadLoadRecord> windows_;
+  double range_ = -1, mark_ = -1;
+  OverheadCosts fallback_;
+};
+
+// The thread loads of each track (Trace::thread_loads is sorted by track, then start).
+std::vector<std::span<const ThreadLoadRecord>> loads_by_track(const Trace& trace) {
+  std::vector<std::span<const ThreadLoadRecord>> out(trace.tracks().size());
+  const auto& loads = trace.thread_loads();
+  for (std::size_t i = 0; i < loads.size();) {
+    std::size_t j = i;
+    while (j < loads.size() && loads[j].track == loads[i].track) ++j;
+    if (loads[i].track < out.size()) out[loads[i].track] = std::span(loads).subspan(i, j - i);
+    i = j;
+  }
+  return out;
+}
+
+// Takes the time each thread waited for a core out of its CPU tasks: in a window where it ran
+// `cpu_ns` and waited `runqueue_ns`, that share of every runnable moment was waiting. Returns
+// the time removed.
+double remove_runqueue_waits(const std::vector<std::span<const ThreadLoadRecord>>& loads, DependencyGraph& graph) {
+  double removed = 0;
+  for (ResourceId r = 0; r < graph.resource_count() && r < loads.size(); ++r) {
+    if (graph.is_stream(r) || loads[r].empty()) continue;
+    const auto windows = loads[r];
+    std::size_t w = 0;
+    for (TaskId t = graph.resource_first(r); t < graph.resource_end(r); ++t) {
+      if (!graph.uses_cpu(t) || graph.duration(t) <= 0) continue;
+      const TimeNs start = graph.measured_start(t), end = graph.measured_end(t);
+      while (w < windows.size() && windows[w].end <= start) ++w;
+      double waited = 0;
+      for (std::size_t k = w; k < windows.size() && windows[k].start < end; ++k) {
+        const ThreadLoadRecord& win = windows[k];
+        if (win.cpu_ns == kNoValue || win.runqueue_ns == kNoValue || win.cpu_ns + win.runqueue_ns <= 0) continue;
+        const double share = static_cast<double>(win.runqueue_ns) / static_cast<double>(win.cpu_ns + win.runqueue_ns);
+        const TimeNs overlap = std::min(end, win.end) - std::max(start, win.start);
+        if (overlap > 0) waited += share * static_cast<double>(overlap);
+      }
+      const TimeNs duration = graph.duration(t);
+      const TimeNs take = static_cast<TimeNs>(std::floor(std::min(waited, static_cast<double>(duration))));
+      if (take <= 0) continue;
+      // The CPU part of a task whose share was measured stays what it was.
+      const double share = graph.cpu_share(t);
+      if (share < 1.0) graph.set_cpu_share(t, std::min(1.0, share * static_cast<double>(duration) / static_cast<double>(duration - take)));
+      graph.scale(t, graph.ratio(t), graph.add(t) - take);
+      removed += static_cast<double>(take);
+    }
+  }
+  return removed;
+}
+
+} // namespace
 
 OverheadCorrection correct_overhead(const Trace& trace, DependencyGraph& graph, std::optional<OverheadCosts> costs) {
   OverheadCorrection out;
   out.costs = costs ? *costs : overhead_costs(trace.calibration());
   const std::size_t n = graph.task_count();
+  const auto loads = loads_by_track(trace);
   // Charges in fractional nanoseconds: a 30.4 ns range cost must not round to 30 per range.
   std::vector<double> charge(n, 0.0);
   const auto& ann = trace.annotations();
-  for (EventIndex row = 0; row < ann.size(); ++row) {
-    const TaskId t = graph.annotation_first(row);
-    if (t == kNoTask) continue;
-    charge[t] += ann.end[row] > ann.start[row] ? out.costs.range_ns : out.costs.marker_ns;
-    ++out.events_charged;
+  double in_run_range_sum = 0;
+  std::int64_t in_run_ranges = 0;
+  for (TrackId track = 0; track < trace.tracks().size(); ++track) {
+    const EventRange rows = trace.annotations_on(track);
+    // Costs passed in are what the user wants charged; otherwise the thread's own.
+    const InRunCosts thread_costs(costs ? std::span<const ThreadLoadRecord>() : loads[track], out.costs);
+    for (EventIndex row = rows.begin; row < rows.end; ++row) {
+      const TaskId t = graph.annotation_first(row);
+      if (t == kNoTask) continue;
+      const bool range = ann.end[row] > ann.start[row];
+      const auto [cost, in_run] = thread_costs.cost(ann.start[row], range);
+      charge[t] += cost;
+      ++out.events_charged;
+      if (in_run) {
+        ++out.events_charged_in_run;
+        if (range) {
+          in_run_range_sum += cost;
+          ++in_run_ranges;
+        }
+      }
+    }
   }
+  if (in_run_ranges > 0) out.in_run_range_ns = in_run_range_sum / static_cast<double>(in_run_ranges);
   const auto& api = trace.cuda_api();
   if (out.costs.cuda_api_ns > 0) {
     for (EventIndex row = 0; row < api.size(); ++row) {
@@ -60,6 +188,18 @@ OverheadCorrection correct_overhead(const Trace& trace, DependencyGraph& graph, 
     for (TaskId t = lo; t < end && graph.measured_start(t) < o.end; ++t) {
       const TimeNs overlap = std::min(o.end, graph.measured_end(t)) - std::max(o.start, graph.measured_start(t));
       if (overlap > 0) charge[t] += static_cast<double>(overlap);
+    }
+  }
+  // Before the tracer's costs: a task's wait for a core is part of its measured time, not of
+  // the work the costs are taken from.
+  double runqueue_removed = 0;
+  if (!trace.thread_loads().empty()) {
+    std::int64_t cores = 0;
+    const std::string text = trace.meta_value("cpu_cores");
+    const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), cores);
+    if (ec == std::errc() && p == text.data() + text.size() && cores > 0 && cores <= kMaxPoolWorkers) {
+      runqueue_removed = remove_runqueue_waits(loads, graph);
+      out.cpu_cores = static_cast<std::size_t>(cores);
     }
   }
   double charged = 0, removed = 0, unabsorbed = 0;
@@ -92,6 +232,7 @@ OverheadCorrection correct_overhead(const Trace& trace, DependencyGraph& graph, 
   out.charged_ns = saturated_ns(charged);
   out.removed_ns = saturated_ns(removed);
   out.unabsorbed_ns = saturated_ns(unabsorbed);
+  out.runqueue_removed_ns = saturated_ns(runqueue_removed);
   return out;
 }
 

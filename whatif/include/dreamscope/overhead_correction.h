@@ -1,8 +1,15 @@
 // Overhead correction (design.md): the tracer costs the traced threads time for every range,
 // marker and API call it records, and CUPTI reports its own buffer work. Shrinking each CPU
 // task by the cost of what was recorded inside it, then replaying, predicts the run without
-// the tracer. The costs come from the trace's calibration rows (measured at tracer start, or
-// by `dreamscope calibrate`, whose rows can be passed in instead).
+// the tracer. The costs come from what the tracer timed in the run itself (thread_load rows: a
+// sampled fraction of each thread's recording calls, per window of the run), else from the
+// trace's calibration rows (measured at tracer start, or by `dreamscope calibrate`, whose
+// rows can be passed in instead).
+//
+// The tracer's writer thread also takes CPU: where the job's threads outnumbered the cores,
+// they waited for one (thread_load's runqueue time, from the kernel). That wait is taken out
+// of their CPU tasks and the replay shares the machine's cores among the job's own threads,
+// so that the contention the job has without the writer comes back and the writer's does not.
 #pragma once
 
 #include "dreamscope/dependency_graph.h"
@@ -18,6 +25,11 @@ struct OverheadCosts {
   double range_ns = 0;    // an annotation range (begin + end): calibration "nvtx_range"
   double marker_ns = 0;   // a zero-length annotation: "nvtx_mark"
   double cuda_api_ns = 0; // a CUDA API call seen by the callback: "cuda_api"
+  // What the tracer's in-run timing of a range and a mark read in the state that measured
+  // range_ns and marker_ns: "nvtx_range_timed", "nvtx_mark_timed" (0: not measured). A
+  // window of the run whose timing reads k times this had costs k times range_ns.
+  double range_timed_ns = 0;
+  double marker_timed_ns = 0;
   bool empty() const { return range_ns <= 0 && marker_ns <= 0 && cuda_api_ns <= 0; }
 };
 
@@ -25,18 +37,27 @@ struct OverheadCosts {
 OverheadCosts overhead_costs(const std::vector<CalibrationRecord>& calibration);
 
 struct OverheadCorrection {
-  OverheadCosts costs;
+  OverheadCosts costs; // start-up calibration (or the costs passed in)
   TimeNs charged_ns = 0;    // overhead attributed to recorded events and overhead records
   TimeNs removed_ns = 0;    // taken out of CPU tasks
   TimeNs unabsorbed_ns = 0; // charged but not removable (it fell on a blocking wait)
   std::int64_t events_charged = 0;
   std::int64_t overhead_records = 0;
+  // Events charged at the cost their thread was timed at in the run, and the mean of those
+  // charges per range; the rest were charged at `costs`.
+  std::int64_t events_charged_in_run = 0;
+  double in_run_range_ns = 0;
+  TimeNs runqueue_removed_ns = 0; // time the threads waited for a core, taken out of their tasks
+  // Cores the replay shares among the job's threads (meta cpu_cores), where the trace said how
+  // long they waited for one; 0: a core per thread, as in a plain replay.
+  std::size_t cpu_cores = 0;
 };
 
 // Sets the knobs of `graph`'s CPU tasks so that a replay predicts the untraced run. The
 // charge of an event goes to the task where it starts; what a short task cannot absorb
 // carries to the next tasks on the thread, up to the next blocking wait (overhead before
 // a wait was hidden by the wait, so it must not shorten what follows it).
+// Costs passed in replace the in-run and start-up ones alike.
 OverheadCorrection correct_overhead(const Trace& trace, DependencyGraph& graph,
                                     std::optional<OverheadCosts> costs = std::nullopt);
 
