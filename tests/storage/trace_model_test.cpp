@@ -116,6 +116,8 @@ TEST(TraceSummary, CountsKernelsAndThreads) {
   EXPECT_EQ(s.counts.memsets, 1u);
   EXPECT_EQ(s.counts.syncs, 1u);
   EXPECT_EQ(s.counts.annotations, 4u);
+  EXPECT_EQ(s.counts.overheads, 1u);
+  EXPECT_EQ(s.counts.thread_loads, 3u);
   ASSERT_EQ(s.processes.size(), 2u);
   EXPECT_EQ(s.processes[0].threads.size(), 2u);
   EXPECT_EQ(s.processes[1].threads.size(), 1u);
