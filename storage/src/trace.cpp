@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <numeric>
 #include <stdexcept>
+#include <tuple>
 
 namespace dreamscope {
 
@@ -333,7 +334,7 @@ std::size_t Trace::memory_bytes() const {
   n += bytes_of(n2.track) + bytes_of(n2.start) + bytes_of(n2.end) + bytes_of(n2.name) + bytes_of(n2.domain) +
        bytes_of(n2.category) + bytes_of(n2.payload) + bytes_of(n2.external_id) + bytes_of(n2.parent) +
        bytes_of(n2.depth) + bytes_of(annotation_jump_);
-  n += bytes_of(flows_) + bytes_of(overheads_) + bytes_of(launch_configs_);
+  n += bytes_of(flows_) + bytes_of(overheads_) + bytes_of(thread_loads_) + bytes_of(launch_configs_);
   for (const auto& c : args_) n += bytes_of(c.row) + bytes_of(c.arg);
   n += bytes_of(gpu_by_correlation_) + bytes_of(api_by_correlation_);
   n += bytes_of(cuda_api_ranges_) + bytes_of(gpu_op_ranges_) + bytes_of(annotation_ranges_);
@@ -632,6 +633,10 @@ Trace TraceBuilder::build() && {
 
   std::sort(t.calibration_.begin(), t.calibration_.end(),
             [](const auto& x, const auto& y) { return x.event_kind < y.event_kind; });
+  // Stable: windows of one thread that start together keep the order they were added in.
+  std::stable_sort(t.thread_loads_.begin(), t.thread_loads_.end(), [](const auto& x, const auto& y) {
+    return std::tie(x.track, x.start) < std::tie(y.track, y.start);
+  });
 
   t.strings_sorted_.resize(t.strings_.size());
   std::iota(t.strings_sorted_.begin(), t.strings_sorted_.end(), 0);

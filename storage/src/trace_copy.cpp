@@ -82,6 +82,11 @@ void append_rows(Out& out, const Trace& in, const TraceIdMap& ids, const TraceCo
     if (edits.overhead && !edits.overhead(o)) continue;
     out.add(o);
   }
+  for (ThreadLoadRecord l : in.thread_loads()) {
+    l.track = track(l.track);
+    if (edits.thread_load && !edits.thread_load(l)) continue;
+    out.add(l);
+  }
 }
 
 } // namespace

@@ -147,6 +147,44 @@ void TraceBuilder::check_invariants() const {
     check_intervals("overhead", start, end, origin);
   }
   {
+    // Overhead correction scales by these: what it multiplies must be bounded like the
+    // calibration costs, and a time the kernel reports is never negative.
+    const auto& loads = t.thread_loads_;
+    Violation track(std::string_view("thread_load"), "naming an unknown track");
+    Violation before_zero(std::string_view("thread_load"), "starting before 0 ns");
+    Violation times(std::string_view("thread_load"), "with a CPU or run-queue time outside [0, 2^62] ns");
+    Violation counts(std::string_view("thread_load"), "with a negative count of events or timed calls");
+    Violation costs(std::string_view("thread_load"), "with a recording cost that is not a number of ns up to 1e9");
+    auto time_ok = [](TimeNs v) { return v == kNoValue || (v >= 0 && v <= limits::kMaxAbsTimestampNs); };
+    auto cost_ok = [](double c) { return std::isfinite(c) && c <= limits::kMaxCalibrationCostNs; };
+    std::vector<TimeNs> start, end;
+    start.reserve(loads.size());
+    end.reserve(loads.size());
+    for (std::size_t i = 0; i < loads.size(); ++i) {
+      const ThreadLoadRecord& l = loads[i];
+      if (l.track >= tracks) track.add(i, "track " + std::to_string(l.track));
+      if (l.start < 0) before_zero.add(i, interval_text(l.start, l.end));
+      if (!time_ok(l.cpu_ns) || !time_ok(l.runqueue_ns)) {
+        times.add(i, "cpu_ns " + std::to_string(l.cpu_ns) + ", runqueue_ns " + std::to_string(l.runqueue_ns));
+      }
+      if (l.events < 0 || l.cost_samples < 0) {
+        counts.add(i, "events " + std::to_string(l.events) + ", cost_samples " + std::to_string(l.cost_samples));
+      }
+      if (!cost_ok(l.range_cost_ns) || !cost_ok(l.mark_cost_ns)) {
+        costs.add(i, "range_cost_ns " + std::to_string(l.range_cost_ns) + ", mark_cost_ns " +
+                         std::to_string(l.mark_cost_ns));
+      }
+      start.push_back(l.start);
+      end.push_back(l.end);
+    }
+    if (track) track.raise(origin);
+    check_intervals("thread_load", start, end, origin);
+    if (before_zero) before_zero.raise(origin);
+    if (times) times.raise(origin);
+    if (counts) counts.raise(origin);
+    if (costs) costs.raise(origin);
+  }
+  {
     Violation cost(std::string_view("calibration"), "with a cost that is not a number of ns in [0, 1e9]");
     for (std::size_t i = 0; i < t.calibration_.size(); ++i) {
       const double c = t.calibration_[i].cost_ns;

@@ -37,6 +37,7 @@ enum RecordType : std::uint8_t {
   kCalibration = 14,
   kOverhead = 15,
   kArg = 16,
+  kThreadLoad = 17, // version 3
 };
 
 std::uint64_t zigzag(std::int64_t v) {
@@ -342,6 +343,21 @@ void TraceLogWriter::add(const OverheadRecord& r) {
   end_record();
 }
 
+void TraceLogWriter::add(const ThreadLoadRecord& r) {
+  begin(kThreadLoad);
+  put_u(r.track);
+  put_s(r.start - last_start_);
+  last_start_ = r.start;
+  put_s(r.end - r.start);
+  put_u(opt(r.cpu_ns));
+  put_u(opt(r.runqueue_ns));
+  put_s(r.events);
+  put_s(r.cost_samples);
+  put_double(r.range_cost_ns);
+  put_double(r.mark_cost_ns);
+  end_record();
+}
+
 void TraceLogWriter::flush() {
   if (fd_ < 0) fail("cannot write: the log is closed");
   write_out();
@@ -586,6 +602,20 @@ struct Decoder {
         r.start = start(in);
         r.end = r.start + in.s();
         r.kind = str(in.u32());
+        b.add(r);
+        break;
+      }
+      case kThreadLoad: {
+        ThreadLoadRecord r;
+        r.track = track(in.u32());
+        r.start = start(in);
+        r.end = r.start + in.s();
+        r.cpu_ns = in.o();
+        r.runqueue_ns = in.o();
+        r.events = in.s();
+        r.cost_samples = in.s();
+        r.range_cost_ns = in.f64();
+        r.mark_cost_ns = in.f64();
         b.add(r);
         break;
       }

@@ -382,6 +382,27 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
     o.kind = str(s, 3);
     b.add(o);
   });
+  // Files written before thread loads were recorded have no such table: none were measured.
+  if (r.has_table("thread_load")) {
+    auto cost = [](sqlite3_stmt* s, int col) {
+      return sqlite3_column_type(s, col) == SQLITE_NULL ? -1.0 : sqlite3_column_double(s, col);
+    };
+    r.each("SELECT track, start, start + dur, cpu_ns, runqueue_ns, events, cost_samples, range_cost_ns, mark_cost_ns "
+           "FROM thread_load ORDER BY track, start, rowid",
+           [&](sqlite3_stmt* s) {
+             ThreadLoadRecord l;
+             l.track = track(s, 0);
+             l.start = sqlite3_column_int64(s, 1);
+             l.end = sqlite3_column_int64(s, 2);
+             l.cpu_ns = opt_int(s, 3);
+             l.runqueue_ns = opt_int(s, 4);
+             l.events = sqlite3_column_int64(s, 5);
+             l.cost_samples = sqlite3_column_int64(s, 6);
+             l.range_cost_ns = cost(s, 7);
+             l.mark_cost_ns = cost(s, 8);
+             b.add(l);
+           });
+  }
   if (progress) progress(prog);
   return std::move(b).build();
 }

@@ -134,6 +134,7 @@ TraceSummary summarize(const Trace& trace, std::size_t top_kernels) {
   s.counts.annotations = trace.annotations().size();
   s.counts.flows = trace.flows().size();
   s.counts.overheads = trace.overheads().size();
+  s.counts.thread_loads = trace.thread_loads().size();
 
   std::vector<std::pair<StringId, KernelTotal>> sorted(kernels.begin(), kernels.end());
   std::sort(sorted.begin(), sorted.end(), [&](const auto& a, const auto& b) {

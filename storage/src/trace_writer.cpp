@@ -71,11 +71,13 @@ struct TraceWriter::Statements {
   sqlite3_stmt* flow = nullptr;
   sqlite3_stmt* calibration = nullptr;
   sqlite3_stmt* overhead = nullptr;
+  sqlite3_stmt* thread_load = nullptr;
   sqlite3_stmt* launch = nullptr;
   sqlite3_stmt* arg = nullptr;
 
   ~Statements() {
-    for (auto* s : {string, meta, process, device, track, track_name, flow, calibration, overhead, launch, arg}) {
+    for (auto* s :
+         {string, meta, process, device, track, track_name, flow, calibration, overhead, thread_load, launch, arg}) {
       sqlite3_finalize(s);
     }
   }
@@ -189,6 +191,9 @@ TraceWriter::TraceWriter(std::filesystem::path path, TraceWriterOptions options)
   prepare(s.calibration,
           "INSERT OR REPLACE INTO calibration(event_kind, cost_ns, samples, method) VALUES(?,?,?,?)");
   prepare(s.overhead, "INSERT INTO overhead(track, start, dur, kind) VALUES(?,?,?,?)");
+  prepare(s.thread_load,
+          "INSERT INTO thread_load(track, start, dur, cpu_ns, runqueue_ns, events, cost_samples, range_cost_ns, "
+          "mark_cost_ns) VALUES(?,?,?,?,?,?,?,?,?)");
   prepare(s.arg, "INSERT INTO arg(event, key, type, int_value, real_value, text) VALUES(?,?,?,?,?,?)");
 
   set_meta("schema_version", std::to_string(kSchemaVersion));
@@ -481,6 +486,30 @@ void TraceWriter::add(const OverheadRecord& r) {
   sqlite3_bind_int64(st, 2, r.start);
   sqlite3_bind_int64(st, 3, r.end - r.start);
   sqlite3_bind_int64(st, 4, r.kind);
+  DS_STEP(st);
+  count_row();
+}
+
+void TraceWriter::add(const ThreadLoadRecord& r) {
+  begin_if_needed();
+  auto* st = stmts_->thread_load;
+  // A cost below 0 means none was timed: NULL, as kNoValue is for the times.
+  auto bind_cost = [&](int col, double cost) {
+    if (cost < 0) {
+      sqlite3_bind_null(st, col);
+    } else {
+      sqlite3_bind_double(st, col, cost);
+    }
+  };
+  sqlite3_bind_int64(st, 1, r.track);
+  sqlite3_bind_int64(st, 2, r.start);
+  sqlite3_bind_int64(st, 3, r.end - r.start);
+  bind_optional(st, 4, r.cpu_ns);
+  bind_optional(st, 5, r.runqueue_ns);
+  sqlite3_bind_int64(st, 6, r.events);
+  sqlite3_bind_int64(st, 7, r.cost_samples);
+  bind_cost(8, r.range_cost_ns);
+  bind_cost(9, r.mark_cost_ns);
   DS_STEP(st);
   count_row();
 }

@@ -86,6 +86,8 @@ class HandTrace {
     b_.add(OverheadRecord{.track = thread, .start = start, .end = end, .kind = b_.intern("cupti_buffer")});
   }
 
+  void thread_load(const ThreadLoadRecord& r) { b_.add(r); }
+
   void meta(const std::string& key, std::string value) { b_.set_meta(key, std::move(value)); }
   Trace build() { return std::move(b_).build(); }
 

@@ -94,6 +94,13 @@ inline Trace make_full_trace() {
   b.add(CalibrationRecord{.event_kind = "nvtx_range", .cost_ns = 27.5, .samples = 4096, .method = "startup"});
   b.add(CalibrationRecord{.event_kind = "nvtx_mark", .cost_ns = 14.25, .samples = 4096, .method = "startup"});
   b.add(OverheadRecord{.track = main, .start = 15000, .end = 15400, .kind = b.intern("cupti_buffer_flush")});
+  // Added out of (track, start) order, which build() restores; one with nothing known.
+  b.add(ThreadLoadRecord{.track = main, .start = 14000, .end = 24000, .cpu_ns = 9100, .runqueue_ns = 450,
+                         .events = 2, .cost_samples = 1, .range_cost_ns = 28.75, .mark_cost_ns = 12.5});
+  b.add(ThreadLoadRecord{.track = main, .start = 4000, .end = 14000, .cpu_ns = 8800, .runqueue_ns = 0,
+                         .events = 3, .cost_samples = 2, .range_cost_ns = 31.5, .mark_cost_ns = -1});
+  b.add(ThreadLoadRecord{.track = worker, .start = 2000, .end = 12000, .cpu_ns = kNoValue, .runqueue_ns = kNoValue,
+                         .events = 1, .cost_samples = 0, .range_cost_ns = -1, .mark_cost_ns = -1});
   return std::move(b).build();
 }
 
@@ -150,6 +157,10 @@ inline void expect_same_events(const Trace& a, const Trace& b) {
     EXPECT_EQ(a.str(x.kind), b.str(y.kind));
     x.kind = y.kind = 0;
     EXPECT_EQ(x, y);
+  }
+  ASSERT_EQ(a.thread_loads().size(), b.thread_loads().size());
+  for (std::size_t i = 0; i < a.thread_loads().size(); ++i) {
+    EXPECT_EQ(a.thread_loads()[i], b.thread_loads()[i]) << "thread_load row " << i;
   }
 }
 

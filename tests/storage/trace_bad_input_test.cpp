@@ -76,6 +76,42 @@ TEST(TraceBadInput, NewerSchemaVersion) {
                 "dreamscope wrote it");
 }
 
+// A trace.db written before thread loads were recorded has no thread_load table: it loads,
+// with none.
+TEST(TraceBadInput, AnOlderTraceWithoutTheThreadLoadTableLoads) {
+  ScratchDir dir;
+  const Trace full = test::make_full_trace();
+  ASSERT_FALSE(full.thread_loads().empty());
+  write_trace(full, dir / "old.db");
+  sql(dir / "old.db", "DROP TABLE thread_load");
+  const Trace t = read_trace(dir / "old.db");
+  EXPECT_TRUE(t.thread_loads().empty());
+  EXPECT_EQ(t.event_count(), full.event_count());
+  EXPECT_EQ(t.overheads().size(), full.overheads().size());
+}
+
+// The thread_load table is read with the care of every other: a row on a track the file
+// lacks, or with a value no measurement has, refuses the file by name.
+TEST(TraceBadInput, AThreadLoadOnAnUnknownTrackOrOutOfBoundsIsRefused) {
+  ScratchDir dir;
+  write_trace(test::make_full_trace(), dir / "track.db");
+  sql(dir / "track.db", "UPDATE thread_load SET track = 99 WHERE rowid = 1");
+  EXPECT_EQ(read_error(dir / "track.db"), (dir / "track.db").string() + ": a row names unknown track 99");
+
+  write_trace(test::make_full_trace(), dir / "cpu.db");
+  sql(dir / "cpu.db", "UPDATE thread_load SET cpu_ns = -7 WHERE cpu_ns IS NOT NULL");
+  EXPECT_EQ(read_error(dir / "cpu.db").rfind((dir / "cpu.db").string() +
+                                                 ": 2 thread_load rows with a CPU or run-queue time outside [0, 2^62] "
+                                                 "ns; first: row 0, cpu_ns -7",
+                                             0),
+            0u)
+      << read_error(dir / "cpu.db");
+
+  write_trace(test::make_full_trace(), dir / "cost.db");
+  sql(dir / "cost.db", "UPDATE thread_load SET range_cost_ns = 1e300");
+  EXPECT_NE(read_error(dir / "cost.db").find("thread_load rows with a recording cost"), std::string::npos);
+}
+
 TEST(TraceBadInput, TruncatedFile) {
   ScratchDir dir;
   TraceBuilder b;

@@ -111,6 +111,64 @@ TEST(TraceInvariants, CalibrationCostsMustBeFiniteAndNonNegative) {
   }
 }
 
+// What the tracer measured of a thread: a window in [0, 2^62) ns, times the kernel reports
+// (never negative) or kNoValue, counts >= 0, and costs bounded like calibration costs, which
+// overhead correction multiplies them like. Negative costs mean none was timed.
+TEST(TraceInvariants, ThreadLoadsAreBoundedWindowsTimesCountsAndCosts) {
+  // `l` on the fixture's thread (track 0) unless it says otherwise, after a valid row 0.
+  auto error = [](const ThreadLoadRecord& l) {
+    Fixture f;
+    f.b.add(ThreadLoadRecord{.track = f.thread, .start = 0, .end = 10, .events = 1});
+    f.b.add(l);
+    return f.error();
+  };
+  const ThreadLoadRecord ok{.start = 100, .end = 200, .cpu_ns = 80, .runqueue_ns = 5, .events = 4,
+                            .cost_samples = 2, .range_cost_ns = 30, .mark_cost_ns = -1};
+  EXPECT_EQ(error(ok), "no error");
+  auto with = [&](auto change) {
+    ThreadLoadRecord l = ok;
+    change(l);
+    return error(l);
+  };
+  EXPECT_EQ(with([](auto& l) { l.track = 9; }),
+            "x.json: 1 thread_load row naming an unknown track; first: row 1, track 9 (docs/limits.md)");
+  EXPECT_EQ(with([](auto& l) { l.start = -5; }),
+            "x.json: 1 thread_load row starting before 0 ns; first: row 1, start -5 ns, end 200 ns (docs/limits.md)");
+  EXPECT_EQ(with([](auto& l) { l.end = 99; }),
+            "x.json: 1 thread_load row with end < start; first: row 1, start 100 ns, end 99 ns (docs/limits.md)");
+  EXPECT_NE(with([](auto& l) { l.end = limits::kMaxAbsTimestampNs; })
+                .find("x.json: 1 thread_load row with a timestamp beyond +-2^62 ns"),
+            std::string::npos);
+  EXPECT_EQ(with([](auto& l) { l.cpu_ns = -1; }),
+            "x.json: 1 thread_load row with a CPU or run-queue time outside [0, 2^62] ns; first: row 1, cpu_ns -1, "
+            "runqueue_ns 5 (docs/limits.md)");
+  EXPECT_NE(with([](auto& l) { l.runqueue_ns = limits::kMaxAbsTimestampNs + 1; })
+                .find("1 thread_load row with a CPU or run-queue time outside [0, 2^62] ns"),
+            std::string::npos);
+  EXPECT_EQ(with([](auto& l) { l.cost_samples = -3; }),
+            "x.json: 1 thread_load row with a negative count of events or timed calls; first: row 1, events 4, "
+            "cost_samples -3 (docs/limits.md)");
+  EXPECT_NE(with([](auto& l) { l.events = -1; }).find("1 thread_load row with a negative count"), std::string::npos);
+  for (double cost : {std::nan(""), std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+                      1e15}) {
+    EXPECT_NE(with([&](auto& l) { l.mark_cost_ns = cost; })
+                  .find("1 thread_load row with a recording cost that is not a number of ns up to 1e9; first: row 1"),
+              std::string::npos)
+        << cost;
+    EXPECT_NE(with([&](auto& l) { l.range_cost_ns = cost; }).find("with a recording cost"), std::string::npos) << cost;
+  }
+  // At the bounds, and unknown, all load.
+  EXPECT_EQ(with([](auto& l) {
+              l.start = l.end = 0;
+              l.cpu_ns = limits::kMaxAbsTimestampNs;
+              l.runqueue_ns = kNoValue;
+              l.events = l.cost_samples = 0;
+              l.range_cost_ns = limits::kMaxCalibrationCostNs;
+              l.mark_cost_ns = -1e300;
+            }),
+            "no error");
+}
+
 TEST(TraceInvariants, IllFormedUtf8IsRepairedNotRefused) {
   Fixture f;
   const StringId bad = f.b.intern("gemm\xff\xfe_kernel\xc3");

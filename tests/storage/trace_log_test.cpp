@@ -57,6 +57,7 @@ void record(const Trace& trace, TraceSink& w) {
     o.kind = ids[o.kind];
     w.add(o);
   }
+  for (const auto& l : trace.thread_loads()) w.add(l);
 }
 
 TEST(TraceLog, EveryRecordKindRoundTrips) {
@@ -130,6 +131,48 @@ TEST(TraceLog, ATrackRenamedAfterItsEventsKeepsTheLastName) {
     EXPECT_EQ(t.tracks()[0].name, "main loop") << file;
     EXPECT_EQ(t.tracks()[1].name, "loader 0") << file;
     EXPECT_EQ(t.annotations().size(), 1u) << file;
+  }
+}
+
+// The writer thread records a thread's load between its events, for a window that began
+// before them: the events keep their times, and the loads keep every field, at the bounds a
+// Trace allows too, in the log and in SQLite alike.
+TEST(TraceLog, ThreadLoadsBetweenEventsKeepEveryField) {
+  ScratchDir dir;
+  const ThreadLoadRecord widest{.track = 1, .start = 0, .end = limits::kMaxAbsTimestampNs - 1,
+                                .cpu_ns = limits::kMaxAbsTimestampNs, .runqueue_ns = 0, .events = INT64_MAX,
+                                .cost_samples = INT64_MAX, .range_cost_ns = limits::kMaxCalibrationCostNs,
+                                .mark_cost_ns = 0};
+  const ThreadLoadRecord unknown{.track = 0, .start = 1000, .end = 1000, .cpu_ns = kNoValue,
+                                 .runqueue_ns = kNoValue, .events = 0, .cost_samples = 0, .range_cost_ns = -1,
+                                 .mark_cost_ns = -1};
+  const ThreadLoadRecord measured{.track = 0, .start = 5000, .end = 905000, .cpu_ns = 700000, .runqueue_ns = 150000,
+                                  .events = 1234, .cost_samples = 40, .range_cost_ns = 33.125, .mark_cost_ns = 17.5};
+  auto write = [&](TraceSink& w) {
+    const std::uint32_t p = w.add_process(ProcessInfo{.pid = 7, .name = "train"});
+    const TrackId main = w.add_track(TrackInfo{.kind = TrackKind::CpuThread, .process = p, .tid = 7});
+    w.add_track(TrackInfo{.kind = TrackKind::CpuThread, .process = p, .tid = 8});
+    const StringId step = w.intern("step");
+    w.add(AnnotationRecord{.track = main, .start = 900000, .end = 950000, .name = step});
+    w.add(measured);
+    w.add(AnnotationRecord{.track = main, .start = 960000, .end = 990000, .name = step});
+    w.add(widest);
+    w.add(unknown);
+    w.add(AnnotationRecord{.track = main, .start = 995000, .end = 999000, .name = step});
+    w.close();
+  };
+  {
+    TraceLogWriter log(dir / "loads.dslog");
+    write(log);
+    TraceWriter db(dir / "loads.db");
+    write(db);
+  }
+  for (const char* file : {"loads.dslog", "loads.db"}) {
+    const Trace t = load_trace(dir / file);
+    EXPECT_EQ(t.thread_loads(), (std::vector<ThreadLoadRecord>{unknown, measured, widest})) << file;
+    ASSERT_EQ(t.annotations().size(), 3u) << file;
+    EXPECT_EQ(t.annotations().start, (std::vector<TimeNs>{900000, 960000, 995000})) << file;
+    EXPECT_EQ(t.annotations().end, (std::vector<TimeNs>{950000, 990000, 999000})) << file;
   }
 }
 
@@ -248,6 +291,35 @@ TEST(TraceLog, ANewerVersionIsRefusedNamingTheFileAndBothVersions) {
   f.close();
   EXPECT_EQ(refusal(path), path.string() + ": trace log version " + std::to_string(kTraceLogVersion + 1) +
                                " is newer than this build reads (" + std::to_string(kTraceLogVersion) + ")");
+}
+
+// Version 3 added thread loads; the logs of versions 1 and 2 (no thread loads, and no track
+// renames in 1) still read.
+TEST(TraceLog, OlderVersionsStillRead) {
+  ScratchDir dir;
+  const auto path = dir / "old.dslog";
+  {
+    TraceLogWriter w(path);
+    const auto p = w.add_process(ProcessInfo{.pid = 3, .name = "old"});
+    const TrackId t = w.add_track(TrackInfo{.kind = TrackKind::CpuThread, .process = p, .tid = 3});
+    w.add(AnnotationRecord{.track = t, .start = 10, .end = 20, .name = w.intern("step")});
+    w.close();
+  }
+  char header[12] = {};
+  std::ifstream(path, std::ios::binary).read(header, sizeof header);
+  EXPECT_EQ(header[8], static_cast<char>(kTraceLogVersion));
+  EXPECT_EQ(kTraceLogVersion, 3u);
+  for (char version : {1, 2}) {
+    {
+      std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(8);
+      f.put(version);
+    }
+    const Trace t = read_trace_log(path);
+    EXPECT_TRUE(t.complete()) << "version " << int(version);
+    EXPECT_EQ(t.annotations().size(), 1u) << "version " << int(version);
+    EXPECT_TRUE(t.thread_loads().empty());
+  }
 }
 
 TEST(TraceLog, ADamagedRecordIsRefusedNamingTheFileAndTheByte) {

@@ -80,6 +80,8 @@ TEST(MergePartLogs, PartsOfAJobBecomeOneTraceWithEachProcessOnItsOwnTracks) {
   child.warnings = "CUPTI activity kind 5 not recorded: x";
   child.record = [](TraceLogWriter& w, TrackId t, std::uint32_t) {
     for (int i = 0; i < 3; ++i) annotate(w, t, "load", "operation", 2100 + i * 100, 2150 + i * 100);
+    w.add(ThreadLoadRecord{.track = t, .start = 2000, .end = 2500, .cpu_ns = 480, .runqueue_ns = 10, .events = 3,
+                           .cost_samples = 1, .range_cost_ns = 41.0});
   };
   child.write(dir / "201-2000-0.dslog");
   PartWriter root{.pid = 200, .start = 1000, .end = 9000, .dropped = 1};
@@ -94,6 +96,8 @@ TEST(MergePartLogs, PartsOfAJobBecomeOneTraceWithEachProcessOnItsOwnTracks) {
                       .name = w.intern("gemm"), .correlation = 9,
                       .launch = LaunchConfig{{64, 1, 1}, {256, 1, 1}, 32, 0, 0}});
     w.add(OverheadRecord{.track = t, .start = 3000, .end = 3100, .kind = w.intern("tracer_buffer_map")});
+    w.add(ThreadLoadRecord{.track = t, .start = 1000, .end = 9000, .cpu_ns = 7000, .runqueue_ns = kNoValue,
+                           .events = 2, .cost_samples = 2, .range_cost_ns = 25.5, .mark_cost_ns = 11.0});
   };
   root.write(dir / "200-1000-0.dslog");
 
@@ -142,6 +146,19 @@ TEST(MergePartLogs, PartsOfAJobBecomeOneTraceWithEachProcessOnItsOwnTracks) {
   EXPECT_EQ(t.arg_int(EventTable::CudaApi, 0, "grid"), 64);
   ASSERT_EQ(t.overheads().size(), 1u);
   EXPECT_EQ(t.str(t.overheads()[0].kind), "tracer_buffer_map");
+  // Each part's thread 0 is a different track of the merged trace; its loads follow it there.
+  ASSERT_EQ(t.thread_loads().size(), 2u);
+  for (const ThreadLoadRecord& l : t.thread_loads()) {
+    const TrackInfo& track = t.tracks()[l.track];
+    EXPECT_EQ(track.kind, TrackKind::CpuThread);
+    EXPECT_EQ(track.tid, l.start == 1000 ? 200 : 201);
+    EXPECT_EQ(track.name, l.start == 1000 ? "main-200" : "main-201");
+  }
+  EXPECT_EQ(t.thread_loads()[0].cpu_ns, 7000); // (track, start) order: the root's thread first
+  EXPECT_EQ(t.thread_loads()[1], (ThreadLoadRecord{.track = t.thread_loads()[1].track, .start = 2000, .end = 2500,
+                                                   .cpu_ns = 480, .runqueue_ns = 10, .events = 3, .cost_samples = 1,
+                                                   .range_cost_ns = 41.0}));
+  EXPECT_NE(t.thread_loads()[1].track, t.thread_loads()[0].track);
 }
 
 TEST(MergePartLogs, ABatchPreparedInOneProcessAndWaitedForInAnotherGetsAFlow) {
@@ -278,6 +295,11 @@ TEST(TraceCopy, IdsAreRemappedBehindWhatTheOutputHeldAndEditsMoveOrDropRows) {
   };
   edits.cuda_api = [&](EventIndex row, CudaApiRecord&) { return full.cuda_api().cbid[row] != 307; };
   edits.overhead = [](OverheadRecord&) { return false; };
+  edits.thread_load = [&](ThreadLoadRecord& l) {
+    if (l.cpu_ns == kNoValue) return false;
+    l.events += 100;
+    return true;
+  };
   const TraceIdMap ids = append_trace_ids(b, full, edits);
   append_trace_rows(b, full, ids, edits);
   const Trace t = std::move(b).build();
@@ -301,6 +323,11 @@ TEST(TraceCopy, IdsAreRemappedBehindWhatTheOutputHeldAndEditsMoveOrDropRows) {
   ASSERT_EQ(t.flows().size(), 1u);
   EXPECT_EQ(t.str(t.flows()[0].kind), "batch");
   EXPECT_EQ(t.tracks()[t.flows()[0].from_track].name, "worker-0");
+  ASSERT_EQ(t.thread_loads().size(), 2u); // the worker's, with nothing known, was left out
+  for (const ThreadLoadRecord& l : t.thread_loads()) {
+    EXPECT_EQ(t.tracks()[l.track].name, "MainThread");
+    EXPECT_GE(l.events, 100);
+  }
 }
 
 } // namespace

@@ -84,6 +84,22 @@ TEST(TraceModel, CorrelationLookups) {
   EXPECT_FALSE(t.find_string("not there"));
 }
 
+// build() restores (track, start) order; windows of one thread that start together keep the
+// order they were added in.
+TEST(TraceModel, SortsThreadLoadsByTrackThenStart) {
+  TraceBuilder b;
+  const auto p = b.add_process(ProcessInfo{.pid = 1, .name = "x"});
+  const TrackId t0 = b.thread_track(p, 1), t1 = b.thread_track(p, 2);
+  b.add(ThreadLoadRecord{.track = t1, .start = 0, .end = 10, .events = 1});
+  b.add(ThreadLoadRecord{.track = t0, .start = 20, .end = 30, .events = 2});
+  b.add(ThreadLoadRecord{.track = t0, .start = 10, .end = 20, .events = 3});
+  b.add(ThreadLoadRecord{.track = t0, .start = 20, .end = 25, .events = 4});
+  const Trace t = std::move(b).build();
+  std::vector<std::int64_t> order;
+  for (const auto& l : t.thread_loads()) order.push_back(l.events);
+  EXPECT_EQ(order, (std::vector<std::int64_t>{3, 2, 4, 1}));
+}
+
 TEST(TraceModel, RejectsRowsOnUnknownTracks) {
   TraceBuilder b;
   b.add(AnnotationRecord{.track = 3, .start = 0, .end = 1});
@@ -100,6 +116,8 @@ TEST(TraceSummary, CountsKernelsAndThreads) {
   EXPECT_EQ(s.counts.memsets, 1u);
   EXPECT_EQ(s.counts.syncs, 1u);
   EXPECT_EQ(s.counts.annotations, 4u);
+  EXPECT_EQ(s.counts.overheads, 1u);
+  EXPECT_EQ(s.counts.thread_loads, 3u);
   ASSERT_EQ(s.processes.size(), 2u);
   EXPECT_EQ(s.processes[0].threads.size(), 2u);
   EXPECT_EQ(s.processes[1].threads.size(), 1u);

@@ -57,6 +57,32 @@ TEST(TraceRoundTrip, ViewsResolveNamesForSqlUsers) {
   sqlite3_close(db);
 }
 
+// What a thread load does not know is NULL in SQL, as any absent value: an unknown CPU or
+// run-queue time, and a cost of which no call was timed.
+TEST(TraceRoundTrip, ThreadLoadUnknownsAreNull) {
+  ScratchDir dir;
+  write_trace(test::make_full_trace(), dir / "loads.db");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2((dir / "loads.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  auto count = [&](const char* where) {
+    const std::string q = std::string("SELECT count(*) FROM thread_load WHERE ") + where;
+    sqlite3_stmt* s = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, q.c_str(), -1, &s, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+    int n = -1;
+    if (sqlite3_step(s) == SQLITE_ROW) n = sqlite3_column_int(s, 0);
+    sqlite3_finalize(s);
+    return n;
+  };
+  EXPECT_EQ(count("1"), 3);
+  EXPECT_EQ(count("cpu_ns IS NULL AND runqueue_ns IS NULL"), 1);
+  EXPECT_EQ(count("range_cost_ns IS NULL"), 1);
+  EXPECT_EQ(count("mark_cost_ns IS NULL"), 2);
+  EXPECT_EQ(count("start = 4000 AND dur = 10000 AND cpu_ns = 8800 AND runqueue_ns = 0 AND events = 3 AND "
+                  "cost_samples = 2 AND range_cost_ns = 31.5"),
+            1);
+  sqlite3_close(db);
+}
+
 TEST(TraceRoundTrip, OneMillionEventsExactly) {
   ScratchDir dir;
   const std::size_t n = 1'000'000;

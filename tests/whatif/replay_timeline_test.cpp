@@ -152,6 +152,33 @@ TEST(ReplayTimeline, PredictedRowsKeepTheirArgs) {
   EXPECT_EQ(without_k1.arg_int(EventTable::GpuOp, 0, "kernel_backend"), 4);
 }
 
+// What the tracer measured of a thread moves with the thread's time like an overhead row,
+// and leaves with the tracer's cost when the replay removed it.
+TEST(ReplayTimeline, PredictedThreadLoadsMoveWithTheirThread) {
+  HandTrace h;
+  const TrackId t = h.thread(1);
+  const TrackId s = h.stream(7);
+  h.api(t, "launch", 5, 15, 1, 7);
+  h.kernel(s, "k", 20, 1020, 1);
+  h.api(t, "cudaStreamSynchronize", 22, 1025, kNoValue, 7);
+  h.api(t, "cudaFree", 1025, 1125);
+  h.thread_load(ThreadLoadRecord{.track = t, .start = 1025, .end = 1125, .cpu_ns = 90, .events = 1});
+  const Trace trace = h.build();
+  DependencyGraph g = build_dependency_graph(trace);
+  g.scale(g.gpu_task(gpu_row(trace, "k")), 0.5, 0);
+  const SimulationResult r = simulate(g);
+  const Trace predicted = make_predicted_trace(trace, g, r);
+  const EventIndex free_call = api_row(predicted, "cudaFree");
+  ASSERT_LT(predicted.cuda_api().start[free_call], 1025); // the sync waited for a shorter kernel
+  ASSERT_EQ(predicted.thread_loads().size(), 1u);
+  const ThreadLoadRecord& l = predicted.thread_loads()[0];
+  EXPECT_EQ(l.start, predicted.cuda_api().start[free_call]);
+  EXPECT_EQ(l.end, predicted.cuda_api().end[free_call]);
+  EXPECT_EQ(l.cpu_ns, 90);
+  EXPECT_EQ(l.events, 1);
+  EXPECT_TRUE(make_predicted_trace(trace, g, r, /*overhead_corrected=*/true).thread_loads().empty());
+}
+
 TEST(ReplayTimeline, StreamSynchronizeWaitsForTheLastTaskIssuedToItsStream) {
   HandTrace h;
   const TrackId t = h.thread(1);

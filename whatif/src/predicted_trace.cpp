@@ -117,6 +117,14 @@ Trace make_predicted_trace(const Trace& measured, const DependencyGraph& graph, 
     o.end = std::max(o.start, instant(o.track, o.end));
     return true;
   };
+  // What the tracer measured of a thread: gone with the tracer's cost where that was
+  // removed, else its window moves with the thread's time like an overhead row.
+  edits.thread_load = [&](ThreadLoadRecord& l) {
+    if (overhead_corrected) return false;
+    l.start = instant(l.track, l.start);
+    l.end = std::max(l.start, instant(l.track, l.end));
+    return l.start >= 0; // a window the prediction moved before the clock's zero has no place
+  };
   append_trace_rows(b, measured, ids, edits);
   // Tasks a what-if inserted: GPU work on streams, annotated CPU work on threads.
   const StringId synthetic = b.intern("synthetic"), dreamscope = b.intern("dreamscope");

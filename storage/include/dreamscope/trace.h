@@ -470,9 +470,13 @@ class TraceBuilder {
   // already in (track, start, longer-first) order skip the sort: the reader's case.
   //
   // Every Trace that leaves build() holds, whatever file it came from (limits.h has the bounds):
-  // - every event, flow and overhead row names an existing track, and every string id exists;
+  // - every event, flow, overhead and thread-load row names an existing track, and every
+  //   string id exists;
   // - timestamps are within +-limits::kMaxAbsTimestampNs and end >= start, so durations are
   //   finite, non-negative, and start + duration cannot overflow;
+  // - a thread load starts at or after 0; its CPU and run-queue times are kNoValue or in
+  //   [0, limits::kMaxAbsTimestampNs], its counts non-negative, its costs finite and at most
+  //   limits::kMaxCalibrationCostNs (negative: none timed);
   // - tracks name existing processes and devices; args name existing rows;
   // - event names are at most limits::kMaxNameBytes long;
   // - calibration costs are finite and non-negative;

@@ -51,6 +51,7 @@ class TraceSink {
   virtual void add(const FlowRecord& r) = 0;
   virtual void add(const CalibrationRecord& r) = 0;
   virtual void add(const OverheadRecord& r) = 0;
+  virtual void add(const ThreadLoadRecord& r) = 0;
   virtual void flush() = 0;
   virtual void close(bool complete = true) = 0;
 };
@@ -84,6 +85,7 @@ class TraceWriter : public TraceSink {
   void add(const FlowRecord& r) override;
   void add(const CalibrationRecord& r) override;
   void add(const OverheadRecord& r) override;
+  void add(const ThreadLoadRecord& r) override;
 
   // Commits everything added so far: after flush() returns, a crash loses none of it.
   void flush() override;

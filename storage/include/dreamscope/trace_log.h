@@ -18,8 +18,8 @@
 namespace dreamscope {
 
 // Bumped when a record changes meaning or a new kind of record appears; a reader refuses
-// logs newer than it knows. 2: track renames.
-inline constexpr std::uint32_t kTraceLogVersion = 2;
+// logs newer than it knows, and reads every older one. 2: track renames. 3: thread loads.
+inline constexpr std::uint32_t kTraceLogVersion = 3;
 
 class TraceLogWriter final : public TraceSink {
  public:
@@ -46,6 +46,7 @@ class TraceLogWriter final : public TraceSink {
   void add(const FlowRecord& r) override;
   void add(const CalibrationRecord& r) override;
   void add(const OverheadRecord& r) override;
+  void add(const ThreadLoadRecord& r) override;
 
   // Writes everything buffered with one write(2): afterwards only a power cut can lose it.
   void flush() override;
