@@ -155,19 +155,19 @@ class ThreadBuffer {
     std::atomic<std::uint64_t> ticks{0};
   };
   static constexpr std::size_t kCostKinds = 5; // EventKind Push .. Mark
-  // The next countdown varies with the clock's low bits (48..79, 64 on average): a fixed
-  // period would time the same kind of call forever in a loop of push/pop pairs.
-  //
   // A timed call that took longer than `cap` ticks was preempted or mapped a chunk: the first
   // is the scheduler's (thread_load's runqueue time), the second an overhead record of its
   // own; either would count twice, and one such call among a window's few hundred samples
-  // would swamp their mean. The next countdown varies with the clock's low bits (48..79, 64
-  // on average): a fixed period would time the same kind of call forever in a loop of
-  // push/pop pairs.
+  // would swamp their mean. The next countdown is drawn from 32..95 (64 on average) by a
+  // xorshift generator: a fixed period would time the same kind of call forever in a loop of
+  // push/pop pairs, and the clock's low bits are not random enough on every machine.
   inline void sample_cost(EventKind kind, std::uint64_t call_start, bool use_tsc, std::uint64_t cap) {
     if (--cost_countdown_ != 0) return;
     const std::uint64_t now = ticks(use_tsc);
-    cost_countdown_ = kCostSampleEvery - 16 + static_cast<std::uint32_t>(now & 31);
+    cost_random_ ^= cost_random_ << 13;
+    cost_random_ ^= cost_random_ >> 7;
+    cost_random_ ^= cost_random_ << 17;
+    cost_countdown_ = kCostSampleEvery / 2 + static_cast<std::uint32_t>(cost_random_ % kCostSampleEvery);
     if (now - call_start <= cap) add_cost(kind, now - call_start);
   }
   // Producer only: plain read-modify-write, published with relaxed stores for the writer.
@@ -269,6 +269,7 @@ class ThreadBuffer {
   Event* write_ = nullptr;      // the current chunk's events
   std::uint32_t depth_ = 0;
   std::uint32_t cost_countdown_ = kCostSampleEvery;
+  std::uint64_t cost_random_ = 0x9E3779B97F4A7C15ull;
   std::uint64_t refused_[kMaxDepth / 64] = {};
   Chunk* current_ = nullptr;
   Chunk* spare_ = nullptr;

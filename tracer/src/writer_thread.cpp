@@ -103,10 +103,15 @@ std::uint64_t total_dropped() {
   return n;
 }
 
-// A thread's load is written per window of at least this long: enough calls for the sampled
-// costs to mean something (a thread recording 100 k events/s times 150 of them in a window),
-// few enough rows for an hour's run (36 k per thread).
+// A thread's load is written per window of 100 ms: enough calls for the sampled costs to mean
+// something (a thread recording 100 k events/s times 150 of them in a window), few enough rows
+// for an hour's run (36 k per thread). A window ends sooner, after 10 ms at least, once the
+// thread waited 1 ms for a core in it: such waits come in bursts (another process, the writer
+// catching up), and correction spreads a window's wait over the window's tasks, so a burst
+// must stay near where it happened.
 constexpr std::int64_t kLoadWindowNs = 100'000'000;
+constexpr std::int64_t kShortLoadWindowNs = 10'000'000;
+constexpr std::int64_t kWaitThatEndsAWindowNs = 1'000'000;
 
 void read_thread_schedstat(const ThreadBuffer& b, bool retired, std::int64_t& cpu, std::int64_t& wait) {
   cpu = wait = kNoValue;
@@ -142,9 +147,14 @@ void note_thread_load(Session& s, ThreadSink& sink, const ThreadBuffer& b, bool 
     begin_window(w, b, retired);
     return;
   }
-  if (monotonic_ns() - w.start < kLoadWindowNs && !last) return;
+  const std::int64_t length = monotonic_ns() - w.start;
+  if (!last && length < kShortLoadWindowNs) return;
   LoadWindow next;
   begin_window(next, b, retired);
+  if (!last && length < kLoadWindowNs &&
+      (w.runqueue_ns == kNoValue || next.runqueue_ns == kNoValue || next.runqueue_ns - w.runqueue_ns < kWaitThatEndsAWindowNs)) {
+    return;
+  }
   if (next.start <= w.start || !s.target->in_window(w.start)) {
     w = next;
     return;
