@@ -1,9 +1,6 @@
 #include "dreamscope/overhead_correction.h"
 
-#include <dreamscope/limits.h>
-
 #include <algorithm>
-#include <charconv>
 #include <span>
 #include <cmath>
 #include <limits>
@@ -67,13 +64,16 @@ class InRunCosts {
   }
 
   // The in-run timing reads a call's own time, clock reads included, not what it costs the
-  // job around it (calibration's marginal cost): what carries over is the ratio, how much
-  // slower the calls ran in the run than at start-up. Without a start-up timing to compare
-  // with, the timing itself.
+  // job around it (calibration's cost): what carries over is the ratio, how much slower the
+  // calls ran in the run than at start-up. It only raises a cost: a start-up that happened to
+  // be slow (which happens: docs/simulation.md) would otherwise lower every cost of the run,
+  // and a run whose calls time faster than start-up's has not been seen to cost less. Without
+  // a start-up timing to compare with, the timing itself.
   double scaled(double timed, bool range) const {
     const double base = range ? fallback_.range_ns : fallback_.marker_ns;
     const double base_timed = range ? fallback_.range_timed_ns : fallback_.marker_timed_ns;
-    return base > 0 && base_timed > 0 ? timed * base / base_timed : timed;
+    if (!(base > 0 && base_timed > 0)) return timed;
+    return base * std::max(1.0, timed / base_timed);
   }
 
  private:
@@ -95,36 +95,70 @@ std::vector<std::span<const ThreadLoadRecord>> loads_by_track(const Trace& trace
   return out;
 }
 
-// Takes the time each thread waited for a core out of its CPU tasks: in a window where it ran
-// `cpu_ns` and waited `runqueue_ns`, that share of every runnable moment was waiting. Returns
-// the time removed.
-double remove_runqueue_waits(const std::vector<std::span<const ThreadLoadRecord>>& loads, DependencyGraph& graph) {
-  double removed = 0;
+// The time each thread waited for a core in each CPU task. A window of the thread's load says
+// how long it waited in all; where in the window it waited it does not say. Waits for a core
+// come as preemptions of a timeslice or more, which make the task they fall in far longer
+// than it would be: so a window's wait is taken from its longest tasks first, down to the
+// level at which the time above it equals the wait (as water fills from the top), not spread
+// over every task, which would shorten the many that did not wait. Per task, in task order.
+std::vector<double> runqueue_waits(const std::vector<std::span<const ThreadLoadRecord>>& loads,
+                                   const DependencyGraph& graph) {
+  std::vector<double> waited(graph.task_count(), 0.0);
+  std::vector<std::pair<TimeNs, TaskId>> in_window; // (time inside the window, task)
   for (ResourceId r = 0; r < graph.resource_count() && r < loads.size(); ++r) {
     if (graph.is_stream(r) || loads[r].empty()) continue;
-    const auto windows = loads[r];
-    std::size_t w = 0;
-    for (TaskId t = graph.resource_first(r); t < graph.resource_end(r); ++t) {
-      if (!graph.uses_cpu(t) || graph.duration(t) <= 0) continue;
-      const TimeNs start = graph.measured_start(t), end = graph.measured_end(t);
-      while (w < windows.size() && windows[w].end <= start) ++w;
-      double waited = 0;
-      for (std::size_t k = w; k < windows.size() && windows[k].start < end; ++k) {
-        const ThreadLoadRecord& win = windows[k];
-        if (win.cpu_ns == kNoValue || win.runqueue_ns == kNoValue || win.cpu_ns + win.runqueue_ns <= 0) continue;
-        const double share = static_cast<double>(win.runqueue_ns) / static_cast<double>(win.cpu_ns + win.runqueue_ns);
-        const TimeNs overlap = std::min(end, win.end) - std::max(start, win.start);
-        if (overlap > 0) waited += share * static_cast<double>(overlap);
+    TaskId first = graph.resource_first(r);
+    for (const ThreadLoadRecord& win : loads[r]) {
+      if (win.cpu_ns == kNoValue || win.runqueue_ns == kNoValue || win.runqueue_ns <= 0) continue;
+      while (first < graph.resource_end(r) && graph.measured_end(first) <= win.start) ++first;
+      in_window.clear();
+      for (TaskId t = first; t < graph.resource_end(r) && graph.measured_start(t) < win.end; ++t) {
+        if (!graph.uses_cpu(t) || graph.duration(t) <= 0) continue;
+        const TimeNs inside = std::min({win.end, graph.measured_end(t)}) - std::max(win.start, graph.measured_start(t));
+        if (inside > 0) in_window.emplace_back(std::min(inside, graph.duration(t)), t);
       }
-      const TimeNs duration = graph.duration(t);
-      const TimeNs take = static_cast<TimeNs>(std::floor(std::min(waited, static_cast<double>(duration))));
-      if (take <= 0) continue;
-      // The CPU part of a task whose share was measured stays what it was.
-      const double share = graph.cpu_share(t);
-      if (share < 1.0) graph.set_cpu_share(t, std::min(1.0, share * static_cast<double>(duration) / static_cast<double>(duration - take)));
-      graph.scale(t, graph.ratio(t), graph.add(t) - take);
-      removed += static_cast<double>(take);
+      if (in_window.empty()) continue;
+      std::sort(in_window.begin(), in_window.end(), std::greater<>());
+      // The level L where the time above L over the longest tasks equals the wait.
+      double wait = static_cast<double>(win.runqueue_ns), above = 0, level = 0;
+      std::size_t k = 0;
+      for (; k < in_window.size(); ++k) {
+        const double next = k + 1 < in_window.size() ? static_cast<double>(in_window[k + 1].first) : 0.0;
+        const double grow = (static_cast<double>(in_window[k].first) - next) * static_cast<double>(k + 1);
+        if (above + grow >= wait) {
+          level = static_cast<double>(in_window[k].first) - (wait - above) / static_cast<double>(k + 1);
+          break;
+        }
+        above += grow;
+      }
+      for (std::size_t i = 0; i <= k && i < in_window.size(); ++i) {
+        waited[in_window[i].second] += std::max(0.0, static_cast<double>(in_window[i].first) - level);
+      }
     }
+  }
+  return waited;
+}
+
+// Takes the writer's share of the threads' waits for a core out of their CPU tasks: the
+// writer ran `writer_cpu_ns` on the job's cores, so at most that much of the waiting was for
+// it; the rest was for the job's other threads or other processes, and is there without the
+// tracer too. Returns the time removed.
+double remove_writer_share(const std::vector<double>& waited, double writer_cpu_ns, DependencyGraph& graph) {
+  double total = 0;
+  for (double w : waited) total += w;
+  if (total <= 0 || writer_cpu_ns <= 0) return 0;
+  const double share = std::min(1.0, writer_cpu_ns / total);
+  double removed = 0;
+  for (TaskId t = 0; t < graph.task_count(); ++t) {
+    if (waited[t] <= 0) continue;
+    const TimeNs duration = graph.duration(t);
+    const TimeNs take = static_cast<TimeNs>(std::floor(std::min(share * waited[t], static_cast<double>(duration))));
+    if (take <= 0) continue;
+    // The CPU part of a task whose share was measured stays what it was.
+    const double cpu = graph.cpu_share(t);
+    if (cpu < 1.0) graph.set_cpu_share(t, std::min(1.0, cpu * static_cast<double>(duration) / static_cast<double>(duration - take)));
+    graph.scale(t, graph.ratio(t), graph.add(t) - take);
+    removed += static_cast<double>(take);
   }
   return removed;
 }
@@ -193,14 +227,9 @@ OverheadCorrection correct_overhead(const Trace& trace, DependencyGraph& graph, 
   // Before the tracer's costs: a task's wait for a core is part of its measured time, not of
   // the work the costs are taken from.
   double runqueue_removed = 0;
-  if (!trace.thread_loads().empty()) {
-    std::int64_t cores = 0;
-    const std::string text = trace.meta_value("cpu_cores");
-    const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), cores);
-    if (ec == std::errc() && p == text.data() + text.size() && cores > 0 && cores <= kMaxPoolWorkers) {
-      runqueue_removed = remove_runqueue_waits(loads, graph);
-      out.cpu_cores = static_cast<std::size_t>(cores);
-    }
+  if (!trace.thread_loads().empty() && trace.tracer_writer_cpu_ns() != kNoValue) {
+    runqueue_removed = remove_writer_share(runqueue_waits(loads, graph),
+                                           static_cast<double>(trace.tracer_writer_cpu_ns()), graph);
   }
   double charged = 0, removed = 0, unabsorbed = 0;
   for (ResourceId r = 0; r < graph.resource_count(); ++r) {

@@ -48,7 +48,6 @@ ReplayReport replay(const Trace& trace, const ReplayOptions& options) {
   if (options.correct_overhead) report.correction = correct_overhead(trace, graph, options.costs);
   SimulationOptions sim;
   sim.policy = options.policy;
-  if (report.correction) sim.cpu_cores = report.correction->cpu_cores;
   const auto t2 = Clock::now();
   SimulationResult result = simulate(graph, sim);
   const auto t3 = Clock::now();

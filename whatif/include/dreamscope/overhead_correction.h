@@ -7,9 +7,9 @@
 // rows can be passed in instead).
 //
 // The tracer's writer thread also takes CPU: where the job's threads outnumbered the cores,
-// they waited for one (thread_load's runqueue time, from the kernel). That wait is taken out
-// of their CPU tasks and the replay shares the machine's cores among the job's own threads,
-// so that the contention the job has without the writer comes back and the writer's does not.
+// they waited for one (thread_load's runqueue time, from the kernel). The writer's share of
+// that wait, at most the CPU it used, is taken out of their CPU tasks; the rest was for the
+// job's own threads or other processes, which the untraced run has too.
 #pragma once
 
 #include "dreamscope/dependency_graph.h"
@@ -47,10 +47,8 @@ struct OverheadCorrection {
   // charges per range; the rest were charged at `costs`.
   std::int64_t events_charged_in_run = 0;
   double in_run_range_ns = 0;
-  TimeNs runqueue_removed_ns = 0; // time the threads waited for a core, taken out of their tasks
-  // Cores the replay shares among the job's threads (meta cpu_cores), where the trace said how
-  // long they waited for one; 0: a core per thread, as in a plain replay.
-  std::size_t cpu_cores = 0;
+  // Time the threads waited for a core while the writer had it, taken out of their tasks.
+  TimeNs runqueue_removed_ns = 0;
 };
 
 // Sets the knobs of `graph`'s CPU tasks so that a replay predicts the untraced run. The
