@@ -56,6 +56,25 @@ std::string render_text(const std::string& path, const TraceSummary& s) {
                                       100.0 * static_cast<double>(s.tracer_writer_cpu_ns) /
                                           static_cast<double>(s.end - s.begin)));
   }
+  if (s.range_timed_in_run_ns >= 0 || s.threads_runqueue_ns != kNoValue) {
+    // Whether the run was in the state start-up calibration measured (docs/simulation.md,
+    // "Telling the state of a traced run").
+    std::string cost;
+    if (s.range_timed_in_run_ns >= 0 && s.range_timed_at_start_ns > 0) {
+      cost = fmt::format("range timed {:.1f} ns in the run, {:.1f} ns at start-up ({:.2f}x; calibrated cost {:.1f} ns)",
+                         s.range_timed_in_run_ns, s.range_timed_at_start_ns,
+                         s.range_timed_in_run_ns / s.range_timed_at_start_ns, s.range_cost_ns);
+    } else if (s.range_timed_in_run_ns >= 0) {
+      cost = fmt::format("range timed {:.1f} ns in the run", s.range_timed_in_run_ns);
+    }
+    if (s.threads_runqueue_ns != kNoValue && s.threads_cpu_ns != kNoValue) {
+      const double runnable = static_cast<double>(s.threads_cpu_ns + s.threads_runqueue_ns);
+      cost += fmt::format("{}threads waited {} for a core ({:.1f} % of their runnable time)", cost.empty() ? "" : "; ",
+                          format_duration(s.threads_runqueue_ns),
+                          runnable > 0 ? 100.0 * static_cast<double>(s.threads_runqueue_ns) / runnable : 0.0);
+    }
+    line("tracer cost", cost);
+  }
   if (!s.warnings.empty()) line("warnings", s.warnings);
 
   out += fmt::format("\nprocesses ({}{})\n", s.processes.size(),
@@ -115,6 +134,12 @@ std::string render_json(const std::string& path, const TraceSummary& s) {
   j["host"] = s.host;
   j["cpu_cores"] = s.cpu_cores.empty() ? json(nullptr) : json(std::stoll(s.cpu_cores));
   j["tracer_writer_cpu_ns"] = opt(s.tracer_writer_cpu_ns);
+  auto cost = [](double v) { return v >= 0 ? json(v) : json(nullptr); };
+  j["tracer_cost"] = {{"range_cost_ns", cost(s.range_cost_ns)},
+                      {"range_timed_at_start_ns", cost(s.range_timed_at_start_ns)},
+                      {"range_timed_in_run_ns", cost(s.range_timed_in_run_ns)},
+                      {"threads_cpu_ns", opt(s.threads_cpu_ns)},
+                      {"threads_runqueue_ns", opt(s.threads_runqueue_ns)}};
   j["schema_version"] = s.schema_version;
   j["dreamscope_version"] = s.dreamscope_version;
   j["complete"] = s.complete;

@@ -68,7 +68,8 @@ std::string render_text(const ReplayCommandOptions& o, const Trace& trace, const
                             seconds > 0 ? static_cast<double>(r.tasks) / seconds / 1e6 : 0.0));
   if (r.correction) {
     const auto& c = *r.correction;
-    if (c.costs.empty() && c.overhead_records == 0 && c.events_charged_in_run == 0 && c.cpu_cores == 0) {
+    if (c.costs.empty() && c.overhead_records == 0 && c.events_charged_in_run == 0 &&
+        c.runqueue_removed_ns == 0) {
       line("overhead", "the trace has no calibration rows, thread loads or overhead records: nothing to remove");
     } else {
       line("overhead", fmt::format("removed {} ({} events, {} overhead records; {} hidden by waits)",
@@ -85,24 +86,20 @@ std::string render_text(const ReplayCommandOptions& o, const Trace& trace, const
                                   c.costs.range_ns, c.costs.marker_ns, c.costs.cuda_api_ns));
       }
     }
+    // The writer's CPU: removed where the job's threads waited for a core while it ran (thread
+    // loads); what it cost the job otherwise (a core shared with it, caches) stays, said with
+    // its size.
     const std::int64_t writer = trace.tracer_writer_cpu_ns();
-    if (c.cpu_cores > 0) {
-      // The writer's CPU, taken where the job's threads waited for a core: removed with that
-      // wait, and the job's own contention simulated on the machine's cores.
-      line("cores", fmt::format("the threads waited {} for a core in the traced run: taken out, and the replay shares "
-                                "{} cores among the job's threads, without the tracer's writer{}",
-                                format_duration(c.runqueue_removed_ns), c.cpu_cores,
-                                writer > 0 ? fmt::format(" (which used {} of CPU)", format_duration(writer)) : ""));
-    } else if (writer != kNoValue && writer > 0 && r.measured_span() > 0) {
-      // Without thread loads (a trace from an older tracer) the writer's share cannot be
-      // removed: said with its size.
+    if (writer != kNoValue && writer > 0 && r.measured_span() > 0) {
       const std::string cores = trace.meta_value("cpu_cores");
-      line("writer", fmt::format("the tracer's writer thread used {} of CPU, {:.1f} % of one core over the run{}: "
-                                 "where the job's threads needed every core, or shared physical cores with it, "
-                                 "that slowed them too, and the trace has no thread loads to remove it with",
+      line("writer", fmt::format("the tracer's writer thread used {} of CPU, {:.1f} % of one core over the run{}; {}",
                                  format_duration(writer),
                                  100.0 * static_cast<double>(writer) / static_cast<double>(r.measured_span()),
-                                 cores.empty() ? "" : fmt::format(", on {} cores", cores)));
+                                 cores.empty() ? "" : fmt::format(", on {} cores", cores),
+                                 trace.thread_loads().empty()
+                                     ? "the trace has no thread loads, so what that took from the job is not removed"
+                                     : fmt::format("the job's threads waited {} for a core while it ran: removed",
+                                                   format_duration(c.runqueue_removed_ns))));
     }
   }
   if (trace.dropped_events() > 0) {
@@ -173,7 +170,7 @@ std::string render_json(const ReplayCommandOptions& o, const Trace& trace, const
                      {"removed_ns", c.removed_ns},       {"hidden_by_waits_ns", c.unabsorbed_ns},
                      {"events_charged", c.events_charged}, {"overhead_records", c.overhead_records},
                      {"events_charged_in_run", c.events_charged_in_run}, {"in_run_range_ns", c.in_run_range_ns},
-                     {"runqueue_removed_ns", c.runqueue_removed_ns}, {"cpu_cores", c.cpu_cores},
+                     {"runqueue_removed_ns", c.runqueue_removed_ns},
                      {"tracer_writer_cpu_ns", trace.tracer_writer_cpu_ns() == kNoValue
                                                   ? nlohmann::json(nullptr)
                                                   : nlohmann::json(trace.tracer_writer_cpu_ns())}};

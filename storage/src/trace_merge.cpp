@@ -125,7 +125,7 @@ MergedJob merge_part_logs(const fs::path& dir, const JobFacts& job) {
     start = std::min(start, p.start);
     end = std::max<std::int64_t>(end, std::atoll(p.trace.meta_value("end", "0").c_str()));
     if (host.empty()) host = p.trace.meta_value("host");
-    for (const char* key : {"window_from_ns", "window_to_ns", "clock"}) {
+    for (const char* key : {"window_from_ns", "window_to_ns", "clock", "cpu_cores"}) {
       if (std::string v = p.trace.meta_value(key); !v.empty()) out.set_meta(key, v);
     }
     split_warnings(p.trace.meta_value("warnings"), warnings);

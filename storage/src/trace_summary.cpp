@@ -14,6 +14,23 @@ TraceSummary summarize(const Trace& trace, std::size_t top_kernels) {
   s.host = trace.meta_value("host");
   s.cpu_cores = trace.meta_value("cpu_cores");
   s.tracer_writer_cpu_ns = trace.tracer_writer_cpu_ns();
+  for (const CalibrationRecord& c : trace.calibration()) {
+    if (c.event_kind == "nvtx_range") s.range_cost_ns = c.cost_ns;
+    if (c.event_kind == "nvtx_range_timed") s.range_timed_at_start_ns = c.cost_ns;
+  }
+  double timed = 0;
+  std::int64_t timed_calls = 0;
+  for (const ThreadLoadRecord& l : trace.thread_loads()) {
+    if (l.range_cost_ns >= 0 && l.cost_samples > 0) {
+      timed += l.range_cost_ns * static_cast<double>(l.cost_samples);
+      timed_calls += l.cost_samples;
+    }
+    if (l.cpu_ns != kNoValue && l.runqueue_ns != kNoValue) {
+      s.threads_cpu_ns = (s.threads_cpu_ns == kNoValue ? 0 : s.threads_cpu_ns) + l.cpu_ns;
+      s.threads_runqueue_ns = (s.threads_runqueue_ns == kNoValue ? 0 : s.threads_runqueue_ns) + l.runqueue_ns;
+    }
+  }
+  if (timed_calls > 0) s.range_timed_in_run_ns = timed / static_cast<double>(timed_calls);
   s.schema_version = trace.meta_value("schema_version");
   s.dreamscope_version = trace.meta_value("dreamscope_version");
   s.closed_cleanly = trace.complete();

@@ -57,6 +57,15 @@ struct TraceSummary {
   // CPU time of the tracer's writer threads, all processes together (kNoValue: not known):
   // what the tracer took from the machine beside its cost on the traced threads.
   std::int64_t tracer_writer_cpu_ns = kNoValue;
+  // What recording cost in the run against start-up (calibration rows and thread loads, the
+  // basis of overhead correction; docs/simulation.md): a range's calibrated cost, what the
+  // hot path's own timing of a range read at start-up and, on average, in the run (-1: not
+  // measured); how long the traced threads ran and waited for a core (kNoValue: unknown).
+  double range_cost_ns = -1;
+  double range_timed_at_start_ns = -1;
+  double range_timed_in_run_ns = -1;
+  std::int64_t threads_cpu_ns = kNoValue;
+  std::int64_t threads_runqueue_ns = kNoValue;
   std::string schema_version;
   std::string dreamscope_version;
   // False when the tracer did not close the trace cleanly, and for an imported trace that
