@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -40,7 +41,35 @@ TEST(CpuTrainTrace, EveryPhaseOfEveryBatchOnItsThread) {
   ASSERT_EQ(t.processes().size(), 1u);
   const std::int64_t pid = t.processes()[0].pid;
   EXPECT_EQ(t.processes()[0].exit_status, 0);
-  ASSERT_EQ(t.calibration().size(), 2u);
+  // Start-up calibration: the cost of a range and a mark, and what the in-run timing reads
+  // for them in the same state.
+  std::set<std::string> calibrated;
+  for (const auto& c : t.calibration()) {
+    calibrated.insert(c.event_kind);
+    EXPECT_GT(c.cost_ns, 0) << c.event_kind;
+  }
+  EXPECT_EQ(calibrated, (std::set<std::string>{"nvtx_range", "nvtx_mark", "nvtx_range_timed", "nvtx_mark_timed"}));
+  // Every thread that recorded has its load: windows inside the run, the events it recorded
+  // in them, and (where the kernel keeps schedstats) the CPU it got and its waits for a core.
+  std::set<TrackId> loaded;
+  std::int64_t load_events = 0, timed_calls = 0;
+  const bool schedstats = std::filesystem::exists("/proc/self/schedstat");
+  for (const ThreadLoadRecord& l : t.thread_loads()) {
+    loaded.insert(l.track);
+    EXPECT_LT(l.start, l.end);
+    load_events += l.events;
+    timed_calls += l.cost_samples;
+    if (schedstats) {
+      EXPECT_NE(l.cpu_ns, kNoValue);
+      EXPECT_GE(l.runqueue_ns, 0);
+      EXPECT_LE(l.cpu_ns, l.end - l.start + 2'000'000) << "more CPU than the window's length";
+    }
+  }
+  EXPECT_EQ(loaded.size(), static_cast<std::size_t>(kWorkers + 1));
+  // The first events of a thread, before the writer first saw it, are in no window.
+  EXPECT_GT(load_events, 0);
+  EXPECT_LE(load_events, static_cast<std::int64_t>(t.annotations().size()) * 2);
+  EXPECT_GT(timed_calls, 0);
   // The cores the job could use, for what-ifs that add threads.
   EXPECT_GE(std::atoi(t.meta_value("cpu_cores").c_str()), 1);
 

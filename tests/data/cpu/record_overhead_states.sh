@@ -21,7 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 BIN=${BIN:-build/release/bin}
-STEPS=${STEPS:-30}
+STEPS=${STEPS:-40}
 RUNS=${RUNS:-5}
 STATES=${STATES:-"pipeline workers2 pipeline-busy workers2-busy"}
 out=tests/data/cpu/overhead_states
