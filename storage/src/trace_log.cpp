@@ -431,6 +431,14 @@ struct Body {
   }
 };
 
+// A time from a delta: a hostile log's deltas can add up past what an int64 holds (undefined
+// behaviour, not just a wrong time), so the sum is checked; the invariants bound the rest.
+TimeNs plus(TimeNs a, std::int64_t delta) {
+  TimeNs sum;
+  if (__builtin_add_overflow(a, delta, &sum)) throw Damaged{"a time past what 64 bits hold"};
+  return sum;
+}
+
 // Turns the log's own ids into the builder's, refusing ids the log never defined.
 struct Decoder {
   TraceBuilder b;
@@ -458,7 +466,7 @@ struct Decoder {
     if (id >= devices.size()) throw Damaged{"a device id the log never defined"};
     return devices[id];
   }
-  TimeNs start(Body& in) { return last_start += in.s(); }
+  TimeNs start(Body& in) { return last_start = plus(last_start, in.s()); }
   void event(EventTable table, EventIndex row) { events.push_back(std::uint64_t{static_cast<std::uint8_t>(table)} << 32 | row); }
 
   static ProcessInfo process_info(Body& in) {
@@ -528,7 +536,7 @@ struct Decoder {
         CudaApiRecord r;
         r.track = track(in.u32());
         r.start = start(in);
-        r.end = r.start + in.s();
+        r.end = plus(r.start, in.s());
         r.name = str(in.u32());
         r.cbid = in.s32();
         r.kind = static_cast<ApiKind>(in.u() & 1);
@@ -548,7 +556,7 @@ struct Decoder {
         r.kind = static_cast<GpuOpKind>(kind);
         r.subkind = static_cast<std::uint8_t>(in.u());
         r.start = start(in);
-        r.end = r.start + in.s();
+        r.end = plus(r.start, in.s());
         r.name = str(in.u32());
         r.correlation = in.o();
         r.bytes = in.s();
@@ -567,7 +575,7 @@ struct Decoder {
         AnnotationRecord r;
         r.track = track(in.u32());
         r.start = start(in);
-        r.end = r.start + in.s();
+        r.end = plus(r.start, in.s());
         r.name = str(in.u32());
         r.domain = str(in.u32());
         r.category = str(in.u32());
@@ -600,7 +608,7 @@ struct Decoder {
         OverheadRecord r;
         r.track = track(in.u32());
         r.start = start(in);
-        r.end = r.start + in.s();
+        r.end = plus(r.start, in.s());
         r.kind = str(in.u32());
         b.add(r);
         break;
@@ -609,7 +617,7 @@ struct Decoder {
         ThreadLoadRecord r;
         r.track = track(in.u32());
         r.start = start(in);
-        r.end = r.start + in.s();
+        r.end = plus(r.start, in.s());
         r.cpu_ns = in.o();
         r.runqueue_ns = in.o();
         r.events = in.s();
