@@ -53,5 +53,78 @@ TEST(DataPipelinePass, CpuSharesOfFetchPrepAndWait) {
   EXPECT_EQ(share("forward"), 1.0f);
 }
 
+// A loader two batches ahead of the consumer (a prefetch window of 2): it puts batch b, sits
+// idle until the consumer's wait for batch b - 1 ends, and begins b + 1 moments after.
+// Steps are 1000 ns; each batch takes the loader 300 ns (the first two, 50).
+struct WindowedLoader {
+  HandTrace h{""};
+  TrackId main = h.thread(1), loader = h.thread(2);
+  explicit WindowedLoader(TimeNs late_pop_of_batch_4 = 0) {
+    for (std::int64_t b = 0; b < 8; ++b) {
+      // Batch b is let go by the end of the wait for b - 2; the first two are not held back.
+      const TimeNs begin = b < 2 ? b * 50 : (b - 2) * 1000 + 110 + 5;
+      h.annotation(loader, "fetch " + std::to_string(b), "fetch", begin, begin + (b < 2 ? 50 : 300), b);
+      const TimeNs wait_end = b * 1000 + 110 + (b == 4 ? late_pop_of_batch_4 : 0);
+      h.annotation(main, "wait " + std::to_string(b), "wait", b * 1000, wait_end, b);
+      h.annotation(main, "step work " + std::to_string(b), "operation", wait_end, (b + 1) * 1000);
+    }
+  }
+};
+
+TEST(DataPipelinePass, ALoaderHeldByAPrefetchWindowWaitsForTheConsumption) {
+  WindowedLoader w;
+  const Trace trace = w.h.build();
+  const graph_build::GraphBuildState st = run_passes(trace, "data_pipeline");
+  for (std::int64_t b = 2; b < 8; ++b) {
+    const TaskId fetch = st.tasks.annotation_first[annotation_row(trace, "fetch " + std::to_string(b))];
+    const TaskId idle = fetch - 1;
+    const TaskId released_by = st.tasks.annotation_last[annotation_row(trace, "wait " + std::to_string(b - 2))];
+    EXPECT_TRUE(st.tasks.flags[idle] & kTaskBlocking) << "batch " << b;
+    bool linked = false;
+    for (std::size_t e = 0; e < st.edges.ends.size(); ++e) {
+      if (st.edges.ends[e] == std::pair<std::uint32_t, std::uint32_t>{released_by, idle}) {
+        linked = st.edges.info[e].kind == EdgeKind::Flow;
+      }
+    }
+    EXPECT_TRUE(linked) << "batch " << b << " is not let go by the wait for batch " << b - 2;
+  }
+}
+
+TEST(DataPipelinePass, AConsumerPreemptedBeforeItsWaitEndedStillLetsTheLoaderGoByBatch) {
+  // The consumer released batch 6's slot, then was preempted for 150 ns before its wait for
+  // batch 4 ended: batch 6 began before that end, and the end of the wait for 3 is nearer.
+  WindowedLoader w(150);
+  const Trace trace = w.h.build();
+  const graph_build::GraphBuildState st = run_passes(trace, "data_pipeline");
+  const TaskId idle = st.tasks.annotation_first[annotation_row(trace, "fetch 6")] - 1;
+  const TaskId wait4 = st.tasks.annotation_last[annotation_row(trace, "wait 4")];
+  bool linked = false;
+  for (std::size_t e = 0; e < st.edges.ends.size(); ++e) {
+    if (st.edges.ends[e] == std::pair<std::uint32_t, std::uint32_t>{wait4, idle}) {
+      linked = true;
+      // Let go where it was: 145 ns before the wait's recorded end.
+      EXPECT_EQ(st.edges.info[e].delay, 4115 - 4260);
+    }
+  }
+  EXPECT_TRUE(linked); // replay puts it back where it was: WhatifReplay.APreemptedConsumer...
+}
+
+TEST(DataPipelinePass, ALoaderAlwaysBehindIsNotTiedToTheConsumer) {
+  // The consumer waits for every batch; each wait ends because the loader just put it.
+  HandTrace h("");
+  const TrackId main = h.thread(1), loader = h.thread(2);
+  for (std::int64_t b = 0; b < 8; ++b) {
+    h.annotation(loader, "fetch " + std::to_string(b), "fetch", b * 1000 + 2, b * 1000 + 1000, b);
+    h.annotation(main, "wait " + std::to_string(b), "wait", b * 1000 - 700 < 0 ? 0 : b * 1000 - 700, b * 1000 + 1001, b);
+    h.annotation(main, "step work " + std::to_string(b), "operation", b * 1000 + 1001, b * 1000 + 1300);
+  }
+  const Trace trace = h.build();
+  const graph_build::GraphBuildState st = run_passes(trace, "data_pipeline");
+  for (std::int64_t b = 1; b < 8; ++b) {
+    const TaskId idle = st.tasks.annotation_first[annotation_row(trace, "fetch " + std::to_string(b))] - 1;
+    EXPECT_FALSE(st.tasks.flags[idle] & kTaskBlocking) << "batch " << b;
+  }
+}
+
 } // namespace
 } // namespace dreamscope

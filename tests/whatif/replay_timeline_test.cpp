@@ -179,6 +179,37 @@ TEST(ReplayTimeline, PredictedThreadLoadsMoveWithTheirThread) {
   EXPECT_TRUE(make_predicted_trace(trace, g, r, /*overhead_corrected=*/true).thread_loads().empty());
 }
 
+// A loader held by a prefetch window of 2 (the data-pipeline pass links each batch to the
+// consumer's wait that let it go); the consumer's wait for batch 4 ends 150 ns late, after the
+// loader had begun batch 6. Replay puts every task back where it was, and a faster consumer
+// lets the loader go sooner.
+TEST(ReplayTimeline, ALoaderHeldByAPrefetchWindowMovesWithItsConsumer) {
+  HandTrace h("");
+  const TrackId main = h.thread(1), loader = h.thread(2);
+  for (std::int64_t b = 0; b < 8; ++b) {
+    const TimeNs begin = b < 2 ? b * 50 : (b - 2) * 1000 + 115;
+    h.annotation(loader, "fetch " + std::to_string(b), "fetch", begin, begin + (b < 2 ? 50 : 300), b);
+    const TimeNs wait_end = b * 1000 + 110 + (b == 4 ? 150 : 0);
+    h.annotation(main, "wait " + std::to_string(b), "wait", b * 1000, wait_end, b);
+    h.annotation(main, "step work " + std::to_string(b), "operation", wait_end, (b + 1) * 1000);
+  }
+  const Trace trace = h.build();
+  DependencyGraph g = build_dependency_graph(trace);
+  const SimulationResult replayed = simulate(g);
+  for (EventIndex row = 0; row < trace.annotations().size(); ++row) {
+    EXPECT_EQ(replayed.start[g.annotation_first(row)], trace.annotations().start[row]) << row;
+    EXPECT_EQ(replayed.end[g.annotation_last(row)], trace.annotations().end[row]) << row;
+  }
+  // Step work twice as fast: the loader, let go by the waits, begins batch 7 sooner.
+  for (std::int64_t b = 0; b < 8; ++b) {
+    const TaskId t = g.annotation_first(annotation_row(trace, "step work " + std::to_string(b)));
+    g.scale(t, 0.5, 0);
+  }
+  const SimulationResult faster = simulate(g);
+  const EventIndex fetch7 = annotation_row(trace, "fetch 7");
+  EXPECT_LT(faster.start[g.annotation_first(fetch7)], trace.annotations().start[fetch7]);
+}
+
 TEST(ReplayTimeline, StreamSynchronizeWaitsForTheLastTaskIssuedToItsStream) {
   HandTrace h;
   const TrackId t = h.thread(1);

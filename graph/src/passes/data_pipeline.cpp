@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
 
 namespace dreamscope::graph_build {
 namespace {
@@ -58,12 +59,22 @@ void add_data_flows(GraphBuildState& s) {
 }
 
 // Backpressure: a loader may run only so many batches ahead of the consumer (PyTorch's
-// prefetch_factor, a bounded queue), so a loader that sat idle and began its next batch moments
-// after the consumer's wait for a batch ended was let go by that consumption. Without this
-// flow its idle time would be fixed in replay, and a faster consumer (the tracer's cost
-// removed, a what-if) would find its batches no sooner than in the measured run. The wake-up
-// is the moment the wait ended plus a scheduler's latency: the nearest wait end before the
-// batch's first range, if near enough, on another thread of the process.
+// prefetch_factor, a bounded queue), so a loader that sat idle and began batch b moments after
+// the consumer's wait for batch b - D ended was let go by that consumption. Without this flow
+// its idle time would be fixed in replay, and a faster consumer (the tracer's cost removed, a
+// what-if) would find its batches no sooner than in the measured run.
+//
+// The window's depth D is found from timing: for each batch a loader began after sitting
+// idle, the nearest wait end before it on another thread of the process, if near enough (a
+// scheduler's wake-up); D is the batch distance most of those agree on. Then each such batch
+// is linked to the wait for batch b - D by id: timing alone links the wrong wait when the
+// consumer, preempted right after it released the slot, ended its wait range after the loader
+// had begun (two busy loaders and a consumer on two cores do that every other batch). Without
+// a D that most agree on, each batch keeps the wait its timing found.
+//
+// A wait that ended because this loader had just put its previous batch is the other way
+// round (the consumer waited for the loader, not the loader for a slot) and is never taken:
+// a loader always behind would otherwise be tied to the consumer's pace.
 void add_backpressure_flows(GraphBuildState& s) {
   constexpr TimeNs kWake = 200'000; // a woken loader runs within a scheduler slice, not later
   const Trace& trace = s.trace;
@@ -75,17 +86,24 @@ void add_backpressure_flows(GraphBuildState& s) {
   if (!wait || (!fetch && !prep)) return;
   struct WaitEnd {
     TimeNs end;
-    TaskId task;
+    EventIndex row;
     auto operator<=>(const WaitEnd&) const = default;
   };
   std::vector<WaitEnd> wait_ends;
+  std::map<std::int64_t, std::vector<EventIndex>> waits_for_batch;
   // The first range of each batch on each loader thread: its fetch, else its prep.
   std::map<std::pair<TrackId, std::int64_t>, EventIndex> first_range;
+  // Per loader thread, its fetch and prep ranges by end: the batch it put before sitting idle.
+  std::map<TrackId, std::vector<std::pair<TimeNs, std::int64_t>>> produced;
   for (EventIndex row = 0; row < ann.size(); ++row) {
     if (tasks.annotation_last[row] == kNoTask) continue;
     const StringId c = ann.category[row];
-    if (c == *wait) wait_ends.push_back({ann.end[row], tasks.annotation_last[row]});
+    if (c == *wait) {
+      wait_ends.push_back({ann.end[row], row});
+      if (ann.payload[row] != kNoValue) waits_for_batch[ann.payload[row]].push_back(row);
+    }
     if (ann.payload[row] == kNoValue || !((fetch && c == *fetch) || (prep && c == *prep))) continue;
+    produced[ann.track[row]].emplace_back(ann.end[row], ann.payload[row]);
     auto [it, fresh] = first_range.try_emplace({ann.track[row], ann.payload[row]}, row);
     if (!fresh && (ann.start[row] < ann.start[it->second] ||
                    (ann.start[row] == ann.start[it->second] && fetch && c == *fetch))) {
@@ -93,25 +111,80 @@ void add_backpressure_flows(GraphBuildState& s) {
     }
   }
   std::sort(wait_ends.begin(), wait_ends.end());
+  for (auto& [track, ends] : produced) std::sort(ends.begin(), ends.end());
+  // The batch the loader's last fetch or prep before `at` was for (kNoValue: none).
+  auto batch_put_before = [&](TrackId track, TimeNs at) {
+    const auto& ends = produced[track];
+    auto it = std::upper_bound(ends.begin(), ends.end(), std::make_pair(at, std::numeric_limits<std::int64_t>::max()));
+    return it == ends.begin() ? kNoValue : std::prev(it)->second;
+  };
+  auto other_thread_of_process = [&](EventIndex wait_row, TaskId idle) {
+    const ResourceId r = tasks.resource[tasks.annotation_last[wait_row]];
+    return r != tasks.resource[idle] && process_of(trace, r) == process_of(trace, tasks.resource[idle]);
+  };
+  struct Candidate {
+    TaskId idle;
+    std::int64_t batch;
+    TimeNs begin;
+    std::int64_t put; // the batch the loader put before it sat idle
+    EventIndex timed = kNoIndex; // the wait its timing found
+  };
+  std::vector<Candidate> candidates;
+  std::map<std::int64_t, std::size_t> distances; // b - the timed wait's batch -> how many
+  std::size_t timed = 0;
   for (const auto& [key, row] : first_range) {
     const TaskId first = tasks.annotation_first[row];
     if (first == kNoTask || first == tasks.first(tasks.resource[first])) continue;
     const TaskId idle = first - 1;
     if (tasks.kind[idle] != TaskKind::CpuWork || (tasks.flags[idle] & kTaskBlocking)) continue;
-    const TimeNs begin = tasks.measured_start[first];
-    auto it = std::upper_bound(wait_ends.begin(), wait_ends.end(), WaitEnd{begin, kNoTask});
+    Candidate c{idle, key.second, tasks.measured_start[first], batch_put_before(key.first, tasks.measured_start[idle] + 1)};
+    auto it = std::upper_bound(wait_ends.begin(), wait_ends.end(), WaitEnd{c.begin, kNoIndex});
     // The latest wait that ended while the loader sat idle, on another thread of its process.
     while (it != wait_ends.begin()) {
       const WaitEnd& w = *std::prev(it);
-      if (w.end < tasks.measured_start[idle] || begin - w.end > kWake) break;
-      if (tasks.resource[w.task] != tasks.resource[idle] &&
-          process_of(trace, tasks.resource[w.task]) == process_of(trace, tasks.resource[idle])) {
-        s.edges.add(w.task, idle, EdgeKind::Flow, 0);
-        s.note_wait(idle, w.end);
+      if (w.end < tasks.measured_start[idle] || c.begin - w.end > kWake) break;
+      if (other_thread_of_process(w.row, idle) && (c.put == kNoValue || ann.payload[w.row] != c.put)) {
+        c.timed = w.row;
+        ++timed;
+        if (ann.payload[w.row] != kNoValue) ++distances[c.batch - ann.payload[w.row]];
         break;
       }
       --it;
     }
+    candidates.push_back(c);
+  }
+  std::optional<std::int64_t> depth;
+  for (const auto& [d, n] : distances) {
+    if (d > 0 && 2 * n > timed && n >= 3) depth = d;
+  }
+  for (const Candidate& c : candidates) {
+    EventIndex linked = c.timed;
+    if (depth) {
+      linked = kNoIndex;
+      // The wait for batch b - D that ended nearest the batch's start: while the loader sat
+      // idle, or up to a wake-up after it began (the consumer preempted before its range ended).
+      const auto found = waits_for_batch.find(c.batch - *depth);
+      TimeNs nearest = std::numeric_limits<TimeNs>::max();
+      for (EventIndex w : found == waits_for_batch.end() ? std::vector<EventIndex>{} : found->second) {
+        const TimeNs end = ann.end[w];
+        if (end < tasks.measured_start[c.idle] || end - c.begin > kWake || !other_thread_of_process(w, c.idle) ||
+            (c.put != kNoValue && ann.payload[w] == c.put)) {
+          continue;
+        }
+        const TimeNs distance = end > c.begin ? end - c.begin : c.begin - end;
+        if (distance < nearest) {
+          nearest = distance;
+          linked = w;
+        }
+      }
+    }
+    if (linked == kNoIndex) continue;
+    // A wait range that ended after the loader began (the consumer preempted between releasing
+    // the slot and ending its range) lets the loader go that much before its end: a negative
+    // delay, so that replay puts the loader where it was.
+    const TimeNs released = std::min(ann.end[linked], c.begin);
+    s.edges.add(tasks.annotation_last[linked], c.idle, EdgeKind::Flow, released - ann.end[linked]);
+    s.note_wait(c.idle, released);
   }
 }
 
