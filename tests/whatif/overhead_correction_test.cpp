@@ -186,26 +186,43 @@ TEST(OverheadCorrection, TheWritersShareOfTheWaitsForACoreIsTakenOut) {
   EXPECT_EQ(unknown.predicted_span(), 1000);
 }
 
-TEST(OverheadCorrection, RecordedFineAnnotationRunPredictsTheUntracedSteps) {
-  const std::filesystem::path dir = std::filesystem::path(DREAMSCOPE_TEST_DATA_DIR) / "cpu";
-  const Trace trace = load_trace(dir / "fine_annotations.dslog");
-  std::ifstream in(dir / "fine_annotations.json");
-  ASSERT_TRUE(in) << "missing " << (dir / "fine_annotations.json");
-  const auto facts = nlohmann::json::parse(in);
-  const double untraced = facts.at("untraced_median_of_runs_ns").get<double>();
+// A recorded traced run and the untraced runs measured with it: the median step of the
+// untraced runs, and of the traced run as measured and as corrected.
+struct RecordedRun {
+  double untraced = 0, traced = 0, corrected = 0;
+  ReplayReport report;
+};
 
+RecordedRun replay_recorded(const std::filesystem::path& log, const std::filesystem::path& facts) {
+  RecordedRun out;
+  std::ifstream in(facts);
+  EXPECT_TRUE(in) << "missing " << facts;
+  if (!in) return out;
+  out.untraced = nlohmann::json::parse(in).at("untraced_median_of_runs_ns").get<double>();
+  out.report = replay(load_trace(log), {.correct_overhead = true});
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
   };
-  const ReplayReport report = replay(trace, {.correct_overhead = true});
-  ASSERT_EQ(report.steps.size(), 40u);
   std::vector<double> measured, predicted;
-  for (const StepTime& s : report.steps) {
+  for (const StepTime& s : out.report.steps) {
     measured.push_back(static_cast<double>(s.measured()));
     predicted.push_back(static_cast<double>(s.predicted()));
   }
-  const double traced = median(measured), corrected = median(predicted);
+  if (!measured.empty()) {
+    out.traced = median(measured);
+    out.corrected = median(predicted);
+  }
+  return out;
+}
+
+
+TEST(OverheadCorrection, RecordedFineAnnotationRunPredictsTheUntracedSteps) {
+  const std::filesystem::path dir = std::filesystem::path(DREAMSCOPE_TEST_DATA_DIR) / "cpu";
+  const RecordedRun run = replay_recorded(dir / "fine_annotations.dslog", dir / "fine_annotations.json");
+  const ReplayReport& report = run.report;
+  ASSERT_EQ(report.steps.size(), 40u);
+  const double untraced = run.untraced, traced = run.traced, corrected = run.corrected;
   ASSERT_TRUE(report.correction.has_value());
   EXPECT_GT(report.correction->events_charged, 300'000);
   EXPECT_GT(report.correction->overhead_records, 0) << "the tracer's chunk mappings are in the trace";
@@ -231,24 +248,13 @@ TEST(OverheadCorrection, RecordedStatesPredictTheUntracedSteps) {
   const State states[] = {{"pipeline", 0.06, true}, {"pipeline-busy", 0.11, true},
                           {"workers2-busy", 0.19, true}, {"workers2", 0.50, true}};
   const std::filesystem::path dir = std::filesystem::path(DREAMSCOPE_TEST_DATA_DIR) / "cpu" / "overhead_states";
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-  };
   for (const State& state : states) {
     SCOPED_TRACE(state.name);
-    const Trace trace = load_trace(dir / (std::string(state.name) + ".dslog"));
-    std::ifstream in(dir / (std::string(state.name) + ".json"));
-    ASSERT_TRUE(in) << "missing " << state.name << ".json";
-    const double untraced = nlohmann::json::parse(in).at("untraced_median_of_runs_ns").get<double>();
-    const ReplayReport report = replay(trace, {.correct_overhead = true});
+    const std::string name = state.name;
+    const RecordedRun run = replay_recorded(dir / (name + ".dslog"), dir / (name + ".json"));
+    const ReplayReport& report = run.report;
     ASSERT_EQ(report.steps.size(), 40u);
-    std::vector<double> measured, predicted;
-    for (const StepTime& s : report.steps) {
-      measured.push_back(static_cast<double>(s.measured()));
-      predicted.push_back(static_cast<double>(s.predicted()));
-    }
-    const double traced = median(measured), corrected = median(predicted);
+    const double untraced = run.untraced, traced = run.traced, corrected = run.corrected;
     const OverheadCorrection& c = *report.correction;
     std::printf("%-14s untraced %.1f us, traced %.1f us (%+.1f %%), corrected %.1f us (%+.2f %%); range %.1f ns "
                 "in the run, %.3f ms of waits for a core removed\n",
