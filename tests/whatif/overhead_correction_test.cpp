@@ -186,6 +186,21 @@ TEST(OverheadCorrection, TheWritersShareOfTheWaitsForACoreIsTakenOut) {
   EXPECT_EQ(unknown.predicted_span(), 1000);
 }
 
+TEST(OverheadCorrection, OverlappingWindowsOfAThreadCountOnce) {
+  // The tracer never writes them; a trace that claims them is read for the first only (else
+  // every window would be laid over every task: quadratic on a hostile file).
+  HandTrace h;
+  const TrackId t = h.thread(1);
+  h.annotation(t, "work", "operation", 0, 1000);
+  for (int i = 0; i < 3; ++i) {
+    h.thread_load(ThreadLoadRecord{.track = t, .start = 0, .end = 1000, .cpu_ns = 700, .runqueue_ns = 300, .events = 2});
+  }
+  h.meta("tracer_writer_cpu_ns", "5000");
+  const ReplayReport r = replay(h.build(), {.correct_overhead = true});
+  EXPECT_EQ(r.correction->runqueue_removed_ns, 300);
+  EXPECT_EQ(r.predicted_span(), 700);
+}
+
 // A recorded traced run and the untraced runs measured with it: the median step of the
 // untraced runs, and of the traced run as measured and as corrected.
 struct RecordedRun {

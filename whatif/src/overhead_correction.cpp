@@ -108,7 +108,12 @@ std::vector<double> runqueue_waits(const std::vector<std::span<const ThreadLoadR
   for (ResourceId r = 0; r < graph.resource_count() && r < loads.size(); ++r) {
     if (graph.is_stream(r) || loads[r].empty()) continue;
     TaskId first = graph.resource_first(r);
+    TimeNs covered = std::numeric_limits<TimeNs>::min();
     for (const ThreadLoadRecord& win : loads[r]) {
+      // The tracer's windows of a thread never overlap; a trace whose do is not taken at its
+      // word (and would make this quadratic: every window over every task).
+      if (win.start < covered) continue;
+      covered = win.end;
       if (win.cpu_ns == kNoValue || win.runqueue_ns == kNoValue || win.runqueue_ns <= 0) continue;
       while (first < graph.resource_end(r) && graph.measured_end(first) <= win.start) ++first;
       in_window.clear();
