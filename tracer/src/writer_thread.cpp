@@ -107,8 +107,9 @@ std::uint64_t total_dropped() {
 // something (a thread recording 100 k events/s times 150 of them in a window), few enough rows
 // for an hour's run (36 k per thread). A window ends sooner, after 10 ms at least, once the
 // thread waited 1 ms for a core in it: such waits come in bursts (another process, the writer
-// catching up), and correction spreads a window's wait over the window's tasks, so a burst
-// must stay near where it happened.
+// catching up), and correction looks for a window's wait among the window's longest tasks, so
+// a burst must stay near where it happened. Telling that needs the thread's schedstat at each
+// drain past 10 ms: a /proc read of a few µs per thread every 10 ms, for the writer.
 constexpr std::int64_t kLoadWindowNs = 100'000'000;
 constexpr std::int64_t kShortLoadWindowNs = 10'000'000;
 constexpr std::int64_t kWaitThatEndsAWindowNs = 1'000'000;

@@ -1,9 +1,9 @@
 #include "dreamscope/overhead_correction.h"
 
 #include <algorithm>
-#include <span>
 #include <cmath>
 #include <limits>
+#include <span>
 
 namespace dreamscope {
 
@@ -33,7 +33,8 @@ constexpr std::int64_t kMinCostSamples = 32;
 // The in-run costs of one thread: per window, and its mean over the run.
 class InRunCosts {
  public:
-  InRunCosts(std::span<const ThreadLoadRecord> windows, const OverheadCosts& fallback) : windows_(windows) {
+  InRunCosts(std::span<const ThreadLoadRecord> windows, const OverheadCosts& fallback)
+      : windows_(windows), fallback_(fallback) {
     double range_sum = 0, mark_sum = 0;
     std::int64_t range_n = 0, mark_n = 0;
     for (const auto& w : windows) {
@@ -48,7 +49,6 @@ class InRunCosts {
     }
     range_ = range_n >= kMinCostSamples ? range_sum / static_cast<double>(range_n) : -1;
     mark_ = mark_n >= kMinCostSamples ? mark_sum / static_cast<double>(mark_n) : -1;
-    fallback_ = fallback;
   }
   // The cost of an event starting at `at`, and whether it was timed in the run.
   std::pair<double, bool> cost(TimeNs at, bool range) const {
@@ -78,8 +78,8 @@ class InRunCosts {
 
  private:
   std::span<const ThreadLoadRecord> windows_;
-  double range_ = -1, mark_ = -1;
   OverheadCosts fallback_;
+  double range_ = -1, mark_ = -1;
 };
 
 // The thread loads of each track (Trace::thread_loads is sorted by track, then start).
