@@ -62,7 +62,12 @@ const CommandRegistration import_command(30, "import", [](CLI::App& app) -> Comm
     write_trace(trace, opts->output);
 
     const double mb = static_cast<double>(stats.bytes) / 1e6;
-    if (!opts->quiet) {
+    if (!opts->quiet && stats.bytes == 0 && stats.events_read == 0) {
+      // A tracer part log is read, not imported: no importer counted what it kept.
+      std::fprintf(stderr, "%s", fmt::format("{} events of {} written to {}\n", trace.event_count(), opts->input,
+                                             opts->output)
+                                     .c_str());
+    } else if (!opts->quiet) {
       std::fprintf(stderr, "%s", fmt::format("Loaded {:.1f} MB in {:.3f} s ({:.0f} MB/s): {} of {} events kept, {} "
                                              "written to {}\n",
                                              mb, stats.seconds, stats.seconds > 0 ? mb / stats.seconds : 0.0,
