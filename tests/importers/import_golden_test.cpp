@@ -1,13 +1,15 @@
 // Golden import summaries, in the style of Perfetto's diff tests: every trace of the zoo
 // (../shared/data/wild, ../shared/data/kineto-hta) and every hand-written fixture of an
 // importer (tests/data/importers/<format>/) is imported, summed up as text (events kept per
-// kind, import issues by stable id, devices, streams, steps, span) and compared with its
-// golden file under tests/data/importers/golden/. A change shows as a line diff.
+// kind, import issues by stable id, devices, streams, steps and their durations, span) and
+// compared with its golden file under tests/data/importers/golden/. A change shows as a line
+// diff.
 //
 // Regenerate after an intended change, then review `git diff tests/data/importers/golden`:
 //   DREAMSCOPE_REBASE_GOLDENS=1 build/release/tests/importers/importers_golden_tests
 #include "import_test_util.h"
 
+#include <dreamscope/steps.h>
 #include <dreamscope/trace_file.h>
 #include <dreamscope/trace_summary.h>
 
@@ -56,12 +58,11 @@ std::string render(const Trace& t, const ImportStats& stats) {
   o << "events read   " << stats.events_read << "\n";
   o << "events kept   " << stats.events_kept << "\n";
   const KindCounts c = count_kinds(t);
-  std::size_t cpu_annotations = 0, gpu_annotations = 0, steps = 0;
+  std::size_t cpu_annotations = 0, gpu_annotations = 0;
   const auto& a = t.annotations();
   for (std::size_t i = 0; i < a.size(); ++i) {
     const bool gpu = t.tracks()[a.track[i]].kind == TrackKind::GpuStream;
     ++(gpu ? gpu_annotations : cpu_annotations);
-    if (!gpu && t.str(a.name[i]).starts_with("ProfilerStep#")) ++steps;
   }
   o << "kept          runtime " << c.runtime << ", driver " << c.driver << ", kernel " << c.kernel << ", memcpy "
     << c.memcpy << ", memset " << c.memset << ", sync " << c.sync << ", cpu annotation " << cpu_annotations
@@ -95,7 +96,15 @@ std::string render(const Trace& t, const ImportStats& stats) {
   for (const auto& [key, n] : streams) {
     o << "stream        gpu " << key.first << " stream " << key.second << ": " << n << " events\n";
   }
-  o << "steps         " << steps << "\n";
+  // The steps every analysis and prediction is reported by, with their measured durations:
+  // an importer change that moves a step's start or end shows here (the first 12 of them).
+  const std::vector<EventIndex> steps = find_steps(t);
+  o << "steps         " << steps.size() << "\n";
+  constexpr std::size_t kStepsShown = 12;
+  for (std::size_t i = 0; i < steps.size() && i < kStepsShown; ++i) {
+    o << "step          " << step_label(t, steps[i]) << " " << a.end[steps[i]] - a.start[steps[i]] << " ns\n";
+  }
+  if (steps.size() > kStepsShown) o << "step          ... " << steps.size() - kStepsShown << " more\n";
   o << "span ns       " << (t.event_count() ? t.end_time() - t.begin_time() : 0) << "\n";
   const TraceSummary s = summarize(t, 0);
   o << "complete      " << (s.complete ? "yes" : "no") << "\n";
