@@ -112,6 +112,9 @@ void add_backpressure_flows(GraphBuildState& s) {
   }
   std::sort(wait_ends.begin(), wait_ends.end());
   for (auto& [track, ends] : produced) std::sort(ends.begin(), ends.end());
+  for (auto& [batch, rows] : waits_for_batch) {
+    std::sort(rows.begin(), rows.end(), [&](EventIndex x, EventIndex y) { return ann.end[x] < ann.end[y]; });
+  }
   // The batch the loader's last fetch or prep before `at` was for (kNoValue: none).
   auto batch_put_before = [&](TrackId track, TimeNs at) {
     const auto& ends = produced[track];
@@ -139,8 +142,11 @@ void add_backpressure_flows(GraphBuildState& s) {
     if (tasks.kind[idle] != TaskKind::CpuWork || (tasks.flags[idle] & kTaskBlocking)) continue;
     Candidate c{idle, key.second, tasks.measured_start[first], batch_put_before(key.first, tasks.measured_start[idle] + 1)};
     auto it = std::upper_bound(wait_ends.begin(), wait_ends.end(), WaitEnd{c.begin, kNoIndex});
-    // The latest wait that ended while the loader sat idle, on another thread of its process.
-    while (it != wait_ends.begin()) {
+    // The latest wait that ended while the loader sat idle, on another thread of its process;
+    // a consumer ends a few waits in a wake-up's time, not more than kLooked (a hostile trace
+    // could end millions at once).
+    constexpr int kLooked = 64;
+    for (int looked = 0; it != wait_ends.begin() && looked < kLooked; ++looked) {
       const WaitEnd& w = *std::prev(it);
       if (w.end < tasks.measured_start[idle] || c.begin - w.end > kWake) break;
       if (other_thread_of_process(w.row, idle) && (c.put == kNoValue || ann.payload[w.row] != c.put)) {
@@ -163,18 +169,24 @@ void add_backpressure_flows(GraphBuildState& s) {
       linked = kNoIndex;
       // The wait for batch b - D that ended nearest the batch's start: while the loader sat
       // idle, or up to a wake-up after it began (the consumer preempted before its range ended).
+      // Batch ids repeat across epochs: the waits for one id are sorted by end, and only the
+      // two around the batch's start can be nearest.
       const auto found = waits_for_batch.find(c.batch - *depth);
-      TimeNs nearest = std::numeric_limits<TimeNs>::max();
-      for (EventIndex w : found == waits_for_batch.end() ? std::vector<EventIndex>{} : found->second) {
-        const TimeNs end = ann.end[w];
-        if (end < tasks.measured_start[c.idle] || end - c.begin > kWake || !other_thread_of_process(w, c.idle) ||
-            (c.put != kNoValue && ann.payload[w] == c.put)) {
-          continue;
-        }
-        const TimeNs distance = end > c.begin ? end - c.begin : c.begin - end;
-        if (distance < nearest) {
-          nearest = distance;
-          linked = w;
+      if (found != waits_for_batch.end() && (c.put == kNoValue || c.batch - *depth != c.put)) {
+        const std::vector<EventIndex>& rows = found->second;
+        auto after = std::lower_bound(rows.begin(), rows.end(), c.begin,
+                                      [&](EventIndex w, TimeNs t) { return ann.end[w] < t; });
+        TimeNs nearest = std::numeric_limits<TimeNs>::max();
+        for (auto w_it : {after, after == rows.begin() ? rows.end() : std::prev(after)}) {
+          if (w_it == rows.end()) continue;
+          const EventIndex w = *w_it;
+          const TimeNs end = ann.end[w];
+          if (end < tasks.measured_start[c.idle] || end - c.begin > kWake || !other_thread_of_process(w, c.idle)) continue;
+          const TimeNs distance = end > c.begin ? end - c.begin : c.begin - end;
+          if (distance < nearest) {
+            nearest = distance;
+            linked = w;
+          }
         }
       }
     }
