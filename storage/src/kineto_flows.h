@@ -22,8 +22,12 @@ struct PidTid {
   std::int64_t pid = 0, tid = 0;
   bool operator==(const PidTid&) const = default;
 };
+// In unsigned arithmetic: a file's pid may be any int64, and a signed product overflows
+// (found by fuzz_kineto_import: pid 5555555555555555557).
 struct PidTidHash {
-  std::size_t operator()(const PidTid& k) const { return std::hash<std::int64_t>{}(k.pid * 1000003 ^ k.tid); }
+  std::size_t operator()(const PidTid& k) const {
+    return std::hash<std::uint64_t>{}(static_cast<std::uint64_t>(k.pid) * 1000003u ^ static_cast<std::uint64_t>(k.tid));
+  }
 };
 // Kineto's (pid, tid) of a row → the track its events went to.
 using OriginMap = std::unordered_map<PidTid, TrackId, PidTidHash>;

@@ -122,5 +122,17 @@ TEST(KinetoFuzz, BadTokensInsideCompoundArgsAreCaughtToo) {
   }
 }
 
+TEST(KinetoFuzz, AnyInt64PidHashesWithoutOverflow) {
+  // fuzz_kineto_import (UBSan): the (pid, tid) hash multiplied a signed pid, which overflows
+  // for pids past 2^63 / 1000003. The sanitizer build of this test aborts on that.
+  TempDir dir;
+  auto p = dir.write("huge_pid.json", R"json({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 5555555555555555557, "tid": 7, "ts": 1, "dur": 2},
+    {"ph": "X", "cat": "cpu_op", "name": "b", "pid": -5555555555555555557, "tid": -7, "ts": 3, "dur": 2}]})json");
+  const Trace t = load_trace(p);
+  ASSERT_EQ(t.annotations().size(), 2u);
+  EXPECT_NE(t.annotations().track[0], t.annotations().track[1]);
+}
+
 } // namespace
 } // namespace dreamscope::test
