@@ -65,7 +65,12 @@ TEST(CpuTrainTrace, EveryPhaseOfEveryBatchOnItsThread) {
       EXPECT_LE(l.cpu_ns, l.end - l.start + 2'000'000) << "more CPU than the window's length";
     }
   }
-  EXPECT_EQ(loaded.size(), static_cast<std::size_t>(kWorkers + 1));
+  // A thread's windows begin when the writer first sees it: one whose whole life fell between
+  // two drains (a loader of this 56 ms run, sometimes) has none. The training thread, there
+  // from start to end, always has.
+  bool main_loaded = false;
+  for (TrackId track : loaded) main_loaded |= t.tracks()[track].tid == pid;
+  EXPECT_TRUE(main_loaded);
   // The first events of a thread, before the writer first saw it, are in no window.
   EXPECT_GT(load_events, 0);
   EXPECT_LE(load_events, static_cast<std::int64_t>(t.annotations().size()) * 2);
