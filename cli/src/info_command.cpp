@@ -76,14 +76,34 @@ std::string render_text(const std::string& path, const TraceSummary& s) {
     line("tracer cost", cost);
   }
   if (!s.warnings.empty()) line("warnings", s.warnings);
+  if (s.ranks.ranks > 0) {
+    std::string ranks = fmt::format("{}", s.ranks.ranks);
+    if (s.ranks.world_size != kNoValue) ranks += fmt::format(" of world size {}", s.ranks.world_size);
+    ranks += s.ranks.hosts == 0 ? std::string(", hosts not recorded")
+                                : fmt::format(" on {} host{}", s.ranks.hosts, s.ranks.hosts == 1 ? "" : "s");
+    if (s.ranks.clock_aligned > 0) {
+      ranks += fmt::format("; clocks of {} aligned on their collectives (largest shift {:.3f} ms)",
+                           s.ranks.clock_aligned, static_cast<double>(s.ranks.largest_clock_offset) / 1e6);
+    }
+    line("ranks", ranks);
+  }
 
   out += fmt::format("\nprocesses ({}{})\n", s.processes.size(),
                      s.processes_without_events ? fmt::format("; {} more without events, not listed",
                                                               s.processes_without_events)
                                                 : "");
   for (const auto& p : s.processes) {
-    out += fmt::format("  pid {:<8} {}  exit {}\n", p.pid == kNoValue ? std::string("?") : std::to_string(p.pid),
-                       p.command.empty() ? p.name : p.command, exit_status_text(p.exit_status));
+    std::string rank;
+    if (p.rank != kNoValue) {
+      rank = fmt::format("rank {}", p.rank);
+      if (p.world_size != kNoValue) rank += fmt::format("/{}", p.world_size);
+      if (p.local_rank != kNoValue) rank += fmt::format(" (local {})", p.local_rank);
+      rank += "  ";
+    }
+    if (!p.host.empty()) rank += fmt::format("on {}  ", p.host);
+    if (p.clock_offset != 0) rank += fmt::format("clock {:+.3f} ms  ", static_cast<double>(p.clock_offset) / 1e6);
+    out += fmt::format("  pid {:<8} {}{}  exit {}\n", p.pid == kNoValue ? std::string("?") : std::to_string(p.pid),
+                       rank, p.command.empty() ? p.name : p.command, exit_status_text(p.exit_status));
     for (const auto& t : p.threads) {
       out += fmt::format("    thread {:<8} {:<24} {} events\n", t.tid, t.name.empty() ? "-" : t.name, t.events);
     }
@@ -156,9 +176,18 @@ std::string render_json(const std::string& path, const TraceSummary& s) {
   j["end_ns"] = s.end;
   j["duration_ns"] = s.end - s.begin;
   j["processes_without_events"] = s.processes_without_events;
+  j["ranks"] = {{"ranks", s.ranks.ranks},
+                {"world_size", opt(s.ranks.world_size)},
+                {"hosts", s.ranks.hosts},
+                {"clock_aligned", s.ranks.clock_aligned},
+                {"largest_clock_offset_ns", s.ranks.largest_clock_offset}};
   j["processes"] = json::array();
   for (const auto& p : s.processes) {
-    json jp{{"pid", opt(p.pid)}, {"name", p.name}, {"command", p.command}, {"exit_status", opt(p.exit_status)}};
+    json jp{{"pid", opt(p.pid)},     {"name", p.name},
+            {"command", p.command},  {"exit_status", opt(p.exit_status)},
+            {"rank", opt(p.rank)},   {"local_rank", opt(p.local_rank)},
+            {"world_size", opt(p.world_size)}, {"host", p.host},
+            {"clock_offset_ns", p.clock_offset}};
     jp["threads"] = json::array();
     for (const auto& t : p.threads) jp["threads"].push_back({{"tid", t.tid}, {"name", t.name}, {"events", t.events}});
     j["processes"].push_back(std::move(jp));

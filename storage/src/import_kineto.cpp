@@ -5,6 +5,7 @@
 // processes, threads and streams arrive in metadata events that Kineto writes after the
 // events they name, and flows are paired by id, so both are resolved once the pass ends.
 #include "dreamscope/importers.h"
+#include "dreamscope/limits.h"
 #include "dreamscope/trace_file.h"
 
 #include "import_input.h"
@@ -688,8 +689,19 @@ class KinetoImporter {
       simdjson::dom::parser p;
       simdjson::dom::element e;
       if (!p.parse(distributed_info_).get(e)) {
-        std::int64_t rank = 0;
-        if (!e["rank"].get(rank)) builder_.set_meta("rank", std::to_string(rank));
+        // One file is one rank of the job: every process in it is that rank. A value outside
+        // the limits is not a rank (the file still imports, as a single run).
+        const auto in_range = [](std::int64_t v, std::int64_t least) { return v >= least && v < limits::kMaxWorldSize; };
+        std::int64_t rank = 0, world_size = 0;
+        if (!e["rank"].get(rank) && in_range(rank, 0)) {
+          builder_.set_meta("rank", std::to_string(rank));
+          if (e["world_size"].get(world_size) || !in_range(world_size, 1) || world_size <= rank) world_size = kNoValue;
+          for (const auto& [pid, index] : processes_) {
+            ProcessInfo& process = builder_.process(index);
+            process.rank = rank;
+            process.world_size = world_size;
+          }
+        }
       }
     }
     builder_.set_meta("import_events_read", std::to_string(stats_.events_read));

@@ -9,7 +9,7 @@ namespace dreamscope::schema {
 // index to store, and the reader streams each track already sorted. Events store `dur`
 // rather than `end` (a short duration is 1-3 bytes, an absolute time 6-8), and kernels
 // share deduplicated launch configurations: both keep an event near 35 bytes on disk.
-// Tables added after a file format was released (thread_load) may be missing from older
+// Tables added after a file format was released (thread_load, process_rank) may be missing from older
 // files: the reader takes a missing one as empty, and older readers never look at it.
 inline constexpr const char* kCreateTables = R"sql(
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -56,6 +56,9 @@ CREATE TABLE arg(
 CREATE TABLE overhead(
   id INTEGER PRIMARY KEY, track INTEGER NOT NULL, start INTEGER NOT NULL, dur INTEGER NOT NULL,
   kind INTEGER);
+CREATE TABLE process_rank(
+  process INTEGER PRIMARY KEY REFERENCES process, rank INTEGER, local_rank INTEGER,
+  world_size INTEGER, host TEXT, clock_offset INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE thread_load(
   track INTEGER NOT NULL, start INTEGER NOT NULL, dur INTEGER NOT NULL, cpu_ns INTEGER,
   runqueue_ns INTEGER, events INTEGER NOT NULL, cost_samples INTEGER NOT NULL,

@@ -13,15 +13,32 @@ TraceIdMap append_ids(Out& out, const Trace& in, const TraceCopyEdits& edits) {
   TraceIdMap ids;
   ids.strings.assign(in.strings().size(), 0);
   for (StringId s = 1; s < in.strings().size(); ++s) ids.strings[s] = out.intern(in.strings()[s]);
-  for (ProcessInfo p : in.processes()) {
+  std::uint32_t first_kept = kNoIndex;
+  for (std::uint32_t i = 0; i < in.processes().size(); ++i) {
+    if (edits.keep_process && !edits.keep_process(i)) {
+      ids.processes.push_back(kNoIndex);
+      continue;
+    }
+    ProcessInfo p = in.processes()[i];
     if (edits.process) edits.process(p);
     ids.processes.push_back(out.add_process(p));
+    if (first_kept == kNoIndex) first_kept = ids.processes.back();
   }
   for (DeviceInfo d : in.devices()) {
-    d.process = ids.process(d.process);
+    if (edits.keep_process && (d.process == kNoIndex ? first_kept == kNoIndex : ids.process(d.process) == kNoIndex)) {
+      ids.devices.push_back(kNoIndex);
+      continue;
+    }
+    d.process = d.process == kNoIndex && edits.keep_process ? first_kept : ids.process(d.process);
     ids.devices.push_back(out.add_device(d));
   }
   for (TrackInfo t : in.tracks()) {
+    const bool dropped = t.kind == TrackKind::GpuStream ? (t.device != kNoIndex && ids.device(t.device) == kNoIndex)
+                                                         : (t.process != kNoIndex && ids.process(t.process) == kNoIndex);
+    if (edits.keep_process && dropped) {
+      ids.tracks.push_back(kNoIndex);
+      continue;
+    }
     t.process = ids.process(t.process);
     t.device = ids.device(t.device);
     ids.tracks.push_back(out.add_track(t));
@@ -36,6 +53,8 @@ void append_rows(Out& out, const Trace& in, const TraceIdMap& ids, const TraceCo
                                                  " of " + std::to_string(ids.tracks.size()));
     return ids.tracks[t];
   };
+  // Rows on a track of a process left out (TraceCopyEdits::keep_process) are left out.
+  auto kept = [&](TrackId t) { return t >= ids.tracks.size() || ids.tracks[t] != kNoIndex; };
   auto copy_args = [&](EventTable table, EventIndex row, auto added) {
     for (EventArg arg : in.args_of(table, row)) {
       arg.key = ids.strings[arg.key];
@@ -46,6 +65,7 @@ void append_rows(Out& out, const Trace& in, const TraceIdMap& ids, const TraceCo
   const auto& api = in.cuda_api();
   for (EventIndex i = 0; i < api.size(); ++i) {
     CudaApiRecord r = api.row(i);
+    if (!kept(r.track)) continue;
     r.track = track(r.track);
     r.name = ids.strings[r.name];
     if (edits.cuda_api && !edits.cuda_api(i, r)) continue;
@@ -54,6 +74,7 @@ void append_rows(Out& out, const Trace& in, const TraceIdMap& ids, const TraceCo
   const auto& ops = in.gpu_ops();
   for (EventIndex i = 0; i < ops.size(); ++i) {
     GpuOpRecord r = ops.row(i, in.launch_configs());
+    if (!kept(r.track)) continue;
     r.track = track(r.track);
     r.name = ids.strings[r.name];
     if (edits.gpu_op && !edits.gpu_op(i, r)) continue;
@@ -62,6 +83,7 @@ void append_rows(Out& out, const Trace& in, const TraceIdMap& ids, const TraceCo
   const auto& ann = in.annotations();
   for (EventIndex i = 0; i < ann.size(); ++i) {
     AnnotationRecord r = ann.row(i);
+    if (!kept(r.track)) continue;
     r.track = track(r.track);
     r.name = ids.strings[r.name];
     r.domain = ids.strings[r.domain];
@@ -70,6 +92,7 @@ void append_rows(Out& out, const Trace& in, const TraceIdMap& ids, const TraceCo
     copy_args(EventTable::Annotation, i, out.add(r));
   }
   for (FlowRecord f : in.flows()) {
+    if (!kept(f.from_track) || !kept(f.to_track)) continue;
     f.kind = ids.strings[f.kind];
     f.from_track = track(f.from_track);
     f.to_track = track(f.to_track);
@@ -77,12 +100,14 @@ void append_rows(Out& out, const Trace& in, const TraceIdMap& ids, const TraceCo
     out.add(f);
   }
   for (OverheadRecord o : in.overheads()) {
+    if (!kept(o.track)) continue;
     o.track = track(o.track);
     o.kind = ids.strings[o.kind];
     if (edits.overhead && !edits.overhead(o)) continue;
     out.add(o);
   }
   for (ThreadLoadRecord l : in.thread_loads()) {
+    if (!kept(l.track)) continue;
     l.track = track(l.track);
     if (edits.thread_load && !edits.thread_load(l)) continue;
     out.add(l);

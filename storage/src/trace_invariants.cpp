@@ -95,6 +95,24 @@ void TraceBuilder::check_invariants() const {
       if (p != kNoIndex && p >= t.processes_.size()) device_process.add(i, "process " + std::to_string(p));
     }
     if (device_process) device_process.raise(origin);
+    Violation rank(std::string_view("process"), "with a rank, local rank or world size outside [0, 2^24)");
+    Violation offset(std::string_view("process"), "with a clock offset beyond +-2^62 ns");
+    Violation host(std::string_view("process"), "with a host name longer than 64 KiB");
+    const auto rank_ok = [](std::int64_t v, std::int64_t least) {
+      return v == kNoValue || (v >= least && v < limits::kMaxWorldSize);
+    };
+    for (std::size_t i = 0; i < t.processes_.size(); ++i) {
+      const ProcessInfo& p = t.processes_[i];
+      if (!rank_ok(p.rank, 0) || !rank_ok(p.local_rank, 0) || !rank_ok(p.world_size, 1)) {
+        rank.add(i, "rank " + std::to_string(p.rank) + ", local rank " + std::to_string(p.local_rank) +
+                        ", world size " + std::to_string(p.world_size));
+      }
+      if (!timestamp_in_range(p.clock_offset)) offset.add(i, "offset " + std::to_string(p.clock_offset) + " ns");
+      if (p.host.size() > limits::kMaxNameBytes) host.add(i, std::to_string(p.host.size()) + " bytes");
+    }
+    if (rank) rank.raise(origin);
+    if (offset) offset.raise(origin);
+    if (host) host.raise(origin);
   }
 
   check_ids("cuda_api", "track", t.cuda_api_.track, tracks, origin);
@@ -234,6 +252,7 @@ void TraceBuilder::repair_strings() {
   for (ProcessInfo& p : trace_.processes_) {
     repair(p.name);
     repair(p.command);
+    repair(p.host);
   }
   for (DeviceInfo& d : trace_.devices_) repair(d.name);
   for (TrackInfo& tr : trace_.tracks_) repair(tr.name);

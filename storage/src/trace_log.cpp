@@ -200,6 +200,12 @@ void TraceLogWriter::put_process(const ProcessInfo& p) {
   put_u(opt(p.start));
   put_u(opt(p.end));
   put_u(opt(p.exit_status));
+  // Version 4 appends the process's place in a distributed job.
+  put_u(opt(p.rank));
+  put_u(opt(p.local_rank));
+  put_u(opt(p.world_size));
+  put_str(p.host);
+  put_s(p.clock_offset);
 }
 
 std::uint32_t TraceLogWriter::add_process(const ProcessInfo& p) {
@@ -478,6 +484,13 @@ struct Decoder {
     p.start = in.o();
     p.end = in.o();
     p.exit_status = in.o();
+    if (in.p != in.end) { // version 4 on
+      p.rank = in.o();
+      p.local_rank = in.o();
+      p.world_size = in.o();
+      p.host = in.str();
+      p.clock_offset = in.s();
+    }
     return p;
   }
 

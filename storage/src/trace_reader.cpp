@@ -222,6 +222,17 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
            const std::int64_t id = table_id(s, 0, "process");
            process_map.set(id, b.add_process(std::move(p)));
          });
+  if (r.has_table("process_rank")) {
+    r.each("SELECT process, rank, local_rank, world_size, host, clock_offset FROM process_rank ORDER BY process",
+           [&](sqlite3_stmt* s) {
+             ProcessInfo& p = b.process(lookup(process_map, s, 0, "process", false));
+             p.rank = opt_int(s, 1);
+             p.local_rank = opt_int(s, 2);
+             p.world_size = opt_int(s, 3);
+             p.host = text(s, 4);
+             p.clock_offset = sqlite3_column_int64(s, 5);
+           });
+  }
   r.each("SELECT id, process, ordinal, name, sm_count, core_clock_khz, memory_clock_khz, memory_bus_width_bits, "
          "memory_bandwidth_bytes_per_s, global_memory_bytes, compute_capability_major, compute_capability_minor "
          "FROM device ORDER BY id",

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
+#include <set>
 #include <string_view>
 #include <unordered_map>
 
@@ -85,7 +87,29 @@ TraceSummary summarize(const Trace& trace, std::size_t top_kernels) {
     ps.name = p.name;
     ps.command = p.command;
     ps.exit_status = p.exit_status;
+    ps.rank = p.rank;
+    ps.local_rank = p.local_rank;
+    ps.world_size = p.world_size;
+    ps.host = p.host;
+    ps.clock_offset = p.clock_offset;
     s.processes.push_back(std::move(ps));
+  }
+  {
+    std::set<std::int64_t> ranks, aligned;
+    std::set<std::string> hosts;
+    for (const ProcessInfo& p : trace.processes()) {
+      if (!p.is_rank()) continue;
+      ranks.insert(p.rank);
+      if (!p.host.empty()) hosts.insert(p.host);
+      if (p.world_size != kNoValue) s.ranks.world_size = std::max(s.ranks.world_size, p.world_size);
+      if (p.clock_offset != 0) {
+        aligned.insert(p.rank);
+        s.ranks.largest_clock_offset = std::max(s.ranks.largest_clock_offset, std::abs(p.clock_offset));
+      }
+    }
+    s.ranks.ranks = ranks.size();
+    s.ranks.hosts = hosts.size();
+    s.ranks.clock_aligned = aligned.size();
   }
   ProcessSummary unknown_process; // threads whose process the trace does not name
   for (TrackId t = 0; t < trace.tracks().size(); ++t) {

@@ -62,6 +62,8 @@ struct TraceWriter::Statements {
   sqlite3_stmt* string = nullptr;
   sqlite3_stmt* meta = nullptr;
   sqlite3_stmt* process = nullptr;
+  sqlite3_stmt* process_rank = nullptr;
+  sqlite3_stmt* process_rank_delete = nullptr;
   sqlite3_stmt* device = nullptr;
   sqlite3_stmt* track = nullptr;
   sqlite3_stmt* track_name = nullptr;
@@ -77,7 +79,7 @@ struct TraceWriter::Statements {
 
   ~Statements() {
     for (auto* s :
-         {string, meta, process, device, track, track_name, flow, calibration, overhead, thread_load, launch, arg}) {
+         {string, meta, process, process_rank, process_rank_delete, device, track, track_name, flow, calibration, overhead, thread_load, launch, arg}) {
       sqlite3_finalize(s);
     }
   }
@@ -167,6 +169,10 @@ TraceWriter::TraceWriter(std::filesystem::path path, TraceWriterOptions options)
   prepare(s.process,
           "INSERT OR REPLACE INTO process(id, pid, parent_pid, name, command, start, end, exit_status) "
           "VALUES(?,?,?,?,?,?,?,?)");
+  prepare(s.process_rank,
+          "INSERT OR REPLACE INTO process_rank(process, rank, local_rank, world_size, host, clock_offset) "
+          "VALUES(?,?,?,?,?,?)");
+  prepare(s.process_rank_delete, "DELETE FROM process_rank WHERE process = ?");
   prepare(s.device,
           "INSERT INTO device(id, process, ordinal, name, sm_count, core_clock_khz, memory_clock_khz, "
           "memory_bus_width_bits, memory_bandwidth_bytes_per_s, global_memory_bytes, "
@@ -319,6 +325,21 @@ void bind_process(sqlite3_stmt* st, std::uint32_t id, const ProcessInfo& p) {
   bind_optional(st, 7, p.end);
   bind_optional(st, 8, p.exit_status);
 }
+
+
+// A process's place in a distributed job, in its own table (added after schema v1 was
+// released, so older files and readers simply lack it): a row only for the processes that
+// have one.
+bool has_rank_row(const ProcessInfo& p) { return p.is_rank() || !p.host.empty() || p.clock_offset != 0; }
+
+void bind_process_rank(sqlite3_stmt* st, std::uint32_t id, const ProcessInfo& p) {
+  sqlite3_bind_int64(st, 1, id);
+  bind_optional(st, 2, p.rank);
+  bind_optional(st, 3, p.local_rank);
+  bind_optional(st, 4, p.world_size);
+  bind_text(st, 5, p.host);
+  sqlite3_bind_int64(st, 6, p.clock_offset);
+}
 } // namespace
 
 std::uint32_t TraceWriter::add_process(const ProcessInfo& p) {
@@ -327,6 +348,10 @@ std::uint32_t TraceWriter::add_process(const ProcessInfo& p) {
   bind_process(stmts_->process, id, p);
   DS_STEP(stmts_->process);
   count_row();
+  if (has_rank_row(p)) {
+    bind_process_rank(stmts_->process_rank, id, p);
+    DS_STEP(stmts_->process_rank);
+  }
   return id;
 }
 
@@ -335,6 +360,13 @@ void TraceWriter::update_process(std::uint32_t id, const ProcessInfo& p) {
   bind_process(stmts_->process, id, p);
   DS_STEP(stmts_->process);
   count_row();
+  if (has_rank_row(p)) {
+    bind_process_rank(stmts_->process_rank, id, p);
+    DS_STEP(stmts_->process_rank);
+  } else {
+    sqlite3_bind_int64(stmts_->process_rank_delete, 1, id);
+    DS_STEP(stmts_->process_rank_delete);
+  }
 }
 
 std::uint32_t TraceWriter::add_device(const DeviceInfo& d) {

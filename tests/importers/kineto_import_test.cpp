@@ -318,3 +318,31 @@ TEST(KinetoImport, RoundTripThroughTheTraceFileIsIdentical) {
 
 } // namespace
 } // namespace dreamscope::test
+
+namespace dreamscope::test {
+namespace {
+
+// A rank's file says its place in the job (distributedInfo); every process of it is that rank.
+TEST(KinetoImport, DistributedInfoMakesTheFilesProcessesRanks) {
+  const auto dlrm = std::filesystem::path(DREAMSCOPE_SHARED_DATA_DIR) / "wild" / "param-dlrm-v100x8-nccl";
+  std::size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dlrm)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with("worker")) continue;
+    ++files;
+    const std::int64_t rank = name[6] - '0'; // workerN_step_...
+    const Trace t = load_trace(entry.path());
+    ASSERT_FALSE(t.processes().empty()) << name;
+    for (const ProcessInfo& p : t.processes()) {
+      EXPECT_EQ(p.rank, rank) << name;
+      EXPECT_EQ(p.world_size, 8) << name;
+    }
+  }
+  EXPECT_EQ(files, 8u);
+  // No distributedInfo: a single run, no ranks.
+  const Trace single = load_trace(kineto("triton_example/triton_example.json.gz"));
+  for (const ProcessInfo& p : single.processes()) EXPECT_FALSE(p.is_rank());
+}
+
+} // namespace
+} // namespace dreamscope::test

@@ -32,9 +32,11 @@ inline Trace make_full_trace() {
   b.set_meta("cpu_cores", "16");
   b.set_meta("tracer_writer_cpu_ns", "1500");
   ProcessInfo p0{.pid = 100, .parent_pid = 1, .name = "python", .command = "python train.py", .start = 1000,
-                 .end = 90000, .exit_status = 0};
+                 .end = 90000, .exit_status = 0, .rank = 3, .local_rank = 1, .world_size = 8, .host = "node-7",
+                 .clock_offset = -250};
+  // A data-loader worker of rank 3: it inherited the rank, and says no more.
   ProcessInfo p1{.pid = 101, .parent_pid = 100, .name = "worker", .command = "python -c loader", .start = 2000,
-                 .end = 80000, .exit_status = 137};
+                 .end = 80000, .exit_status = 137, .rank = 3};
   auto proc0 = b.add_process(p0);
   auto proc1 = b.add_process(p1);
   DeviceInfo d;

@@ -44,6 +44,22 @@ TEST(TraceInvariants, ARowOnAnUnknownTrackNamesTheOriginTableAndCount) {
   EXPECT_EQ(f.error(), "x.json: 2 annotation rows naming an unknown track; first: row 0, track 3 (docs/limits.md)");
 }
 
+TEST(TraceInvariants, RanksOutsideTheJobLimitsAreRefused) {
+  for (const ProcessInfo& bad : {ProcessInfo{.pid = 8, .rank = -2}, ProcessInfo{.pid = 8, .local_rank = 1 << 24},
+                                 ProcessInfo{.pid = 8, .rank = 0, .world_size = 0}}) {
+    Fixture f;
+    f.b.add_process(bad);
+    EXPECT_EQ(f.error().rfind("x.json: 1 process row with a rank, local rank or world size outside [0, 2^24)", 0), 0u)
+        << f.error();
+  }
+  Fixture f;
+  f.b.add_process(ProcessInfo{.pid = 8, .clock_offset = std::int64_t{1} << 62});
+  EXPECT_NE(f.error().find("process row with a clock offset beyond"), std::string::npos) << f.error();
+  Fixture ok;
+  ok.b.add_process(ProcessInfo{.pid = 8, .rank = (1 << 24) - 1, .local_rank = 0, .world_size = 1 << 23});
+  EXPECT_EQ(ok.error(), "no error");
+}
+
 TEST(TraceInvariants, TimestampsBeyondTwoToThe62AreRefused) {
   Fixture f;
   f.b.add(CudaApiRecord{.track = f.thread, .start = 10, .end = 20, .name = f.name});

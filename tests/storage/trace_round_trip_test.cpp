@@ -202,7 +202,7 @@ TEST(TraceFormatDoc, ExampleQueriesRun) {
     sqlite3_finalize(s);
   }
   sqlite3_close(db);
-  EXPECT_EQ(statements, 4);
+  EXPECT_EQ(statements, 5);
   EXPECT_GT(rows, 3); // each query finds something in the full trace
 }
 

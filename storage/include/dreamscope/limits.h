@@ -41,6 +41,10 @@ inline constexpr std::size_t kMaxExpressionDepth = 256;
 // Workers of a `move` to a pool (the data scenario's `workers`), and cores.
 inline constexpr std::int64_t kMaxPoolWorkers = 4096;
 
+// Ranks of a distributed job: a rank, local rank or world size is in [0, 2^24) (16.7 M
+// ranks; the largest jobs run today are a few hundred thousand GPUs).
+inline constexpr std::int64_t kMaxWorldSize = std::int64_t{1} << 24;
+
 // A scenario file: 1 MiB of TOML is far more than any what-if needs.
 inline constexpr std::size_t kMaxScenarioBytes = 1024 * 1024;
 

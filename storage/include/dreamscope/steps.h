@@ -22,6 +22,9 @@ inline constexpr std::string_view kFetch = "fetch"; // reading a batch from stor
 inline constexpr std::string_view kPrep = "prep";   // preprocessing it on the CPU
 inline constexpr std::string_view kWait = "wait";   // the training loop waiting for it
 inline constexpr std::string_view kCpu = "cpu";     // CPU work that shares the machine's cores
+// A collective across the job's ranks (all-reduce, broadcast, ...), from entry to return:
+// the name is the operation, the payload the bytes each rank contributes (docs/multi-rank.md).
+inline constexpr std::string_view kCollective = "collective";
 } // namespace annotation_category
 
 inline constexpr std::string_view kProfilerStepPrefix = "ProfilerStep#";

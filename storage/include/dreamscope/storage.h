@@ -5,6 +5,7 @@
 // - trace_file.h: the SQLite trace file (`TraceWriter`, `read_trace`, `write_trace`),
 //   schema v1, documented in docs/trace-format.md.
 // - trace_copy.h: one Trace's rows appended to another with remapped ids.
+// - job.h: the ranks of a distributed job, and the Trace of one rank.
 // - trace_log.h: the tracer's part files (`TraceLogWriter`, `read_trace_log`); trace_merge.h
 //   merges the parts of one job into a Trace; tracer_environment.h names the variables a
 //   launcher sets for the tracer.
@@ -17,6 +18,7 @@
 #include "dreamscope/trace.h"
 #include "dreamscope/trace_file.h"
 #include "dreamscope/trace_copy.h"
+#include "dreamscope/job.h"
 #include "dreamscope/trace_summary.h"
 #include "dreamscope/importers.h"
 #include "dreamscope/exporters.h"

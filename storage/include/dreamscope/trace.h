@@ -74,7 +74,20 @@ struct ProcessInfo {
   TimeNs start = kNoValue;
   TimeNs end = kNoValue;
   std::int64_t exit_status = kNoValue; // wait status decoded: code, or 128 + signal
+  // Where the process stood in a distributed job (docs/multi-rank.md): its global rank, its
+  // rank on its machine and the job's size, as the launcher told it (RANK, LOCAL_RANK,
+  // WORLD_SIZE and their MPI and Slurm equivalents; Kineto's distributedInfo). kNoValue: not
+  // a rank (a single-process run, or the launcher itself). A rank's data-loader workers
+  // inherit its rank.
+  std::int64_t rank = kNoValue;
+  std::int64_t local_rank = kNoValue;
+  std::int64_t world_size = kNoValue;
+  std::string host; // the machine it ran on; "" when unknown
+  // What was added to this process's timestamps to put them on the job's one clock when its
+  // ranks came from machines whose clocks differ (0: none); `info` shows it.
+  TimeNs clock_offset = 0;
 
+  bool is_rank() const { return rank != kNoValue; }
   bool operator==(const ProcessInfo&) const = default;
 };
 

@@ -33,6 +33,11 @@ struct TraceIdMap {
 // output's ids; an event, flow, overhead or thread-load edit returns false to leave the row
 // out.
 struct TraceCopyEdits {
+  // Which processes to copy, by index in the copied Trace (all when unset). The threads of a
+  // process left out, its devices' streams and every row on them are left out too (a flow
+  // when either end is), and their ids map to kNoIndex: cutting one rank out of a job.
+  // A device whose process is unknown is copied with the first process kept.
+  std::function<bool(std::uint32_t)> keep_process;
   std::function<void(ProcessInfo&)> process;
   std::function<bool(EventIndex, CudaApiRecord&)> cuda_api;
   std::function<bool(EventIndex, GpuOpRecord&)> gpu_op;
@@ -46,7 +51,8 @@ TraceIdMap append_trace_ids(TraceBuilder& out, const Trace& in, const TraceCopyE
 TraceIdMap append_trace_ids(TraceSink& out, const Trace& in, const TraceCopyEdits& edits = {});
 
 // Every event row of `in` with its args, then its flows, overheads and thread loads; a row
-// whose track is not in `ids` is an error of the caller's map (TraceError).
+// whose track is not in `ids` is an error of the caller's map (TraceError), one whose track
+// maps to kNoIndex (a process left out) is left out.
 void append_trace_rows(TraceBuilder& out, const Trace& in, const TraceIdMap& ids, const TraceCopyEdits& edits = {});
 void append_trace_rows(TraceSink& out, const Trace& in, const TraceIdMap& ids, const TraceCopyEdits& edits = {});
 

@@ -19,7 +19,8 @@ namespace dreamscope {
 
 // Bumped when a record changes meaning or a new kind of record appears; a reader refuses
 // logs newer than it knows, and reads every older one. 2: track renames. 3: thread loads.
-inline constexpr std::uint32_t kTraceLogVersion = 3;
+// 4: a process's rank, local rank, world size, host and clock offset.
+inline constexpr std::uint32_t kTraceLogVersion = 4;
 
 class TraceLogWriter final : public TraceSink {
  public:

@@ -29,7 +29,19 @@ struct ProcessSummary {
   std::string name;
   std::string command;
   std::int64_t exit_status = kNoValue;
+  std::int64_t rank = kNoValue, local_rank = kNoValue, world_size = kNoValue; // ProcessInfo's
+  std::string host;
+  TimeNs clock_offset = 0;
   std::vector<ThreadSummary> threads;
+};
+
+// The ranks of a distributed job in one trace (none for a single-process run).
+struct RankSummary {
+  std::size_t ranks = 0;         // distinct ranks with a process in the trace
+  std::int64_t world_size = kNoValue; // as the ranks said (the largest claim)
+  std::size_t hosts = 0;         // distinct hosts named among them (0: none known)
+  std::size_t clock_aligned = 0; // ranks whose timestamps were shifted onto the job's clock
+  TimeNs largest_clock_offset = 0; // of those, the largest shift (absolute)
 };
 
 struct StreamSummary {
@@ -82,6 +94,7 @@ struct TraceSummary {
   // lists every process its system sampler saw) are only counted.
   std::vector<ProcessSummary> processes;
   std::size_t processes_without_events = 0;
+  RankSummary ranks;
   std::vector<DeviceInfo> devices;
   std::vector<StreamSummary> streams;
   EventCounts counts;
