@@ -32,6 +32,14 @@ std::string step_label(const Trace& trace, EventIndex row) {
   return label;
 }
 
+std::int64_t step_number(const Trace& trace, EventIndex row) {
+  const auto& ann = trace.annotations();
+  const std::int64_t profiler = profiler_step_number(trace.str(ann.name[row]));
+  if (profiler != kNoValue) return profiler;
+  if (trace.str(ann.category[row]) == annotation_category::kStep) return ann.payload[row];
+  return kNoValue;
+}
+
 std::vector<EventIndex> find_steps(const Trace& trace) {
   const auto& ann = trace.annotations();
   std::vector<EventIndex> steps;

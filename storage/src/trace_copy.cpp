@@ -1,5 +1,6 @@
 #include "dreamscope/trace_copy.h"
 
+#include <algorithm>
 #include <string>
 
 namespace dreamscope {
@@ -115,6 +116,24 @@ void append_rows(Out& out, const Trace& in, const TraceIdMap& ids, const TraceCo
 }
 
 } // namespace
+
+std::int64_t CorrelationSpace::shift_for(const Trace& in) {
+  std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = std::numeric_limits<std::int64_t>::min();
+  for (const auto* ids : {&in.cuda_api().correlation, &in.gpu_ops().correlation}) {
+    for (std::int64_t c : *ids) {
+      if (c == kNoValue) continue;
+      lo = std::min(lo, c);
+      hi = std::max(hi, c);
+    }
+  }
+  if (lo > hi) return 0; // no correlation ids at all
+  // Ids this far out are not a counter's; leave them as they are rather than overflow.
+  constexpr std::int64_t kRoom = std::int64_t{1} << 61;
+  if (lo < -kRoom || hi > kRoom || next_free_ > kRoom) return 0;
+  const std::int64_t shift = lo >= next_free_ ? 0 : next_free_ - lo;
+  next_free_ = hi + shift + 1;
+  return shift;
+}
 
 TraceIdMap append_trace_ids(TraceBuilder& out, const Trace& in, const TraceCopyEdits& edits) {
   return append_ids(out, in, edits);

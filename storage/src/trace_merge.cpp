@@ -1,5 +1,7 @@
 #include "dreamscope/trace_merge.h"
 
+#include "dreamscope/job.h"
+
 #include "dreamscope/steps.h"
 #include "dreamscope/trace_copy.h"
 #include "dreamscope/trace_log.h"
@@ -26,8 +28,10 @@ struct Part {
 };
 
 // Where each batch was produced (end of its last prep) and consumed (end of its wait).
+// By (rank, batch id): the ranks of a job number their batches alike, and a batch never
+// crosses ranks (a rank's loader workers inherit its rank; kNoValue in a single-process run).
 struct BatchEnds {
-  std::map<std::int64_t, std::pair<TrackId, TimeNs>> produced, consumed;
+  std::map<std::pair<std::int64_t, std::int64_t>, std::pair<TrackId, TimeNs>> produced, consumed;
 };
 
 std::vector<Part> read_parts(const fs::path& dir, MergedJob& result) {
@@ -54,7 +58,8 @@ std::vector<Part> read_parts(const fs::path& dir, MergedJob& result) {
   return parts;
 }
 
-void add_part(TraceBuilder& out, const Part& part, const JobFacts& job, bool last_root_image, BatchEnds& batches) {
+void add_part(TraceBuilder& out, const Part& part, const JobFacts& job, bool last_root_image, BatchEnds& batches,
+              CorrelationSpace& correlations) {
   TraceCopyEdits edits;
   edits.process = [&](ProcessInfo& p) {
     // The root's wait status is known only to the launcher; an image that exec'ed has none.
@@ -63,16 +68,28 @@ void add_part(TraceBuilder& out, const Part& part, const JobFacts& job, bool las
     if (p.exit_status == kNoValue || job.root_exit_status > 128) p.exit_status = job.root_exit_status;
   };
   const Trace& in = part.trace;
+  const std::vector<std::int64_t> rank_of_track = track_ranks(in);
   edits.annotation = [&](EventIndex i, AnnotationRecord& r) {
     if (r.payload == kNoValue || in.str(in.annotations().domain[i]) != "dreamscope") return true;
     const std::string_view category = in.str(in.annotations().category[i]);
     if (category == annotation_category::kPrep || category == annotation_category::kWait) {
       auto& ends = category == annotation_category::kPrep ? batches.produced : batches.consumed;
-      auto [it, fresh] = ends.try_emplace(r.payload, r.track, r.end);
+      const std::int64_t rank = rank_of_track[in.annotations().track[i]];
+      auto [it, fresh] = ends.try_emplace({rank, r.payload}, r.track, r.end);
       if (!fresh && r.end > it->second.second) it->second = {r.track, r.end};
     }
     return true;
   };
+  if (const std::int64_t shift = correlations.shift_for(in); shift != 0) {
+    edits.cuda_api = [shift](EventIndex, CudaApiRecord& r) {
+      if (r.correlation != kNoValue) r.correlation += shift;
+      return true;
+    };
+    edits.gpu_op = [shift](EventIndex, GpuOpRecord& r) {
+      if (r.correlation != kNoValue) r.correlation += shift;
+      return true;
+    };
+  }
   append_trace_rows(out, in, append_trace_ids(out, in, edits), edits);
 }
 
@@ -100,6 +117,7 @@ MergedJob merge_part_logs(const fs::path& dir, const JobFacts& job) {
   std::string host;
   bool have_calibration = false;
   BatchEnds batches;
+  CorrelationSpace correlations;
   // The root's exit status belongs to its last image: the one that did not exec further.
   std::size_t last_root = parts.size();
   for (std::size_t i = 0; i < parts.size(); ++i) {
@@ -107,7 +125,7 @@ MergedJob merge_part_logs(const fs::path& dir, const JobFacts& job) {
   }
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const Part& p = parts[i];
-    add_part(out, p, job, i == last_root, batches);
+    add_part(out, p, job, i == last_root, batches, correlations);
     // Every process measures the same machine; the first part's calibration stands for all.
     if (!have_calibration && !p.trace.calibration().empty()) {
       for (const auto& c : p.trace.calibration()) out.add(c);
@@ -132,11 +150,11 @@ MergedJob merge_part_logs(const fs::path& dir, const JobFacts& job) {
   }
   result.parts = parts.size();
   const StringId batch_flow = out.intern("batch");
-  for (const auto& [batch, from] : batches.produced) {
-    auto to = batches.consumed.find(batch);
+  for (const auto& [key, from] : batches.produced) {
+    auto to = batches.consumed.find(key);
     if (to == batches.consumed.end()) continue;
     out.add(FlowRecord{.kind = batch_flow, .from_track = from.first, .from_time = from.second,
-                       .to_track = to->second.first, .to_time = to->second.second, .id = batch});
+                       .to_track = to->second.first, .to_time = to->second.second, .id = key.second});
   }
   // A root process that recorded nothing left no part; it is still the job's process, with
   // the exit status the launcher saw.

@@ -28,6 +28,7 @@ struct PartWriter {
   std::string warnings;
   std::int64_t dropped = 0;
   std::int64_t exit_status = kNoValue;
+  std::int64_t rank = kNoValue;
   std::function<void(TraceLogWriter&, TrackId thread, std::uint32_t process)> record;
 
   void write(const std::filesystem::path& path) const {
@@ -40,7 +41,8 @@ struct PartWriter {
     if (!warnings.empty()) w.set_meta("warnings", warnings);
     if (!ended_by.empty()) w.set_meta("ended_by", ended_by);
     const std::uint32_t process = w.add_process(ProcessInfo{.pid = pid, .parent_pid = parent_pid, .name = "p" + std::to_string(pid),
-                                                            .start = start, .end = end, .exit_status = exit_status});
+                                                            .start = start, .end = end, .exit_status = exit_status,
+                                                            .rank = rank});
     const TrackId thread = w.add_track(TrackInfo{.kind = TrackKind::CpuThread, .process = process, .tid = pid,
                                                  .name = "main-" + std::to_string(pid)});
     w.add(CalibrationRecord{.event_kind = "nvtx_range", .cost_ns = 20.0 + static_cast<double>(pid), .samples = 5000,
@@ -183,6 +185,38 @@ TEST(MergePartLogs, ABatchPreparedInOneProcessAndWaitedForInAnotherGetsAFlow) {
   EXPECT_EQ(f.to_time, 2500);
   EXPECT_EQ(t.processes()[t.tracks()[f.from_track].process].pid, 301);
   EXPECT_EQ(t.processes()[t.tracks()[f.to_track].process].pid, 300);
+}
+
+// Two ranks of one job: each numbers its batches and its launches from 0, and neither may
+// be linked to the other's.
+TEST(MergePartLogs, RanksKeepTheirOwnBatchesAndLaunches) {
+  ScratchDir dir;
+  for (std::int64_t r = 0; r < 2; ++r) {
+    PartWriter part{.pid = 900 + r, .start = 1000 + r, .end = 9000, .rank = r};
+    part.record = [r](TraceLogWriter& w, TrackId t, std::uint32_t process) {
+      annotate(w, t, "prep", "prep", 1100 + r * 10, 1200 + r * 10, 0);
+      annotate(w, t, "wait", "wait", 1300 + r * 10, 1400 + r * 10, 0);
+      const std::uint32_t device = w.add_device(DeviceInfo{.ordinal = 0, .process = process, .name = "H100"});
+      const TrackId stream = w.add_track(TrackInfo{.kind = TrackKind::GpuStream, .device = device, .stream = 7});
+      w.add(CudaApiRecord{.track = t, .start = 1500, .end = 1510, .name = w.intern("cudaLaunchKernel"), .correlation = 1});
+      w.add(GpuOpRecord{.track = stream, .kind = GpuOpKind::Kernel, .start = 1600, .end = 1700 + r,
+                        .name = w.intern("gemm"), .correlation = 1});
+    };
+    part.write(dir / (std::to_string(900 + r) + "-1000-0.dslog"));
+  }
+  const Trace t = merge_part_logs(dir.path(), JobFacts{.root_pid = 900, .root_exit_status = 0}).trace;
+  ASSERT_EQ(t.flows().size(), 2u);
+  for (const FlowRecord& f : t.flows()) {
+    EXPECT_EQ(t.tracks()[f.from_track].process, t.tracks()[f.to_track].process);
+  }
+  ASSERT_EQ(t.gpu_ops().size(), 2u);
+  EXPECT_NE(t.gpu_ops().correlation[0], t.gpu_ops().correlation[1]);
+  for (EventIndex k = 0; k < 2; ++k) {
+    const auto api = t.cuda_api_with_correlation(t.gpu_ops().correlation[k]);
+    ASSERT_TRUE(api);
+    const std::uint32_t device_process = t.devices()[t.tracks()[t.gpu_ops().track[k]].device].process;
+    EXPECT_EQ(t.tracks()[t.cuda_api().track[*api]].process, device_process);
+  }
 }
 
 TEST(MergePartLogs, AKilledProcessIsMergedAndMakesTheJobIncomplete) {

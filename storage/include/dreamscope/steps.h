@@ -38,6 +38,10 @@ bool is_step(const Trace& trace, EventIndex row);
 // "ProfilerStep#3", or "step 3" for dreamscope's steps (all named "step", numbered by payload).
 std::string step_label(const Trace& trace, EventIndex row);
 
+// The number of step `row`: N of ProfilerStep#N, a dreamscope step's payload; kNoValue when
+// it has none.
+std::int64_t step_number(const Trace& trace, EventIndex row);
+
 // The step annotations in time order.
 std::vector<EventIndex> find_steps(const Trace& trace);
 

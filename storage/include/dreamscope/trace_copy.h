@@ -14,6 +14,7 @@
 #include "dreamscope/trace_file.h"
 
 #include <functional>
+#include <limits>
 #include <vector>
 
 namespace dreamscope {
@@ -45,6 +46,18 @@ struct TraceCopyEdits {
   std::function<bool(FlowRecord&)> flow;
   std::function<bool(OverheadRecord&)> overhead;
   std::function<bool(ThreadLoadRecord&)> thread_load;
+};
+
+// Correlation ids are a per-process counter: two processes' traces copied into one would
+// link one's launches to the other's kernels. `CorrelationSpace` gives each copied trace the
+// shift (added to every correlation id of its calls and GPU operations) that keeps its ids
+// apart from those of the traces copied before it; the first keeps its own ids.
+class CorrelationSpace {
+ public:
+  std::int64_t shift_for(const Trace& in);
+
+ private:
+  std::int64_t next_free_ = std::numeric_limits<std::int64_t>::min();
 };
 
 TraceIdMap append_trace_ids(TraceBuilder& out, const Trace& in, const TraceCopyEdits& edits = {});
