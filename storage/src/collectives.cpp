@@ -34,35 +34,26 @@ bool contains(std::string_view haystack, std::string_view needle) {
 constexpr std::string_view kRecordParamComms = "record_param_comms";
 
 // The arg of an event as text, if it has it.
-std::optional<std::string> text_arg(const Trace &t, EventTable table,
-                                    EventIndex row, std::string_view key) {
-  return t.find_arg(table, row, key) ? t.arg_text(table, row, key)
-                                     : std::nullopt;
+std::optional<std::string> text_arg(const Trace& t, EventTable table, EventIndex row, std::string_view key) {
+  return t.find_arg(table, row, key) ? t.arg_text(table, row, key) : std::nullopt;
 }
 
 // Elements of a PyTorch "Input Dims" value such as [[394241]] or [[6144], [],
 // []]: the product of the first tensor's dimensions.
 std::int64_t first_tensor_elements(std::string_view dims) {
   const auto open = dims.find('[', dims.find('[') + 1);
-  if (open == std::string_view::npos)
-    return 0;
+  if (open == std::string_view::npos) return 0;
   const auto close = dims.find(']', open);
-  if (close == std::string_view::npos)
-    return 0;
+  if (close == std::string_view::npos) return 0;
   std::string_view inner = dims.substr(open + 1, close - open - 1);
-  if (inner.empty())
-    return 0;
+  if (inner.empty()) return 0;
   std::int64_t product = 1;
   while (!inner.empty()) {
-    while (!inner.empty() && (inner.front() == ' ' || inner.front() == ','))
-      inner.remove_prefix(1);
+    while (!inner.empty() && (inner.front() == ' ' || inner.front() == ',')) inner.remove_prefix(1);
     std::int64_t v = 0;
-    const auto [end, ec] =
-        std::from_chars(inner.data(), inner.data() + inner.size(), v);
-    if (ec != std::errc() || v < 0)
-      return 0;
-    if (v > 0 && product > (std::int64_t{1} << 50) / v)
-      return 0; // not a real tensor
+    const auto [end, ec] = std::from_chars(inner.data(), inner.data() + inner.size(), v);
+    if (ec != std::errc() || v < 0) return 0;
+    if (v > 0 && product > (std::int64_t{1} << 50) / v) return 0; // not a real tensor
     product *= v;
     inner.remove_prefix(static_cast<std::size_t>(end - inner.data()));
   }
@@ -72,11 +63,9 @@ std::int64_t first_tensor_elements(std::string_view dims) {
 // The first element of a JSON list of strings such as ["float", "", ""].
 std::string first_string(std::string_view list) {
   const auto a = list.find('"');
-  if (a == std::string_view::npos)
-    return {};
+  if (a == std::string_view::npos) return {};
   const auto b = list.find('"', a + 1);
-  if (b == std::string_view::npos)
-    return {};
+  if (b == std::string_view::npos) return {};
   return std::string(list.substr(a + 1, b - a - 1));
 }
 
@@ -88,43 +77,33 @@ struct CommsArgs {
   std::int64_t sequence = kNoValue, bytes = kNoValue;
 };
 
-CommsArgs comms_args(const Trace &t, EventTable table, EventIndex row) {
+CommsArgs comms_args(const Trace& t, EventTable table, EventIndex row) {
   CommsArgs a;
-  if (auto name = text_arg(t, table, row, "Collective name"))
-    a.op = normalised_collective_op(*name);
-  if (auto pg = text_arg(t, table, row, "Process Group Name"))
-    a.communicator = *pg;
-  if (auto seq = t.arg_int(table, row, "Seq"))
-    a.sequence = *seq;
+  if (auto name = text_arg(t, table, row, "Collective name")) a.op = normalised_collective_op(*name);
+  if (auto pg = text_arg(t, table, row, "Process Group Name")) a.communicator = *pg;
+  if (auto seq = t.arg_int(table, row, "Seq")) a.sequence = *seq;
   const auto nelems = t.arg_int(table, row, "In msg nelems");
   const auto dtype = text_arg(t, table, row, "dtype");
-  if (nelems && dtype && dtype_bytes(*dtype) > 0 && *nelems >= 0 &&
-      *nelems < (std::int64_t{1} << 50)) {
+  if (nelems && dtype && dtype_bytes(*dtype) > 0 && *nelems >= 0 && *nelems < (std::int64_t{1} << 50)) {
     a.bytes = *nelems * dtype_bytes(*dtype);
   } else if (auto dims = text_arg(t, table, row, "Input Dims")) {
     const std::int64_t elements = first_tensor_elements(*dims);
     const auto types = text_arg(t, table, row, "Input type");
     const std::int64_t size = types ? dtype_bytes(first_string(*types)) : 0;
-    if (elements > 0 && size > 0)
-      a.bytes = elements * size;
+    if (elements > 0 && size > 0) a.bytes = elements * size;
   }
   return a;
 }
 
-void fill_missing(CommsArgs &into, const CommsArgs &from) {
-  if (into.op.empty())
-    into.op = from.op;
-  if (into.communicator.empty())
-    into.communicator = from.communicator;
-  if (into.sequence == kNoValue)
-    into.sequence = from.sequence;
-  if (into.bytes == kNoValue)
-    into.bytes = from.bytes;
+void fill_missing(CommsArgs& into, const CommsArgs& from) {
+  if (into.op.empty()) into.op = from.op;
+  if (into.communicator.empty()) into.communicator = from.communicator;
+  if (into.sequence == kNoValue) into.sequence = from.sequence;
+  if (into.bytes == kNoValue) into.bytes = from.bytes;
 }
 
 bool is_comms_range(std::string_view name) {
-  return name.starts_with("nccl:") || name.starts_with("gloo:") ||
-         name.starts_with("mpi:") || name.starts_with("ucc:");
+  return name.starts_with("nccl:") || name.starts_with("gloo:") || name.starts_with("mpi:") || name.starts_with("ucc:");
 }
 
 // The steps of one rank, for the step a call was issued in.
@@ -134,58 +113,49 @@ struct RankSteps {
 
   std::int64_t at(TimeNs t) const {
     auto it = std::upper_bound(start.begin(), start.end(), t);
-    if (it == start.begin())
-      return kNoValue;
+    if (it == start.begin()) return kNoValue;
     const std::size_t i = static_cast<std::size_t>(it - start.begin()) - 1;
     return t < end[i] ? number[i] : kNoValue;
   }
 };
 
-void match_into(JobCollectives &job);
+void match_into(JobCollectives& job);
 
 class CollectiveFinder {
-public:
-  explicit CollectiveFinder(const Trace &t)
-      : t_(t), rank_of_track_(track_ranks(t)) {}
+ public:
+  explicit CollectiveFinder(const Trace& t) : t_(t), rank_of_track_(track_ranks(t)) {}
 
   JobCollectives run() {
     collect_steps();
     // Per rank: its communication kernels if it has any, else its CPU ranges.
     std::map<std::int64_t, std::vector<CollectiveCall>> by_rank;
-    const auto &ops = t_.gpu_ops();
+    const auto& ops = t_.gpu_ops();
     for (EventIndex i = 0; i < ops.size(); ++i) {
-      if (ops.kind[i] != GpuOpKind::Kernel ||
-          !is_communication_kernel(t_.str(ops.name[i])))
-        continue;
+      if (ops.kind[i] != GpuOpKind::Kernel || !is_communication_kernel(t_.str(ops.name[i]))) continue;
       by_rank[rank_of_track_[ops.track[i]]].push_back(kernel_call(i));
     }
     std::map<std::int64_t, std::vector<CollectiveCall>> cpu = cpu_calls();
-    for (auto &[rank, calls] : cpu) {
-      if (!by_rank.count(rank))
-        by_rank[rank] = std::move(calls);
+    for (auto& [rank, calls] : cpu) {
+      if (!by_rank.count(rank)) by_rank[rank] = std::move(calls);
     }
     JobCollectives job;
-    for (auto &[rank, calls] : by_rank) {
+    for (auto& [rank, calls] : by_rank) {
       std::stable_sort(calls.begin(), calls.end(),
-                       [](const CollectiveCall &a, const CollectiveCall &b) {
-                         return a.start < b.start;
-                       });
+                       [](const CollectiveCall& a, const CollectiveCall& b) { return a.start < b.start; });
       number(calls);
-      for (auto &c : calls)
-        job.calls.push_back(std::move(c));
+      for (auto& c : calls) job.calls.push_back(std::move(c));
     }
     match_into(job);
     return job;
   }
 
-private:
+ private:
   void collect_steps() {
-    const auto &ann = t_.annotations();
+    const auto& ann = t_.annotations();
     std::map<std::int64_t, std::vector<EventIndex>> per_rank;
-    for (EventIndex row : find_steps(t_))
-      per_rank[rank_of_track_[ann.track[row]]].push_back(row);
-    for (auto &[rank, rows] : per_rank) {
-      RankSteps &s = steps_[rank];
+    for (EventIndex row : find_steps(t_)) per_rank[rank_of_track_[ann.track[row]]].push_back(row);
+    for (auto& [rank, rows] : per_rank) {
+      RankSteps& s = steps_[rank];
       for (EventIndex row : rows) { // find_steps gives them in time order
         s.start.push_back(ann.start[row]);
         s.end.push_back(ann.end[row]);
@@ -200,7 +170,7 @@ private:
   }
 
   CollectiveCall kernel_call(EventIndex i) {
-    const auto &ops = t_.gpu_ops();
+    const auto& ops = t_.gpu_ops();
     CollectiveCall c;
     c.rank = rank_of_track_[ops.track[i]];
     c.table = EventTable::GpuOp;
@@ -214,24 +184,20 @@ private:
     TimeNs issued = ops.start[i];
     if (ops.correlation[i] != kNoValue) {
       if (auto api = t_.cuda_api_with_correlation(ops.correlation[i])) {
-        const auto &calls = t_.cuda_api();
+        const auto& calls = t_.cuda_api();
         issued = calls.start[*api];
-        for (auto a = t_.innermost_annotation_at(calls.track[*api], issued);
-             a;) {
+        for (auto a = t_.innermost_annotation_at(calls.track[*api], issued); a;) {
           const auto name = t_.str(t_.annotations().name[*a]);
           if (name == kRecordParamComms || is_comms_range(name)) {
             fill_missing(args, comms_args(t_, EventTable::Annotation, *a));
-            if (args.op.empty() && is_comms_range(name))
-              args.op = normalised_collective_op(name);
+            if (args.op.empty() && is_comms_range(name)) args.op = normalised_collective_op(name);
           }
           const EventIndex parent = t_.annotations().parent[*a];
-          a = parent == kNoIndex ? std::nullopt
-                                 : std::optional<EventIndex>(parent);
+          a = parent == kNoIndex ? std::nullopt : std::optional<EventIndex>(parent);
         }
       }
     }
-    c.op = args.op.empty() ? normalised_collective_op(t_.str(ops.name[i]))
-                           : args.op;
+    c.op = args.op.empty() ? normalised_collective_op(t_.str(ops.name[i])) : args.op;
     c.communicator = args.communicator;
     c.sequence = args.sequence;
     c.bytes = args.bytes;
@@ -244,28 +210,24 @@ private:
     // record_param_comms, then the nccl:/gloo: ranges (which PyTorch nests
     // inside record_param_comms).
     std::map<std::int64_t, std::array<std::vector<CollectiveCall>, 3>> found;
-    const auto &ann = t_.annotations();
+    const auto& ann = t_.annotations();
     for (EventIndex i = 0; i < ann.size(); ++i) {
-      if (t_.tracks()[ann.track[i]].kind != TrackKind::CpuThread)
-        continue;
+      if (t_.tracks()[ann.track[i]].kind != TrackKind::CpuThread) continue;
       const auto name = t_.str(ann.name[i]);
       int kind = -1;
       CommsArgs args;
       if (t_.str(ann.category[i]) == annotation_category::kCollective) {
         kind = 0;
         args.op = normalised_collective_op(name);
-        if (ann.payload[i] != kNoValue && ann.payload[i] >= 0)
-          args.bytes = ann.payload[i];
+        if (ann.payload[i] != kNoValue && ann.payload[i] >= 0) args.bytes = ann.payload[i];
       } else if (name == kRecordParamComms) {
         args = comms_args(t_, EventTable::Annotation, i);
-        if (args.op.empty())
-          continue; // a record_param_comms of a wait or a barrier's bookkeeping
+        if (args.op.empty()) continue; // a record_param_comms of a wait or a barrier's bookkeeping
         kind = 1;
       } else if (is_comms_range(name)) {
         kind = 2;
         args = comms_args(t_, EventTable::Annotation, i);
-        if (args.op.empty())
-          args.op = normalised_collective_op(name);
+        if (args.op.empty()) args.op = normalised_collective_op(name);
       } else {
         continue;
       }
@@ -284,8 +246,8 @@ private:
       found[c.rank][static_cast<std::size_t>(kind)].push_back(std::move(c));
     }
     std::map<std::int64_t, std::vector<CollectiveCall>> out;
-    for (auto &[rank, kinds] : found) {
-      for (auto &calls : kinds) {
+    for (auto& [rank, kinds] : found) {
+      for (auto& calls : kinds) {
         if (!calls.empty()) {
           out[rank] = std::move(calls);
           break;
@@ -298,15 +260,14 @@ private:
   // Numbers the calls of one rank (in time order) within each communicator: by
   // PyTorch's sequence number when all of the communicator's calls have one,
   // else by order in the step.
-  static void number(std::vector<CollectiveCall> &calls) {
+  static void number(std::vector<CollectiveCall>& calls) {
     std::map<std::string, bool> all_have_sequence;
-    for (const auto &c : calls) {
+    for (const auto& c : calls) {
       auto [it, fresh] = all_have_sequence.emplace(c.communicator, true);
       it->second = it->second && c.sequence != kNoValue;
     }
-    std::map<std::pair<std::string, std::int64_t>, std::int64_t>
-        next; // (communicator, step) -> order
-    for (auto &c : calls) {
+    std::map<std::pair<std::string, std::int64_t>, std::int64_t> next; // (communicator, step) -> order
+    for (auto& c : calls) {
       if (all_have_sequence[c.communicator]) {
         c.pytorch_sequence = true;
         continue;
@@ -315,32 +276,28 @@ private:
     }
   }
 
-  const Trace &t_;
+  const Trace& t_;
   std::vector<std::int64_t> rank_of_track_;
   std::unordered_map<std::int64_t, RankSteps> steps_;
 };
 
-void match_into(JobCollectives &job) {
+void match_into(JobCollectives& job) {
   // communicator, step (none for PyTorch's sequence numbers: they count across
   // steps), number
   using Key = std::tuple<std::string, std::int64_t, std::int64_t>;
   std::map<Key, std::vector<std::uint32_t>> groups;
   for (std::uint32_t i = 0; i < job.calls.size(); ++i) {
-    const CollectiveCall &c = job.calls[i];
-    if (c.rank == kNoValue)
-      continue;
-    groups[{c.communicator, c.pytorch_sequence ? kNoValue : c.step, c.sequence}]
-        .push_back(i);
+    const CollectiveCall& c = job.calls[i];
+    if (c.rank == kNoValue) continue;
+    groups[{c.communicator, c.pytorch_sequence ? kNoValue : c.step, c.sequence}].push_back(i);
   }
-  for (auto &[key, calls] : groups) {
+  for (auto& [key, calls] : groups) {
     // One call per rank: a rank that had two calls under one key (an ambiguous
     // numbering) keeps its first.
     std::vector<std::uint32_t> unique;
     for (std::uint32_t i : calls) {
-      const bool seen =
-          std::any_of(unique.begin(), unique.end(), [&](std::uint32_t u) {
-            return job.calls[u].rank == job.calls[i].rank;
-          });
+      const bool seen = std::any_of(unique.begin(), unique.end(),
+                                    [&](std::uint32_t u) { return job.calls[u].rank == job.calls[i].rank; });
       if (seen) {
         ++job.unmatched_calls;
       } else {
@@ -352,9 +309,7 @@ void match_into(JobCollectives &job) {
       continue;
     }
     std::sort(unique.begin(), unique.end(),
-              [&](std::uint32_t a, std::uint32_t b) {
-                return job.calls[a].rank < job.calls[b].rank;
-              });
+              [&](std::uint32_t a, std::uint32_t b) { return job.calls[a].rank < job.calls[b].rank; });
     CollectiveInstance inst;
     inst.communicator = std::get<0>(key);
     inst.step = job.calls[unique.front()].step;
@@ -365,7 +320,7 @@ void match_into(JobCollectives &job) {
     inst.last_rank = job.calls[unique.front()].rank;
     bool mismatch = false;
     for (std::uint32_t i : unique) {
-      const CollectiveCall &c = job.calls[i];
+      const CollectiveCall& c = job.calls[i];
       mismatch = mismatch || c.op != inst.op;
       inst.first_arrival = std::min(inst.first_arrival, c.start);
       if (c.start > inst.last_arrival) {
@@ -374,38 +329,30 @@ void match_into(JobCollectives &job) {
       }
       inst.last_end = std::max(inst.last_end, c.end);
     }
-    if (mismatch)
-      ++job.mismatched_ops;
+    if (mismatch) ++job.mismatched_ops;
     inst.calls = std::move(unique);
     job.instances.push_back(std::move(inst));
   }
   std::stable_sort(
       job.instances.begin(), job.instances.end(),
-      [](const CollectiveInstance &a, const CollectiveInstance &b) {
-        return a.last_arrival < b.last_arrival;
-      });
+      [](const CollectiveInstance& a, const CollectiveInstance& b) { return a.last_arrival < b.last_arrival; });
 }
 
 } // namespace
 
-TimeNs CollectiveInstance::wait_of(const std::vector<CollectiveCall> &all,
-                                   std::uint32_t call) const {
-  const CollectiveCall &c = all[call];
+TimeNs CollectiveInstance::wait_of(const std::vector<CollectiveCall>& all, std::uint32_t call) const {
+  const CollectiveCall& c = all[call];
   return std::clamp<TimeNs>(last_arrival - c.start, 0, c.duration());
 }
 
-JobCollectives find_collectives(const Trace &trace) {
-  return CollectiveFinder(trace).run();
-}
+JobCollectives find_collectives(const Trace& trace) { return CollectiveFinder(trace).run(); }
 
 JobCollectives match_collectives(std::vector<CollectiveCall> calls) {
   JobCollectives job;
   job.calls = std::move(calls);
-  std::stable_sort(job.calls.begin(), job.calls.end(),
-                   [](const CollectiveCall &a, const CollectiveCall &b) {
-                     return a.rank != b.rank ? a.rank < b.rank
-                                             : a.start < b.start;
-                   });
+  std::stable_sort(job.calls.begin(), job.calls.end(), [](const CollectiveCall& a, const CollectiveCall& b) {
+    return a.rank != b.rank ? a.rank < b.rank : a.start < b.start;
+  });
   match_into(job);
   return job;
 }
@@ -415,8 +362,7 @@ std::string normalised_collective_op(std::string_view name) {
   // algorithm: ncclKernel_AllReduce_RING_LL_Sum_float,
   // ncclDevKernel_AllGather_RING_LL.
   std::string_view core = name;
-  if (const auto colon = core.find(':');
-      colon != std::string_view::npos && !core.starts_with("c10d")) {
+  if (const auto colon = core.find(':'); colon != std::string_view::npos && !core.starts_with("c10d")) {
     core.remove_prefix(colon + 1); // nccl:all_reduce
   }
   const std::string key = lower_alnum(core);
@@ -434,27 +380,21 @@ std::string normalised_collective_op(std::string_view name) {
       {"send", "send_recv"},
       {"recv", "send_recv"},
   };
-  for (const auto &[needle, op] : kOps) {
-    if (contains(key, needle))
-      return std::string(op);
+  for (const auto& [needle, op] : kOps) {
+    if (contains(key, needle)) return std::string(op);
   }
   return std::string(name);
 }
 
 std::int64_t dtype_bytes(std::string_view dtype) {
   std::string key = lower_alnum(dtype);
-  if (key.starts_with("c10"))
-    key.erase(0, 3);
+  if (key.starts_with("c10")) key.erase(0, 3);
   static const std::unordered_map<std::string, std::int64_t> kSizes = {
-      {"float", 4},          {"float32", 4},    {"double", 8},
-      {"float64", 8},        {"half", 2},       {"float16", 2},
-      {"bfloat16", 2},       {"int", 4},        {"int32", 4},
-      {"longint", 8},        {"long", 8},       {"int64", 8},
-      {"short", 2},          {"int16", 2},      {"char", 1},
-      {"int8", 1},           {"byte", 1},       {"uint8", 1},
-      {"unsignedchar", 1},   {"signedchar", 1}, {"bool", 1},
-      {"float8e4m3fn", 1},   {"float8e5m2", 1}, {"complexfloat", 8},
-      {"complexdouble", 16},
+      {"float", 4},   {"float32", 4},      {"double", 8},     {"float64", 8},      {"half", 2},
+      {"float16", 2}, {"bfloat16", 2},     {"int", 4},        {"int32", 4},        {"longint", 8},
+      {"long", 8},    {"int64", 8},        {"short", 2},      {"int16", 2},        {"char", 1},
+      {"int8", 1},    {"byte", 1},         {"uint8", 1},      {"unsignedchar", 1}, {"signedchar", 1},
+      {"bool", 1},    {"float8e4m3fn", 1}, {"float8e5m2", 1}, {"complexfloat", 8}, {"complexdouble", 16},
   };
   auto it = kSizes.find(key);
   return it == kSizes.end() ? 0 : it->second;

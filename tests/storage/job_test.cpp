@@ -16,20 +16,9 @@ Trace two_rank_job() {
   TraceBuilder b;
   b.set_meta("command", "torchrun --nproc-per-node 2 train.py");
   std::uint32_t proc[3];
-  proc[0] = b.add_process({.pid = 10,
-                           .name = "python",
-                           .rank = 0,
-                           .local_rank = 0,
-                           .world_size = 2,
-                           .host = "a"});
-  proc[1] = b.add_process({.pid = 20,
-                           .name = "python",
-                           .rank = 1,
-                           .local_rank = 0,
-                           .world_size = 2,
-                           .host = "b"});
-  proc[2] = b.add_process(
-      {.pid = 21, .parent_pid = 20, .name = "worker", .rank = 1, .host = "b"});
+  proc[0] = b.add_process({.pid = 10, .name = "python", .rank = 0, .local_rank = 0, .world_size = 2, .host = "a"});
+  proc[1] = b.add_process({.pid = 20, .name = "python", .rank = 1, .local_rank = 0, .world_size = 2, .host = "b"});
+  proc[2] = b.add_process({.pid = 21, .parent_pid = 20, .name = "worker", .rank = 1, .host = "b"});
   const auto launcher = b.add_process({.pid = 5, .name = "torchrun"});
   (void)launcher;
   const StringId op = b.intern("forward");
@@ -37,30 +26,17 @@ Trace two_rank_job() {
   TrackId thread[3], stream[2];
   for (int r = 0; r < 2; ++r) {
     thread[r] = b.thread_track(proc[r], 10 * (r + 1));
-    const auto dev =
-        b.add_device({.ordinal = 0, .process = proc[r], .name = "GPU"});
+    const auto dev = b.add_device({.ordinal = 0, .process = proc[r], .name = "GPU"});
     stream[r] = b.stream_track(dev, 7);
-    b.add(AnnotationRecord{
-        .track = thread[r], .start = 100, .end = 200 + r, .name = op});
-    b.add(GpuOpRecord{.track = stream[r],
-                      .start = 150,
-                      .end = 180 + r,
-                      .name = kernel,
-                      .correlation = 1});
+    b.add(AnnotationRecord{.track = thread[r], .start = 100, .end = 200 + r, .name = op});
+    b.add(GpuOpRecord{.track = stream[r], .start = 150, .end = 180 + r, .name = kernel, .correlation = 1});
   }
   thread[2] = b.thread_track(proc[2], 21);
-  b.add(AnnotationRecord{
-      .track = thread[2], .start = 50, .end = 90, .name = b.intern("prep")});
-  b.add(FlowRecord{.kind = b.intern("batch"),
-                   .from_track = thread[2],
-                   .from_time = 90,
-                   .to_track = thread[1],
-                   .to_time = 100});
-  b.add(FlowRecord{.kind = b.intern("batch"),
-                   .from_track = thread[0],
-                   .from_time = 90,
-                   .to_track = thread[1],
-                   .to_time = 100});
+  b.add(AnnotationRecord{.track = thread[2], .start = 50, .end = 90, .name = b.intern("prep")});
+  b.add(FlowRecord{
+      .kind = b.intern("batch"), .from_track = thread[2], .from_time = 90, .to_track = thread[1], .to_time = 100});
+  b.add(FlowRecord{
+      .kind = b.intern("batch"), .from_track = thread[0], .from_time = 90, .to_track = thread[1], .to_time = 100});
   return std::move(b).build();
 }
 
@@ -77,10 +53,8 @@ TEST(Job, RanksAreTheProcessesSharingARankWithTheRanksOwnProcessFirst) {
 
   const auto by_track = track_ranks(t);
   for (TrackId tr = 0; tr < t.tracks().size(); ++tr) {
-    const TrackInfo &info = t.tracks()[tr];
-    const std::uint32_t p = info.kind == TrackKind::CpuThread
-                                ? info.process
-                                : t.devices()[info.device].process;
+    const TrackInfo& info = t.tracks()[tr];
+    const std::uint32_t p = info.kind == TrackKind::CpuThread ? info.process : t.devices()[info.device].process;
     EXPECT_EQ(by_track[tr], t.processes()[p].rank) << "track " << tr;
   }
 }
@@ -111,7 +85,7 @@ TEST(Job, AnAbsentRankIsAnErrorThatListsTheRanks) {
   try {
     (void)rank_subtrace(t, 5);
     FAIL() << "no error";
-  } catch (const TraceError &e) {
+  } catch (const TraceError& e) {
     EXPECT_STREQ(e.what(), "the trace has no rank 5 (its ranks: 0 to 1)");
   }
   EXPECT_TRUE(job_ranks(test::make_full_trace()).size() == 1u);

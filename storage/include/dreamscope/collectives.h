@@ -28,21 +28,17 @@
 namespace dreamscope {
 
 struct CollectiveCall {
-  std::int64_t rank = kNoValue; // ProcessInfo::rank of the call's process
-  std::string
-      op; // normalised: all_reduce, all_gather, reduce_scatter, broadcast,
-          // reduce, all_to_all, send_recv, barrier; else the name as given
-  std::string
-      communicator; // the process group's name; "" for the job's default group
-  std::int64_t sequence =
-      0; // the call's number within its communicator on its rank
-  bool pytorch_sequence = false; // the number is PyTorch's (it counts across
-                                 // steps), not the call's order in its step
-  std::int64_t step = kNoValue;  // the step number it ran in (steps.h), if any
-  std::int64_t bytes = kNoValue; // what this rank contributes; kNoValue when
-                                 // the trace does not say
-  EventTable table =
-      EventTable::GpuOp; // GpuOp (a kernel) or Annotation (a CPU range)
+  std::int64_t rank = kNoValue;         // ProcessInfo::rank of the call's process
+  std::string op;                       // normalised: all_reduce, all_gather, reduce_scatter, broadcast,
+                                        // reduce, all_to_all, send_recv, barrier; else the name as given
+  std::string communicator;             // the process group's name; "" for the job's default group
+  std::int64_t sequence = 0;            // the call's number within its communicator on its rank
+  bool pytorch_sequence = false;        // the number is PyTorch's (it counts across
+                                        // steps), not the call's order in its step
+  std::int64_t step = kNoValue;         // the step number it ran in (steps.h), if any
+  std::int64_t bytes = kNoValue;        // what this rank contributes; kNoValue when
+                                        // the trace does not say
+  EventTable table = EventTable::GpuOp; // GpuOp (a kernel) or Annotation (a CPU range)
   EventIndex row = 0;
   TrackId track = 0;
   TimeNs start = 0, end = 0;
@@ -55,16 +51,14 @@ struct CollectiveInstance {
   std::int64_t sequence = 0;
   std::string op;
   std::int64_t step = kNoValue;
-  std::vector<std::uint32_t>
-      calls;                // indices into JobCollectives::calls, by rank
-  TimeNs first_arrival = 0; // the earliest start among the calls
-  TimeNs last_arrival = 0;  // the latest start: from here on every rank is in
+  std::vector<std::uint32_t> calls;  // indices into JobCollectives::calls, by rank
+  TimeNs first_arrival = 0;          // the earliest start among the calls
+  TimeNs last_arrival = 0;           // the latest start: from here on every rank is in
   std::int64_t last_rank = kNoValue; // the rank that arrived last
   TimeNs last_end = 0;
   // The time each rank spent in it before the last rank arrived (never more
   // than its own call), and the time after: the transfer.
-  TimeNs wait_of(const std::vector<CollectiveCall> &all,
-                 std::uint32_t call) const;
+  TimeNs wait_of(const std::vector<CollectiveCall>& all, std::uint32_t call) const;
 };
 
 struct JobCollectives {
@@ -82,7 +76,7 @@ struct JobCollectives {
 // Every collective call of every rank of the trace, matched into instances. A
 // trace with no ranks (a single-process run) has calls (rank kNoValue) and no
 // instances.
-JobCollectives find_collectives(const Trace &trace);
+JobCollectives find_collectives(const Trace& trace);
 
 // Matches calls found in several traces (the ranks of a job, one file each;
 // their `rank` set) into instances, as find_collectives does within one.

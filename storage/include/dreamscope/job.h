@@ -23,21 +23,20 @@ struct JobRank {
   std::int64_t rank = kNoValue;
   std::int64_t local_rank = kNoValue;
   std::string host;
-  std::vector<std::uint32_t>
-      processes; // indices into Trace::processes(), the rank's own first
+  std::vector<std::uint32_t> processes; // indices into Trace::processes(), the rank's own first
 };
 
 // The ranks of the trace's processes, by rank; empty for a single-process run.
-std::vector<JobRank> job_ranks(const Trace &trace);
+std::vector<JobRank> job_ranks(const Trace& trace);
 
 // The rank each track belongs to (kNoValue for a track of no rank), indexed by
 // TrackId: a thread by its process, a stream by its device's process.
-std::vector<std::int64_t> track_ranks(const Trace &trace);
+std::vector<std::int64_t> track_ranks(const Trace& trace);
 
 // The trace of one rank: its processes, their threads, devices and streams, and
 // every row on them, with the job's meta. Throws TraceError when the trace has
 // no such rank.
-Trace rank_subtrace(const Trace &trace, std::int64_t rank);
+Trace rank_subtrace(const Trace& trace, std::int64_t rank);
 
 // ---- Loading a job from several files
 // ----------------------------------------------------
@@ -46,17 +45,16 @@ Trace rank_subtrace(const Trace &trace, std::int64_t rank);
 // files in it that hold a trace, by content), or a glob pattern; directories
 // and globs in natural order (rank2 before rank10). Throws TraceError for an
 // input that names nothing.
-std::vector<std::filesystem::path>
-job_files(const std::vector<std::string> &inputs);
+std::vector<std::filesystem::path> job_files(const std::vector<std::string>& inputs);
 
 // The rank a file's name gives: the number after "rank" or "worker"
 // (rank3.json, worker_12.pt.trace.json, trace-rank-0.db); kNoValue when it
 // names none.
-std::int64_t rank_from_file_name(const std::filesystem::path &path);
+std::int64_t rank_from_file_name(const std::filesystem::path& path);
 
 enum class ClockAlignment : std::uint8_t {
-  Auto, // shift a clock when its collectives end more than kClockTolerance away
-        // from rank 0's
+  Auto,   // shift a clock when its collectives end more than kClockTolerance away
+          // from rank 0's
   Always, // shift every clock that is not rank 0's by what its collectives say
   Never,
 };
@@ -71,17 +69,16 @@ inline constexpr TimeNs kClockTolerance = 100'000;
 // rank to its clock; the reference is the domain of the lowest rank. Domains
 // with no shared instance get no entry; with Auto, neither do those within
 // kClockTolerance.
-std::map<std::int64_t, TimeNs>
-clock_offsets(const JobCollectives &collectives,
-              const std::map<std::int64_t, std::int64_t> &domain_of_rank,
-              ClockAlignment mode);
+std::map<std::int64_t, TimeNs> clock_offsets(const JobCollectives& collectives,
+                                             const std::map<std::int64_t, std::int64_t>& domain_of_rank,
+                                             ClockAlignment mode);
 
 struct JobLoadOptions {
   std::size_t threads = 0; // files loaded at once; 0: the machine's cores
   ClockAlignment align = ClockAlignment::Auto;
   // Called with each file's trace as soon as it is loaded (from a loading
   // thread); throws to refuse it (an import that kept nothing, say).
-  std::function<void(const std::filesystem::path &, const Trace &)> check_file;
+  std::function<void(const std::filesystem::path&, const Trace&)> check_file;
 };
 
 struct LoadedJob {
@@ -94,8 +91,7 @@ struct LoadedJob {
 // The job in `files` as one Trace: every file's processes, with their ranks, on
 // one clock. One file is loaded as it is. Throws TraceError naming the file for
 // a file that cannot be read, and for two files of the same rank.
-LoadedJob load_job(const std::vector<std::filesystem::path> &files,
-                   const JobLoadOptions &options = {});
+LoadedJob load_job(const std::vector<std::filesystem::path>& files, const JobLoadOptions& options = {});
 
 // Each rank's trace in turn, for analyses that look at one rank at a time:
 // memory holds at most `options.threads` ranks, not the job. `visit` runs on
@@ -103,9 +99,7 @@ LoadedJob load_job(const std::vector<std::filesystem::path> &files,
 // exception it or a load throws stops the others and is rethrown. A single file
 // with several ranks is cut into them (rank_subtrace). A file that names no
 // rank is passed as it is, with the rank its name or place gives it.
-void for_each_rank(
-    const std::vector<std::filesystem::path> &files,
-    const JobLoadOptions &options,
-    const std::function<void(std::int64_t rank, Trace &&trace)> &visit);
+void for_each_rank(const std::vector<std::filesystem::path>& files, const JobLoadOptions& options,
+                   const std::function<void(std::int64_t rank, Trace&& trace)>& visit);
 
 } // namespace dreamscope
