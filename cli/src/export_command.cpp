@@ -15,7 +15,7 @@ namespace dreamscope::cli {
 namespace {
 
 struct ExportOptions {
-  std::string trace;
+  std::vector<std::string> traces;
   std::string chrome;
 };
 
@@ -24,11 +24,11 @@ const CommandRegistration export_command(40, "export", [](CLI::App& app) -> Comm
   auto* cmd = app.add_subcommand("export", "Write a trace in another tool's format (Chrome trace JSON for the "
                                            "Perfetto UI and chrome://tracing)");
   auto allow_empty = add_allow_empty_flag(cmd);
-  cmd->add_option("trace", opts->trace, "The trace (trace.db, or any format `dreamscope import` reads)")->required();
+  add_trace_inputs(cmd, opts->traces)->required();
   cmd->add_option("--chrome", opts->chrome, "Write Chrome trace JSON to this file")->required();
   cmd->footer("Example:\n  dreamscope export trace.db --chrome trace.json   # then open it at https://ui.perfetto.dev");
   return [opts, allow_empty] {
-    Trace trace = open_trace(opts->trace, *allow_empty);
+    Trace trace = open_job(opts->traces, *allow_empty);
     export_chrome(trace, opts->chrome);
     std::fprintf(stderr, "%s", fmt::format("Wrote {} events and {} flows to {}\n", trace.event_count(),
                                            trace.flows().size(), opts->chrome)

@@ -7,12 +7,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 namespace dreamscope::cli {
 
 namespace {
 
 struct InfoOptions {
-  std::string trace;
+  std::vector<std::string> traces;
   bool json = false;
   std::string output;
   std::size_t top = 5;
@@ -86,6 +88,11 @@ std::string render_text(const std::string& path, const TraceSummary& s) {
                            s.ranks.clock_aligned, static_cast<double>(s.ranks.largest_clock_offset) / 1e6);
     }
     line("ranks", ranks);
+  }
+  if (!s.job_notes.empty()) {
+    std::string notes = s.job_notes;
+    std::replace(notes.begin(), notes.end(), '\n', ';');
+    line("job", notes);
   }
 
   out += fmt::format("\nprocesses ({}{})\n", s.processes.size(),
@@ -176,6 +183,7 @@ std::string render_json(const std::string& path, const TraceSummary& s) {
   j["end_ns"] = s.end;
   j["duration_ns"] = s.end - s.begin;
   j["processes_without_events"] = s.processes_without_events;
+  j["job_notes"] = s.job_notes;
   j["ranks"] = {{"ranks", s.ranks.ranks},
                 {"world_size", opt(s.ranks.world_size)},
                 {"hosts", s.ranks.hosts},
@@ -224,15 +232,18 @@ const CommandRegistration info_command(20, "info", [](CLI::App& app) -> CommandA
   auto* cmd = app.add_subcommand("info", "Summarize a trace: source, time span, processes, threads, devices, "
                                          "streams, event counts, top kernels, completeness");
   auto allow_empty = add_allow_empty_flag(cmd);
-  cmd->add_option("trace", opts->trace, "The trace file (trace.db)")->required();
+  add_trace_inputs(cmd, opts->traces)->required();
   cmd->add_flag("--json", opts->json, "Print JSON instead of text");
   cmd->add_option("-o,--output", opts->output, "Write to this file instead of stdout");
   cmd->add_option("--top", opts->top, "How many kernels to list")->capture_default_str();
-  cmd->footer("Example:\n  dreamscope info trace.db\n  dreamscope info --json trace.db > info.json");
+  cmd->footer(
+      "Example:\n  dreamscope info trace.db\n  dreamscope info --json trace.db > info.json\n"
+      "  dreamscope info traces/              # a job: one trace per rank in the folder");
   return [opts, allow_empty] {
-    Trace trace = open_trace(opts->trace, *allow_empty);
+    Trace trace = open_job(opts->traces, *allow_empty);
     TraceSummary s = summarize(trace, opts->top);
-    write_output(opts->output, opts->json ? render_json(opts->trace, s) : render_text(opts->trace, s));
+    const std::string label = inputs_label(opts->traces);
+    write_output(opts->output, opts->json ? render_json(label, s) : render_text(label, s));
     return kExitOk;
   };
 });

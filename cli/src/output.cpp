@@ -1,5 +1,8 @@
 #include "output.h"
 
+#include <dreamscope/job.h>
+#include <dreamscope/trace_summary.h>
+
 #include <dreamscope/trace_file.h>
 #include <dreamscope/trace_summary.h>
 
@@ -64,6 +67,32 @@ Trace open_trace(const std::string& path, bool allow_empty, ImportStats* stats, 
     }
   }
   return trace;
+}
+
+Trace open_job(const std::vector<std::string>& inputs, bool allow_empty) {
+  const std::vector<std::filesystem::path> files = job_files(inputs);
+  if (files.size() == 1) return open_trace(files.front().string(), allow_empty);
+  JobLoadOptions options;
+  if (!allow_empty) {
+    options.check_file = [](const std::filesystem::path& path, const Trace& trace) {
+      if (const std::string problem = empty_import_problem(trace); !problem.empty()) {
+        throw TraceError(path.string() + ": " + problem + "; nothing to analyze (--allow-empty goes on anyway)");
+      }
+    };
+  }
+  return load_job(files, options).trace;
+}
+
+std::string inputs_label(const std::vector<std::string>& inputs) {
+  if (inputs.size() == 1) return inputs.front();
+  return inputs.empty() ? std::string() : inputs.front() + " and " + std::to_string(inputs.size() - 1) + " more";
+}
+
+CLI::Option* add_trace_inputs(CLI::App* cmd, std::vector<std::string>& inputs) {
+  return cmd->add_option("trace", inputs,
+                         "The trace: trace.db, PyTorch profiler JSON(.gz), Nsight Systems SQLite or a tracer part log; "
+                         "or a distributed job: several such files (one per rank), a folder of them, or a glob "
+                         "(docs/multi-rank.md)");
 }
 
 std::shared_ptr<bool> add_allow_empty_flag(CLI::App* cmd) {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace dreamscope::cli {
 
@@ -34,6 +35,18 @@ void write_output(const std::string& path, const std::string& text);
 // or GPU side that the file holds (empty_import_problem), unless `allow_empty`.
 Trace open_trace(const std::string& path, bool allow_empty, ImportStats* stats = nullptr,
                  const ImportProgressFn& progress = {});
+
+// How every command opens what it is given: one trace as open_trace does, or a distributed
+// job (several files, a folder of them, a glob) as one Trace (storage's load_job: every rank's
+// file in parallel, clocks aligned), each file refused as open_trace would. What the loader
+// inferred (ranks from file names, clocks shifted) is in the trace's meta.job_notes.
+Trace open_job(const std::vector<std::string>& inputs, bool allow_empty);
+
+// How a command names what it opened in its output: the file, or "FIRST and N more".
+std::string inputs_label(const std::vector<std::string>& inputs);
+
+// Adds the positional inputs of a command that opens a trace or a job: TRACE...
+CLI::Option* add_trace_inputs(CLI::App* cmd, std::vector<std::string>& inputs);
 
 // Adds --allow-empty to a command that opens a trace; pass the flag's value to open_trace.
 std::shared_ptr<bool> add_allow_empty_flag(CLI::App* cmd);

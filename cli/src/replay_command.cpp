@@ -23,7 +23,7 @@ namespace dreamscope::cli {
 namespace {
 
 struct ReplayCommandOptions {
-  std::string trace;
+  std::vector<std::string> traces;
   std::string predicted;
   std::string output;
   std::string format = "text";
@@ -61,7 +61,7 @@ std::string percent(double error) { return fmt::format("{:+.3f} %", 100 * error)
 std::string render_text(const ReplayCommandOptions& o, const Trace& trace, const ReplayReport& r) {
   std::string out;
   auto line = [&](std::string_view key, const std::string& value) { out += fmt::format("{:<14}{}\n", key, value); };
-  line("trace", fmt::format("{} ({})", o.trace, to_string(trace.source())));
+  line("trace", fmt::format("{} ({})", inputs_label(o.traces), to_string(trace.source())));
   const double seconds = r.build_seconds + r.simulate_seconds;
   line("graph", fmt::format("{} tasks, {} edges, {} syncs; built in {:.1f} ms, replayed in {:.1f} ms ({:.1f} M tasks/s)",
                             r.tasks, r.edges, r.sync_actions, 1e3 * r.build_seconds, 1e3 * r.simulate_seconds,
@@ -141,7 +141,7 @@ std::string render_text(const ReplayCommandOptions& o, const Trace& trace, const
 std::string render_json(const ReplayCommandOptions& o, const Trace& trace, const ReplayReport& r) {
   using nlohmann::json;
   json j;
-  j["trace"] = o.trace;
+  j["trace"] = inputs_label(o.traces);
   j["source"] = std::string(to_string(trace.source()));
   j["overhead_corrected"] = r.correction.has_value();
   j["dropped_events"] = trace.dropped_events();
@@ -191,8 +191,7 @@ const CommandRegistration replay_command(60, "replay", [](CLI::App& app) -> Comm
   auto* cmd = app.add_subcommand("replay", "Replay a trace's dependency graph: measured and replayed time per step "
                                            "and overall, and the error; optionally without the tracer's overhead");
   auto allow_empty = add_allow_empty_flag(cmd);
-  cmd->add_option("trace", opts->trace, "The trace: trace.db, PyTorch profiler JSON(.gz) or Nsight Systems SQLite")
-      ->required();
+  add_trace_inputs(cmd, opts->traces)->required();
   cmd->add_option("-o,--predicted", opts->predicted, "Write the predicted run as a trace.db here");
   cmd->add_flag("--correct-overhead", opts->correct_overhead,
                 "Remove the tracer's own cost (calibration rows, overhead records) before replaying: "
@@ -210,7 +209,7 @@ const CommandRegistration replay_command(60, "replay", [](CLI::App& app) -> Comm
               "  dreamscope replay rank0.pt.trace.json.gz --format json\n"
               "Exit codes: 0 ok, 1 unreadable trace or unwritable output, 2 bad command line.");
   return [opts, allow_empty] {
-    const Trace trace = open_trace(opts->trace, *allow_empty);
+    const Trace trace = open_job(opts->traces, *allow_empty);
     ReplayOptions ro;
     ro.correct_overhead = opts->correct_overhead || !opts->costs.empty();
     if (!opts->costs.empty()) {

@@ -24,7 +24,7 @@ namespace {
 constexpr int kExitGateFailed = 3;
 
 struct WhatIfCommandOptions {
-  std::string trace;
+  std::vector<std::string> traces;
   std::vector<std::string> scenarios;
   std::vector<std::string> parameters;
   // For each -p, the index of the -s given last before it (-1: none), from the parse order.
@@ -139,7 +139,7 @@ std::string render_list() {
 std::string render_text(const WhatIfCommandOptions& o, const WhatIfReport& r) {
   std::string out;
   auto line = [&](std::string_view key, const std::string& value) { out += fmt::format("{:<16}{}\n", key, value); };
-  line("trace", fmt::format("{} ({} tasks, {} steps)", o.trace, r.tasks, r.step_count));
+  line("trace", fmt::format("{} ({} tasks, {} steps)", inputs_label(o.traces), r.tasks, r.step_count));
   line("step (median)", fmt::format("measured {}, replayed {} ({})", ms(r.measured_step_median),
                                     ms(r.replayed_step_median),
                                     percent(r.measured_step_median > 0
@@ -189,7 +189,7 @@ std::string md_escape(std::string_view s) {
 }
 
 std::string render_markdown(const WhatIfCommandOptions& o, const WhatIfReport& r) {
-  std::string out = fmt::format("## dreamscope what-if: `{}`\n\n", o.trace);
+  std::string out = fmt::format("## dreamscope what-if: `{}`\n\n", inputs_label(o.traces));
   out += fmt::format("Measured median step **{}**, replayed {} ({}), {} steps, {} tasks.\n\n",
                      ms(r.measured_step_median), ms(r.replayed_step_median),
                      percent(r.measured_step_median > 0 ? r.replayed_step_median / r.measured_step_median - 1 : 0),
@@ -227,7 +227,7 @@ std::string render_json(const WhatIfCommandOptions& o, const WhatIfReport& r) {
     return a;
   };
   json j;
-  j["trace"] = o.trace;
+  j["trace"] = inputs_label(o.traces);
   j["tasks"] = r.tasks;
   j["steps"] = r.step_count;
   j["measured_step_ns"] = r.measured_step_median;
@@ -296,7 +296,7 @@ const CommandRegistration whatif_command(70, "whatif", [](CLI::App& app) -> Comm
                                            "speedup per scenario and combined, what changed on the critical path, "
                                            "and the data-stall breakdown");
   auto allow_empty = add_allow_empty_flag(cmd);
-  cmd->add_option("trace", opts->trace, "The trace: trace.db, PyTorch profiler JSON(.gz) or Nsight Systems SQLite");
+  add_trace_inputs(cmd, opts->traces);
   auto* scenario_option =
       cmd->add_option("-s,--scenario", opts->scenarios, "A built-in scenario (see --list) or a scenario TOML file; "
                                                         "repeat to combine")
@@ -334,7 +334,7 @@ const CommandRegistration whatif_command(70, "whatif", [](CLI::App& app) -> Comm
       write_output(opts->output, render_list());
       return kExitOk;
     }
-    if (opts->trace.empty() || opts->scenarios.empty()) {
+    if (opts->traces.empty() || opts->scenarios.empty()) {
       std::fprintf(stderr, "dreamscope whatif: needs a TRACE and at least one -s SCENARIO (or --list)\n");
       return kExitUsage;
     }
@@ -343,7 +343,7 @@ const CommandRegistration whatif_command(70, "whatif", [](CLI::App& app) -> Comm
     const auto requests = requests_from(*opts);
     for (const auto& r : requests) (void)r.scenario.instantiate(r.overrides);
     check_gates(opts->gates, requests);
-    const Trace trace = open_trace(opts->trace, *allow_empty);
+    const Trace trace = open_job(opts->traces, *allow_empty);
     whatif::WhatIfOptions wo;
     wo.make_trace = !opts->predicted.empty();
     wo.data_stalls = !opts->no_data_stalls;

@@ -94,6 +94,7 @@ TraceSummary summarize(const Trace& trace, std::size_t top_kernels) {
     ps.clock_offset = p.clock_offset;
     s.processes.push_back(std::move(ps));
   }
+  s.job_notes = trace.meta_value("job_notes");
   {
     std::set<std::int64_t> ranks, aligned;
     std::set<std::string> hosts;

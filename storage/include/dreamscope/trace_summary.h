@@ -95,6 +95,7 @@ struct TraceSummary {
   std::vector<ProcessSummary> processes;
   std::size_t processes_without_events = 0;
   RankSummary ranks;
+  std::string job_notes; // what loading a job from several files inferred (meta.job_notes), one per line
   std::vector<DeviceInfo> devices;
   std::vector<StreamSummary> streams;
   EventCounts counts;
