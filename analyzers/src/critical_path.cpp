@@ -25,6 +25,7 @@ std::string_view to_string(PathCategory c) {
     case PathCategory::LaunchLatency: return "launch latency";
     case PathCategory::SyncWait: return "sync wait";
     case PathCategory::DataFlowWait: return "data-flow wait";
+    case PathCategory::CollectiveWait: return "collective wait";
     case PathCategory::Gap: return "idle gap";
   }
   return "unknown";
@@ -62,7 +63,7 @@ class PathSummarizer {
       const CriticalPathStep* next = i + 1 < path.size() ? &path[i + 1] : nullptr;
       if (!path[i].through_start) {
         // A task reached at its end: its own time, down to where whatever bound its end let go.
-        const bool waited = next && (next->via == Constraint::Sync || next->via == Constraint::Flow);
+        const bool waited = next && end_set_by_task(next->via);
         const TimeNs own_from = waited ? r_.end[t] - (g_.removed(t) ? 0 : g_.duration(t)) : r_.start[t];
         const TimeNs took = take(work_category(t), g_.resource(t), own_from);
         if (took > 0) add_operation(t, took);
@@ -82,6 +83,8 @@ class PathSummarizer {
         case Constraint::Sync:
         case Constraint::EventWait: take(PathCategory::SyncWait, kNoResource, r_.end[u]); break;
         case Constraint::Flow: take(PathCategory::DataFlowWait, kNoResource, r_.end[u]); break;
+        // The last rank to arrive at a collective: the path goes on from its arrival.
+        case Constraint::Collective: take(PathCategory::CollectiveWait, kNoResource, r_.start[u]); break;
         // Resource order: the gap the thread or stream needed after its previous task. A
         // what-if dependency's delay is no dependency of the measured run: idle as well.
         default: take(PathCategory::Gap, g_.resource(t), r_.end[u]); break;
@@ -95,7 +98,7 @@ class PathSummarizer {
       const auto& [category, resource] = key;
       // A zero-length wait still says the path crossed one; a zero-length gap or task says nothing.
       const bool wait = category == PathCategory::LaunchLatency || category == PathCategory::SyncWait ||
-                        category == PathCategory::DataFlowWait;
+                        category == PathCategory::DataFlowWait || category == PathCategory::CollectiveWait;
       if (part.first == 0 && !wait) continue;
       s.by_category[static_cast<std::size_t>(category)] += part.first;
       s.split.push_back({category, resource == kNoResource ? std::string() : resource_label(resource), part.first,
@@ -185,9 +188,10 @@ std::vector<CriticalPathStep> path_back_from(const SimulationResult& result, Tas
     path.push_back({t, via, !at_end});
     if ((at_end ? result.end[t] : result.start[t]) <= window_begin) break;
     const TaskBinding& b = result.binding[t];
-    if (at_end && (b.end == Constraint::Sync || b.end == Constraint::Flow) && b.end_by != kNoTask) {
+    if (at_end && end_set_by_task(b.end) && b.end_by != kNoTask) {
       via = b.end;
       t = b.end_by;
+      at_end = !end_from_start(b.end);
       continue;
     }
     via = b.start;

@@ -20,7 +20,8 @@ constexpr const char* kOverlapColour = "#e15759";
 constexpr const char* kKernelColour = "#76b7b2";
 // Indexed by PathCategory: CPU work, GPU work, launch latency, sync wait, data-flow wait, idle
 // gap. Darker than the cross-stack colours so that no chart's colour appears in another.
-constexpr const char* kPathColours[kPathCategories] = {"#2f4b7c", "#3a7d34", "#c46f14", "#a4262c", "#7b4f8e", "#8c8c8c"};
+constexpr const char* kPathColours[kPathCategories] = {"#2f4b7c", "#3a7d34", "#c46f14", "#a4262c",
+                                                        "#7b4f8e", "#1f8a8a", "#8c8c8c"};
 constexpr const char* kStepColours[kStepCategories] = {"#59a14f", "#edc948", "#b07aa1", "#ff9da7",
                                                        "#f28e2b", "#9c755f", "#4e79a7", "#bab0ac"};
 

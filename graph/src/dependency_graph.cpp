@@ -30,6 +30,7 @@ std::string_view to_string(EdgeKind k) {
     case EdgeKind::Flow: return "flow";
     case EdgeKind::Handoff: return "handoff";
     case EdgeKind::Join: return "join";
+    case EdgeKind::Collective: return "collective";
   }
   return "unknown";
 }
@@ -46,7 +47,7 @@ std::string_view to_string(SyncOp op) {
 
 std::int64_t GraphWarnings::total() const {
   return gpu_op_before_launch + sync_target_after_return + unknown_sync_stream + unresolved_event +
-         gpu_ops_without_launch + sync_ops_skipped;
+         gpu_ops_without_launch + sync_ops_skipped + collective_peer_after_return;
 }
 
 std::string GraphWarnings::describe() const {
@@ -64,6 +65,8 @@ std::string GraphWarnings::describe() const {
   add(unresolved_event, "event syncs or stream waits without an event id (not linked)");
   add(gpu_ops_without_launch, "GPU ops without a launch call (placed by their measured gap)");
   add(sync_ops_skipped, "GPU sync records (their waits are edges)");
+  add(collective_peer_after_return,
+      "collective peers that arrived after a rank's call returned (clocks apart, or calls matched wrongly: not linked)");
   return out;
 }
 

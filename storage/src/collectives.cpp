@@ -130,8 +130,14 @@ class CollectiveFinder {
     // Per rank: its communication kernels if it has any, else its CPU ranges.
     std::map<std::int64_t, std::vector<CollectiveCall>> by_rank;
     const auto& ops = t_.gpu_ops();
+    // Per name, not per kernel: a trace has millions of kernels and a few thousand names.
+    std::vector<std::int8_t> communication(t_.strings().size(), -1);
+    auto is_communication = [&](StringId name) {
+      if (communication[name] < 0) communication[name] = is_communication_kernel(t_.str(name)) ? 1 : 0;
+      return communication[name] == 1;
+    };
     for (EventIndex i = 0; i < ops.size(); ++i) {
-      if (ops.kind[i] != GpuOpKind::Kernel || !is_communication_kernel(t_.str(ops.name[i]))) continue;
+      if (ops.kind[i] != GpuOpKind::Kernel || !is_communication(ops.name[i])) continue;
       by_rank[rank_of_track_[ops.track[i]]].push_back(kernel_call(i));
     }
     std::map<std::int64_t, std::vector<CollectiveCall>> cpu = cpu_calls();
@@ -346,6 +352,28 @@ TimeNs CollectiveInstance::wait_of(const std::vector<CollectiveCall>& all, std::
 }
 
 JobCollectives find_collectives(const Trace& trace) { return CollectiveFinder(trace).run(); }
+
+std::map<std::int64_t, TimeNs> wait_caused_by_rank(const JobCollectives& job) {
+  std::map<std::int64_t, TimeNs> caused;
+  for (const CollectiveInstance& inst : job.instances) {
+    TimeNs waited = 0;
+    for (std::uint32_t c : inst.calls) waited += inst.wait_of(job.calls, c);
+    if (waited > 0) caused[inst.last_rank] += waited;
+  }
+  return caused;
+}
+
+std::int64_t most_waited_for_rank(const JobCollectives& job) {
+  std::int64_t best = kNoValue;
+  TimeNs most = 0;
+  for (const auto& [rank, waited] : wait_caused_by_rank(job)) {
+    if (waited > most) {
+      most = waited;
+      best = rank;
+    }
+  }
+  return best;
+}
 
 JobCollectives match_collectives(std::vector<CollectiveCall> calls) {
   JobCollectives job;

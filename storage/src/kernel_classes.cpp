@@ -1,31 +1,24 @@
 #include "dreamscope/kernel_classes.h"
 
-#include <cctype>
+#include <algorithm>
+#include <string>
 
 namespace dreamscope {
 
 namespace {
 
-bool contains_nocase(std::string_view hay, std::string_view needle) {
-  if (needle.size() > hay.size()) return false;
-  for (std::size_t i = 0; i + needle.size() <= hay.size(); ++i) {
-    std::size_t k = 0;
-    while (k < needle.size() &&
-           std::tolower(static_cast<unsigned char>(hay[i + k])) == static_cast<unsigned char>(needle[k])) {
-      ++k;
-    }
-    if (k == needle.size()) return true;
-  }
-  return false;
-}
+char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
 } // namespace
 
 bool is_communication_kernel(std::string_view name) {
+  // Lower-cased once, then plain searches: this runs on every GPU operation of a trace.
+  std::string lower(name.size(), '\0');
+  std::transform(name.begin(), name.end(), lower.begin(), ascii_lower);
   // Substrings, not prefixes: demangled names start with "void " and a namespace.
   for (std::string_view library : {"nccl", "rccl", "nvshmem", "hccl", "multimem_all_reduce", "multimem_all_gather",
                                    "multimem_reduce_scatter", "multimem_one_shot", "multimem_two_shot"}) {
-    if (contains_nocase(name, library)) return true;
+    if (lower.find(library) != std::string::npos) return true;
   }
   return false;
 }

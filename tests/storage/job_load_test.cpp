@@ -244,6 +244,10 @@ TEST(Collectives, DreamscopeCollectiveRangesOfCpuRanksMatchByStep) {
     EXPECT_EQ(inst.wait_of(c.calls, inst.calls[1]), 0);
   }
   EXPECT_EQ(c.instances[2].step, 2);
+  // Rank 0 waited 200 ns in each of three all-reduces, for rank 1.
+  EXPECT_EQ(wait_caused_by_rank(c), (std::map<std::int64_t, TimeNs>{{1, 600}}));
+  EXPECT_EQ(most_waited_for_rank(c), 1);
+  EXPECT_EQ(most_waited_for_rank(JobCollectives{}), kNoValue);
 }
 
 TEST(Collectives, OperationNamesAndDtypes) {

@@ -1,7 +1,11 @@
 #include "dreamscope/replay.h"
 
+#include <dreamscope/job.h>
+
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <set>
 
 namespace dreamscope {
 
@@ -9,6 +13,49 @@ double StepTime::error() const {
   if (measured() <= 0) return predicted() == 0 ? 0.0 : 1.0;
   return static_cast<double>(predicted() - measured()) / static_cast<double>(measured());
 }
+
+namespace {
+
+// The ranks' rows of each step number as one step of the job; steps of no rank, or of no
+// number, stay as they are.
+std::vector<StepTime> job_steps(const Trace& trace, std::vector<StepTime> rows) {
+  const std::vector<std::int64_t> rank = track_ranks(trace);
+  const auto& ann = trace.annotations();
+  std::set<std::int64_t> ranks;
+  for (const StepTime& s : rows) ranks.insert(rank[ann.track[s.row]]);
+  ranks.erase(kNoValue);
+  if (ranks.size() < 2) return rows;
+  std::vector<StepTime> out;
+  std::map<std::int64_t, std::size_t> by_number; // step number -> index in out
+  for (StepTime& s : rows) {
+    const std::int64_t number = step_number(trace, s.row);
+    if (rank[ann.track[s.row]] == kNoValue || number == kNoValue) {
+      out.push_back(std::move(s));
+      continue;
+    }
+    auto [it, fresh] = by_number.emplace(number, out.size());
+    if (fresh) {
+      s.ranks = 1;
+      out.push_back(std::move(s));
+      continue;
+    }
+    StepTime& job = out[it->second];
+    if (s.measured_end > job.measured_end) {
+      job.row = s.row;
+      job.name = std::move(s.name);
+    }
+    job.measured_start = std::min(job.measured_start, s.measured_start);
+    job.measured_end = std::max(job.measured_end, s.measured_end);
+    job.predicted_start = std::min(job.predicted_start, s.predicted_start);
+    job.predicted_end = std::max(job.predicted_end, s.predicted_end);
+    ++job.ranks;
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const StepTime& a, const StepTime& b) { return a.measured_start < b.measured_start; });
+  return out;
+}
+
+} // namespace
 
 std::vector<StepTime> step_times(const Trace& trace, std::span<const EventIndex> steps, const DependencyGraph& graph,
                                  const SimulationResult& result) {
@@ -27,7 +74,7 @@ std::vector<StepTime> step_times(const Trace& trace, std::span<const EventIndex>
     s.predicted_end = result.end[last];
     out.push_back(std::move(s));
   }
-  return out;
+  return job_steps(trace, std::move(out));
 }
 
 std::vector<StepTime> step_times(const Trace& trace, const DependencyGraph& graph, const SimulationResult& result) {

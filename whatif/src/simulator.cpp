@@ -18,6 +18,7 @@ std::string_view to_string(Constraint c) {
     case Constraint::Sync: return "sync";
     case Constraint::Flow: return "flow";
     case Constraint::Handoff: return "handoff";
+    case Constraint::Collective: return "collective";
   }
   return "unknown";
 }
@@ -202,9 +203,18 @@ class Simulation {
       if (info.kind == EdgeKind::Launch) {
         issue(u);
         offer_start(u, start + info.delay, Constraint::Launch, t);
+      } else if (info.kind == EdgeKind::Collective) {
+        // A peer arrived: the peers that were already in and waited only for it may finish.
+        offer_completion(u, start + info.delay, Constraint::Collective, t);
+        complete_wait(u);
       } else {
         offer_start(u, start + info.delay, Constraint::Handoff, t);
       }
+    }
+    if (!finishing_.empty()) {
+      const TaskId first = finishing_.back();
+      finishing_.pop_back();
+      finish(first);
     }
     if (g_.flags(t) & kTaskHasSync) run_sync_actions(t);
     if (wait_pending_[t] != 0) return;
@@ -343,9 +353,10 @@ std::vector<CriticalPathStep> critical_path(const DependencyGraph& graph, const 
   while (t != kNoTask) {
     path.push_back({t, via, !at_end});
     const TaskBinding& b = result.binding[t];
-    if (at_end && (b.end == Constraint::Sync || b.end == Constraint::Flow) && b.end_by != kNoTask) {
+    if (at_end && end_set_by_task(b.end) && b.end_by != kNoTask) {
       via = b.end;
       t = b.end_by;
+      at_end = !end_from_start(b.end);
       continue;
     }
     via = b.start;

@@ -43,8 +43,9 @@ std::vector<CriticalPathShare> critical_path_shares(const TaskSelection& selecti
       const TimeNs own = std::min(graph.duration(t), result.end[t] - window_begin);
       if (own > 0) by_label[share_label(selection, original, graph, t)] += own;
     }
-    if (at_end && (b.end == Constraint::Sync || b.end == Constraint::Flow) && b.end_by != kNoTask) {
+    if (at_end && end_set_by_task(b.end) && b.end_by != kNoTask) {
       t = b.end_by;
+      at_end = !end_from_start(b.end);
       continue;
     }
     at_end = !from_start(b.start);
@@ -104,7 +105,9 @@ Prediction predict(const Trace& trace, const DependencyGraph& baseline, const Ta
     for (const auto& [name, value] : r->scenario.bind(r->overrides)) {
       p.parameters[fmt::format("{}.{}", r->scenario.name(), name)] = to_string(value);
     }
-    apply(r->scenario.instantiate(r->overrides), selection, graph, applied);
+    std::vector<Transform> transforms = r->scenario.instantiate(r->overrides);
+    if (r->rank) restrict_to_rank(transforms, *r->rank);
+    apply(transforms, selection, graph, applied);
   }
   for (std::size_t i = 0; i < p.scenarios.size(); ++i) p.label += (i ? " + " : "") + p.scenarios[i];
   p.effects = std::move(applied.effects);

@@ -233,9 +233,10 @@ enum class PathCategory : std::uint8_t {
   LaunchLatency, // from a launch call's start to its GPU task's start
   SyncWait,      // a blocking call or a stream woken after the GPU work it waited for ended
   DataFlowWait,  // a consumer woken after the producer of its batch ended
+  CollectiveWait, // a rank in a collective until the last rank arrived (multi-rank jobs)
   Gap,           // idle time on a thread or stream that no dependency explains
 };
-inline constexpr std::size_t kPathCategories = 6;
+inline constexpr std::size_t kPathCategories = 7;
 std::string_view to_string(PathCategory c);
 
 // Time on the path in one category, on one thread or stream for work and gaps.

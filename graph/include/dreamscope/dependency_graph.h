@@ -52,11 +52,17 @@ enum class EdgeKind : std::uint8_t {
   // measured), and the burst's last task's end → the waiting task's end.
   Handoff = 4,
   Join = 5,
+  // A rank's collective cannot complete before every rank of it has arrived: a peer's call
+  // start → this call's completion (delay 0); what the call takes after the last arrival is
+  // its duration (the transfer).
+  Collective = 6,
 };
 std::string_view to_string(EdgeKind k);
-inline bool edge_from_start(EdgeKind k) { return k == EdgeKind::Launch || k == EdgeKind::Handoff; }
+inline bool edge_from_start(EdgeKind k) {
+  return k == EdgeKind::Launch || k == EdgeKind::Handoff || k == EdgeKind::Collective;
+}
 inline bool edge_gates_completion(EdgeKind k) {
-  return k == EdgeKind::Sync || k == EdgeKind::Flow || k == EdgeKind::Join;
+  return k == EdgeKind::Sync || k == EdgeKind::Flow || k == EdgeKind::Join || k == EdgeKind::Collective;
 }
 
 struct EdgeInfo {
@@ -106,6 +112,7 @@ struct GraphWarnings {
   std::int64_t unresolved_event = 0;      // event sync / stream wait with no event id
   std::int64_t gpu_ops_without_launch = 0;
   std::int64_t sync_ops_skipped = 0;      // GPU "sync" records: the waits they show are edges
+  std::int64_t collective_peer_after_return = 0; // a rank arrived after another's call returned: not linked
   std::int64_t total() const;
   std::string describe() const;
 };

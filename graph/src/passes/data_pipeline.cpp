@@ -9,6 +9,7 @@
 //   feed (note_wait); cpu_share of annotation pieces.
 #include "passes.h"
 
+#include <dreamscope/job.h>
 #include <dreamscope/steps.h>
 
 #include <algorithm>
@@ -19,8 +20,9 @@
 namespace dreamscope::graph_build {
 namespace {
 
-// Batch b prepared (or fetched) on one thread → the wait for batch b on another. With batch
-// ids reused across epochs, the producer is the latest one that finished before the wait did.
+// Batch b prepared (or fetched) on one thread → the wait for batch b on another of the same
+// rank (each rank of a job numbers its own batches). With batch ids reused across epochs, the
+// producer is the latest one that finished before the wait did.
 void add_data_flows(GraphBuildState& s) {
   const Trace& trace = s.trace;
   const TaskTable& tasks = s.tasks;
@@ -29,7 +31,9 @@ void add_data_flows(GraphBuildState& s) {
   namespace category = annotation_category;
   const StringId prep = id(category::kPrep), fetch = id(category::kFetch), wait = id(category::kWait);
   if (wait == kNoIndex || (prep == kNoIndex && fetch == kNoIndex)) return;
+  const std::vector<std::int64_t> rank = track_ranks(trace);
   struct Produced {
+    std::int64_t rank;
     std::int64_t batch;
     TimeNs end;
     EventIndex row;
@@ -40,16 +44,17 @@ void add_data_flows(GraphBuildState& s) {
   for (EventIndex row = 0; row < ann.size(); ++row) {
     if (ann.payload[row] == kNoValue || tasks.annotation_last[row] == kNoTask) continue;
     const StringId c = ann.category[row];
-    if (c == prep || c == fetch) produced.push_back({ann.payload[row], ann.end[row], row});
+    if (c == prep || c == fetch) produced.push_back({rank[ann.track[row]], ann.payload[row], ann.end[row], row});
     if (c == wait) waits.push_back(row);
   }
   std::sort(produced.begin(), produced.end());
   for (EventIndex w : waits) {
     const TaskId consumer = tasks.annotation_last[w];
     const TimeNs end = tasks.measured_end[consumer];
+    const std::int64_t r = rank[ann.track[w]];
     auto it = std::upper_bound(produced.begin(), produced.end(),
-                               Produced{ann.payload[w], end, std::numeric_limits<EventIndex>::max()});
-    if (it == produced.begin() || std::prev(it)->batch != ann.payload[w]) continue;
+                               Produced{r, ann.payload[w], end, std::numeric_limits<EventIndex>::max()});
+    if (it == produced.begin() || std::prev(it)->rank != r || std::prev(it)->batch != ann.payload[w]) continue;
     const Produced& p = *std::prev(it);
     if (ann.track[p.row] == ann.track[w]) continue;
     const TaskId producer = tasks.annotation_last[p.row];
@@ -90,7 +95,8 @@ void add_backpressure_flows(GraphBuildState& s) {
     auto operator<=>(const WaitEnd&) const = default;
   };
   std::vector<WaitEnd> wait_ends;
-  std::map<std::int64_t, std::vector<EventIndex>> waits_for_batch;
+  const std::vector<std::int64_t> rank = track_ranks(trace);
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<EventIndex>> waits_for_batch; // (rank, batch)
   // The first range of each batch on each loader thread: its fetch, else its prep.
   std::map<std::pair<TrackId, std::int64_t>, EventIndex> first_range;
   // Per loader thread, its fetch and prep ranges by end: the batch it put before sitting idle.
@@ -100,7 +106,7 @@ void add_backpressure_flows(GraphBuildState& s) {
     const StringId c = ann.category[row];
     if (c == *wait) {
       wait_ends.push_back({ann.end[row], row});
-      if (ann.payload[row] != kNoValue) waits_for_batch[ann.payload[row]].push_back(row);
+      if (ann.payload[row] != kNoValue) waits_for_batch[{rank[ann.track[row]], ann.payload[row]}].push_back(row);
     }
     if (ann.payload[row] == kNoValue || !((fetch && c == *fetch) || (prep && c == *prep))) continue;
     produced[ann.track[row]].emplace_back(ann.end[row], ann.payload[row]);
@@ -171,7 +177,7 @@ void add_backpressure_flows(GraphBuildState& s) {
       // idle, or up to a wake-up after it began (the consumer preempted before its range ended).
       // Batch ids repeat across epochs: the waits for one id are sorted by end, and only the
       // two around the batch's start can be nearest.
-      const auto found = waits_for_batch.find(c.batch - *depth);
+      const auto found = waits_for_batch.find({rank[tasks.resource[c.idle]], c.batch - *depth});
       if (found != waits_for_batch.end() && (c.put == kNoValue || c.batch - *depth != c.put)) {
         const std::vector<EventIndex>& rows = found->second;
         auto after = std::lower_bound(rows.begin(), rows.end(), c.begin,

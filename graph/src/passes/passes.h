@@ -1,10 +1,10 @@
 // The passes of the graph builder, in the order they run (docs/design-notes.md, "The graph
 // builder's passes"). Each reads the Trace and the fields of GraphBuildState that the passes
 // before it wrote; its file says which it reads and which it writes. A new inference rule
-// (the cross-rank collectives of a multi-rank trace, say) is one more pass in kPasses, placed
-// after the passes whose output it reads: a pass that lets a GPU task wait for something
-// (as a collective waits for its peers) goes before the launch-latency pass, which reads
-// Synchronization::stream_barrier to tell launch latency from waiting.
+// is one more pass in kPasses, placed after the passes whose output it reads: a pass that
+// delays a GPU task's start goes before the launch-latency pass, which reads
+// Synchronization::stream_barrier to tell launch latency from waiting; one that gates a task's
+// completion (the collectives of a multi-rank trace) goes before the blocking residuals.
 #pragma once
 
 #include "build_state.h"
@@ -19,6 +19,7 @@ void add_cuda_synchronization(GraphBuildState& s); // cuda_sync.cpp
 void set_launch_latencies(GraphBuildState& s);   // launch_latencies.cpp
 void add_data_pipeline(GraphBuildState& s);      // data_pipeline.cpp
 void add_inferred_waits(GraphBuildState& s);     // inferred_waits.cpp
+void add_collectives(GraphBuildState& s);        // collectives.cpp
 void set_blocking_residuals(GraphBuildState& s); // blocking_residuals.cpp
 
 struct GraphPass {
@@ -33,6 +34,7 @@ inline constexpr GraphPass kPasses[] = {
     {"launch_latencies", set_launch_latencies},
     {"data_pipeline", add_data_pipeline},
     {"inferred_waits", add_inferred_waits},
+    {"collectives", add_collectives},
     {"blocking_residuals", set_blocking_residuals},
 };
 

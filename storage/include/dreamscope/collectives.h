@@ -21,6 +21,7 @@
 #include "dreamscope/trace.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,6 +82,14 @@ JobCollectives find_collectives(const Trace& trace);
 // Matches calls found in several traces (the ranks of a job, one file each;
 // their `rank` set) into instances, as find_collectives does within one.
 JobCollectives match_collectives(std::vector<CollectiveCall> calls);
+
+// What each rank cost the others at collectives: per instance, the time the ranks that
+// arrived earlier waited is billed to the rank that arrived last. Ranks that kept nobody
+// waiting are absent.
+std::map<std::int64_t, TimeNs> wait_caused_by_rank(const JobCollectives& job);
+
+// The rank the others waited for most (kNoValue: no instance kept anybody waiting).
+std::int64_t most_waited_for_rank(const JobCollectives& job);
 
 // The normalised operation for a collective's name: a kernel name
 // (`ncclKernel_AllReduce_RING_LL_Sum_float`, `ncclDevKernel_AllGather_...`,

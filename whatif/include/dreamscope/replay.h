@@ -29,11 +29,14 @@ Trace make_predicted_trace(const Trace& measured, const DependencyGraph& graph, 
 TimeNs predicted_instant(const DependencyGraph& graph, const SimulationResult& result, ResourceId r, TimeNs measured);
 
 // Steps are found by find_steps() (dreamscope/steps.h), once per trace: the simulations of
-// one trace share its step rows.
+// one trace share its step rows. In a trace of several ranks, a step is the job's: the ranks'
+// rows of one step number are one step, from the first rank's start to the last rank's end
+// (its row is the rank that ended last in the measured run).
 
 struct StepTime {
   std::string name;
   EventIndex row = kNoIndex;
+  std::size_t ranks = 0; // ranks whose rows make the step (0: a single-process trace)
   TimeNs measured_start = 0, measured_end = 0;
   TimeNs predicted_start = 0, predicted_end = 0;
   TimeNs measured() const { return measured_end - measured_start; }

@@ -36,15 +36,22 @@ enum class Constraint : std::uint8_t {
   Sync = 6,          // a GPU task it synchronized with (end only)
   Flow = 7,          // the producer of a batch it waited for (end only)
   Handoff = 8,       // the start of the task on another thread that handed it the work
+  Collective = 9,    // the last rank to arrive at a collective (its call's start; end only)
 };
 std::string_view to_string(Constraint c);
 // Constraints that tie a task's start to another task's start rather than its end: a
 // critical path crosses them from start to start.
 inline bool from_start(Constraint c) { return c == Constraint::Launch || c == Constraint::Handoff; }
+// Constraints that set a task's end from another task (TaskBinding::end_by): through that
+// task's end (a sync, a flow), or its start (the last rank's arrival at a collective).
+inline bool end_set_by_task(Constraint c) {
+  return c == Constraint::Sync || c == Constraint::Flow || c == Constraint::Collective;
+}
+inline bool end_from_start(Constraint c) { return c == Constraint::Collective; }
 
 struct TaskBinding {
   TaskId start_by = kNoTask; // the task whose start or end set this task's start
-  TaskId end_by = kNoTask;   // for Sync / Flow: the task whose end set this task's end
+  TaskId end_by = kNoTask;   // for Sync / Flow / Collective: the task whose end (start) set this task's end
   Constraint start = Constraint::RunStart;
   Constraint end = Constraint::Duration;
 };
