@@ -36,6 +36,7 @@ struct WhatIfCommandOptions {
   bool list = false;
   bool no_data_stalls = false;
   bool force = false;
+  std::int64_t rank = kNoValue; // --rank: every scenario applied to this rank only
 };
 
 using whatif::Prediction;
@@ -63,7 +64,11 @@ std::string effect_text(const whatif::TransformEffect& e) {
 // data. So `-s data -p storage=2 -s data -p synthetic=true` asks two questions.
 std::vector<whatif::ScenarioRequest> requests_from(const WhatIfCommandOptions& o) {
   std::vector<whatif::ScenarioRequest> requests;
-  for (const auto& name : o.scenarios) requests.push_back({whatif::find_scenario(name), {}});
+  for (const auto& name : o.scenarios) {
+    whatif::ScenarioRequest r{whatif::find_scenario(name), {}, std::nullopt};
+    if (o.rank != kNoValue) r.rank = o.rank;
+    requests.push_back(std::move(r));
+  }
   auto declares = [](const whatif::Scenario& s, const std::string& key) {
     const auto& params = s.parameters();
     return std::any_of(params.begin(), params.end(), [&](const auto& q) { return q.name == key; });
@@ -314,6 +319,10 @@ const CommandRegistration whatif_command(70, "whatif", [](CLI::App& app) -> Comm
   cmd->add_option("--fail-if", opts->gates, "Exit with 3 when this condition holds, e.g. 'speedup < 1.10'; names: "
                                             "speedup, predicted_step_ms, measured_step_ms, replayed_step_ms, "
                                             "fetch_stall_ms, prep_stall_ms, SCENARIO.speedup");
+  cmd->add_option("--rank", opts->rank,
+                  "In a trace of several ranks, apply every scenario to this rank only (by default to all of them); "
+                  "with -s straggler, the rank to bring to the others' median")
+      ->check(CLI::Range(std::int64_t{0}, limits::kMaxWorldSize - 1));
   cmd->add_flag("--list", opts->list, "List the built-in scenarios and their parameters");
   cmd->add_flag("--no-data-stalls", opts->no_data_stalls, "Skip the three data-stall simulations");
   cmd->footer("Examples:\n"
@@ -321,6 +330,8 @@ const CommandRegistration whatif_command(70, "whatif", [](CLI::App& app) -> Comm
               "  dreamscope whatif trace.db -s amp -s fused-optimizer\n"
               "  dreamscope whatif trace.db -s gpu -p device=H100 --format md >> $GITHUB_STEP_SUMMARY\n"
               "  dreamscope whatif trace.db -s data -p storage=2 --fail-if 'speedup < 1.10'\n"
+              "  dreamscope whatif traces/ -s straggler            # a job, one trace per rank: without its straggler\n"
+              "  dreamscope whatif job.db -s amp --rank 3           # mixed precision on rank 3 alone\n"
               "Exit codes: 0 ok, 1 unreadable trace, bad scenario or unwritable output, 2 bad command line,\n"
               "3 a --fail-if condition held (the report is still written).");
   return [opts, cmd, scenario_option, parameter_option, allow_empty]() -> int {

@@ -128,7 +128,11 @@ TEST(ScenarioFile, SemanticErrorsNameFileLineAndProblem) {
                                     "[parameters] and [[transform]])"},
       {"name = \"x\"\n[[transform]]\nop = \"stretch\"\n",
        "bad.toml:3:6: unknown op 'stretch' (scale, set_duration, remove, insert, fuse, move, add_edge, remove_edge, "
-       "set_policy)"},
+       "set_policy, match_ranks)"},
+      {"name = \"x\"\n[[transform]]\nop = \"scale\"\nselect = { rank = -3 }\n",
+       "bad.toml:4:19: 'rank' must be a rank from 0 to 16777215, got -3"},
+      {"name = \"x\"\n[[transform]]\nop = \"match_ranks\"\nselect = { kind = \"cpu\" }\nrank = -2\n",
+       "bad.toml:5:8: 'rank' must be a rank, or -1 for the straggler the trace shows; got -2"},
       {"name = \"x\"\n[[transform]]\nop = \"scale\"\nselect = { kind = \"kernal\" }\n",
        "bad.toml:4:19: unknown task kind 'kernal' (kernel, compute, comm, memcpy, memset, sync, gpu, api, launch, cpu, "
        "annotation, gap)"},
@@ -172,7 +176,8 @@ TEST(ScenarioFile, LoadReadsAFileAndNamesIt) {
 TEST(BuiltinScenarios, AllShipAndParseWithTheirDefaults) {
   std::vector<std::string> names;
   for (const auto& b : builtin_scenarios()) names.emplace_back(b.name);
-  for (const char* expected : {"amp", "fused-optimizer", "cuda-graphs", "gpu", "data", "data-parallel"}) {
+  for (const char* expected : {"amp", "fused-optimizer", "cuda-graphs", "gpu", "data", "data-parallel", "straggler",
+                           "interconnect"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
     const Scenario s = find_scenario(expected);
     EXPECT_EQ(s.name(), expected);
@@ -220,6 +225,40 @@ TEST(BuiltinScenarios, GpuScenarioChecksTheDeviceName) {
   EXPECT_EQ(std::get<SetDurationSpec>(t[0].spec).model.wave_scaling_to, "H100");
   EXPECT_FALSE(std::get<SetDurationSpec>(t[0].spec).model.wave_scaling_from);
   EXPECT_THROW(find_scenario("gpu").instantiate({{"device", "TPU"}}), ScenarioError);
+}
+
+TEST(BuiltinScenarios, StragglerMatchesTheRankTheTraceShowsUnlessNamed) {
+  auto t = find_scenario("straggler").instantiate();
+  ASSERT_EQ(t.size(), 1u);
+  const auto& spec = std::get<MatchRanksSpec>(t[0].spec);
+  EXPECT_EQ(spec.rank, kStragglerRank);
+  EXPECT_EQ(spec.select.not_category, "collective|wait");
+  EXPECT_EQ(std::get<MatchRanksSpec>(find_scenario("straggler").instantiate({{"rank", "5"}})[0].spec).rank, 5);
+}
+
+TEST(ScenarioFile, RestrictingToARankLimitsEverySelectorThatNamesNone) {
+  auto t = Scenario::parse(R"(
+name = "x"
+[[transform]]
+op = "scale"
+select = { kind = "kernel" }
+ratio = 0.5
+[[transform]]
+op = "add_edge"
+from = { name = "a", rank = 1 }
+to = { name = "b" }
+[[transform]]
+op = "match_ranks"
+select = { kind = "cpu" }
+)",
+                           "x.toml")
+               .instantiate();
+  restrict_to_rank(t, 3);
+  EXPECT_EQ(std::get<ScaleSpec>(t[0].spec).select.rank, 3);
+  EXPECT_EQ(std::get<AddEdgeSpec>(t[1].spec).from.rank, 1); // named its own
+  EXPECT_EQ(std::get<AddEdgeSpec>(t[1].spec).to.rank, 3);
+  EXPECT_EQ(std::get<MatchRanksSpec>(t[2].spec).rank, 3);
+  EXPECT_FALSE(std::get<MatchRanksSpec>(t[2].spec).select.rank); // it selects over every rank
 }
 
 TEST(BuiltinScenarios, UnknownNameListsTheBuiltins) {

@@ -52,7 +52,8 @@ class WhatIfCli : public ::testing::Test {
 TEST_F(WhatIfCli, ListsTheBuiltins) {
   const CommandRun r = run_dreamscope("whatif --list");
   EXPECT_EQ(r.exit_code, 0) << r.out;
-  for (const char* name : {"amp", "fused-optimizer", "cuda-graphs", "gpu", "data", "data-parallel"}) {
+  for (const char* name : {"amp", "fused-optimizer", "cuda-graphs", "gpu", "data", "data-parallel", "straggler",
+                           "interconnect"}) {
     EXPECT_NE(r.out.find(std::string("\n  ") + name + "\n"), std::string::npos) << name << "\n" << r.out;
   }
   EXPECT_NE(r.out.find("-p workers=0"), std::string::npos) << r.out;

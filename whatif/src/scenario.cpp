@@ -24,8 +24,8 @@ namespace dreamscope::whatif {
 namespace {
 
 // Every transform a scenario may name, in the order the docs list them.
-constexpr std::array<std::string_view, 9> kOps = {"scale", "set_duration", "remove",      "insert",    "fuse",
-                                                  "move",  "add_edge",     "remove_edge", "set_policy"};
+constexpr std::array<std::string_view, 10> kOps = {"scale", "set_duration", "remove",      "insert",     "fuse",
+                                                   "move",  "add_edge",     "remove_edge", "set_policy", "match_ranks"};
 
 SourcePosition position_of(const toml::node& node, const std::string& file) {
   const auto& src = node.source();
@@ -211,9 +211,16 @@ class TransformReader {
     s.not_name = regex("not_name");
     s.annotation = regex("annotation");
     s.category = regex("category");
+    s.not_category = regex("not_category");
     s.resource_with = regex("resource_with");
     s.resource_without = regex("resource_without");
     if (t->contains("thread")) s.thread = integer(*t, "thread", 0);
+    if (t->contains("rank")) {
+      s.rank = integer(*t, "rank", 0);
+      if (*s.rank < 0 || *s.rank >= limits::kMaxWorldSize) {
+        fail_at(node(*t, "rank"), fmt::format("'rank' must be a rank from 0 to {}, got {}", limits::kMaxWorldSize - 1, *s.rank));
+      }
+    }
     if (t->contains("stream")) s.stream = integer(*t, "stream", 0);
     auto range = [&](std::string_view range_key) -> std::optional<std::pair<std::int64_t, std::int64_t>> {
       used_[t].insert(std::string(range_key));
@@ -385,6 +392,14 @@ std::optional<Transform> read_transform(const toml::table& t, const std::string&
     s.from = r.selector("from", true);
     s.to = r.selector("to", true);
     out.spec = s;
+  } else if (op == "match_ranks") {
+    MatchRanksSpec s;
+    s.select = r.selector("select", true);
+    s.rank = r.integer("rank", kStragglerRank);
+    if (s.rank < kStragglerRank || s.rank >= limits::kMaxWorldSize) {
+      r.fail_at(r.node(t, "rank"), fmt::format("'rank' must be a rank, or -1 for the straggler the trace shows; got {}", s.rank));
+    }
+    out.spec = s;
   } else if (op == "set_policy") {
     SetPolicySpec s;
     s.policy = r.required_text("policy");
@@ -490,7 +505,8 @@ ScenarioError::ScenarioError(SourcePosition where, const std::string& what)
       where_(std::move(where)) {}
 
 bool Selector::selects_everything() const {
-  return kinds.empty() && !name && !not_name && !resource_with && !resource_without && !annotation && !category && !thread && !stream && !steps && !window;
+  return kinds.empty() && !name && !not_name && !resource_with && !resource_without && !annotation && !category &&
+         !not_category && !rank && !thread && !stream && !steps && !window;
 }
 
 Scenario Scenario::parse(std::string_view toml_text, std::string file) {
@@ -631,6 +647,31 @@ std::vector<Transform> Scenario::instantiate(const std::map<std::string, std::st
     }
   }
   return out;
+}
+
+void restrict_to_rank(std::vector<Transform>& transforms, std::int64_t rank) {
+  auto limit = [rank](Selector& s) {
+    if (!s.rank) s.rank = rank;
+  };
+  for (Transform& t : transforms) {
+    std::visit(
+        [&](auto& spec) {
+          using Spec = std::decay_t<decltype(spec)>;
+          if constexpr (std::is_same_v<Spec, InsertSpec>) {
+            limit(spec.after);
+            if (spec.before) limit(*spec.before);
+          } else if constexpr (std::is_same_v<Spec, AddEdgeSpec> || std::is_same_v<Spec, RemoveEdgeSpec>) {
+            limit(spec.from);
+            limit(spec.to);
+          } else if constexpr (std::is_same_v<Spec, MatchRanksSpec>) {
+            // The rank to bring to the others' median is the one named.
+            if (spec.rank == kStragglerRank) spec.rank = rank;
+          } else if constexpr (!std::is_same_v<Spec, SetPolicySpec>) {
+            limit(spec.select);
+          }
+        },
+        t.spec);
+  }
 }
 
 } // namespace dreamscope::whatif

@@ -1,4 +1,5 @@
 #include <dreamscope/name_pattern.h>
+#include <dreamscope/job.h>
 #include <dreamscope/kernel_classes.h>
 #include <dreamscope/steps.h>
 #include <dreamscope/transforms.h>
@@ -75,6 +76,8 @@ TaskSelection::TaskSelection(const Trace& trace, const DependencyGraph& graph) :
   }
   std::sort(steps_.begin(), steps_.end(), [&](EventIndex a, EventIndex b) { return ann.start[a] < ann.start[b]; });
 
+  rank_of_track_ = track_ranks(trace);
+  communication_.assign(trace.strings().size(), -1);
   track_categories_.resize(trace.tracks().size());
   for (EventIndex row = 0; row < ann.size(); ++row) {
     auto& categories = track_categories_[ann.track[row]];
@@ -115,18 +118,31 @@ EventIndex TaskSelection::enclosing_annotation(TaskId t) const {
   return trace_.innermost_annotation_at(graph_.resource(on_cpu), at).value_or(kNoIndex);
 }
 
+std::int64_t TaskSelection::rank(TaskId t) const {
+  const ResourceId r = graph_.resource(t);
+  return r < rank_of_track_.size() ? rank_of_track_[r] : kNoValue;
+}
+
 std::optional<std::int64_t> TaskSelection::step(TaskId t) const {
   const EventIndex a = enclosing_annotation(t);
   if (a == kNoIndex || step_of_annotation_[a] == kNoValue) return std::nullopt;
   return step_of_annotation_[a];
 }
 
+bool TaskSelection::is_communication(TaskId t) const {
+  const EventIndex row = graph_.source_row(t);
+  if (row == kNoIndex || !is_gpu_task(graph_.kind(t))) return false;
+  const StringId name = trace_.gpu_ops().name[row];
+  if (communication_[name] < 0) communication_[name] = is_communication_kernel(trace_.str(name)) ? 1 : 0;
+  return communication_[name] == 1;
+}
+
 bool TaskSelection::matches_kind(TaskId t, TaskClass kind) const {
   const TaskKind k = graph_.kind(t);
   switch (kind) {
     case TaskClass::Kernel: return k == TaskKind::Kernel;
-    case TaskClass::Compute: return k == TaskKind::Kernel && !is_communication_kernel(name(t));
-    case TaskClass::Communication: return k == TaskKind::Kernel && is_communication_kernel(name(t));
+    case TaskClass::Compute: return k == TaskKind::Kernel && !is_communication(t);
+    case TaskClass::Communication: return k == TaskKind::Kernel && is_communication(t);
     case TaskClass::Memcpy: return k == TaskKind::Memcpy;
     case TaskClass::Memset: return k == TaskKind::Memset;
     case TaskClass::Gpu: return is_gpu_task(k);
@@ -142,7 +158,7 @@ bool TaskSelection::matches_kind(TaskId t, TaskClass kind) const {
 
 std::vector<TaskId> TaskSelection::select(const Selector& s) const {
   const auto& ann = trace_.annotations();
-  std::optional<NamePattern> name_re, not_name_re, annotation_re, category_re;
+  std::optional<NamePattern> name_re, not_name_re, annotation_re, category_re, not_category_re;
   // Per track: does it qualify under resource_with / resource_without?
   std::vector<std::uint8_t> track_ok(trace_.tracks().size(), 1);
   auto any_category = [&](TrackId track, const NamePattern& re) {
@@ -164,6 +180,7 @@ std::vector<TaskId> TaskSelection::select(const Selector& s) const {
   if (s.not_name) not_name_re.emplace(*s.not_name);
   if (s.annotation) annotation_re.emplace(*s.annotation);
   if (s.category) category_re.emplace(*s.category);
+  if (s.not_category) not_category_re.emplace(*s.not_category);
 
   // Names repeat: one answer per interned string.
   std::unordered_map<std::string_view, bool> name_hits, not_name_hits;
@@ -176,7 +193,8 @@ std::vector<TaskId> TaskSelection::select(const Selector& s) const {
   // Per annotation row: does it or an enclosing one match? (-1: not computed yet)
   std::vector<std::int8_t> annotation_hit(annotation_re ? ann.size() : 0, -1);
   std::vector<std::int8_t> category_hit(category_re ? ann.size() : 0, -1);
-  std::unordered_map<StringId, bool> annotation_name_hits, category_hits;
+  std::vector<std::int8_t> not_category_hit(not_category_re ? ann.size() : 0, -1);
+  std::unordered_map<StringId, bool> annotation_name_hits, category_hits, not_category_hits;
   auto inside = [&](EventIndex row, std::vector<std::int8_t>& memo, std::unordered_map<StringId, bool>& by_string,
                     const std::vector<StringId>& column, const NamePattern& re, bool whole) {
     std::vector<EventIndex> chain;
@@ -210,6 +228,7 @@ std::vector<TaskId> TaskSelection::select(const Selector& s) const {
       continue;
     }
     if (!track_ok[graph_.resource(t)]) continue;
+    if (s.rank && rank(t) != *s.rank) continue;
     if (s.window && (graph_.measured_start(t) < s.window->first || graph_.measured_start(t) >= s.window->second)) {
       continue;
     }
@@ -223,7 +242,7 @@ std::vector<TaskId> TaskSelection::select(const Selector& s) const {
     }
     if (name_re && !cached_search(name_hits, *name_re, name(t))) continue;
     if (not_name_re && cached_search(not_name_hits, *not_name_re, name(t))) continue;
-    if (annotation_re || category_re || s.steps) {
+    if (annotation_re || category_re || not_category_re || s.steps) {
       const EventIndex a = enclosing_annotation(t);
       if (annotation_re && (a == kNoIndex || !inside(a, annotation_hit, annotation_name_hits, ann.name,
                                                       *annotation_re, false))) {
@@ -231,6 +250,10 @@ std::vector<TaskId> TaskSelection::select(const Selector& s) const {
       }
       if (category_re &&
           (a == kNoIndex || !inside(a, category_hit, category_hits, ann.category, *category_re, true))) {
+        continue;
+      }
+      if (not_category_re && a != kNoIndex &&
+          inside(a, not_category_hit, not_category_hits, ann.category, *not_category_re, true)) {
         continue;
       }
       if (s.steps) {
@@ -584,6 +607,9 @@ void apply(const std::vector<Transform>& transforms, const TaskSelection& select
               effect = insert(graph, r.id, r.create, spec.name, groups, before, durations, edit, location(where));
               if (!edit.old_to_new.empty()) applied.renumbered(edit);
               effect.detail += fmt::format(", {}", describe(model));
+            } else if constexpr (std::is_same_v<Spec, MatchRanksSpec>) {
+              needs_original_ids(where, transform.op);
+              effect = match_ranks(graph, selection, pick(spec.select), spec.rank);
             } else if constexpr (std::is_same_v<Spec, AddEdgeSpec>) {
               effect = add_edge(graph, pick(spec.from), pick(spec.to), spec.delay, location(where));
             } else if constexpr (std::is_same_v<Spec, RemoveEdgeSpec>) {

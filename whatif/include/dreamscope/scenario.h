@@ -80,11 +80,13 @@ struct Selector {
   std::optional<std::string> annotation; // regex: some enclosing annotation's name matches
   std::optional<std::string> category;   // regex matching the whole category of an enclosing
                                          // annotation: "fetch", "fetch|prep", ...
+  std::optional<std::string> not_category; // regex: no enclosing annotation's whole category matches
   // Regexes over the categories of all annotations on a task's thread: the thread must carry
   // one matching `resource_with` and none matching `resource_without` ("the threads that
   // load data but run no step": a data loader's threads).
   std::optional<std::string> resource_with;
   std::optional<std::string> resource_without;
+  std::optional<std::int64_t> rank;      // the rank of a distributed job (ProcessInfo::rank)
   std::optional<std::int64_t> thread;    // OS thread id
   std::optional<std::int64_t> stream;    // CUDA stream id
   std::optional<std::pair<std::int64_t, std::int64_t>> steps; // [first, last], inclusive
@@ -163,15 +165,28 @@ struct RemoveEdgeSpec {
 struct SetPolicySpec {
   std::string policy;
 };
+// Scales the selected tasks of one rank of a distributed job so that, step by step, they take
+// the median of what the same selection took on the other ranks: the job without that rank
+// being a straggler. kStragglerRank: the rank the others waited for most at collectives.
+inline constexpr std::int64_t kStragglerRank = -1;
+struct MatchRanksSpec {
+  Selector select;
+  std::int64_t rank = kStragglerRank;
+};
 
 using TransformSpec = std::variant<ScaleSpec, SetDurationSpec, RemoveSpec, InsertSpec, FuseSpec, MoveSpec,
-                                   AddEdgeSpec, RemoveEdgeSpec, SetPolicySpec>;
+                                   AddEdgeSpec, RemoveEdgeSpec, SetPolicySpec, MatchRanksSpec>;
+
 
 struct Transform {
   TransformSpec spec;
   std::string op;
   SourcePosition where;
 };
+
+// Every selector of the transforms limited to one rank of the job (those that name a rank of
+// their own keep it): a single-rank scenario applied to one rank (`dreamscope whatif --rank`).
+void restrict_to_rank(std::vector<Transform>& transforms, std::int64_t rank);
 
 // A scenario as written: parameters with their defaults, transforms still holding
 // expressions. `instantiate` binds the parameters.

@@ -48,6 +48,9 @@ class TaskSelection {
   std::string_view name(TaskId t) const;
   // The step the task belongs to (step annotation payload, or the step's ordinal), if any.
   std::optional<std::int64_t> step(TaskId t) const;
+  // The rank of the job the task ran on (ProcessInfo::rank of its thread, or of its stream's
+  // device); kNoValue for a single-process trace or a resource a what-if added.
+  std::int64_t rank(TaskId t) const;
   // The CPU call that launched a GPU task (kNoTask when unknown or not a GPU task).
   TaskId launcher(TaskId t) const { return launcher_[t]; }
   // Whether a CUDA API task launched GPU work.
@@ -67,6 +70,7 @@ class TaskSelection {
  private:
   TrackId context_track(TaskId t) const;
   bool matches_kind(TaskId t, TaskClass kind) const;
+  bool is_communication(TaskId t) const;
 
   const Trace& trace_;
   const DependencyGraph& graph_;
@@ -75,6 +79,9 @@ class TaskSelection {
   std::vector<EventIndex> steps_;
   std::vector<std::int64_t> step_of_annotation_; // per annotation row; kNoValue outside steps
   std::vector<std::vector<StringId>> track_categories_; // distinct annotation categories per track
+  std::vector<std::int64_t> rank_of_track_;
+  // Per kernel name: a communication kernel? (-1: not asked yet.) Asked for every kernel.
+  mutable std::vector<std::int8_t> communication_;
 };
 
 // What one applied transform did, for the report.
@@ -118,6 +125,12 @@ TransformEffect set_duration(DependencyGraph& graph, const TaskSelection& select
                              const CostModel& model);
 TransformEffect remove(DependencyGraph& graph, const TaskSelection& selection, const std::vector<TaskId>& tasks,
                        bool with_launches);
+// Brings `rank`'s share of `tasks` (selected over every rank) to the median of the other
+// ranks' shares, step by step (MatchRanksSpec); kStragglerRank: the rank the others waited for
+// most at the trace's collectives. Throws TransformError when the trace has no such rank, or
+// (for the straggler) no collectives to tell it by.
+TransformEffect match_ranks(DependencyGraph& graph, const TaskSelection& selection, const std::vector<TaskId>& tasks,
+                            std::int64_t rank);
 // The tasks of each group (one per step with `per_step`, else one) become its first task in
 // measured start order, with their summed duration or `model` applied to that sum. The others
 // and their launch calls are removed; the survivor's launch too unless `keep_launch`.

@@ -22,6 +22,9 @@ namespace dreamscope::whatif {
 struct ScenarioRequest {
   Scenario scenario;
   std::map<std::string, std::string> overrides; // -p k=v
+  // In a multi-rank trace, apply the scenario to this rank only (restrict_to_rank); unset: to
+  // every rank.
+  std::optional<std::int64_t> rank;
 };
 
 // Time on the critical path, by what the task was.

@@ -1,0 +1,234 @@
+// A distributed job in one trace: collectives make every rank wait for the last to arrive,
+// in replay as in the run; steps are the job's; a what-if on one rank moves the others; the
+// straggler scenario brings the slow rank to the others' median.
+#include "../common/rank_trace.h"
+
+#include <dreamscope/analyzers.h>
+#include <dreamscope/graph.h>
+#include <dreamscope/job.h>
+#include <dreamscope/whatif.h>
+#include <dreamscope/whatif_engine.h>
+
+#include <gtest/gtest.h>
+
+namespace dreamscope {
+namespace {
+
+using test::RankJob;
+
+// Three ranks, rank 2 twice as slow in every step.
+RankJob straggling_job() {
+  RankJob job;
+  job.compute = {{1000, 1000, 1000}, {1100, 900, 1000}, {2000, 2000, 2000}};
+  return job;
+}
+
+EventIndex collective_row(const Trace& t, std::int64_t rank, std::int64_t step) {
+  const auto& ann = t.annotations();
+  for (EventIndex i = 0; i < ann.size(); ++i) {
+    if (t.str(ann.category[i]) != annotation_category::kCollective) continue;
+    const std::uint32_t p = t.tracks()[ann.track[i]].process;
+    if (t.processes()[p].rank != rank) continue;
+    if (step-- == 0) return i;
+  }
+  return kNoIndex;
+}
+
+TEST(MultiRank, EachCollectiveWaitsForEveryOtherRanksArrival) {
+  const Trace t = straggling_job().build();
+  const DependencyGraph g = build_dependency_graph(t);
+  std::size_t collective_edges = 0;
+  for (auto [e, end] = boost::edges(g.edges()); e != end; ++e) {
+    if (g.edges()[*e].kind == EdgeKind::Collective) ++collective_edges;
+  }
+  EXPECT_EQ(collective_edges, 3u * 3u * 2u); // three steps, each rank from the two others
+  EXPECT_EQ(g.warnings().collective_peer_after_return, 0);
+  // What a rank's call takes of its own, once the last rank is in: the transfer.
+  for (std::int64_t r = 0; r < 3; ++r) {
+    const TaskId c = g.annotation_last(collective_row(t, r, 0));
+    EXPECT_TRUE(g.blocking(c));
+    EXPECT_EQ(g.base_duration(c), 100) << "rank " << r;
+  }
+}
+
+TEST(MultiRank, ReplayIsExactAndStepsAreTheJobs) {
+  const RankJob job = straggling_job();
+  const Trace t = job.build();
+  const ReplayReport report = replay(t);
+  EXPECT_EQ(report.predicted_end, report.measured_end);
+  ASSERT_EQ(report.steps.size(), 3u); // one per step number, not one per rank
+  for (std::size_t s = 0; s < 3; ++s) {
+    EXPECT_EQ(report.steps[s].ranks, 3u);
+    EXPECT_EQ(report.steps[s].measured_start, job.step_start(s));
+    EXPECT_EQ(report.steps[s].measured_end, job.step_end(s));
+    EXPECT_EQ(report.steps[s].predicted(), report.steps[s].measured());
+  }
+}
+
+TEST(MultiRank, SpeedingUpTheStragglerLetsEveryRankGoSooner) {
+  const RankJob job = straggling_job();
+  const Trace t = job.build();
+  DependencyGraph g = build_dependency_graph(t);
+  // Rank 2's compute at 1000 ns: rank 1's 1100 in step 0 is then the last arrival.
+  for (std::int64_t s = 0; s < 3; ++s) {
+    const auto& ann = t.annotations();
+    for (EventIndex i = 0; i < ann.size(); ++i) {
+      if (t.str(ann.name[i]) == "forward" && t.processes()[t.tracks()[ann.track[i]].process].rank == 2) {
+        for (TaskId k = g.annotation_first(i); k <= g.annotation_last(i); ++k) g.scale(k, 0.5, 0);
+      }
+    }
+  }
+  const SimulationResult r = simulate(g);
+  for (std::int64_t rank = 0; rank < 3; ++rank) {
+    const TaskId c0 = g.annotation_last(collective_row(t, rank, 0));
+    const TaskId c1 = g.annotation_last(collective_row(t, rank, 1));
+    EXPECT_EQ(r.end[c0], job.step_start(0) + 1100 + 100) << "rank " << rank;
+    // Step 1 starts after step 0 as replayed: 10 ns later.
+    EXPECT_EQ(r.end[c1], r.end[c0] + 10 + 1000 + 100) << "rank " << rank;
+    EXPECT_EQ(r.binding[c0].end, rank == 1 ? Constraint::Duration : Constraint::Collective) << "rank " << rank;
+  }
+}
+
+TEST(MultiRank, TheStragglerScenarioBringsTheSlowRankToTheOthersMedian) {
+  const RankJob job = straggling_job();
+  const Trace t = job.build();
+  whatif::ScenarioRequest straggler{whatif::find_scenario("straggler"), {}, std::nullopt};
+  const whatif::WhatIfReport report = whatif::run_whatif(t, {straggler});
+  ASSERT_EQ(report.predictions.size(), 1u);
+  const whatif::Prediction& p = report.predictions[0];
+  ASSERT_EQ(p.effects.size(), 1u);
+  EXPECT_NE(p.effects[0].detail.find("rank 2"), std::string::npos) << p.effects[0].detail;
+  // Medians of the others: 1050, 950, 1000; the slowest rank of each step is then the median
+  // rank or rank 2 at the median, whichever is larger.
+  const std::vector<TimeNs> expected = {1100 + 100, 1000 + 100, 1000 + 100};
+  ASSERT_EQ(p.steps.size(), 3u);
+  for (std::size_t s = 0; s < 3; ++s) EXPECT_EQ(p.steps[s].predicted(), expected[s]) << "step " << s;
+  EXPECT_NEAR(p.speedup, 2100.0 / 1100.0, 1e-9);
+
+  // Named explicitly, rank 0 (already at the median) changes nothing.
+  whatif::ScenarioRequest rank0{whatif::find_scenario("straggler"), {{"rank", "0"}}, std::nullopt};
+  EXPECT_NEAR(whatif::run_whatif(t, {rank0}).predictions[0].speedup, 1.0, 0.01);
+  whatif::ScenarioRequest missing{whatif::find_scenario("straggler"), {{"rank", "7"}}, std::nullopt};
+  EXPECT_THROW(whatif::run_whatif(t, {missing}), whatif::TransformError);
+}
+
+TEST(MultiRank, AScenarioOnOneRankMovesTheJobOnlyThroughThatRank) {
+  const Trace t = straggling_job().build();
+  // Every rank's compute at 0.4 of it. On rank 0 alone nothing changes (rank 2 is still the
+  // last to arrive); on rank 2 alone, rank 2 at 800 ns is no longer last: the steps take the
+  // other ranks' slowest (1100, 1000, 1000) plus the transfer; on every rank, 800 + 100.
+  const whatif::Scenario faster = whatif::Scenario::parse(R"(
+name = "faster"
+[[transform]]
+op = "scale"
+select = { kind = "cpu", category = "operation" }
+ratio = 0.4
+)",
+                                                          "faster.toml");
+  auto speedup = [&](std::optional<std::int64_t> rank) {
+    whatif::ScenarioRequest r{faster, {}, rank};
+    return whatif::run_whatif(t, {r}).predictions[0].speedup;
+  };
+  EXPECT_NEAR(speedup(0), 1.0, 1e-9);
+  EXPECT_NEAR(speedup(2), 2100.0 / 1100.0, 1e-9); // the median step
+  EXPECT_NEAR(speedup(std::nullopt), 2100.0 / 900.0, 1e-9);
+}
+
+TEST(MultiRank, APeerThatArrivedAfterAnotherReturnedIsNotLinked) {
+  TraceBuilder b;
+  const StringId ds = b.intern("dreamscope"), coll = b.intern("collective"), ar = b.intern("all_reduce");
+  for (std::int64_t r = 0; r < 2; ++r) {
+    const auto p = b.add_process({.pid = 10 + r, .rank = r, .world_size = 2});
+    const TrackId t = b.thread_track(p, 10 + r);
+    // Rank 1's clock is far ahead: it "arrives" after rank 0 returned.
+    const TimeNs base = r == 0 ? 100 : 10'000;
+    b.add(AnnotationRecord{.track = t, .start = base, .end = base + 50, .name = ar, .domain = ds, .category = coll});
+  }
+  const Trace t = std::move(b).build();
+  const DependencyGraph g = build_dependency_graph(t);
+  EXPECT_EQ(g.warnings().collective_peer_after_return, 1);
+  EXPECT_NE(g.warnings().describe().find("collective peers that arrived after"), std::string::npos);
+  const SimulationResult r = simulate(g);
+  EXPECT_EQ(r.end_time, 10'050); // nothing held past its measured end
+}
+
+TEST(MultiRank, TheCriticalPathCrossesToTheLastRanksArrival) {
+  const Trace t = straggling_job().build();
+  const analyzers::CriticalPathReport report = analyzers::critical_path_analysis(t);
+  ASSERT_TRUE(report.available);
+  const auto& run = report.run;
+  // The run ends with a collective that waited for rank 2; rank 2's compute is on the path.
+  bool slow_rank_compute = false;
+  for (const auto& op : run.operations) slow_rank_compute |= op.name == "forward";
+  EXPECT_TRUE(slow_rank_compute);
+  std::int64_t collective_hops = 0;
+  for (const auto& part : run.split) {
+    if (part.category == analyzers::PathCategory::CollectiveWait) collective_hops += part.hops;
+  }
+  EXPECT_GE(collective_hops, 1);
+  TimeNs sum = 0;
+  for (TimeNs v : run.by_category) sum += v;
+  EXPECT_EQ(sum, run.length());
+}
+
+// Each rank numbers its own batches: rank 0's wait for batch 0 is fed by rank 0's loader,
+// though rank 1's loader finished a batch 0 later, still before the wait ended.
+TEST(MultiRank, BatchesFlowWithinTheirRank) {
+  TraceBuilder b;
+  const StringId ds = b.intern("dreamscope"), prep = b.intern("prep"), wait = b.intern("wait");
+  TrackId loader[2], main[2];
+  for (std::int64_t r = 0; r < 2; ++r) {
+    const auto p = b.add_process({.pid = 10 + r, .rank = r, .world_size = 2});
+    main[r] = b.thread_track(p, 10 + r, "main");
+    loader[r] = b.thread_track(p, 20 + r, "loader");
+  }
+  // Rank 0's batch 0 is ready at 300, rank 1's at 500; rank 0's wait ends at 600.
+  b.add(AnnotationRecord{.track = loader[0], .start = 100, .end = 300, .name = prep, .domain = ds, .category = prep, .payload = 0});
+  b.add(AnnotationRecord{.track = main[0], .start = 100, .end = 600, .name = wait, .domain = ds, .category = wait, .payload = 0});
+  b.add(AnnotationRecord{.track = loader[1], .start = 100, .end = 500, .name = prep, .domain = ds, .category = prep, .payload = 0});
+  b.add(AnnotationRecord{.track = main[1], .start = 100, .end = 510, .name = wait, .domain = ds, .category = wait, .payload = 0});
+  const Trace t = std::move(b).build();
+  const DependencyGraph g = build_dependency_graph(t);
+  std::size_t flows = 0;
+  for (auto [e, end] = boost::edges(g.edges()); e != end; ++e) {
+    if (g.edges()[*e].kind != EdgeKind::Flow) continue;
+    ++flows;
+    const TrackId from = g.resource(boost::source(*e, g.edges())), to = g.resource(boost::target(*e, g.edges()));
+    EXPECT_EQ(t.tracks()[from].process, t.tracks()[to].process);
+  }
+  EXPECT_EQ(flows, 2u);
+  const SimulationResult r = simulate(g);
+  EXPECT_EQ(r.end_time, 600);
+}
+
+// The 8-rank DLRM job (NCCL on V100s, one PyTorch-profiler file per rank): one graph over
+// all ranks, each NCCL kernel held until every rank's kernel of the collective started.
+TEST(MultiRank, TheDlrmJobReplaysExactly) {
+  const auto dir = std::filesystem::path(DREAMSCOPE_SHARED_DATA_DIR) / "wild" / "param-dlrm-v100x8-nccl";
+  const Trace t = load_job(job_files({dir.string()})).trace;
+  const DependencyGraph g = build_dependency_graph(t);
+  std::size_t collective_edges = 0;
+  for (auto [e, end] = boost::edges(g.edges()); e != end; ++e) {
+    if (g.edges()[*e].kind == EdgeKind::Collective) ++collective_edges;
+  }
+  EXPECT_EQ(collective_edges, 8u * 8u * 7u); // 8 collectives, each rank from the 7 others
+  EXPECT_EQ(g.warnings().collective_peer_after_return, 0);
+  const ReplayReport report = replay(t);
+  EXPECT_EQ(report.predicted_end, report.measured_end);
+  ASSERT_EQ(report.steps.size(), 1u);
+  EXPECT_EQ(report.steps[0].ranks, 8u);
+  EXPECT_EQ(report.steps[0].predicted(), report.steps[0].measured());
+}
+
+TEST(MultiRank, AFasterInterconnectShortensOnlyTheTransfers) {
+  const RankJob job = straggling_job();
+  const Trace t = job.build();
+  whatif::ScenarioRequest faster{whatif::find_scenario("interconnect"), {{"speedup", "4"}}, std::nullopt};
+  const whatif::Prediction p = whatif::run_whatif(t, {faster}).predictions[0];
+  ASSERT_EQ(p.steps.size(), 3u);
+  // The waits for rank 2 stay; each transfer of 100 ns takes 25.
+  for (const auto& s : p.steps) EXPECT_EQ(s.predicted(), 2000 + 25);
+}
+
+} // namespace
+} // namespace dreamscope
