@@ -92,7 +92,7 @@ void BM_OpenTrace(benchmark::State& state) {
   const auto path = trace_file(state.range(0));
   std::size_t events = 0;
   for (auto _ : state) {
-    LoadOutcome out = load_document(path);
+    LoadOutcome out = load_document({path.string()});
     if (!out.document) {
       state.SkipWithError(out.error.toStdString().c_str());
       return;
@@ -107,7 +107,7 @@ void BM_OpenTrace(benchmark::State& state) {
 // The GUI's own share of opening: lanes, colours and kernel statistics from a Trace in memory.
 void BM_BuildTimeline(benchmark::State& state) {
   auto& doc = cached_document(state.range(0));
-  if (!doc) doc = load_document(trace_file(state.range(0))).document;
+  if (!doc) doc = load_document({trace_file(state.range(0)).string()}).document;
   for (auto _ : state) {
     state.PauseTiming();
     Trace copy = doc->trace();
@@ -128,7 +128,7 @@ void BM_BuildTimeline(benchmark::State& state) {
 void BM_PaintFrame(benchmark::State& state) {
   auto& doc = cached_document(state.range(0));
   if (!doc) {
-    LoadOutcome out = load_document(trace_file(state.range(0)));
+    LoadOutcome out = load_document({trace_file(state.range(0)).string()});
     doc = out.document;
   }
   constexpr int kWidth = 1920, kHeight = 1080;

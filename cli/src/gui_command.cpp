@@ -24,12 +24,13 @@ std::filesystem::path own_directory() {
 }
 
 const CommandRegistration gui_command(90, "gui", [](CLI::App& app) -> CommandAction {
-  auto trace = std::make_shared<std::string>();
+  auto traces = std::make_shared<std::vector<std::string>>();
   auto* cmd = app.add_subcommand("gui", "Open the desktop app (dreamscope-gui): timeline, search, kernel table");
-  cmd->add_option("trace", *trace, "A trace to open");
-  cmd->footer("Example:\n  dreamscope gui trace.db\n\ndreamscope-gui must sit next to the dreamscope executable "
+  cmd->add_option("trace", *traces, "A trace to open; or a distributed job: several files, a folder, a glob");
+  cmd->footer("Example:\n  dreamscope gui trace.db\n  dreamscope gui traces/          # a job, one trace per rank\n\n"
+              "dreamscope-gui must sit next to the dreamscope executable "
               "(it does in the build tree's bin/ and when installed).");
-  return [trace]() -> int {
+  return [traces]() -> int {
     const std::filesystem::path gui = own_directory() / "dreamscope-gui";
     if (!std::filesystem::exists(gui)) {
       std::fprintf(stderr,
@@ -40,7 +41,7 @@ const CommandRegistration gui_command(90, "gui", [](CLI::App& app) -> CommandAct
     }
     std::string program = gui.string();
     std::vector<char*> argv{program.data()};
-    if (!trace->empty()) argv.push_back(trace->data());
+    for (std::string& t : *traces) argv.push_back(t.data());
     argv.push_back(nullptr);
     ::execv(program.c_str(), argv.data());
     // execv returns only on failure.

@@ -301,19 +301,24 @@ void MainWindow::open_dialog() {
   if (!path.isEmpty()) open_file(path);
 }
 
-void MainWindow::open_file(const QString& path) {
+void MainWindow::open_file(const QString& path) { open_files({path}); }
+
+void MainWindow::open_files(const QStringList& inputs) {
+  if (inputs.isEmpty()) return;
   if (loading_) {
     statusBar()->showMessage(tr("Still loading %1").arg(loading_path_), 4000);
     return;
   }
-  loading_path_ = path;
+  loading_path_ = inputs.size() == 1 ? inputs.front() : tr("%1 and %2 more").arg(inputs.front()).arg(inputs.size() - 1);
   loading_ = true;
-  status_->setText(tr("Loading %1 ...").arg(path));
+  status_->setText(tr("Loading %1 ...").arg(loading_path_));
   progress_->setValue(0);
   progress_->show();
-  watcher_.setFuture(QtConcurrent::run([file = path.toStdString()](QPromise<LoadOutcome>& promise) {
+  std::vector<std::string> files;
+  for (const QString& input : inputs) files.push_back(input.toStdString());
+  watcher_.setFuture(QtConcurrent::run([files = std::move(files)](QPromise<LoadOutcome>& promise) {
     promise.setProgressRange(0, 1000);
-    LoadOutcome out = load_document(file, [&](double f) { promise.setProgressValue(static_cast<int>(f * 1000)); });
+    LoadOutcome out = load_document(files, [&](double f) { promise.setProgressValue(static_cast<int>(f * 1000)); });
     promise.addResult(std::move(out));
   }));
 }
@@ -440,7 +445,12 @@ void MainWindow::dropEvent(QDropEvent* e) {
   const QList<QUrl> urls = e->mimeData()->urls();
   if (!urls.isEmpty() && urls.front().isLocalFile()) {
     e->acceptProposedAction();
-    open_file(urls.front().toLocalFile());
+    // Several files dropped at once are the ranks of one job.
+    QStringList files;
+    for (const QUrl& url : urls) {
+      if (url.isLocalFile()) files << url.toLocalFile();
+    }
+    open_files(files);
   }
 }
 

@@ -37,6 +37,8 @@ class MainWindow : public QMainWindow {
 
   // Starts loading `path` in the background; loaded() or load_failed() follows.
   void open_file(const QString& path);
+  // A distributed job: several trace files (one per rank), a folder of them, or a glob.
+  void open_files(const QStringList& inputs);
   // Shows a trace already in memory (tests, what-if results).
   void set_document(std::shared_ptr<const TraceDocument> doc);
   const TraceDocument* document() const { return doc_.get(); }

@@ -2,6 +2,7 @@
 
 #include <dreamscope/trace_file.h>
 #include <dreamscope/importers.h>
+#include <dreamscope/job.h>
 
 #include <QHash>
 
@@ -181,7 +182,8 @@ QString TraceDocument::track_label(TrackId t) const {
 QString TraceDocument::process_label(std::uint32_t process) const {
   if (process >= trace_.processes().size()) return QStringLiteral("unknown process");
   const ProcessInfo& p = trace_.processes()[process];
-  const QString name = QString::fromStdString(p.name.empty() ? std::string("process") : p.name);
+  QString name = QString::fromStdString(p.name.empty() ? std::string("process") : p.name);
+  if (p.is_rank()) name = QStringLiteral("rank %1: %2").arg(p.rank).arg(name);
   return p.pid == kNoValue ? name : QStringLiteral("%1 (pid %2)").arg(name).arg(p.pid);
 }
 
@@ -192,18 +194,29 @@ QString TraceDocument::device_label(std::uint32_t device) const {
                         : QStringLiteral("GPU %1: %2").arg(d.ordinal).arg(QString::fromStdString(d.name));
 }
 
-LoadOutcome load_document(const std::filesystem::path& path, const std::function<void(double)>& progress) {
+LoadOutcome load_document(const std::vector<std::string>& inputs, const std::function<void(double)>& progress) {
   LoadOutcome out;
   const auto t0 = std::chrono::steady_clock::now();
+  std::filesystem::path path = inputs.empty() ? std::filesystem::path() : std::filesystem::path(inputs.front());
   try {
     // Reading is most of the time; building the lanes the rest.
     constexpr double kReadShare = 0.85;
-    Trace trace = load_trace(path, nullptr, [&](const ImportProgress& p) {
-      if (progress && p.bytes_total) progress(kReadShare * p.bytes_done / static_cast<double>(p.bytes_total));
-    });
+    const std::vector<std::filesystem::path> files = job_files(inputs);
+    Trace trace;
+    QString label = QString::fromStdString(path.string());
+    if (files.size() == 1) {
+      path = files.front();
+      trace = load_trace(path, nullptr, [&](const ImportProgress& p) {
+        if (progress && p.bytes_total) progress(kReadShare * p.bytes_done / static_cast<double>(p.bytes_total));
+      });
+    } else {
+      // The ranks load in parallel: no byte counts to report until they are all in.
+      trace = load_job(files).trace;
+      if (progress) progress(kReadShare);
+      label = QStringLiteral("%1 (%2 ranks' files)").arg(label).arg(files.size());
+    }
     out.document = std::make_shared<const TraceDocument>(
-        std::move(trace), QString::fromStdString(path.string()),
-        [&](double f) { if (progress) progress(kReadShare + (1 - kReadShare) * f); });
+        std::move(trace), label, [&](double f) { if (progress) progress(kReadShare + (1 - kReadShare) * f); });
   } catch (const TraceError& e) {
     out.error = QString::fromUtf8(e.what());
   } catch (const std::bad_alloc&) {

@@ -98,10 +98,11 @@ struct LoadOutcome {
   double seconds = 0;
 };
 
-// Reads a trace file (and, when storage has importers, any format they read). Never
-// throws: a failure becomes LoadOutcome::error, which names the file and the problem.
-// `progress` gets 0..1 and may be called from the calling thread only.
-LoadOutcome load_document(const std::filesystem::path& path, const std::function<void(double)>& progress = {});
+// Reads a trace file (and, when storage has importers, any format they read), or a
+// distributed job: several files, a folder of them or a glob, as one trace
+// (docs/multi-rank.md). Never throws: a failure becomes LoadOutcome::error, which names the
+// file and the problem. `progress` gets 0..1 and may be called from the calling thread only.
+LoadOutcome load_document(const std::vector<std::string>& inputs, const std::function<void(double)>& progress = {});
 
 // Every event whose name matches: at most `limit` of them, earliest first; `total` gets
 // how many matched. `matched_names` (if given) gets one flag per string id.

@@ -16,6 +16,7 @@
 #include <QSortFilterProxyModel>
 #include <QTest>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 
@@ -103,6 +104,28 @@ TEST(MainWindow, OpensAKinetoTraceAndDrawsItsKernels) {
   // The details name the kernel and its launch.
   EXPECT_EQ(w.details()->index(0, DetailsModel::Value).data().toString(), doc.name_text(k));
   EXPECT_GE(w.details()->row_of(QStringLiteral("launched by")), 0);
+}
+
+// A distributed job: a folder of one PyTorch-profiler file per rank opens as one trace whose
+// processes are labelled with their rank.
+TEST(MainWindow, OpensAFolderOfRanksAsOneJob) {
+  app();
+  const std::filesystem::path dir = std::filesystem::path(DREAMSCOPE_SHARED_DATA_DIR) / "wild/param-dlrm-v100x8-nccl";
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << dir << " is not here";
+  MainWindow w;
+  w.show();
+  QSignalSpy loaded(&w, &MainWindow::loaded);
+  w.open_files({QString::fromStdString(dir.string())});
+  ASSERT_TRUE(loaded.count() == 1 || loaded.wait(60000)) << w.last_error().toStdString();
+  const TraceDocument& doc = *w.document();
+  ASSERT_EQ(doc.trace().processes().size(), 8u);
+  QStringList labels;
+  for (std::uint32_t p = 0; p < 8; ++p) labels << doc.process_label(p);
+  for (int r = 0; r < 8; ++r) {
+    EXPECT_TRUE(std::any_of(labels.begin(), labels.end(),
+                            [&](const QString& l) { return l.startsWith(QStringLiteral("rank %1: ").arg(r)); }))
+        << labels.join(", ").toStdString();
+  }
 }
 
 TEST(MainWindow, SearchStepsThroughMatchesAndJumpsToTheLaunch) {

@@ -23,8 +23,9 @@ int main(int argc, char** argv) {
   parser.addHelpOption();
   parser.addVersionOption();
   parser.addPositionalArgument(QStringLiteral("trace"),
-                               QStringLiteral("A trace to open: trace.db, or what the importers read."),
-                               QStringLiteral("[trace]"));
+                               QStringLiteral("A trace to open: trace.db, or what the importers read; or a "
+                                              "distributed job: several files (one per rank), a folder, a glob."),
+                               QStringLiteral("[trace...]"));
   // Documentation screenshots and scripted checks: open, search, select, save, quit.
   const QCommandLineOption screenshot(QStringLiteral("screenshot"),
                                       QStringLiteral("Save the window as a PNG once the trace is open, then quit."),
@@ -121,6 +122,6 @@ int main(int argc, char** argv) {
       QApplication::exit(1);
     });
   }
-  if (!args.isEmpty()) window.open_file(args.front());
+  if (!args.isEmpty()) window.open_files(args);
   return QApplication::exec();
 }
