@@ -1,10 +1,14 @@
 #include "dreamscope/exporters.h"
 #include "dreamscope/trace_file.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <set>
+#include <string>
+#include <vector>
 
 namespace dreamscope {
 
@@ -121,12 +125,20 @@ class ChromeExporter {
   }
 
  private:
-  // CPU rows keep their pid and tid. A GPU gets a pseudo-process after every real pid
-  // (Kineto uses the device ordinal, which can collide with a pid), and each stream a
-  // row numbered by its stream id; streams without an id get rows past the largest one.
+  // CPU rows keep their pid and tid, unless two processes share a pid (the ranks of a job on
+  // several machines): then each process is numbered by its place in the trace. A GPU gets a
+  // pseudo-process after every process (Kineto uses the device ordinal, which can collide with
+  // a pid), and each stream a row numbered by its stream id; streams without an id get rows
+  // past the largest one.
   void assign_rows() {
+    std::set<std::int64_t> pids;
+    for (const auto& p : t_.processes()) pids.insert(p.pid);
+    pid_of_process_.resize(t_.processes().size());
+    for (std::uint32_t p = 0; p < t_.processes().size(); ++p) {
+      pid_of_process_[p] = pids.size() == t_.processes().size() ? t_.processes()[p].pid : std::int64_t{p} + 1;
+    }
     std::int64_t max_pid = 0, max_stream = 0;
-    for (const auto& p : t_.processes()) max_pid = std::max(max_pid, p.pid);
+    for (std::int64_t pid : pid_of_process_) max_pid = std::max(max_pid, pid);
     for (const auto& tr : t_.tracks()) {
       if (tr.kind == TrackKind::GpuStream && tr.stream != kNoValue) max_stream = std::max(max_stream, tr.stream);
     }
@@ -136,7 +148,7 @@ class ChromeExporter {
     for (TrackId i = 0; i < t_.tracks().size(); ++i) {
       const TrackInfo& tr = t_.tracks()[i];
       if (tr.kind == TrackKind::CpuThread) {
-        rows_[i].pid = tr.process == kNoIndex ? 0 : t_.processes()[tr.process].pid;
+        rows_[i].pid = tr.process == kNoIndex ? 0 : pid_of_process_[tr.process];
         rows_[i].tid = tr.tid == kNoValue ? 0 : tr.tid;
       } else {
         rows_[i].pid = gpu_pid_base_ + (tr.device == kNoIndex ? 0 : tr.device);
@@ -159,9 +171,18 @@ class ChromeExporter {
   }
 
   void write_metadata() {
-    for (const auto& p : t_.processes()) {
-      metadata("process_name", p.pid, 0, "name", p.name.empty() ? p.command : p.name);
-      metadata("process_labels", p.pid, 0, "labels", "CPU");
+    for (std::uint32_t i = 0; i < t_.processes().size(); ++i) {
+      const ProcessInfo& p = t_.processes()[i];
+      std::string name = p.name.empty() ? p.command : p.name;
+      if (p.is_rank()) name = "rank " + std::to_string(p.rank) + ": " + name;
+      metadata("process_name", pid_of_process_[i], 0, "name", name);
+      metadata("process_labels", pid_of_process_[i], 0, "labels", p.is_rank() ? "CPU, rank " + std::to_string(p.rank) : "CPU");
+      // Ranks sort by rank in the viewers, as in `dreamscope info`.
+      if (p.is_rank()) {
+        begin_event();
+        out_ << "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" << pid_of_process_[i]
+             << ",\"tid\":0,\"args\":{\"sort_index\":" << p.rank << "}}";
+      }
     }
     for (std::uint32_t d = 0; d < t_.devices().size(); ++d) {
       const DeviceInfo& dev = t_.devices()[d];
@@ -317,6 +338,7 @@ class ChromeExporter {
   JsonOut& out_;
   std::vector<Row> rows_;
   std::int64_t gpu_pid_base_ = 0;
+  std::vector<std::int64_t> pid_of_process_;
   bool first_ = true;
   bool first_arg_ = true;
 };

@@ -113,6 +113,31 @@ TEST(ChromeExport, ArgsAndMetadataAreWritten) {
   EXPECT_EQ(max_in, 7875584);
 }
 
+// A job of ranks from several machines: two processes may share a pid. Each keeps its own
+// rows, named by its rank, and the events come back the same.
+TEST(ChromeExport, RanksOfAJobKeepTheirOwnRowsEvenWithOnePid) {
+  TraceBuilder b;
+  const StringId op = b.intern("forward");
+  for (std::int64_t r = 0; r < 2; ++r) {
+    const auto p = b.add_process({.pid = 4242, .name = "python", .rank = r, .world_size = 2, .host = r ? "b" : "a"});
+    const TrackId t = b.thread_track(p, 4242);
+    b.add(AnnotationRecord{.track = t, .start = 100 + r, .end = 200 + r, .name = op});
+  }
+  const Trace job = std::move(b).build();
+  TempDir dir;
+  export_chrome(job, dir / "job.json");
+  std::ifstream in(dir / "job.json");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"name\":\"rank 0: python\""), std::string::npos);
+  EXPECT_NE(text.find("\"name\":\"rank 1: python\""), std::string::npos);
+  EXPECT_NE(text.find("\"sort_index\":1"), std::string::npos);
+  ImportStats stats;
+  const Trace back = import_kineto(dir / "job.json", &stats);
+  EXPECT_EQ(stats.warning_count(), 0) << stats.summary();
+  ASSERT_EQ(back.annotations().size(), 2u);
+  EXPECT_NE(back.annotations().track[0], back.annotations().track[1]);
+}
+
 TEST(ChromeExport, UnwritablePathIsAnErrorNamingIt) {
   Trace t = TraceBuilder().build();
   try {
