@@ -483,9 +483,10 @@ std::map<std::string, double> diff_gate_values(const TraceDiff& d) {
   double regression = 0, improvement = 0;
   std::int64_t counts[5] = {0, 0, 0, 0, 0};
   for (const auto& o : d.operations) {
+    ++counts[static_cast<int>(o.change)];
+    if (o.change == DiffChange::Unchanged) continue; // within the threshold: noise, as the report says
     regression = std::max(regression, o.impact());
     improvement = std::max(improvement, -o.impact());
-    ++counts[static_cast<int>(o.change)];
   }
   v["top_regression_ms"] = regression / kMs;
   v["top_improvement_ms"] = improvement / kMs;
