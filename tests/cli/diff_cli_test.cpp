@@ -210,6 +210,31 @@ TEST(DiffCli, BadInputGetsOneLineNamingTheProblem) {
   EXPECT_EQ(dreamscope("diff " + p.args() + " --threshold -3").exit_code, 2);
 }
 
+// The fuzz reproducers of ../shared/data/fuzz (traces the other commands are tested on in
+// hostile_input_test.cpp) as either side: a report, or one line naming the file.
+TEST(DiffCli, HostileTracesGiveAReportOrOneLine) {
+  const fs::path fuzz = fs::path(DREAMSCOPE_SHARED_DATA_DIR) / "fuzz";
+  if (!fs::exists(fuzz)) GTEST_SKIP() << "shared test data not found";
+  const std::string good = "tests/data/importers/kineto/pytorch-1.9-cpu-only.json";
+  ScratchDir dir;
+  const std::string report = (dir / "report").string();
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(fuzz)) {
+    const std::string path = entry.path().string(), ext = entry.path().extension().string();
+    if (ext == ".toml" || ext == ".md") continue;
+    ++files;
+    for (const std::string& args : {good + " " + path, path + " " + good, path + " " + path + " --allow-empty --format json"}) {
+      const CommandResult r = dreamscope("diff " + args + " -o " + report);
+      EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << args << "\n" << r.out;
+      if (r.exit_code == 1) {
+        EXPECT_EQ(lines(r.out), 1u) << args << "\n" << r.out;
+        EXPECT_NE(r.out.find(path), std::string::npos) << args << "\n" << r.out;
+      }
+    }
+  }
+  EXPECT_GE(files, 10);
+}
+
 TEST(DiffCli, HelpListsTheGateNamesAndComesAfterWhatif) {
   const CommandResult help = dreamscope("diff --help");
   ASSERT_EQ(help.exit_code, 0) << help.out;
