@@ -107,13 +107,6 @@ struct Side {
   }
 };
 
-std::int64_t step_number(const Trace& t, EventIndex row) {
-  const auto& ann = t.annotations();
-  const std::int64_t n = profiler_step_number(t.str(ann.name[row]));
-  if (n != kNoValue) return n;
-  return t.str(ann.category[row]) == annotation_category::kStep ? ann.payload[row] : kNoValue;
-}
-
 void collect_steps(Side& s, const std::vector<std::int64_t>& only) {
   const Trace& t = *s.trace;
   const auto& ann = t.annotations();
