@@ -82,9 +82,11 @@ const CommandRegistration diff_command(75, "diff", [](CLI::App& app) -> CommandA
                                          "prediction): steps, and every operation, kernel and CUDA call that got "
                                          "faster, slower, appeared or vanished, by impact on the step");
   auto allow_empty = add_allow_empty_flag(cmd);
-  cmd->add_option("A", opts->a, "The baseline: trace.db, PyTorch profiler JSON(.gz) or Nsight Systems SQLite")
+  cmd->add_option("A", opts->a,
+                  "The baseline: trace.db, PyTorch profiler JSON(.gz), Nsight Systems SQLite or a tracer part log; "
+                  "or a distributed job: a folder of its per-rank files, or a glob (quoted)")
       ->required();
-  cmd->add_option("B", opts->b, "The trace compared with it, of any of those kinds")->required();
+  cmd->add_option("B", opts->b, "What is compared with it, of any of those kinds")->required();
   cmd->add_option("--format", opts->format, "text, markdown (md), json or html")
       ->check(CLI::IsMember({"text", "markdown", "md", "json", "html"}))
       ->capture_default_str();
@@ -117,6 +119,7 @@ const CommandRegistration diff_command(75, "diff", [](CLI::App& app) -> CommandA
               "  dreamscope diff baseline.db run.db\n"
               "  dreamscope diff run.db predicted.db --format html -o diff.html\n"
               "  dreamscope diff job.db job.db --ranks 0,3\n"
+              "  dreamscope diff 'run1/rank*.json' run2/   # two jobs of per-rank files\n"
               "  dreamscope diff baseline.db run.db --format md --fail-if 'step_change_pct > 5' >> $GITHUB_STEP_SUMMARY\n"
               "Gate names: step_ms_a, step_ms_b (median step), step_change_pct (median step of B against A),\n"
               "slowest_step_change_pct, worst_step_change_pct (the matched step that grew most),\n"
@@ -132,9 +135,9 @@ const CommandRegistration diff_command(75, "diff", [](CLI::App& app) -> CommandA
         throw TraceError("cannot write " + opts->output + ": " + *problem);
       }
     }
-    const Trace a = open_trace(opts->a, *allow_empty);
+    const Trace a = open_job({opts->a}, *allow_empty);
     std::optional<Trace> b_loaded;
-    if (opts->b != opts->a) b_loaded = open_trace(opts->b, *allow_empty);
+    if (opts->b != opts->a) b_loaded = open_job({opts->b}, *allow_empty);
     const Trace& b = b_loaded ? *b_loaded : a;
 
     std::int64_t rank_a = kNoValue, rank_b = kNoValue;

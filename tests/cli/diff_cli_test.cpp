@@ -174,6 +174,31 @@ TEST(DiffCli, RanksOfOneJobAndTheSlowedRank) {
   EXPECT_EQ(nlohmann::json::parse(one.out)["b"]["name"], "slowed.db rank 2");
 }
 
+// A job given as a folder of per-rank Kineto traces: against itself every rank is paired and
+// nothing changed; two of its ranks compare as two traces.
+TEST(DiffCli, AJobFolderOfPerRankFiles) {
+  const std::string job = "../shared/data/wild/param-dlrm-v100x8-nccl";
+  if (!fs::exists(fs::path(DREAMSCOPE_SOURCE_DIR) / job)) GTEST_SKIP() << "shared test data not found";
+  const CommandResult same = dreamscope("diff " + job + " '" + job + "/worker*.json' --format json");
+  ASSERT_EQ(same.exit_code, 0) << same.out.substr(0, 2000);
+  const auto j = nlohmann::json::parse(same.out);
+  ASSERT_EQ(j["ranks"].size(), 8u);
+  for (const auto& r : j["ranks"]) {
+    EXPECT_EQ(r["rank_a"], r["rank_b"]);
+    EXPECT_EQ(r["change_pct"], 0.0);
+  }
+  EXPECT_TRUE(j["most_changed_rank"].is_null());
+  for (const auto& o : j["operations"]) EXPECT_EQ(o["change"], "unchanged") << o["name"];
+
+  const CommandResult two = dreamscope("diff " + job + " " + job + " --ranks 0,3 --format json");
+  ASSERT_EQ(two.exit_code, 0) << two.out.substr(0, 2000);
+  const auto k = nlohmann::json::parse(two.out);
+  EXPECT_EQ(k["a"]["name"], "param-dlrm-v100x8-nccl rank 0");
+  EXPECT_EQ(k["b"]["name"], "param-dlrm-v100x8-nccl rank 3");
+  EXPECT_TRUE(k["ranks"].empty());
+  EXPECT_GT(k["gates"]["step_change_pct"].get<double>(), 0);
+}
+
 TEST(DiffCli, BadInputGetsOneLineNamingTheProblem) {
   LoopPair p;
   const std::string missing = (p.dir / "missing.db").string();
