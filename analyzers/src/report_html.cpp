@@ -25,7 +25,11 @@ constexpr const char* kPathColours[kPathCategories] = {"#2f4b7c", "#3a7d34", "#c
 constexpr const char* kStepColours[kStepCategories] = {"#59a14f", "#edc948", "#b07aa1", "#ff9da7",
                                                        "#f28e2b", "#9c755f", "#4e79a7", "#bab0ac"};
 
-std::string escape(std::string_view s) {
+} // namespace
+
+namespace detail {
+
+std::string html_escape(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (char c : s) {
@@ -39,6 +43,12 @@ std::string escape(std::string_view s) {
   }
   return out;
 }
+
+} // namespace detail
+
+namespace {
+
+std::string escape(std::string_view s) { return detail::html_escape(s); }
 
 std::string clip(std::string_view s, std::size_t n) {
   if (s.size() <= n) return std::string(s);
@@ -191,6 +201,10 @@ std::string critical_path_chart(const CriticalPathReport& c, std::size_t top) {
                                       "Critical path by what bound it");
 }
 
+} // namespace
+
+namespace detail {
+
 std::string html_table(const detail::Table& t) {
   if (t.rows.empty()) return "<p class=\"none\">(none)</p>\n";
   std::string out = "<table><thead><tr>";
@@ -208,7 +222,7 @@ std::string html_table(const detail::Table& t) {
   return out + "</tbody></table>\n";
 }
 
-constexpr const char* kStyle = R"(
+const char* const kHtmlStyle = R"(
 body { font: 14px/1.45 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: #222; margin: 24px; background: #fff; }
 h1 { font-size: 22px; margin: 0 0 4px; }
 h2 { font-size: 18px; margin: 28px 0 6px; border-bottom: 1px solid #ddd; padding-bottom: 3px; }
@@ -223,12 +237,12 @@ th { background: #f6f6f6; }
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
 )";
 
-} // namespace
+} // namespace detail
 
 std::string render_html(const AnalysisReport& r) {
   const std::size_t top = std::max<std::size_t>(r.options.top, 1);
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
-  out += fmt::format("<title>dreamscope analyze: {}</title>\n<style>{}</style></head><body>\n", escape(r.trace_name), kStyle);
+  out += fmt::format("<title>dreamscope analyze: {}</title>\n<style>{}</style></head><body>\n", escape(r.trace_name), detail::kHtmlStyle);
   out += fmt::format("<h1>dreamscope analyze</h1>\n<p class=\"meta\">{} &middot; source {} &middot; {} events &middot; span {}</p>\n",
                      escape(r.trace_name), escape(r.source), r.events, format_ns(r.end - r.begin));
 

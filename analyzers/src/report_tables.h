@@ -30,4 +30,13 @@ std::string format_pct(double fraction); // 0.4239 -> "42.39 %"
 // "GPU 0 stream 7", "thread 42 MainThread": how every section names a track.
 std::string track_label(const Trace& trace, TrackId t);
 
+// A table as aligned terminal columns, as Markdown, as an HTML <table> (also used by the
+// diff's renderers: analyzers/src/trace_diff_render.cpp).
+std::string text_table(const Table& t);
+std::string markdown_table(const Table& t);
+std::string html_table(const Table& t);
+std::string html_escape(std::string_view s);
+// The reports' CSS, for a <style> element.
+extern const char* const kHtmlStyle;
+
 } // namespace dreamscope::analyzers::detail

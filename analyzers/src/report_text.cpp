@@ -249,6 +249,8 @@ std::string clip(const std::string& s, std::size_t width) {
   return s.substr(0, width - 3) + "...";
 }
 
+} // namespace
+
 std::string text_table(const Table& t) {
   constexpr std::size_t kMaxColumn = 60;
   std::vector<std::size_t> width(t.header.size(), 0);
@@ -276,6 +278,8 @@ std::string text_table(const Table& t) {
   return out;
 }
 
+namespace {
+
 std::string markdown_cell(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -285,6 +289,8 @@ std::string markdown_cell(const std::string& s) {
   }
   return out;
 }
+
+} // namespace
 
 std::string markdown_table(const Table& t) {
   if (t.rows.empty()) return "_(none)_\n";
@@ -300,8 +306,6 @@ std::string markdown_table(const Table& t) {
   }
   return out;
 }
-
-} // namespace
 
 std::vector<Section> report_sections(const AnalysisReport& r) {
   std::vector<Section> out;

@@ -22,7 +22,7 @@ using CommandAction = std::function<int()>;
 using CommandSetup = std::function<CommandAction(CLI::App& app)>;
 
 // `order` places the command in `dreamscope --help` (lower first): the workflow order
-// trace, info, import, export, analyze, replay, whatif, calibrate, gui.
+// trace, info, import, export, analyze, replay, whatif, diff, calibrate, gui.
 struct CommandRegistration {
   CommandRegistration(int order, std::string name, CommandSetup setup);
 };
