@@ -5,6 +5,7 @@
 #include "dreamscope/report.h"
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dreamscope::analyzers::detail {
@@ -23,6 +24,30 @@ struct Section {
 };
 
 std::vector<Section> report_sections(const AnalysisReport& report);
+
+// A table for a terminal (columns aligned, long cells clipped), for Markdown, for HTML.
+std::string text_table(const Table& t);
+std::string markdown_table(const Table& t);
+std::string html_table(const Table& t);
+
+// ---- HTML pieces shared by the reports (report_html.cpp)
+std::string escape(std::string_view s); // text and attribute values
+std::string clip(std::string_view s, std::size_t n); // to n characters, with an ellipsis
+const char* html_style();               // the reports' CSS
+
+inline constexpr int kChartWidth = 1180;
+inline constexpr int kLabelWidth = 330;
+inline constexpr int kBarArea = kChartWidth - kLabelWidth - 110;
+
+struct StackedRow {
+  std::string label;
+  std::vector<double> parts;
+  std::string total_text;
+};
+// Horizontal stacked bars as inline SVG, one per row, scaled to the longest row.
+std::string stacked_bars(const std::vector<StackedRow>& rows, const std::vector<const char*>& colours,
+                         const std::string& title);
+std::string legend(const std::vector<std::pair<std::string, const char*>>& items);
 
 // "12.345 ms", "830 ns": three decimals in the largest fitting unit.
 std::string format_ns(TimeNs ns);
