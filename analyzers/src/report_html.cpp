@@ -8,6 +8,24 @@
 
 namespace dreamscope::analyzers {
 
+namespace {
+
+using detail::format_ns;
+
+// The cross-stack cells' colours; the screenshot test looks for them.
+constexpr const char* kFrameworkColour = "#4e79a7";
+constexpr const char* kCudaApiColour = "#f28e2b";
+constexpr const char* kGpuOnlyColour = "#59a14f";
+constexpr const char* kOverlapColour = "#e15759";
+constexpr const char* kKernelColour = "#76b7b2";
+// Indexed by PathCategory: CPU work, GPU work, launch latency, sync wait, data-flow wait, idle
+// gap. Darker than the cross-stack colours so that no chart's colour appears in another.
+constexpr const char* kPathColours[kPathCategories] = {"#2f4b7c", "#3a7d34", "#c46f14", "#a4262c", "#7b4f8e", "#8c8c8c"};
+constexpr const char* kStepColours[kStepCategories] = {"#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+                                                       "#f28e2b", "#9c755f", "#4e79a7", "#bab0ac"};
+
+} // namespace
+
 namespace detail {
 
 std::string escape(std::string_view s) {
@@ -69,40 +87,6 @@ std::string stacked_bars(const std::vector<StackedRow>& rows, const std::vector<
   return out + "</svg>\n";
 }
 
-std::string html_table(const detail::Table& t) {
-  if (t.rows.empty()) return "<p class=\"none\">(none)</p>\n";
-  std::string out = "<table><thead><tr>";
-  for (std::size_t c = 0; c < t.header.size(); ++c) {
-    out += fmt::format("<th{}>{}</th>", t.numeric[c] ? " class=\"n\"" : "", escape(t.header[c]));
-  }
-  out += "</tr></thead><tbody>\n";
-  for (const auto& r : t.rows) {
-    out += "<tr>";
-    for (std::size_t c = 0; c < r.size(); ++c) {
-      out += fmt::format("<td{}>{}</td>", c < t.numeric.size() && t.numeric[c] ? " class=\"n\"" : "", escape(r[c]));
-    }
-    out += "</tr>\n";
-  }
-  return out + "</tbody></table>\n";
-}
-
-constexpr const char* kStyle = R"(
-body { font: 14px/1.45 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: #222; margin: 24px; background: #fff; }
-h1 { font-size: 22px; margin: 0 0 4px; }
-h2 { font-size: 18px; margin: 28px 0 6px; border-bottom: 1px solid #ddd; padding-bottom: 3px; }
-h3 { font-size: 15px; margin: 16px 0 4px; }
-.meta, .note, .none { color: #666; }
-svg.chart text { font-size: 12px; fill: #333; }
-.legend span { margin-right: 16px; white-space: nowrap; }
-.legend svg { vertical-align: -1px; }
-table { border-collapse: collapse; margin: 4px 0 10px; }
-th, td { padding: 3px 10px; border-bottom: 1px solid #eee; text-align: left; max-width: 520px; overflow-wrap: anywhere; }
-th { background: #f6f6f6; }
-td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
-)";
-
-const char* html_style() { return kStyle; }
-
 } // namespace detail
 
 namespace {
@@ -115,20 +99,6 @@ using detail::kLabelWidth;
 using detail::legend;
 using detail::StackedRow;
 using detail::stacked_bars;
-
-using detail::format_ns;
-
-// The cross-stack cells' colours; the screenshot test looks for them.
-constexpr const char* kFrameworkColour = "#4e79a7";
-constexpr const char* kCudaApiColour = "#f28e2b";
-constexpr const char* kGpuOnlyColour = "#59a14f";
-constexpr const char* kOverlapColour = "#e15759";
-constexpr const char* kKernelColour = "#76b7b2";
-// Indexed by PathCategory: CPU work, GPU work, launch latency, sync wait, data-flow wait, idle
-// gap. Darker than the cross-stack colours so that no chart's colour appears in another.
-constexpr const char* kPathColours[kPathCategories] = {"#2f4b7c", "#3a7d34", "#c46f14", "#a4262c", "#7b4f8e", "#8c8c8c"};
-constexpr const char* kStepColours[kStepCategories] = {"#59a14f", "#edc948", "#b07aa1", "#ff9da7",
-                                                       "#f28e2b", "#9c755f", "#4e79a7", "#bab0ac"};
 
 std::string cross_stack_chart(const CrossStackBreakdown& cs, std::size_t top) {
   std::vector<StackedRow> rows;
@@ -227,6 +197,44 @@ std::string critical_path_chart(const CriticalPathReport& c, std::size_t top) {
 }
 
 } // namespace
+
+namespace detail {
+
+std::string html_table(const detail::Table& t) {
+  if (t.rows.empty()) return "<p class=\"none\">(none)</p>\n";
+  std::string out = "<table><thead><tr>";
+  for (std::size_t c = 0; c < t.header.size(); ++c) {
+    out += fmt::format("<th{}>{}</th>", t.numeric[c] ? " class=\"n\"" : "", escape(t.header[c]));
+  }
+  out += "</tr></thead><tbody>\n";
+  for (const auto& r : t.rows) {
+    out += "<tr>";
+    for (std::size_t c = 0; c < r.size(); ++c) {
+      out += fmt::format("<td{}>{}</td>", c < t.numeric.size() && t.numeric[c] ? " class=\"n\"" : "", escape(r[c]));
+    }
+    out += "</tr>\n";
+  }
+  return out + "</tbody></table>\n";
+}
+
+constexpr const char* kStyle = R"(
+body { font: 14px/1.45 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: #222; margin: 24px; background: #fff; }
+h1 { font-size: 22px; margin: 0 0 4px; }
+h2 { font-size: 18px; margin: 28px 0 6px; border-bottom: 1px solid #ddd; padding-bottom: 3px; }
+h3 { font-size: 15px; margin: 16px 0 4px; }
+.meta, .note, .none { color: #666; }
+svg.chart text { font-size: 12px; fill: #333; }
+.legend span { margin-right: 16px; white-space: nowrap; }
+.legend svg { vertical-align: -1px; }
+table { border-collapse: collapse; margin: 4px 0 10px; }
+th, td { padding: 3px 10px; border-bottom: 1px solid #eee; text-align: left; max-width: 520px; overflow-wrap: anywhere; }
+th { background: #f6f6f6; }
+td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
+)";
+
+const char* html_style() { return kStyle; }
+
+} // namespace detail
 
 std::string render_html(const AnalysisReport& r) {
   const std::size_t top = std::max<std::size_t>(r.options.top, 1);
