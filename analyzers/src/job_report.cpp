@@ -34,8 +34,8 @@ class TimeSet {
 
  private:
   TimeNs covered_before(TimeNs t) const {
-    const auto it = std::upper_bound(spans_.begin(), spans_.end(), t,
-                                     [](TimeNs v, const Interval& s) { return v < s.start; });
+    const auto it =
+        std::upper_bound(spans_.begin(), spans_.end(), t, [](TimeNs v, const Interval& s) { return v < s.start; });
     const auto i = static_cast<std::size_t>(it - spans_.begin());
     if (i == 0) return 0;
     const Interval& last = spans_[i - 1];
@@ -151,8 +151,7 @@ std::vector<TimeNs> clock_shifts(const JobReport& r, const std::vector<Collectiv
   }
   for (const auto& [s, ranks] : ranks_by_shift) {
     notes.push_back(fmt::format("Rank{} {} on another clock: shifted by {} onto rank {}'s, by their collectives.",
-                                ranks.size() > 1 ? "s" : "", rank_list(ranks), format_shift(s),
-                                r.ranks.front().rank));
+                                ranks.size() > 1 ? "s" : "", rank_list(ranks), format_shift(s), r.ranks.front().rank));
   }
   return shift;
 }
@@ -478,14 +477,16 @@ class JobAnalysis {
 
   void notes() {
     if (job_.unmatched_calls) {
-      r_.notes.push_back(fmt::format("{} collective call(s) matched no other rank's (a profile that began or ended "
-                                     "mid-collective): counted as transfer, in no straggler.",
-                                     job_.unmatched_calls));
+      r_.notes.push_back(
+          fmt::format("{} collective call(s) matched no other rank's (a profile that began or ended "
+                      "mid-collective): counted as transfer, in no straggler.",
+                      job_.unmatched_calls));
     }
     if (job_.mismatched_ops) {
-      r_.notes.push_back(fmt::format("{} collective(s) whose ranks disagree on the operation: the ranks' "
-                                     "collectives may be numbered differently.",
-                                     job_.mismatched_ops));
+      r_.notes.push_back(
+          fmt::format("{} collective(s) whose ranks disagree on the operation: the ranks' "
+                      "collectives may be numbered differently.",
+                      job_.mismatched_ops));
     }
     const std::int64_t world = r_.world_size();
     std::vector<std::int64_t> missing;
@@ -496,8 +497,8 @@ class JobAnalysis {
       }
     }
     if (!missing.empty()) {
-      r_.notes.push_back(fmt::format("World size {}, {} rank(s) given: no trace of rank{} {}.", world,
-                                     r_.ranks.size(), missing.size() > 1 ? "s" : "", rank_list(missing)));
+      r_.notes.push_back(fmt::format("World size {}, {} rank(s) given: no trace of rank{} {}.", world, r_.ranks.size(),
+                                     missing.size() > 1 ? "s" : "", rank_list(missing)));
     }
   }
 

@@ -85,8 +85,9 @@ std::int64_t events_of(const JobReport& r) {
 JobSection hta_section(const JobReport& r) {
   const std::size_t top = std::max<std::size_t>(r.options.top, 1);
   JobSection s{"job-hta", "HTA per rank (µs, as Holistic Trace Analysis reports them)", {}, {}};
-  s.notes.push_back("Each rank as HTA's temporal breakdown, comm/comp overlap, idle time and launch statistics give "
-                    "it; kernel time by type summed over the ranks, as its multi-rank kernel breakdown.");
+  s.notes.push_back(
+      "Each rank as HTA's temporal breakdown, comm/comp overlap, idle time and launch statistics give "
+      "it; kernel time by type summed over the ranks, as its multi-rank kernel breakdown.");
   Table temporal = make_table({"rank", "host", "idle", "compute", "non-compute", "kernel time", "idle %", "compute %",
                                "non-compute %", "comm/comp overlap %"},
                               {true, false, true, true, true, true, true, true, true, true});
@@ -146,9 +147,10 @@ JobSection collectives_section(const JobReport& r) {
   const std::size_t top = std::max<std::size_t>(r.options.top, 1);
   JobSection s{"job-collectives", "Collectives across ranks", {}, {}};
   s.notes.push_back(fmt::format("{} collective(s) matched across the ranks from {} call(s).", r.instances, r.calls));
-  s.notes.push_back("Wait: time inside a collective before its last rank arrived (the rank waited for the others); "
-                    "transfer: the rest of the time inside it. Per rank over the union of its calls; per operation "
-                    "summed over the calls.");
+  s.notes.push_back(
+      "Wait: time inside a collective before its last rank arrived (the rank waited for the others); "
+      "transfer: the rest of the time inside it. Per rank over the union of its calls; per operation "
+      "summed over the calls.");
   Table ranks = make_table({"rank", "calls", "in collectives", "wait", "transfer", "wait share", "arrived last",
                             "others' wait caused", "clock shift"},
                            std::vector<bool>(9, true));
@@ -159,9 +161,9 @@ JobSection collectives_section(const JobReport& r) {
   }
   s.tables.emplace_back("Collective wait against transfer, per rank", std::move(ranks));
 
-  Table ops = make_table({"communicator", "operation", "collectives", "calls", "bytes", "time", "wait", "transfer",
-                          "wait share"},
-                         {false, false, true, true, true, true, true, true, true});
+  Table ops = make_table(
+      {"communicator", "operation", "collectives", "calls", "bytes", "time", "wait", "transfer", "wait share"},
+      {false, false, true, true, true, true, true, true, true});
   for (std::size_t i = 0; i < r.collective_ops.size() && i < top; ++i) {
     const CollectiveOpTime& o = r.collective_ops[i];
     ops.rows.push_back({o.communicator.empty() ? "(default)" : o.communicator, o.op, std::to_string(o.instances),
@@ -175,10 +177,11 @@ JobSection collectives_section(const JobReport& r) {
 JobSection straggler_section(const JobReport& r) {
   const std::size_t top = std::max<std::size_t>(r.options.top, 1);
   JobSection s{"job-stragglers", "The straggler of every step", {}, {}};
-  s.notes.push_back("Straggler: the rank the others waited for, the last to arrive at the step's collectives weighted "
-                    "by the others' wait it caused (its cost to the job). Why: its time since the ranks were last "
-                    "together against the median of the others': own compute, data-loader wait (input pipeline), "
-                    "waiting in an earlier collective for another rank, its own transfers (docs/multi-rank.md).");
+  s.notes.push_back(
+      "Straggler: the rank the others waited for, the last to arrive at the step's collectives weighted "
+      "by the others' wait it caused (its cost to the job). Why: its time since the ranks were last "
+      "together against the median of the others': own compute, data-loader wait (input pipeline), "
+      "waiting in an earlier collective for another rank, its own transfers (docs/multi-rank.md).");
   std::map<std::int64_t, std::pair<std::int64_t, TimeNs>> by_straggler; // rank -> (steps, cost)
   std::int64_t with_straggler = 0;
   for (const StepStraggler& st : r.steps) {
@@ -189,20 +192,21 @@ JobSection straggler_section(const JobReport& r) {
     cost += st.caused_wait;
   }
   if (!by_straggler.empty()) {
-    const auto worst = std::max_element(by_straggler.begin(), by_straggler.end(), [](const auto& a, const auto& b) {
-      return a.second.second < b.second.second;
-    });
-    s.notes.push_back(fmt::format("Most costly straggler: rank {}, the straggler of {} of {} step(s), which cost the "
-                                  "others {} of waiting.",
-                                  worst->first, worst->second.first, with_straggler, format_ns(worst->second.second)));
+    const auto worst = std::max_element(by_straggler.begin(), by_straggler.end(),
+                                        [](const auto& a, const auto& b) { return a.second.second < b.second.second; });
+    s.notes.push_back(
+        fmt::format("Most costly straggler: rank {}, the straggler of {} of {} step(s), which cost the "
+                    "others {} of waiting.",
+                    worst->first, worst->second.first, with_straggler, format_ns(worst->second.second)));
   }
-  Table steps = make_table({"step", "straggler", "others' wait caused", "arrived last", "late by", "why",
-                            "compute", "input", "held", "transfer", "all ranks' wait"},
+  Table steps = make_table({"step", "straggler", "others' wait caused", "arrived last", "late by", "why", "compute",
+                            "input", "held", "transfer", "all ranks' wait"},
                            {false, true, true, true, true, false, true, true, true, true, true});
   for (std::size_t i = 0; i < r.steps.size() && i < top; ++i) {
     const StepStraggler& st = r.steps[i];
     if (st.straggler == kNoValue) {
-      steps.rows.push_back({st.name, "-", "0 ns", "0", "-", "no rank waited", "-", "-", "-", "-", format_ns(st.job_wait)});
+      steps.rows.push_back(
+          {st.name, "-", "0 ns", "0", "-", "no rank waited", "-", "-", "-", "-", format_ns(st.job_wait)});
       continue;
     }
     steps.rows.push_back({st.name, std::to_string(st.straggler), format_ns(st.caused_wait),
@@ -297,9 +301,10 @@ std::string render_job_html(const JobReport& r) {
   out += fmt::format("<h1>dreamscope analyze</h1>\n<p class=\"meta\">{}</p>\n", escape(headline(r)));
   for (const auto& n : r.notes) out += fmt::format("<p class=\"note\">{}</p>\n", escape(n));
   if (r.options.stragglers) {
-    out += "<h2 id=\"chart-job-ranks\">Each rank's steps</h2>\n<p class=\"note\">Every rank's steps added up: its own "
-           "work, its data-loader wait, its wait in collectives for the last rank, and the collectives' "
-           "transfers.</p>\n";
+    out +=
+        "<h2 id=\"chart-job-ranks\">Each rank's steps</h2>\n<p class=\"note\">Every rank's steps added up: its own "
+        "work, its data-loader wait, its wait in collectives for the last rank, and the collectives' "
+        "transfers.</p>\n";
     out += rank_split_chart(r);
   }
   for (const JobSection& s : job_sections(r)) {
@@ -319,7 +324,7 @@ std::string render_job_json(const JobReport& r) {
   auto maybe = [](std::int64_t v) { return v == kNoValue ? json(nullptr) : json(v); };
   json j;
   j["schema"] = kJobReportJsonSchema;
-  j["job"] = {{"ranks", r.ranks.size()}, {"world_size", r.world_size()}, {"begin_ns", r.begin},
+  j["job"] = {{"ranks", r.ranks.size()}, {"world_size", r.world_size()},   {"begin_ns", r.begin},
               {"end_ns", r.end},         {"duration_ns", r.end - r.begin}, {"events", events_of(r)},
               {"notes", r.notes}};
   json sections = json::array();
@@ -348,9 +353,12 @@ std::string render_job_json(const JobReport& r) {
       h["unit"] = "us";
       h["profiler_steps"] = s.hta.profiler_steps;
       h["step_filter_applied"] = s.hta.step_filter_applied;
-      h["temporal"] = {{"idle_us", t.idle},          {"compute_us", t.compute},
-                       {"non_compute_us", t.non_compute}, {"kernel_time_us", t.kernel_time},
-                       {"idle_pct", t.idle_pct},     {"compute_pct", t.compute_pct},
+      h["temporal"] = {{"idle_us", t.idle},
+                       {"compute_us", t.compute},
+                       {"non_compute_us", t.non_compute},
+                       {"kernel_time_us", t.kernel_time},
+                       {"idle_pct", t.idle_pct},
+                       {"compute_pct", t.compute_pct},
                        {"non_compute_pct", t.non_compute_pct}};
       h["comm_comp_overlap_pct"] = s.hta.comm_comp_overlap_pct ? json(*s.hta.comm_comp_overlap_pct) : json(nullptr);
       h["kernel_types"] = json::array();
@@ -359,9 +367,14 @@ std::string render_job_json(const JobReport& r) {
       }
       h["kernels"] = json::array();
       for (const auto& k : s.hta.kernels) {
-        h["kernels"].push_back({{"name", k.name},    {"kernel_type", to_string(k.type)}, {"count", k.count},
-                                {"sum_us", k.sum},   {"min_us", k.min},                   {"max_us", k.max},
-                                {"mean_us", k.mean}, {"stddev_us", k.stddev}});
+        h["kernels"].push_back({{"name", k.name},
+                                {"kernel_type", to_string(k.type)},
+                                {"count", k.count},
+                                {"sum_us", k.sum},
+                                {"min_us", k.min},
+                                {"max_us", k.max},
+                                {"mean_us", k.mean},
+                                {"stddev_us", k.stddev}});
       }
       h["idle_time"] = json::array();
       for (const auto& x : s.hta.idle_time) {
@@ -439,9 +452,9 @@ std::string render_job_json(const JobReport& r) {
                      {"wait_ns", o.wait},
                      {"transfer_ns", o.transfer}});
     }
-    j["collectives"] = {{"instances", r.instances},         {"calls", r.calls},
-                        {"unmatched_calls", r.unmatched_calls}, {"mismatched_ops", r.mismatched_ops},
-                        {"ranks", per_rank},                 {"operations", ops}};
+    j["collectives"] = {
+        {"instances", r.instances},           {"calls", r.calls},  {"unmatched_calls", r.unmatched_calls},
+        {"mismatched_ops", r.mismatched_ops}, {"ranks", per_rank}, {"operations", ops}};
   }
 
   if (r.options.stragglers) {

@@ -44,8 +44,8 @@ RankSummary summarize_rank(const Trace& trace, std::int64_t rank, std::string tr
   s.data_source = std::move(d.source);
   s.data_waits = std::move(d.waits);
   for (StepDataStall& st : d.steps) {
-    s.steps.push_back({.number = st.number, .name = std::move(st.step), .start = st.start, .end = st.end,
-                       .data_wait = st.data_wait});
+    s.steps.push_back(
+        {.number = st.number, .name = std::move(st.step), .start = st.start, .end = st.end, .data_wait = st.data_wait});
   }
 
   // The rank's own calls: those of its processes, or every call of a file that names no rank.

@@ -135,8 +135,8 @@ void write_rows(SummaryDb& db, const RankSummary& s) {
   {
     Stmt st = db.prepare("INSERT INTO summary_meta VALUES (?, ?)");
     const std::pair<const char*, std::string> meta[] = {{"format", std::string(kRankSummaryFormat)},
-                                                         {"version", std::to_string(kRankSummaryVersion)},
-                                                         {"dreamscope_version", DREAMSCOPE_VERSION}};
+                                                        {"version", std::to_string(kRankSummaryVersion)},
+                                                        {"dreamscope_version", DREAMSCOPE_VERSION}};
     for (const auto& [k, v] : meta) {
       Binder(st.get()).t(k).t(v);
       db.step_done(st.get());
@@ -252,9 +252,7 @@ class Row {
     if (sqlite3_column_type(s_, c) != SQLITE_INTEGER) bad(c, "an integer");
     return sqlite3_column_int64(s_, c);
   }
-  std::int64_t maybe_i(int c) const {
-    return sqlite3_column_type(s_, c) == SQLITE_NULL ? kNoValue : i(c);
-  }
+  std::int64_t maybe_i(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL ? kNoValue : i(c); }
   double d(int c) const {
     const int type = sqlite3_column_type(s_, c);
     if (type != SQLITE_FLOAT && type != SQLITE_INTEGER) bad(c, "a number");
@@ -325,31 +323,31 @@ RankSummary read_rows(const SummaryDb& db) {
                                             if (s.rank < 0) r.problem("has a negative rank");
                                           });
   if (infos != 1) db.fail("table rank_info has " + std::to_string(infos) + " rows, not 1");
-  const std::int64_t htas = for_each_row(
-      db, "hta_rank",
-      "idle_us, compute_us, non_compute_us, kernel_time_us, idle_pct, compute_pct, non_compute_pct, "
-      "comm_comp_overlap_pct, launches, mean_cpu_duration_us, mean_gpu_duration_us, mean_launch_delay_us, "
-      "max_launch_delay_us, short_kernels, profiler_steps, step_filter_applied",
-      [&](const Row& r) {
-        TemporalBreakdown& t = s.hta.temporal;
-        t.idle = r.i(0);
-        t.compute = r.i(1);
-        t.non_compute = r.i(2);
-        t.kernel_time = r.i(3);
-        t.idle_pct = r.d(4);
-        t.compute_pct = r.d(5);
-        t.non_compute_pct = r.d(6);
-        s.hta.comm_comp_overlap_pct = r.maybe_d(7);
-        LaunchSummary& l = s.hta.launches;
-        l.count = r.i(8);
-        l.mean_cpu_duration = r.d(9);
-        l.mean_gpu_duration = r.d(10);
-        l.mean_launch_delay = r.d(11);
-        l.max_launch_delay = r.i(12);
-        l.short_kernels = r.i(13);
-        s.hta.profiler_steps = r.i(14);
-        s.hta.step_filter_applied = r.i(15) != 0;
-      });
+  const std::int64_t htas =
+      for_each_row(db, "hta_rank",
+                   "idle_us, compute_us, non_compute_us, kernel_time_us, idle_pct, compute_pct, non_compute_pct, "
+                   "comm_comp_overlap_pct, launches, mean_cpu_duration_us, mean_gpu_duration_us, mean_launch_delay_us, "
+                   "max_launch_delay_us, short_kernels, profiler_steps, step_filter_applied",
+                   [&](const Row& r) {
+                     TemporalBreakdown& t = s.hta.temporal;
+                     t.idle = r.i(0);
+                     t.compute = r.i(1);
+                     t.non_compute = r.i(2);
+                     t.kernel_time = r.i(3);
+                     t.idle_pct = r.d(4);
+                     t.compute_pct = r.d(5);
+                     t.non_compute_pct = r.d(6);
+                     s.hta.comm_comp_overlap_pct = r.maybe_d(7);
+                     LaunchSummary& l = s.hta.launches;
+                     l.count = r.i(8);
+                     l.mean_cpu_duration = r.d(9);
+                     l.mean_gpu_duration = r.d(10);
+                     l.mean_launch_delay = r.d(11);
+                     l.max_launch_delay = r.i(12);
+                     l.short_kernels = r.i(13);
+                     s.hta.profiler_steps = r.i(14);
+                     s.hta.step_filter_applied = r.i(15) != 0;
+                   });
   if (htas != 1) db.fail("table hta_rank has " + std::to_string(htas) + " rows, not 1");
   for_each_row(db, "hta_kernel_type", "kernel_type, sum_us, percentage", [&](const Row& r) {
     s.hta.kernel_types.push_back({r.t(0), r.i(1), r.d(2)});
@@ -384,7 +382,8 @@ RankSummary read_rows(const SummaryDb& db) {
     const TimeSpan span = r.span(2);
     const TimeNs wait = r.i(4);
     if (wait < 0) r.problem("has a negative data wait");
-    s.steps.push_back({.number = r.maybe_i(0), .name = r.t(1), .start = span.start, .end = span.end, .data_wait = wait});
+    s.steps.push_back(
+        {.number = r.maybe_i(0), .name = r.t(1), .start = span.start, .end = span.end, .data_wait = wait});
   });
   for_each_row(db, "data_wait", "start_ns, end_ns", [&](const Row& r) { s.data_waits.push_back(r.span(0)); });
   for_each_row(db, "collective", "communicator, sequence, pytorch_sequence, step, op, bytes, start_ns, end_ns",

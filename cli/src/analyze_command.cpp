@@ -146,8 +146,8 @@ int write_summary(const AnalyzeOptions& o, const JobInputs& in, const analyzers:
   std::int64_t rank = o.rank;
   if (ranks.size() > 1) {
     if (rank == kNoValue) {
-      throw TraceError(fmt::format("{}: holds {} ranks; --rank R says which one to summarise", file.string(),
-                                   ranks.size()));
+      throw TraceError(
+          fmt::format("{}: holds {} ranks; --rank R says which one to summarise", file.string(), ranks.size()));
     }
     trace = rank_subtrace(trace, rank);
   } else if (ranks.size() == 1) {
@@ -167,10 +167,11 @@ int write_summary(const AnalyzeOptions& o, const JobInputs& in, const analyzers:
 
 const CommandRegistration analyze_command(50, "analyze", [](CLI::App& app) -> CommandAction {
   auto opts = std::make_shared<AnalyzeOptions>();
-  auto* cmd = app.add_subcommand("analyze", "Where the time went: cross-stack breakdown per operation, "
-                                            "HTA and TensorBoard-profiler analyses, data stalls, top kernels, "
-                                            "the replayed run's critical path; for a distributed job, the same "
-                                            "per rank and the collectives and stragglers across ranks");
+  auto* cmd = app.add_subcommand("analyze",
+                                 "Where the time went: cross-stack breakdown per operation, "
+                                 "HTA and TensorBoard-profiler analyses, data stalls, top kernels, "
+                                 "the replayed run's critical path; for a distributed job, the same "
+                                 "per rank and the collectives and stragglers across ranks");
   auto allow_empty = add_allow_empty_flag(cmd);
   cmd->add_option("trace", opts->traces,
                   "The trace (trace.db, PyTorch profiler JSON(.gz), Nsight Systems SQLite); for a job, several, a "
@@ -189,22 +190,24 @@ const CommandRegistration analyze_command(50, "analyze", [](CLI::App& app) -> Co
   cmd->add_flag("--summary", opts->summary,
                 "Write the rank's summary to -o (a small *.summary.db) instead of a report, to analyse the job "
                 "later from its ranks' summaries");
-  cmd->add_option("--rank", opts->rank,
-                  "With --summary: the rank to summarise of a trace of several, or the rank of a trace that names none");
+  cmd->add_option(
+      "--rank", opts->rank,
+      "With --summary: the rank to summarise of a trace of several, or the rank of a trace that names none");
   cmd->add_option("--threads", opts->threads, "Ranks analysed at once (default: the machine's cores)");
-  cmd->footer("Examples:\n"
-              "  dreamscope analyze trace.db\n"
-              "  dreamscope analyze rank0.pt.trace.json.gz --only hta,top-kernels\n"
-              "  dreamscope analyze trace.db --only critical-path\n"
-              "  dreamscope analyze trace.db --format md >> \"$GITHUB_STEP_SUMMARY\"\n"
-              "  dreamscope analyze trace.db --format html -o report.html\n"
-              "A distributed job (docs/multi-rank.md):\n"
-              "  dreamscope analyze traces/                      # a folder of per-rank traces\n"
-              "  dreamscope analyze 'traces/rank*.json.gz' --only stragglers\n"
-              "  dreamscope analyze job.db --format html -o job.html   # one trace of every rank\n"
-              "  srun dreamscope analyze --summary -o summaries/rank-$SLURM_PROCID.summary.db trace-$SLURM_PROCID.db\n"
-              "  dreamscope analyze summaries/                   # the job from its ranks' summaries\n"
-              "Exit codes: 0 ok, 1 unreadable trace or summary or unwritable output, 2 bad command line.");
+  cmd->footer(
+      "Examples:\n"
+      "  dreamscope analyze trace.db\n"
+      "  dreamscope analyze rank0.pt.trace.json.gz --only hta,top-kernels\n"
+      "  dreamscope analyze trace.db --only critical-path\n"
+      "  dreamscope analyze trace.db --format md >> \"$GITHUB_STEP_SUMMARY\"\n"
+      "  dreamscope analyze trace.db --format html -o report.html\n"
+      "A distributed job (docs/multi-rank.md):\n"
+      "  dreamscope analyze traces/                      # a folder of per-rank traces\n"
+      "  dreamscope analyze 'traces/rank*.json.gz' --only stragglers\n"
+      "  dreamscope analyze job.db --format html -o job.html   # one trace of every rank\n"
+      "  srun dreamscope analyze --summary -o summaries/rank-$SLURM_PROCID.summary.db trace-$SLURM_PROCID.db\n"
+      "  dreamscope analyze summaries/                   # the job from its ranks' summaries\n"
+      "Exit codes: 0 ok, 1 unreadable trace or summary or unwritable output, 2 bad command line.");
   return [opts, allow_empty] {
     const AnalyzeOptions& o = *opts;
     std::vector<analyzers::ReportSection> sections;
@@ -253,8 +256,8 @@ const CommandRegistration analyze_command(50, "analyze", [](CLI::App& app) -> Co
         analyzers::ReportOptions ro;
         if (!o.only.empty()) {
           if (sections.empty()) {
-            fmt::print(stderr, "dreamscope analyze: --only {}: {} is one process's trace, not a job\n",
-                       o.only.front(), in.traces.front().string());
+            fmt::print(stderr, "dreamscope analyze: --only {}: {} is one process's trace, not a job\n", o.only.front(),
+                       in.traces.front().string());
             return kExitUsage;
           }
           ro.sections = sections;
@@ -275,7 +278,8 @@ const CommandRegistration analyze_command(50, "analyze", [](CLI::App& app) -> Co
       if (const auto problem = output_problem(o.output)) throw TraceError("cannot write " + o.output + ": " + *problem);
     }
     if (single) {
-      return job_report(summarize_ranks_of(*single, in.traces.front().filename().string(), hta, thread_count(o.threads)));
+      return job_report(
+          summarize_ranks_of(*single, in.traces.front().filename().string(), hta, thread_count(o.threads)));
     }
 
     std::vector<analyzers::RankSummary> summaries;

@@ -29,7 +29,8 @@ struct CommandResult {
 };
 
 CommandResult run(const std::string& args) {
-  const std::string cmd = std::string("cd " DREAMSCOPE_SOURCE_DIR " && " DREAMSCOPE_BIN_DIR "/dreamscope ") + args + " 2>&1";
+  const std::string cmd =
+      std::string("cd " DREAMSCOPE_SOURCE_DIR " && " DREAMSCOPE_BIN_DIR "/dreamscope ") + args + " 2>&1";
   CommandResult r;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -78,7 +79,8 @@ TEST(AnalyzeJobCli, AFolderOfRanksGivesHtasNumbersPerRank) {
 
   const CommandResult text = run("analyze " + kDlrm.string() + " --only hta");
   ASSERT_EQ(text.exit_code, 0) << text.out;
-  EXPECT_NE(text.out.find("     1 -    6428    1246       11075       18749  34.28      6.65         59.07                2.47"),
+  EXPECT_NE(text.out.find(
+                "     1 -    6428    1246       11075       18749  34.28      6.65         59.07                2.47"),
             std::string::npos)
       << text.out;
   EXPECT_EQ(text.out.find("Collectives across ranks"), std::string::npos);
@@ -109,7 +111,8 @@ TEST(AnalyzeJobCli, OneTraceOfEveryRankIsAJob) {
       run("analyze --summary --rank 3 -o " + (dir / "rank3.summary.db").string() + " " + (dir / "job.db").string());
   ASSERT_EQ(summary.exit_code, 0) << summary.out;
   EXPECT_TRUE(fs::exists(dir / "rank3.summary.db"));
-  const CommandResult no_rank = run("analyze --summary -o " + (dir / "x.summary.db").string() + " " + (dir / "job.db").string());
+  const CommandResult no_rank =
+      run("analyze --summary -o " + (dir / "x.summary.db").string() + " " + (dir / "job.db").string());
   EXPECT_EQ(no_rank.exit_code, 1);
   EXPECT_NE(no_rank.out.find("job.db: holds 8 ranks; --rank R says which one to summarise"), std::string::npos)
       << no_rank.out;
@@ -164,9 +167,7 @@ TEST(AnalyzeJobCli, BadInputGetsOneLineNamingTheFile) {
   const fs::path bad = dir / "rank9.summary.db";
   std::ofstream(bad) << "not a summary\n";
   const auto files = dlrm_files();
-  auto one_line = [](const CommandResult& r) {
-    return std::count(r.out.begin(), r.out.end(), '\n') == 1;
-  };
+  auto one_line = [](const CommandResult& r) { return std::count(r.out.begin(), r.out.end(), '\n') == 1; };
   const CommandResult r = run("analyze " + files[0].string() + " " + files[1].string() + " " + bad.string());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out, "dreamscope analyze: " + bad.string() + ": not a rank summary (not an SQLite file)\n");
@@ -236,6 +237,32 @@ TEST(AnalyzeJobCli, NamesTheRankSlowedOnPurposeAndWhy) {
   const CommandResult text = run("analyze " + dir.path().string() + " --only stragglers");
   EXPECT_NE(text.out.find("Most costly straggler: rank 5, the straggler of 1 of 1 step(s)"), std::string::npos)
       << text.out;
+}
+
+// docs/multi-rank.md promises that the examples of its "Analysing a job" section run as
+// written from the repository root, in order (the summaries before the report of them).
+TEST(AnalyzeJobDocs, EveryExampleRuns) {
+  REQUIRE_DLRM();
+  std::ifstream doc(fs::path(DREAMSCOPE_SOURCE_DIR) / "docs/multi-rank.md");
+  ASSERT_TRUE(doc) << "docs/multi-rank.md";
+  ScratchDir dir;
+  const std::string prefix = "$ dreamscope analyze ";
+  bool in_section = false;
+  int examples = 0;
+  for (std::string line; std::getline(doc, line);) {
+    if (line.rfind("## ", 0) == 0) in_section = line.rfind("## Analysing a job", 0) == 0;
+    if (!in_section || line.rfind(prefix, 0) != 0) continue;
+    std::string args = line.substr(prefix.size());
+    const std::string scratch = dir.path().string() + "/";
+    for (std::size_t p = args.find("/tmp/"); p != std::string::npos; p = args.find("/tmp/", p + scratch.size())) {
+      args.replace(p, 5, scratch);
+    }
+    const CommandResult r = run("analyze " + args);
+    EXPECT_EQ(r.exit_code, 0) << line << "\n" << r.out.substr(0, 2000);
+    ++examples;
+  }
+  EXPECT_GE(examples, 6);
+  EXPECT_TRUE(fs::exists(dir / "job.html"));
 }
 
 } // namespace

@@ -253,9 +253,9 @@ TEST(JobAnalysis, HtaKernelTypesAddUpOverTheRanks) {
   s[0].hta.kernels = {{.name = "gemm", .type = analyzers::KernelType::Computation, .count = 3, .sum = 30}};
   s[1].rank = 1;
   s[1].hta.kernel_types = {{"COMPUTATION", 50, 50.0}, {"COMMUNICATION", 50, 50.0}};
-  s[1].hta.kernels = {{.name = "gemm", .type = analyzers::KernelType::Computation, .count = 5, .sum = 50},
-                      {.name = "ncclKernel_AllReduce", .type = analyzers::KernelType::Communication, .count = 1,
-                       .sum = 50}};
+  s[1].hta.kernels = {
+      {.name = "gemm", .type = analyzers::KernelType::Computation, .count = 5, .sum = 50},
+      {.name = "ncclKernel_AllReduce", .type = analyzers::KernelType::Communication, .count = 1, .sum = 50}};
   const auto r = analyzers::analyze_job(s);
   ASSERT_EQ(r.kernel_types.size(), 2u);
   EXPECT_EQ(r.kernel_types[0].kernel_type, "COMPUTATION");
@@ -328,16 +328,37 @@ TEST(RankSummaryFile, RoundTripsEveryField) {
   const auto traces = balanced_job(2, us(50), us(5));
   RankSummary s = analyzers::summarize_rank(traces[2], 2, "rank2.db");
   // Fields the CPU job leaves empty, so that they travel too.
-  s.hta.temporal = {.idle = 5, .compute = 7, .non_compute = 3, .kernel_time = 15, .idle_pct = 33.33,
-                    .compute_pct = 46.67, .non_compute_pct = 20.0};
+  s.hta.temporal = {.idle = 5,
+                    .compute = 7,
+                    .non_compute = 3,
+                    .kernel_time = 15,
+                    .idle_pct = 33.33,
+                    .compute_pct = 46.67,
+                    .non_compute_pct = 20.0};
   s.hta.comm_comp_overlap_pct = 4.503311258278146;
   s.hta.kernel_types = {{"COMPUTATION", 7, 70.0}, {"COMPUTATION overlapping COMMUNICATION", 3, 30.0}};
-  s.hta.kernels = {{.name = "gemm", .type = analyzers::KernelType::Computation, .count = 2, .sum = 7, .min = 3,
-                    .max = 4, .mean = 3.5, .stddev = 0.7071067811865476}};
-  s.hta.idle_time = {{.device = 0, .stream = 7, .host_wait = 5, .kernel_wait = 1, .other = 0,
-                      .host_wait_ratio = 0.83, .kernel_wait_ratio = 0.17, .other_ratio = 0}};
-  s.hta.launches = {.count = 2, .mean_cpu_duration = 9.04, .mean_gpu_duration = 26.25, .mean_launch_delay = 60.66,
-                    .max_launch_delay = 1482, .short_kernels = 1};
+  s.hta.kernels = {{.name = "gemm",
+                    .type = analyzers::KernelType::Computation,
+                    .count = 2,
+                    .sum = 7,
+                    .min = 3,
+                    .max = 4,
+                    .mean = 3.5,
+                    .stddev = 0.7071067811865476}};
+  s.hta.idle_time = {{.device = 0,
+                      .stream = 7,
+                      .host_wait = 5,
+                      .kernel_wait = 1,
+                      .other = 0,
+                      .host_wait_ratio = 0.83,
+                      .kernel_wait_ratio = 0.17,
+                      .other_ratio = 0}};
+  s.hta.launches = {.count = 2,
+                    .mean_cpu_duration = 9.04,
+                    .mean_gpu_duration = 26.25,
+                    .mean_launch_delay = 60.66,
+                    .max_launch_delay = 1482,
+                    .short_kernels = 1};
   s.hta.profiler_steps = 3;
   s.hta.step_filter_applied = true;
   s.collectives[0].bytes = 4096;

@@ -24,9 +24,9 @@ struct HtaRow {
 
 // HTA (facebookresearch/HolisticTraceAnalysis @ f4d0062) on the folder as one job.
 const HtaRow kReadme[8] = {
-    {6419, 1034, 5556, 13009, 4.50},  {6428, 1246, 11075, 18749, 2.47}, {7046, 1068, 3236, 11350, 7.88},
-    {8145, 1240, 9468, 18853, 3.31},  {8887, 1126, 6576, 16589, 0.56},  {9121, 1041, 6230, 16392, 0.64},
-    {7051, 1051, 3308, 11410, 7.56},  {8308, 1059, 1600, 10967, 9.51},
+    {6419, 1034, 5556, 13009, 4.50}, {6428, 1246, 11075, 18749, 2.47}, {7046, 1068, 3236, 11350, 7.88},
+    {8145, 1240, 9468, 18853, 3.31}, {8887, 1126, 6576, 16589, 0.56},  {9121, 1041, 6230, 16392, 0.64},
+    {7051, 1051, 3308, 11410, 7.56}, {8308, 1059, 1600, 10967, 9.51},
 };
 
 void expect_readme(const JobReport& r) {
@@ -100,7 +100,8 @@ TEST(JobConformance, DlrmPerRankHtaNumbersFromTheJobMergedIntoOneTrace) {
   if (!fs::exists(kDlrm)) GTEST_SKIP() << "shared test data not found: " << kDlrm;
   const Trace job = load_job(job_files({kDlrm.string()})).trace;
   std::vector<RankSummary> summaries;
-  for (const JobRank& r : job_ranks(job)) summaries.push_back(summarize_rank(rank_subtrace(job, r.rank), r.rank, "job"));
+  for (const JobRank& r : job_ranks(job))
+    summaries.push_back(summarize_rank(rank_subtrace(job, r.rank), r.rank, "job"));
   const JobReport merged = analyze_job(std::move(summaries));
   expect_readme(merged);
   // The same report as from the files, to the nanosecond.

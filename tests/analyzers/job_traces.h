@@ -17,8 +17,8 @@ namespace dreamscope::test {
 
 struct JobAction {
   enum Kind { DataWait, Compute, Collective } kind = Compute;
-  TimeNs time = 0;               // a wait's or compute's length; a collective's transfer
-  std::string op = "allreduce";  // PyTorch's "Collective name"
+  TimeNs time = 0;              // a wait's or compute's length; a collective's transfer
+  std::string op = "allreduce"; // PyTorch's "Collective name"
   std::string communicator = "0";
   std::vector<std::int64_t> members; // a collective's ranks; empty: every rank
 };

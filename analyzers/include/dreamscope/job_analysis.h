@@ -61,22 +61,21 @@ struct RankSummary {
   std::int64_t rank = kNoValue;
   std::int64_t local_rank = kNoValue;
   std::int64_t world_size = kNoValue;
-  std::string host;       // "" when the trace does not say; ranks of one host share a clock
-  std::string trace_name; // the file it was computed from, without its folder
-  std::string source;     // tracer, kineto, nsys
+  std::string host;          // "" when the trace does not say; ranks of one host share a clock
+  std::string trace_name;    // the file it was computed from, without its folder
+  std::string source;        // tracer, kineto, nsys
   TimeNs begin = 0, end = 0; // on the rank's own clock
   std::int64_t events = 0;
   RankHta hta;
-  std::string data_source; // data_stalls' source: "dreamscope annotations", "DataLoader operators", "none"
-  std::vector<RankStep> steps;        // in time order
-  std::vector<TimeSpan> data_waits;   // the training loop waiting for its batches, in time order
+  std::string data_source;          // data_stalls' source: "dreamscope annotations", "DataLoader operators", "none"
+  std::vector<RankStep> steps;      // in time order
+  std::vector<TimeSpan> data_waits; // the training loop waiting for its batches, in time order
   std::vector<RankCollectiveCall> collectives; // in time order
 };
 
 // The summary of one rank's trace (a file of one rank, or rank_subtrace of a job). `rank`
 // is the rank for_each_rank gave it, used when the trace's processes name none.
-RankSummary summarize_rank(const Trace& trace, std::int64_t rank, std::string trace_name,
-                           const HtaOptions& hta = {});
+RankSummary summarize_rank(const Trace& trace, std::int64_t rank, std::string trace_name, const HtaOptions& hta = {});
 
 // The summary file: SQLite, schema in docs/multi-rank.md ("The summary file").
 inline constexpr std::string_view kRankSummaryFormat = "dreamscope-rank-summary";
@@ -114,17 +113,17 @@ struct RankStepSplit {
 struct StepStraggler {
   std::int64_t step = kNoValue;
   std::string name;
-  TimeNs job_wait = 0;                // every rank's collective wait in the step
-  std::int64_t straggler = kNoValue;  // kNoValue: no rank waited for another in this step
-  TimeNs caused_wait = 0;             // the others' wait at the collectives it arrived at last
-  std::int64_t late_arrivals = 0;     // those collectives
-  TimeNs late_by = 0;                 // its arrivals after the others' median arrival, summed
+  TimeNs job_wait = 0;               // every rank's collective wait in the step
+  std::int64_t straggler = kNoValue; // kNoValue: no rank waited for another in this step
+  TimeNs caused_wait = 0;            // the others' wait at the collectives it arrived at last
+  std::int64_t late_arrivals = 0;    // those collectives
+  TimeNs late_by = 0;                // its arrivals after the others' median arrival, summed
   std::optional<StragglerCause> cause;
   // Its time since the ranks were last together, beyond the others' median, summed over the
   // collectives it arrived at last (negative: less than theirs).
   TimeNs excess_compute = 0, excess_input = 0, excess_held = 0, excess_transfer = 0;
-  std::int64_t held_by = kNoValue;    // the rank it waited for most before arriving, if it did
-  std::vector<RankStepSplit> ranks;   // by rank
+  std::int64_t held_by = kNoValue;  // the rank it waited for most before arriving, if it did
+  std::vector<RankStepSplit> ranks; // by rank
 };
 
 // Per rank, over the whole trace: time inside its collective calls (their union), of it
