@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -283,7 +284,17 @@ const CommandRegistration analyze_command(50, "analyze", [](CLI::App& app) -> Co
     }
 
     std::vector<analyzers::RankSummary> summaries;
-    for (const fs::path& f : in.summaries) summaries.push_back(analyzers::read_rank_summary(f));
+    std::map<std::int64_t, std::string> rank_from; // what gave each rank: a summary file, a trace file
+    auto claim = [&rank_from](std::int64_t rank, const std::string& from) {
+      if (auto [it, fresh] = rank_from.emplace(rank, from); !fresh) {
+        throw TraceError(it->second + " and " + from + " are both rank " + std::to_string(rank) +
+                         "; a job has one trace per rank");
+      }
+    };
+    for (const fs::path& f : in.summaries) {
+      summaries.push_back(analyzers::read_rank_summary(f));
+      claim(summaries.back().rank, f.string());
+    }
     if (!in.traces.empty()) {
       std::mutex m;
       JobLoadOptions load;
@@ -301,6 +312,7 @@ const CommandRegistration analyze_command(50, "analyze", [](CLI::App& app) -> Co
         analyzers::RankSummary s = analyzers::summarize_rank(t, rank, loading_file, hta);
         t = Trace(); // the rank's trace goes before the next is loaded
         std::lock_guard lock(m);
+        claim(s.rank, s.trace_name);
         summaries.push_back(std::move(s));
       });
     }

@@ -189,6 +189,22 @@ TEST(AnalyzeJobCli, BadInputGetsOneLineNamingTheFile) {
   EXPECT_EQ(same_rank.exit_code, 1);
   EXPECT_TRUE(one_line(same_rank)) << same_rank.out;
   EXPECT_NE(same_rank.out.find("rank 2"), std::string::npos) << same_rank.out;
+
+  // A summary of a rank given beside its trace, or twice.
+  const fs::path summary = dir / "worker2.summary.db";
+  ASSERT_EQ(run("analyze --summary -o " + summary.string() + " " + files[2].string()).exit_code, 0);
+  const fs::path copy = dir / "copy.summary.db";
+  fs::copy_file(summary, copy);
+  const CommandResult twice = run("analyze " + summary.string() + " " + copy.string());
+  EXPECT_EQ(twice.exit_code, 1);
+  EXPECT_EQ(twice.out, "dreamscope analyze: " + summary.string() + " and " + copy.string() +
+                           " are both rank 2; a job has one trace per rank\n");
+  const CommandResult beside = run("analyze " + summary.string() + " " + files[2].string());
+  EXPECT_EQ(beside.exit_code, 1);
+  EXPECT_TRUE(one_line(beside)) << beside.out;
+  EXPECT_NE(beside.out.find(summary.string() + " and " + files[2].filename().string() + " are both rank 2"),
+            std::string::npos)
+      << beside.out;
 }
 
 TEST(AnalyzeJobCli, CommandLineMistakes) {
