@@ -15,6 +15,7 @@ bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(
 
 struct Window {
   std::string name;
+  std::int64_t number;
   TimeNs start, end;
 };
 
@@ -37,7 +38,7 @@ DataStalls data_stalls(const Trace& trace) {
     std::string_view name = trace.str(ann.name[i]);
     std::string_view category = trace.str(ann.category[i]);
     const TimeNs dur = ann.end[i] - ann.start[i];
-    if (is_step(trace, i)) steps.push_back({step_label(trace, i), ann.start[i], ann.end[i]});
+    if (is_step(trace, i)) steps.push_back({step_label(trace, i), step_number(trace, i), ann.start[i], ann.end[i]});
     else if (category == annotation_category::kWait) waits.push_back(i);
     else if (category == annotation_category::kFetch) fetch_of_batch[ann.payload[i]] += dur;
     else if (category == annotation_category::kPrep) prep_of_batch[ann.payload[i]] += dur;
@@ -45,15 +46,18 @@ DataStalls data_stalls(const Trace& trace) {
   }
   std::sort(steps.begin(), steps.end(), [](const Window& a, const Window& b) { return a.start < b.start; });
   if (steps.empty() && trace.end_time() > trace.begin_time()) {
-    steps.push_back({"(whole trace)", trace.begin_time(), trace.end_time()});
+    steps.push_back({"(whole trace)", kNoValue, trace.begin_time(), trace.end_time()});
   }
 
   const bool annotated = !waits.empty() || !fetch_of_batch.empty() || !prep_of_batch.empty();
   const std::vector<EventIndex>& stalls = annotated ? waits : loader_ops;
   out.source = annotated ? "dreamscope annotations" : (!loader_ops.empty() ? "DataLoader operators" : "none");
+  for (EventIndex i : stalls) out.waits.push_back({ann.start[i], ann.end[i]});
+  std::sort(out.waits.begin(), out.waits.end(),
+            [](const TimeSpan& a, const TimeSpan& b) { return a.start != b.start ? a.start < b.start : a.end < b.end; });
 
   for (const Window& w : steps) {
-    StepDataStall s{.step = w.name, .start = w.start, .end = w.end};
+    StepDataStall s{.step = w.name, .number = w.number, .start = w.start, .end = w.end};
     std::set<std::int64_t> batches;
     for (EventIndex i : stalls) {
       s.data_wait += overlap(ann.start[i], ann.end[i], w);

@@ -18,8 +18,8 @@ constexpr const char* kCudaApiColour = "#f28e2b";
 constexpr const char* kGpuOnlyColour = "#59a14f";
 constexpr const char* kOverlapColour = "#e15759";
 constexpr const char* kKernelColour = "#76b7b2";
-// Indexed by PathCategory: CPU work, GPU work, launch latency, sync wait, data-flow wait, idle
-// gap. Darker than the cross-stack colours so that no chart's colour appears in another.
+// Indexed by PathCategory: CPU work, GPU work, launch latency, sync wait, data-flow wait,
+// collective wait, idle gap. Darker than the cross-stack colours so that no chart's colour appears in another.
 constexpr const char* kPathColours[kPathCategories] = {"#2f4b7c", "#3a7d34", "#c46f14", "#a4262c",
                                                         "#7b4f8e", "#1f8a8a", "#8c8c8c"};
 constexpr const char* kStepColours[kStepCategories] = {"#59a14f", "#edc948", "#b07aa1", "#ff9da7",
@@ -29,7 +29,7 @@ constexpr const char* kStepColours[kStepCategories] = {"#59a14f", "#edc948", "#b
 
 namespace detail {
 
-std::string html_escape(std::string_view s) {
+std::string escape(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (char c : s) {
@@ -44,12 +44,6 @@ std::string html_escape(std::string_view s) {
   return out;
 }
 
-} // namespace detail
-
-namespace {
-
-std::string escape(std::string_view s) { return detail::html_escape(s); }
-
 std::string clip(std::string_view s, std::size_t n) {
   if (s.size() <= n) return std::string(s);
   return std::string(s.substr(0, n - 1)) + "\u2026";
@@ -63,17 +57,6 @@ std::string legend(const std::vector<std::pair<std::string, const char*>>& items
   }
   return out + "</div>\n";
 }
-
-constexpr int kChartWidth = 1180;
-constexpr int kLabelWidth = 330;
-constexpr int kBarArea = kChartWidth - kLabelWidth - 110;
-
-// Horizontal stacked bars, one per row, scaled to the longest row.
-struct StackedRow {
-  std::string label;
-  std::vector<double> parts;
-  std::string total_text;
-};
 
 std::string stacked_bars(const std::vector<StackedRow>& rows, const std::vector<const char*>& colours,
                          const std::string& title) {
@@ -104,6 +87,19 @@ std::string stacked_bars(const std::vector<StackedRow>& rows, const std::vector<
   }
   return out + "</svg>\n";
 }
+
+} // namespace detail
+
+namespace {
+
+using detail::clip;
+using detail::escape;
+using detail::html_table;
+using detail::kChartWidth;
+using detail::kLabelWidth;
+using detail::legend;
+using detail::StackedRow;
+using detail::stacked_bars;
 
 std::string cross_stack_chart(const CrossStackBreakdown& cs, std::size_t top) {
   std::vector<StackedRow> rows;
@@ -222,7 +218,7 @@ std::string html_table(const detail::Table& t) {
   return out + "</tbody></table>\n";
 }
 
-const char* const kHtmlStyle = R"(
+constexpr const char* kStyle = R"(
 body { font: 14px/1.45 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: #222; margin: 24px; background: #fff; }
 h1 { font-size: 22px; margin: 0 0 4px; }
 h2 { font-size: 18px; margin: 28px 0 6px; border-bottom: 1px solid #ddd; padding-bottom: 3px; }
@@ -237,12 +233,14 @@ th { background: #f6f6f6; }
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
 )";
 
+const char* html_style() { return kStyle; }
+
 } // namespace detail
 
 std::string render_html(const AnalysisReport& r) {
   const std::size_t top = std::max<std::size_t>(r.options.top, 1);
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
-  out += fmt::format("<title>dreamscope analyze: {}</title>\n<style>{}</style></head><body>\n", escape(r.trace_name), detail::kHtmlStyle);
+  out += fmt::format("<title>dreamscope analyze: {}</title>\n<style>{}</style></head><body>\n", escape(r.trace_name), detail::html_style());
   out += fmt::format("<h1>dreamscope analyze</h1>\n<p class=\"meta\">{} &middot; source {} &middot; {} events &middot; span {}</p>\n",
                      escape(r.trace_name), escape(r.source), r.events, format_ns(r.end - r.begin));
 

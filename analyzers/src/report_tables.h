@@ -5,6 +5,7 @@
 #include "dreamscope/report.h"
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dreamscope::analyzers::detail {
@@ -24,19 +25,36 @@ struct Section {
 
 std::vector<Section> report_sections(const AnalysisReport& report);
 
+// A table for a terminal (columns aligned, long cells clipped), for Markdown, for HTML: the
+// analysis report's, the job report's (job_report_render.cpp) and the diff's
+// (trace_diff_render.cpp).
+std::string text_table(const Table& t);
+std::string markdown_table(const Table& t);
+std::string html_table(const Table& t);
+
+// ---- HTML pieces shared by the reports (report_html.cpp)
+std::string escape(std::string_view s); // text and attribute values
+std::string clip(std::string_view s, std::size_t n); // to n characters, with an ellipsis
+const char* html_style();               // the reports' CSS
+
+inline constexpr int kChartWidth = 1180;
+inline constexpr int kLabelWidth = 330;
+inline constexpr int kBarArea = kChartWidth - kLabelWidth - 110;
+
+struct StackedRow {
+  std::string label;
+  std::vector<double> parts;
+  std::string total_text;
+};
+// Horizontal stacked bars as inline SVG, one per row, scaled to the longest row.
+std::string stacked_bars(const std::vector<StackedRow>& rows, const std::vector<const char*>& colours,
+                         const std::string& title);
+std::string legend(const std::vector<std::pair<std::string, const char*>>& items);
+
 // "12.345 ms", "830 ns": three decimals in the largest fitting unit.
 std::string format_ns(TimeNs ns);
 std::string format_pct(double fraction); // 0.4239 -> "42.39 %"
 // "GPU 0 stream 7", "thread 42 MainThread": how every section names a track.
 std::string track_label(const Trace& trace, TrackId t);
-
-// A table as aligned terminal columns, as Markdown, as an HTML <table> (also used by the
-// diff's renderers: analyzers/src/trace_diff_render.cpp).
-std::string text_table(const Table& t);
-std::string markdown_table(const Table& t);
-std::string html_table(const Table& t);
-std::string html_escape(std::string_view s);
-// The reports' CSS, for a <style> element.
-extern const char* const kHtmlStyle;
 
 } // namespace dreamscope::analyzers::detail

@@ -244,7 +244,7 @@ Section critical_path_section(const CriticalPathReport& c, std::size_t top) {
 }
 
 // Long kernel names make terminal tables unreadable; the JSON keeps them whole.
-std::string clip(const std::string& s, std::size_t width) {
+std::string clip_cell(const std::string& s, std::size_t width) {
   if (s.size() <= width) return s;
   return s.substr(0, width - 3) + "...";
 }
@@ -263,7 +263,7 @@ std::string text_table(const Table& t) {
   auto line = [&](const std::vector<std::string>& row) {
     out += " ";
     for (std::size_t c = 0; c < row.size() && c < width.size(); ++c) {
-      const std::string cell = clip(row[c], kMaxColumn);
+      const std::string cell = clip_cell(row[c], kMaxColumn);
       out += t.numeric[c] ? fmt::format(" {:>{}}", cell, width[c]) : fmt::format(" {:<{}}", cell, width[c]);
     }
     while (!out.empty() && out.back() == ' ') out.pop_back();

@@ -216,18 +216,18 @@ std::string diverging_bars(const std::vector<std::pair<std::string, double>>& ro
   for (const auto& [label, v] : rows) largest = std::max(largest, std::abs(v));
   const int height = static_cast<int>(rows.size()) * kRow + 10;
   std::string out = fmt::format("<svg class=\"chart\" width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"{}\">\n",
-                                kWidth, height, detail::html_escape(title));
+                                kWidth, height, detail::escape(title));
   out += fmt::format("<line x1=\"{}\" y1=\"0\" x2=\"{}\" y2=\"{}\" stroke=\"#999\"/>\n", kMiddle, kMiddle, height);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& [label, v] = rows[i];
     const int y = static_cast<int>(i) * kRow + 5;
     const std::string shown = label.size() > 60 ? label.substr(0, 57) + "..." : label;
     out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", kLabel - 8, y + 15,
-                       detail::html_escape(shown));
+                       detail::escape(shown));
     const double w = largest > 0 ? std::abs(v) / largest * kHalf : 0;
     const double x = v >= 0 ? kMiddle : kMiddle - w;
     out += fmt::format("<rect x=\"{:.2f}\" y=\"{}\" width=\"{:.2f}\" height=\"18\" fill=\"{}\"><title>{}</title></rect>\n",
-                       x, y + 1, w, v >= 0 ? kSlowerColour : kFasterColour, detail::html_escape(label));
+                       x, y + 1, w, v >= 0 ? kSlowerColour : kFasterColour, detail::escape(label));
     const double tx = v >= 0 ? kMiddle + w + 6 : kMiddle - w - 6;
     out += fmt::format("<text x=\"{:.2f}\" y=\"{}\" text-anchor=\"{}\">{}</text>\n", tx, y + 15,
                        v >= 0 ? "start" : "end", signed_ns(v));
@@ -313,13 +313,13 @@ std::string render_diff_json(const TraceDiff& d) {
 
 std::string render_diff_html(const TraceDiff& d, std::size_t top) {
   top = std::max<std::size_t>(top, 1);
-  using detail::html_escape;
+  using detail::escape;
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
   out += fmt::format("<title>dreamscope diff: {} → {}</title>\n<style>{}</style></head><body>\n",
-                     html_escape(d.name_a), html_escape(d.name_b), detail::kHtmlStyle);
+                     escape(d.name_a), escape(d.name_b), detail::html_style());
   out += "<h1>dreamscope diff</h1>\n";
   out += "<p class=\"meta\">";
-  for (const auto& line : summary_lines(d)) out += html_escape(line) + "<br>\n";
+  for (const auto& line : summary_lines(d)) out += escape(line) + "<br>\n";
   out += "</p>\n";
 
   std::vector<std::pair<std::string, double>> impacts;
@@ -337,10 +337,10 @@ std::string render_diff_html(const TraceDiff& d, std::size_t top) {
   out += diverging_bars(steps, "Step duration change");
 
   for (const auto& p : parts(d, top)) {
-    out += fmt::format("<h2>{}</h2>\n", html_escape(p.title));
-    for (const auto& n : p.notes) out += fmt::format("<p class=\"note\">{}</p>\n", html_escape(n));
+    out += fmt::format("<h2>{}</h2>\n", escape(p.title));
+    for (const auto& n : p.notes) out += fmt::format("<p class=\"note\">{}</p>\n", escape(n));
     for (const auto& [subtitle, table] : p.tables) {
-      if (!subtitle.empty()) out += fmt::format("<h3>{}</h3>\n", html_escape(subtitle));
+      if (!subtitle.empty()) out += fmt::format("<h3>{}</h3>\n", escape(subtitle));
       out += detail::html_table(table);
     }
   }

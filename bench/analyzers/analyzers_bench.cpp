@@ -1,7 +1,10 @@
 // Time of a full `dreamscope analyze` on the MTIA trace (448k events, the largest in
-// ../shared/data), split into the import, each analysis and each rendering. The trace is
-// imported once; the analyses are pure functions of it.
+// ../shared/data), split into the import, each analysis and each rendering; and of a job's
+// analysis: one rank's summary, the report from 64. The trace is imported once; the analyses
+// are pure functions of it.
+#include <dreamscope/collectives.h>
 #include <dreamscope/importers.h>
+#include <dreamscope/job_analysis.h>
 #include <dreamscope/report.h>
 
 #include <benchmark/benchmark.h>
@@ -79,6 +82,27 @@ BENCHMARK(BM_StepBreakdown)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_GpuEfficiency)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DataStalls)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TopKernels)->Unit(benchmark::kMillisecond);
+
+// A job's analysis per rank (bench/job_analysis.sh runs 64 of them end to end): the rank's
+// summary, its parts, and the job report from 64 such summaries.
+void BM_RankSummary(benchmark::State& s) {
+  analysis(s, [](const Trace& t) { return summarize_rank(t, 0, "mtia_rank_0.json.gz"); });
+}
+void BM_FindCollectives(benchmark::State& s) { analysis(s, [](const Trace& t) { return find_collectives(t); }); }
+BENCHMARK(BM_RankSummary)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FindCollectives)->Unit(benchmark::kMillisecond);
+
+void BM_JobReportOf64Ranks(benchmark::State& state) {
+  const RankSummary one = summarize_rank(mtia(), 0, "mtia_rank_0.json.gz");
+  std::vector<RankSummary> ranks(64, one);
+  for (std::int64_t r = 0; r < 64; ++r) ranks[static_cast<std::size_t>(r)].rank = r;
+  for (auto _ : state) {
+    const JobReport report = analyze_job(ranks);
+    benchmark::DoNotOptimize(render_job_text(report));
+    benchmark::DoNotOptimize(render_job_json(report));
+  }
+}
+BENCHMARK(BM_JobReportOf64Ranks)->Unit(benchmark::kMillisecond);
 
 } // namespace
 

@@ -197,6 +197,7 @@ double estimated_achieved_occupancy(const LaunchConfig& launch, const DeviceInfo
 
 struct StepDataStall {
   std::string step;
+  std::int64_t number = kNoValue; // step_number(); kNoValue for "(whole trace)"
   TimeNs start = 0, end = 0;
   TimeNs data_wait = 0; // the training thread waiting for its batch (exposed stall)
   TimeNs fetch = 0;     // fetch work for the batches consumed in this step
@@ -207,9 +208,15 @@ struct StepDataStall {
   }
 };
 
+struct TimeSpan {
+  TimeNs start = 0, end = 0;
+  bool operator==(const TimeSpan&) const = default;
+};
+
 struct DataStalls {
   std::string source; // "dreamscope annotations", "DataLoader operators", or "none"
   std::vector<StepDataStall> steps;
+  std::vector<TimeSpan> waits; // the waits the steps' data_wait adds up, in time order
   TimeNs total_wait = 0, total_time = 0;
 };
 

@@ -1,0 +1,469 @@
+// A rank's summary as a small SQLite file (schema in docs/multi-rank.md, "The summary file").
+// Its own tables, none named like a trace's, so that no trace reader takes it for a trace.
+#include "dreamscope/job_analysis.h"
+
+#include <sqlite3.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace dreamscope::analyzers {
+
+namespace {
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE summary_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE rank_info(rank INTEGER NOT NULL, local_rank INTEGER, world_size INTEGER, host TEXT NOT NULL,
+  trace_name TEXT NOT NULL, source TEXT NOT NULL, begin_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
+  events INTEGER NOT NULL, data_source TEXT NOT NULL);
+CREATE TABLE hta_rank(idle_us INTEGER NOT NULL, compute_us INTEGER NOT NULL, non_compute_us INTEGER NOT NULL,
+  kernel_time_us INTEGER NOT NULL, idle_pct REAL NOT NULL, compute_pct REAL NOT NULL, non_compute_pct REAL NOT NULL,
+  comm_comp_overlap_pct REAL, launches INTEGER NOT NULL, mean_cpu_duration_us REAL NOT NULL,
+  mean_gpu_duration_us REAL NOT NULL, mean_launch_delay_us REAL NOT NULL, max_launch_delay_us INTEGER NOT NULL,
+  short_kernels INTEGER NOT NULL, profiler_steps INTEGER NOT NULL, step_filter_applied INTEGER NOT NULL);
+CREATE TABLE hta_kernel_type(kernel_type TEXT NOT NULL, sum_us INTEGER NOT NULL, percentage REAL NOT NULL);
+CREATE TABLE hta_kernel(name TEXT NOT NULL, kernel_type TEXT NOT NULL, count INTEGER NOT NULL, sum_us INTEGER NOT NULL,
+  min_us INTEGER NOT NULL, max_us INTEGER NOT NULL, mean_us REAL NOT NULL, stddev_us REAL NOT NULL);
+CREATE TABLE hta_idle_time(device INTEGER, stream INTEGER, host_wait_us INTEGER NOT NULL,
+  kernel_wait_us INTEGER NOT NULL, other_us INTEGER NOT NULL, host_wait_ratio REAL NOT NULL,
+  kernel_wait_ratio REAL NOT NULL, other_ratio REAL NOT NULL);
+CREATE TABLE step(number INTEGER, name TEXT NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
+  data_wait_ns INTEGER NOT NULL);
+CREATE TABLE data_wait(start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL);
+CREATE TABLE collective(communicator TEXT NOT NULL, sequence INTEGER NOT NULL, pytorch_sequence INTEGER NOT NULL,
+  step INTEGER, op TEXT NOT NULL, bytes INTEGER, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL);
+)sql";
+
+struct DbClose {
+  void operator()(sqlite3* db) const { sqlite3_close(db); }
+};
+struct StmtFinalize {
+  void operator()(sqlite3_stmt* s) const { sqlite3_finalize(s); }
+};
+using Db = std::unique_ptr<sqlite3, DbClose>;
+using Stmt = std::unique_ptr<sqlite3_stmt, StmtFinalize>;
+
+class SummaryDb {
+ public:
+  // `name`: how errors name the file (the target of a file written under another name).
+  SummaryDb(const std::filesystem::path& path, int flags, std::string name = {})
+      : path_(name.empty() ? path.string() : std::move(name)) {
+    const std::string file = path.string();
+    sqlite3* raw = nullptr;
+    const int rc = sqlite3_open_v2(file.c_str(), &raw, flags, nullptr);
+    db_.reset(raw);
+    if (rc != SQLITE_OK) fail(rc == SQLITE_CANTOPEN ? "cannot open" : sqlite3_errstr(rc));
+  }
+
+  [[noreturn]] void fail(const std::string& what) const { throw TraceError(path_ + ": " + what); }
+
+  void exec(const char* sql) {
+    char* error = nullptr;
+    if (sqlite3_exec(db_.get(), sql, nullptr, nullptr, &error) != SQLITE_OK) {
+      const std::string message = error ? error : "unknown error";
+      sqlite3_free(error);
+      fail(message);
+    }
+  }
+
+  Stmt prepare(const std::string& sql) const {
+    sqlite3_stmt* raw = nullptr;
+    if (sqlite3_prepare_v2(db_.get(), sql.c_str(), -1, &raw, nullptr) != SQLITE_OK) {
+      fail(sqlite3_errmsg(db_.get()));
+    }
+    return Stmt(raw);
+  }
+
+  bool has_table(const std::string& name) const {
+    Stmt s = prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
+    sqlite3_bind_text(s.get(), 1, name.c_str(), -1, SQLITE_TRANSIENT);
+    return sqlite3_step(s.get()) == SQLITE_ROW;
+  }
+
+  void step_done(sqlite3_stmt* s) const {
+    if (sqlite3_step(s) != SQLITE_DONE) fail(sqlite3_errmsg(db_.get()));
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+  }
+
+  sqlite3* get() const { return db_.get(); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  Db db_;
+};
+
+// ---- Writing
+
+class Binder {
+ public:
+  explicit Binder(sqlite3_stmt* s) : s_(s) {}
+  Binder& i(std::int64_t v) {
+    sqlite3_bind_int64(s_, ++n_, v);
+    return *this;
+  }
+  Binder& maybe(std::int64_t v) { // kNoValue is NULL
+    if (v == kNoValue) sqlite3_bind_null(s_, ++n_);
+    else sqlite3_bind_int64(s_, ++n_, v);
+    return *this;
+  }
+  Binder& d(double v) {
+    sqlite3_bind_double(s_, ++n_, v);
+    return *this;
+  }
+  Binder& maybe(const std::optional<double>& v) {
+    if (v) sqlite3_bind_double(s_, ++n_, *v);
+    else sqlite3_bind_null(s_, ++n_);
+    return *this;
+  }
+  Binder& t(std::string_view v) {
+    sqlite3_bind_text(s_, ++n_, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+
+ private:
+  sqlite3_stmt* s_;
+  int n_ = 0;
+};
+
+void write_rows(SummaryDb& db, const RankSummary& s) {
+  {
+    Stmt st = db.prepare("INSERT INTO summary_meta VALUES (?, ?)");
+    const std::pair<const char*, std::string> meta[] = {{"format", std::string(kRankSummaryFormat)},
+                                                        {"version", std::to_string(kRankSummaryVersion)},
+                                                        {"dreamscope_version", DREAMSCOPE_VERSION}};
+    for (const auto& [k, v] : meta) {
+      Binder(st.get()).t(k).t(v);
+      db.step_done(st.get());
+    }
+  }
+  {
+    Stmt st = db.prepare("INSERT INTO rank_info VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    Binder(st.get())
+        .i(s.rank)
+        .maybe(s.local_rank)
+        .maybe(s.world_size)
+        .t(s.host)
+        .t(s.trace_name)
+        .t(s.source)
+        .i(s.begin)
+        .i(s.end)
+        .i(s.events)
+        .t(s.data_source);
+    db.step_done(st.get());
+  }
+  {
+    const TemporalBreakdown& t = s.hta.temporal;
+    const LaunchSummary& l = s.hta.launches;
+    Stmt st = db.prepare("INSERT INTO hta_rank VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    Binder(st.get())
+        .i(t.idle)
+        .i(t.compute)
+        .i(t.non_compute)
+        .i(t.kernel_time)
+        .d(t.idle_pct)
+        .d(t.compute_pct)
+        .d(t.non_compute_pct)
+        .maybe(s.hta.comm_comp_overlap_pct)
+        .i(l.count)
+        .d(l.mean_cpu_duration)
+        .d(l.mean_gpu_duration)
+        .d(l.mean_launch_delay)
+        .i(l.max_launch_delay)
+        .i(l.short_kernels)
+        .i(s.hta.profiler_steps)
+        .i(s.hta.step_filter_applied ? 1 : 0);
+    db.step_done(st.get());
+  }
+  {
+    Stmt st = db.prepare("INSERT INTO hta_kernel_type VALUES (?, ?, ?)");
+    for (const auto& k : s.hta.kernel_types) {
+      Binder(st.get()).t(k.kernel_type).i(k.sum).d(k.percentage);
+      db.step_done(st.get());
+    }
+  }
+  {
+    Stmt st = db.prepare("INSERT INTO hta_kernel VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+    for (const auto& k : s.hta.kernels) {
+      Binder(st.get()).t(k.name).t(to_string(k.type)).i(k.count).i(k.sum).i(k.min).i(k.max).d(k.mean).d(k.stddev);
+      db.step_done(st.get());
+    }
+  }
+  {
+    Stmt st = db.prepare("INSERT INTO hta_idle_time VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+    for (const auto& i : s.hta.idle_time) {
+      Binder(st.get())
+          .maybe(i.device)
+          .maybe(i.stream)
+          .i(i.host_wait)
+          .i(i.kernel_wait)
+          .i(i.other)
+          .d(i.host_wait_ratio)
+          .d(i.kernel_wait_ratio)
+          .d(i.other_ratio);
+      db.step_done(st.get());
+    }
+  }
+  {
+    Stmt st = db.prepare("INSERT INTO step VALUES (?, ?, ?, ?, ?)");
+    for (const auto& x : s.steps) {
+      Binder(st.get()).maybe(x.number).t(x.name).i(x.start).i(x.end).i(x.data_wait);
+      db.step_done(st.get());
+    }
+  }
+  {
+    Stmt st = db.prepare("INSERT INTO data_wait VALUES (?, ?)");
+    for (const auto& w : s.data_waits) {
+      Binder(st.get()).i(w.start).i(w.end);
+      db.step_done(st.get());
+    }
+  }
+  {
+    Stmt st = db.prepare("INSERT INTO collective VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+    for (const auto& c : s.collectives) {
+      Binder(st.get())
+          .t(c.communicator)
+          .i(c.sequence)
+          .i(c.pytorch_sequence ? 1 : 0)
+          .maybe(c.step)
+          .t(c.op)
+          .maybe(c.bytes)
+          .i(c.start)
+          .i(c.end);
+      db.step_done(st.get());
+    }
+  }
+}
+
+// ---- Reading
+
+// One row's columns, each checked for its type; a bad one throws naming table and row.
+class Row {
+ public:
+  Row(const SummaryDb& db, sqlite3_stmt* s, const char* table, std::int64_t row)
+      : db_(db), s_(s), table_(table), row_(row) {}
+
+  std::int64_t i(int c) const {
+    if (sqlite3_column_type(s_, c) != SQLITE_INTEGER) bad(c, "an integer");
+    return sqlite3_column_int64(s_, c);
+  }
+  std::int64_t maybe_i(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL ? kNoValue : i(c); }
+  double d(int c) const {
+    const int type = sqlite3_column_type(s_, c);
+    if (type != SQLITE_FLOAT && type != SQLITE_INTEGER) bad(c, "a number");
+    return sqlite3_column_double(s_, c);
+  }
+  std::optional<double> maybe_d(int c) const {
+    return sqlite3_column_type(s_, c) == SQLITE_NULL ? std::nullopt : std::optional<double>(d(c));
+  }
+  std::string t(int c) const {
+    if (sqlite3_column_type(s_, c) != SQLITE_TEXT) bad(c, "text");
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_, c));
+    return std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(s_, c)));
+  }
+  TimeSpan span(int c) const {
+    TimeSpan s{i(c), i(c + 1)};
+    if (s.end < s.start) problem("ends before it starts");
+    return s;
+  }
+  [[noreturn]] void problem(const std::string& what) const {
+    db_.fail("row " + std::to_string(row_) + " of table " + table_ + ": " + what);
+  }
+
+ private:
+  [[noreturn]] void bad(int c, const char* expected) const {
+    problem(std::string("column ") + sqlite3_column_name(s_, c) + " is not " + expected);
+  }
+  const SummaryDb& db_;
+  sqlite3_stmt* s_;
+  const char* table_;
+  std::int64_t row_;
+};
+
+template <class Fn>
+std::int64_t for_each_row(const SummaryDb& db, const char* table, const char* columns, Fn&& fn) {
+  Stmt st = db.prepare(std::string("SELECT ") + columns + " FROM " + table + " ORDER BY rowid");
+  std::int64_t n = 0;
+  for (int rc; (rc = sqlite3_step(st.get())) != SQLITE_DONE;) {
+    if (rc != SQLITE_ROW) db.fail(sqlite3_errmsg(db.get()));
+    fn(Row(db, st.get(), table, ++n));
+  }
+  return n;
+}
+
+KernelType kernel_type_named(const Row& row, const std::string& name) {
+  for (KernelType t : {KernelType::Communication, KernelType::Memory, KernelType::Computation, KernelType::Other}) {
+    if (to_string(t) == name) return t;
+  }
+  row.problem("names an unknown kernel type '" + name + "'");
+}
+
+RankSummary read_rows(const SummaryDb& db) {
+  RankSummary s;
+  const std::int64_t infos = for_each_row(db, "rank_info",
+                                          "rank, local_rank, world_size, host, trace_name, source, begin_ns, "
+                                          "end_ns, events, data_source",
+                                          [&](const Row& r) {
+                                            s.rank = r.i(0);
+                                            s.local_rank = r.maybe_i(1);
+                                            s.world_size = r.maybe_i(2);
+                                            s.host = r.t(3);
+                                            s.trace_name = r.t(4);
+                                            s.source = r.t(5);
+                                            const TimeSpan span = r.span(6);
+                                            s.begin = span.start;
+                                            s.end = span.end;
+                                            s.events = r.i(8);
+                                            s.data_source = r.t(9);
+                                            if (s.rank < 0) r.problem("has a negative rank");
+                                          });
+  if (infos != 1) db.fail("table rank_info has " + std::to_string(infos) + " rows, not 1");
+  const std::int64_t htas =
+      for_each_row(db, "hta_rank",
+                   "idle_us, compute_us, non_compute_us, kernel_time_us, idle_pct, compute_pct, non_compute_pct, "
+                   "comm_comp_overlap_pct, launches, mean_cpu_duration_us, mean_gpu_duration_us, mean_launch_delay_us, "
+                   "max_launch_delay_us, short_kernels, profiler_steps, step_filter_applied",
+                   [&](const Row& r) {
+                     TemporalBreakdown& t = s.hta.temporal;
+                     t.idle = r.i(0);
+                     t.compute = r.i(1);
+                     t.non_compute = r.i(2);
+                     t.kernel_time = r.i(3);
+                     t.idle_pct = r.d(4);
+                     t.compute_pct = r.d(5);
+                     t.non_compute_pct = r.d(6);
+                     s.hta.comm_comp_overlap_pct = r.maybe_d(7);
+                     LaunchSummary& l = s.hta.launches;
+                     l.count = r.i(8);
+                     l.mean_cpu_duration = r.d(9);
+                     l.mean_gpu_duration = r.d(10);
+                     l.mean_launch_delay = r.d(11);
+                     l.max_launch_delay = r.i(12);
+                     l.short_kernels = r.i(13);
+                     s.hta.profiler_steps = r.i(14);
+                     s.hta.step_filter_applied = r.i(15) != 0;
+                   });
+  if (htas != 1) db.fail("table hta_rank has " + std::to_string(htas) + " rows, not 1");
+  for_each_row(db, "hta_kernel_type", "kernel_type, sum_us, percentage", [&](const Row& r) {
+    s.hta.kernel_types.push_back({r.t(0), r.i(1), r.d(2)});
+  });
+  for_each_row(db, "hta_kernel", "name, kernel_type, count, sum_us, min_us, max_us, mean_us, stddev_us",
+               [&](const Row& r) {
+                 KernelNameStats k;
+                 k.name = r.t(0);
+                 k.type = kernel_type_named(r, r.t(1));
+                 k.count = r.i(2);
+                 k.sum = r.i(3);
+                 k.min = r.i(4);
+                 k.max = r.i(5);
+                 k.mean = r.d(6);
+                 k.stddev = r.d(7);
+                 s.hta.kernels.push_back(std::move(k));
+               });
+  for_each_row(db, "hta_idle_time",
+               "device, stream, host_wait_us, kernel_wait_us, other_us, host_wait_ratio, kernel_wait_ratio, "
+               "other_ratio",
+               [&](const Row& r) {
+                 s.hta.idle_time.push_back({.device = r.maybe_i(0),
+                                            .stream = r.maybe_i(1),
+                                            .host_wait = r.i(2),
+                                            .kernel_wait = r.i(3),
+                                            .other = r.i(4),
+                                            .host_wait_ratio = r.d(5),
+                                            .kernel_wait_ratio = r.d(6),
+                                            .other_ratio = r.d(7)});
+               });
+  for_each_row(db, "step", "number, name, start_ns, end_ns, data_wait_ns", [&](const Row& r) {
+    const TimeSpan span = r.span(2);
+    const TimeNs wait = r.i(4);
+    if (wait < 0) r.problem("has a negative data wait");
+    s.steps.push_back(
+        {.number = r.maybe_i(0), .name = r.t(1), .start = span.start, .end = span.end, .data_wait = wait});
+  });
+  for_each_row(db, "data_wait", "start_ns, end_ns", [&](const Row& r) { s.data_waits.push_back(r.span(0)); });
+  for_each_row(db, "collective", "communicator, sequence, pytorch_sequence, step, op, bytes, start_ns, end_ns",
+               [&](const Row& r) {
+                 const TimeSpan span = r.span(6);
+                 s.collectives.push_back({.communicator = r.t(0),
+                                          .sequence = r.i(1),
+                                          .pytorch_sequence = r.i(2) != 0,
+                                          .step = r.maybe_i(3),
+                                          .op = r.t(4),
+                                          .bytes = r.maybe_i(5),
+                                          .start = span.start,
+                                          .end = span.end});
+               });
+  return s;
+}
+
+bool sqlite_header(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  char head[16] = {};
+  in.read(head, sizeof head);
+  return in.gcount() == 16 && std::memcmp(head, "SQLite format 3", 16) == 0;
+}
+
+} // namespace
+
+void write_rank_summary(const RankSummary& summary, const std::filesystem::path& path) {
+  // Written beside the target and renamed over it: a reader never sees half a summary.
+  const std::filesystem::path partial = path.string() + ".partial";
+  std::error_code ec;
+  std::filesystem::remove(partial, ec);
+  try {
+    SummaryDb db(partial, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, path.string() + ": cannot write the summary");
+    // Small pages: a summary is a few rows per table, and its tables are many.
+    db.exec("PRAGMA page_size = 1024; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;");
+    db.exec("BEGIN");
+    db.exec(kSchema);
+    write_rows(db, summary);
+    db.exec("COMMIT");
+  } catch (const TraceError&) {
+    std::filesystem::remove(partial, ec);
+    throw;
+  }
+  std::filesystem::rename(partial, path, ec);
+  if (ec) {
+    std::filesystem::remove(partial, ec);
+    throw TraceError(path.string() + ": cannot write the summary: " + ec.message());
+  }
+}
+
+bool is_rank_summary_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec) || !sqlite_header(path)) return false;
+  try {
+    SummaryDb db(path, SQLITE_OPEN_READONLY);
+    return db.has_table("summary_meta");
+  } catch (const TraceError&) {
+    return false;
+  }
+}
+
+RankSummary read_rank_summary(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw TraceError(path.string() + ": no such file");
+  if (!std::filesystem::is_regular_file(path, ec)) throw TraceError(path.string() + ": not a file");
+  if (!sqlite_header(path)) throw TraceError(path.string() + ": not a rank summary (not an SQLite file)");
+  SummaryDb db(path, SQLITE_OPEN_READONLY);
+  if (!db.has_table("summary_meta")) {
+    throw TraceError(path.string() + ": not a rank summary (an SQLite file with no summary_meta table)");
+  }
+  std::map<std::string, std::string> meta;
+  for_each_row(db, "summary_meta", "key, value", [&](const Row& r) { meta[r.t(0)] = r.t(1); });
+  if (meta["format"] != kRankSummaryFormat) {
+    throw TraceError(path.string() + ": not a rank summary (format '" + meta["format"] + "')");
+  }
+  if (meta["version"] != std::to_string(kRankSummaryVersion)) {
+    throw TraceError(path.string() + ": rank summary version " + meta["version"] + "; this dreamscope reads version " +
+                     std::to_string(kRankSummaryVersion) + " (summarise the rank again with this dreamscope)");
+  }
+  return read_rows(db);
+}
+
+} // namespace dreamscope::analyzers
