@@ -126,10 +126,6 @@ std::vector<analyzers::RankSummary> summarize_ranks_of(const Trace& trace, const
   return out;
 }
 
-// The file whose trace a loading thread holds: for_each_rank calls check_file with it on the
-// thread that then visits that file's ranks, so the summary can name its file.
-thread_local std::string loading_file;
-
 int write_summary(const AnalyzeOptions& o, const JobInputs& in, const analyzers::HtaOptions& hta, bool allow_empty) {
   if (o.output.empty() || o.output == "-") {
     fmt::print(stderr, "dreamscope analyze: --summary needs -o FILE (rankN.summary.db)\n");
@@ -306,10 +302,9 @@ const CommandRegistration analyze_command(50, "analyze", [](CLI::App& app) -> Co
             throw TraceError(path.string() + ": " + problem + "; nothing to analyze (--allow-empty goes on anyway)");
           }
         }
-        loading_file = path.filename().string();
       };
-      for_each_rank(in.traces, load, [&](std::int64_t rank, Trace&& t) {
-        analyzers::RankSummary s = analyzers::summarize_rank(t, rank, loading_file, hta);
+      for_each_rank(in.traces, load, [&](std::int64_t rank, Trace&& t, const fs::path& file) {
+        analyzers::RankSummary s = analyzers::summarize_rank(t, rank, file.filename().string(), hta);
         t = Trace(); // the rank's trace goes before the next is loaded
         std::lock_guard lock(m);
         claim(s.rank, s.trace_name);

@@ -450,17 +450,18 @@ LoadedJob load_job(const std::vector<std::filesystem::path>& files, const JobLoa
   return job;
 }
 
-void for_each_rank(const std::vector<std::filesystem::path>& files, const JobLoadOptions& options,
-                   const std::function<void(std::int64_t rank, Trace&& trace)>& visit) {
+void for_each_rank(
+    const std::vector<std::filesystem::path>& files, const JobLoadOptions& options,
+    const std::function<void(std::int64_t rank, Trace&& trace, const std::filesystem::path& file)>& visit) {
   if (files.size() == 1) {
     Trace t = load_checked(files.front(), options);
     const auto ranks = job_ranks(t);
     if (ranks.empty()) {
-      visit(kNoValue, std::move(t));
+      visit(kNoValue, std::move(t), files.front());
       return;
     }
     parallel_for(ranks.size(), worker_count(options, ranks.size()),
-                 [&](std::size_t i) { visit(ranks[i].rank, rank_subtrace(t, ranks[i].rank)); });
+                 [&](std::size_t i) { visit(ranks[i].rank, rank_subtrace(t, ranks[i].rank), files.front()); });
     return;
   }
   // Ranks that a file does not name come from its name or place, as load_job
@@ -486,9 +487,9 @@ void for_each_rank(const std::vector<std::filesystem::path>& files, const JobLoa
       }
     }
     if (ranks.size() == 1) {
-      visit(*ranks.begin(), std::move(t));
+      visit(*ranks.begin(), std::move(t), files[i]);
     } else {
-      for (std::int64_t r : ranks) visit(r, rank_subtrace(t, r));
+      for (std::int64_t r : ranks) visit(r, rank_subtrace(t, r), files[i]);
     }
   });
 }

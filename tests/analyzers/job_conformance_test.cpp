@@ -47,11 +47,12 @@ void expect_readme(const JobReport& r) {
 std::vector<RankSummary> summaries_by_file() {
   std::mutex m;
   std::vector<RankSummary> out;
-  for_each_rank(job_files({kDlrm.string()}), JobLoadOptions{.threads = 2}, [&](std::int64_t rank, Trace&& t) {
-    RankSummary s = summarize_rank(t, rank, "worker" + std::to_string(rank));
-    std::lock_guard lock(m);
-    out.push_back(std::move(s));
-  });
+  for_each_rank(job_files({kDlrm.string()}), JobLoadOptions{.threads = 2},
+                [&](std::int64_t rank, Trace&& t, const std::filesystem::path&) {
+                  RankSummary s = summarize_rank(t, rank, "worker" + std::to_string(rank));
+                  std::lock_guard lock(m);
+                  out.push_back(std::move(s));
+                });
   return out;
 }
 

@@ -185,7 +185,7 @@ TEST(JobLoad, EachRankInTurnFromFilesOrFromOneMergedTrace) {
   const auto files = dlrm_files();
   std::mutex m;
   std::map<std::int64_t, std::size_t> events;
-  for_each_rank(files, JobLoadOptions{.threads = 2}, [&](std::int64_t rank, Trace&& t) {
+  for_each_rank(files, JobLoadOptions{.threads = 2}, [&](std::int64_t rank, Trace&& t, const std::filesystem::path&) {
     std::lock_guard lock(m);
     events[rank] = t.event_count();
   });
@@ -194,14 +194,14 @@ TEST(JobLoad, EachRankInTurnFromFilesOrFromOneMergedTrace) {
   test::ScratchDir dir;
   write_trace(load_job(files).trace, dir / "job.db");
   std::map<std::int64_t, std::size_t> from_one;
-  for_each_rank({dir / "job.db"}, {}, [&](std::int64_t rank, Trace&& t) {
+  for_each_rank({dir / "job.db"}, {}, [&](std::int64_t rank, Trace&& t, const std::filesystem::path&) {
     std::lock_guard lock(m);
     from_one[rank] = t.event_count();
   });
   EXPECT_EQ(from_one, events);
 
   EXPECT_THROW(for_each_rank(files, {},
-                             [](std::int64_t rank, Trace&&) {
+                             [](std::int64_t rank, Trace&&, const std::filesystem::path&) {
                                if (rank == 3) throw TraceError("rank 3 is bad");
                              }),
                TraceError);

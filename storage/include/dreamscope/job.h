@@ -100,6 +100,6 @@ LoadedJob load_job(const std::vector<std::filesystem::path>& files, const JobLoa
 // with several ranks is cut into them (rank_subtrace). A file that names no
 // rank is passed as it is, with the rank its name or place gives it.
 void for_each_rank(const std::vector<std::filesystem::path>& files, const JobLoadOptions& options,
-                   const std::function<void(std::int64_t rank, Trace&& trace)>& visit);
+                   const std::function<void(std::int64_t rank, Trace&& trace, const std::filesystem::path& file)>& visit);
 
 } // namespace dreamscope
