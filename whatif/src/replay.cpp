@@ -16,8 +16,12 @@ double StepTime::error() const {
 
 namespace {
 
-// The ranks' rows of each step number as one step of the job; steps of no rank, or of no
-// number, stay as they are.
+// The ranks' rows of each step number as one step of the job, as long as its slowest rank's:
+// the measured times of the rank whose step took longest as measured, the predicted ones of
+// the rank whose step takes longest in the prediction. Not the span from the first rank's
+// start to the last rank's end: ranks begin a step apart by however much they drifted, and
+// that skew is no part of what a step costs the job. Steps of no rank, or of no number, stay
+// as they are.
 std::vector<StepTime> job_steps(const Trace& trace, std::vector<StepTime> rows) {
   const std::vector<std::int64_t> rank = track_ranks(trace);
   const auto& ann = trace.annotations();
@@ -40,14 +44,16 @@ std::vector<StepTime> job_steps(const Trace& trace, std::vector<StepTime> rows) 
       continue;
     }
     StepTime& job = out[it->second];
-    if (s.measured_end > job.measured_end) {
+    if (s.measured() > job.measured()) {
       job.row = s.row;
       job.name = std::move(s.name);
+      job.measured_start = s.measured_start;
+      job.measured_end = s.measured_end;
     }
-    job.measured_start = std::min(job.measured_start, s.measured_start);
-    job.measured_end = std::max(job.measured_end, s.measured_end);
-    job.predicted_start = std::min(job.predicted_start, s.predicted_start);
-    job.predicted_end = std::max(job.predicted_end, s.predicted_end);
+    if (s.predicted() > job.predicted()) {
+      job.predicted_start = s.predicted_start;
+      job.predicted_end = s.predicted_end;
+    }
     ++job.ranks;
   }
   std::stable_sort(out.begin(), out.end(),

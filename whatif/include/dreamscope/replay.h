@@ -30,8 +30,8 @@ TimeNs predicted_instant(const DependencyGraph& graph, const SimulationResult& r
 
 // Steps are found by find_steps() (dreamscope/steps.h), once per trace: the simulations of
 // one trace share its step rows. In a trace of several ranks, a step is the job's: the ranks'
-// rows of one step number are one step, from the first rank's start to the last rank's end
-// (its row is the rank that ended last in the measured run).
+// rows of one step number are one step, as long as its slowest rank's (measured and
+// predicted each from the rank that took longest; its row is the measured one's).
 
 struct StepTime {
   std::string name;
