@@ -387,7 +387,8 @@ const CommandRegistration trace_command(10, "trace", [](CLI::App& app) -> Comman
   cmd->add_option("command", o->command, "The command to trace, after --")->expected(-1);
   cmd->footer("Exit status: the command's own; 128+N when it was killed by signal N; 127 (not found) or 126\n"
               "(not runnable) when it could not be started, and 1 when OUTPUT cannot be written: both are\n"
-              "found before anything runs, and no trace is written.\n"
+              "found before anything runs, and no trace is written; 2 for a bad command line, or a --per-rank\n"
+              "output with %r where no rank variable is set.\n"
               "Every process of the job is in the one trace, with its rank, local rank and world size\n"
               "when its launcher set them (torchrun's RANK, LOCAL_RANK, WORLD_SIZE; Open MPI's, Slurm's, PMI's).\n"
               "Example:\n  dreamscope trace -o run.db -- python train.py --epochs 1\n"
