@@ -18,6 +18,7 @@ nvtxDomainHandle_t domain() {
     nvtxDomainNameCategoryA(h, DS_CATEGORY_PREP, "prep");
     nvtxDomainNameCategoryA(h, DS_CATEGORY_WAIT, "wait");
     nvtxDomainNameCategoryA(h, DS_CATEGORY_CPU, "cpu");
+    nvtxDomainNameCategoryA(h, DS_CATEGORY_COLLECTIVE, "collective");
     return h;
   }();
   return d;

@@ -5,9 +5,14 @@
 // (dreamscope/trace_log.h), into OUTPUT.d/; when the whole job has ended, the parts are
 // merged (merge_part_logs, dreamscope/trace_merge.h) into OUTPUT and the folder is removed.
 // The tracer is configured through the variables of dreamscope/tracer_environment.h.
+//
+// With --per-rank, this process is one rank of a job started by srun or mpirun on many
+// machines, and writes that rank's trace: the output names the rank (%r) from the same
+// launcher variables the tracer reads (dreamscope/rank_environment.h).
 #include "commands.h"
 #include "output.h"
 
+#include <dreamscope/rank_environment.h>
 #include <dreamscope/trace_file.h>
 #include <dreamscope/trace_merge.h>
 #include <dreamscope/tracer_environment.h>
@@ -46,8 +51,10 @@ struct TraceOptions {
   std::string cuda_api = "default";
   double delay_s = 0;
   double duration_s = -1;
+  bool output_given = false;
   bool force = false;
   bool keep_parts = false;
+  bool per_rank = false;
   int buffer_mb = 512;
   std::vector<std::string> command;
 };
@@ -84,9 +91,10 @@ std::optional<Runtime> find_runtime(std::string& why) {
   return std::nullopt;
 }
 
-// %p: the CLI's pid, %h: host, %t: local time (YYYYmmdd-HHMMSS), %n: the first number
-// that makes a file name not taken yet.
-std::string expand_output(const std::string& pattern) {
+// %p: the CLI's pid, %h: host, %t: local time (YYYYmmdd-HHMMSS), %r: the rank (given only
+// with --per-rank, where it is known), %%: a percent sign, %n: the first number that makes a
+// file name not taken yet.
+std::string expand_output(const std::string& pattern, std::int64_t rank) {
   auto expand = [&](int n) {
     std::string out;
     for (std::size_t i = 0; i < pattern.size(); ++i) {
@@ -110,6 +118,10 @@ std::string expand_output(const std::string& pattern) {
         out += buf;
       } else if (c == 'n') {
         out += std::to_string(n);
+      } else if (c == 'r' && rank != kNoValue) {
+        out += std::to_string(rank);
+      } else if (c == '%') {
+        out += '%';
       } else {
         out += '%';
         out += c;
@@ -123,6 +135,45 @@ std::string expand_output(const std::string& pattern) {
     std::string candidate = expand(n);
     if (!fs::exists(candidate, ec)) return candidate;
   }
+}
+
+// Whether `pattern` uses the conversion %c (not a literal "%%c").
+bool uses(const std::string& pattern, char c) {
+  for (std::size_t i = 0; i + 1 < pattern.size(); ++i) {
+    if (pattern[i] != '%') continue;
+    if (pattern[i + 1] == c) return true;
+    ++i; // "%%" and any other conversion: skip its letter
+  }
+  return false;
+}
+
+// The rank a --per-rank trace is of, or an error (printed) and kNoValue.
+std::optional<std::int64_t> per_rank_output_rank(const TraceOptions& o, const std::string& pattern) {
+  if (!o.per_rank) {
+    if (uses(pattern, 'r')) {
+      std::fprintf(stderr, "dreamscope trace: -o %s: %%r is the rank of a --per-rank trace (add --per-rank)\n",
+                   pattern.c_str());
+      return std::nullopt;
+    }
+    return kNoValue;
+  }
+  const RankPlacement place = rank_from_environment();
+  for (const auto& w : place.warnings) std::fprintf(stderr, "dreamscope trace: %s\n", w.c_str());
+  if (!uses(pattern, 'r') && !uses(pattern, 'p')) {
+    std::fprintf(stderr,
+                 "dreamscope trace: --per-rank -o %s: the output must name the rank (%%r) or the pid (%%p), "
+                 "or every rank writes the same file\n",
+                 pattern.c_str());
+    return std::nullopt;
+  }
+  if (uses(pattern, 'r') && !place.is_rank()) {
+    std::fprintf(stderr,
+                 "dreamscope trace: --per-rank -o %s: no rank in the environment (%s is not set): run it "
+                 "under the job's launcher (srun, mpirun), or use %%p\n",
+                 pattern.c_str(), rank_variable_names().c_str());
+    return std::nullopt;
+  }
+  return place.rank;
 }
 
 std::string signal_name(int sig) {
@@ -171,7 +222,10 @@ int run_trace(const TraceOptions& o) {
     std::fprintf(stderr, "dreamscope trace: %s\n", why.c_str());
     return kExitError;
   }
-  const fs::path output = expand_output(o.output);
+  const std::string pattern = o.per_rank && !o.output_given ? std::string("dreamscope-rank%r.db") : o.output;
+  const std::optional<std::int64_t> rank = per_rank_output_rank(o, pattern);
+  if (!rank) return kExitUsage;
+  const fs::path output = expand_output(pattern, *rank);
   std::error_code ec;
   if (fs::exists(output, ec) && !o.force) {
     std::fprintf(stderr, "dreamscope trace: %s exists (use --force to replace it)\n", output.c_str());
@@ -310,8 +364,9 @@ int run_trace(const TraceOptions& o) {
 const CommandRegistration trace_command(10, "trace", [](CLI::App& app) -> CommandAction {
   auto o = std::make_shared<TraceOptions>();
   auto* cmd = app.add_subcommand("trace", "Run a command with the tracer and write one trace of all its processes");
-  cmd->add_option("-o,--output", o->output,
-                  "Trace file; %n: first free number, %p: pid, %h: host, %t: date-time")
+  auto* output = cmd->add_option("-o,--output", o->output,
+                  "Trace file; %n: first free number, %p: pid, %h: host, %t: date-time, %r: rank (with "
+                  "--per-rank), %%: a percent sign (default with --per-rank: dreamscope-rank%r.db)")
       ->capture_default_str();
   cmd->add_flag("-f,--force", o->force, "Replace the output file if it exists");
   cmd->add_option("--trace", o->sources, "What to record: cuda, nvtx, or both (cuda,nvtx)")->capture_default_str();
@@ -326,13 +381,25 @@ const CommandRegistration trace_command(10, "trace", [](CLI::App& app) -> Comman
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   cmd->add_flag("--keep-parts", o->keep_parts, "Keep the per-process part files (OUTPUT.d/) after merging");
+  cmd->add_flag("--per-rank", o->per_rank,
+                "This is one rank of a job launched on many machines (srun, mpirun): write its own trace, "
+                "named by its rank (%r) from RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID or PMI_RANK");
   cmd->add_option("command", o->command, "The command to trace, after --")->expected(-1);
   cmd->footer("Exit status: the command's own; 128+N when it was killed by signal N; 127 (not found) or 126\n"
               "(not runnable) when it could not be started, and 1 when OUTPUT cannot be written: both are\n"
-              "found before anything runs, and no trace is written.\n"
+              "found before anything runs, and no trace is written; 2 for a bad command line, or a --per-rank\n"
+              "output with %r where no rank variable is set.\n"
+              "Every process of the job is in the one trace, with its rank, local rank and world size\n"
+              "when its launcher set them (torchrun's RANK, LOCAL_RANK, WORLD_SIZE; Open MPI's, Slurm's, PMI's).\n"
               "Example:\n  dreamscope trace -o run.db -- python train.py --epochs 1\n"
-              "  dreamscope trace -o cpu.db -- cpu_train --steps 50 --workers 2");
-  return [o] { return run_trace(*o); };
+              "  dreamscope trace -o cpu.db -- cpu_train --steps 50 --workers 2\n"
+              "  dreamscope trace -o job.db -- torchrun --nproc-per-node 4 train.py\n"
+              "  dreamscope trace -o job.db -- dist_train --launch 4\n"
+              "  srun -N 2 --ntasks-per-node 8 dreamscope trace --per-rank -o 'trace-%r.db' -- python train.py");
+  return [o, output] {
+    o->output_given = output->count() > 0;
+    return run_trace(*o);
+  };
 });
 
 } // namespace

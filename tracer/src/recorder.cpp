@@ -85,6 +85,11 @@ bool tracer_start() {
   auto* t = new Tracer();
   g_tracer = t;
   t->config = config_from_environment();
+  t->placement = rank_from_environment();
+  for (const auto& w : t->placement.warnings) tracer_add_warning(w);
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  t->host = host;
   if (t->config.output_dir.empty()) {
     // Standalone LD_PRELOAD use: one folder per job, shared with every child through the
     // environment they inherit.

@@ -24,12 +24,6 @@ std::string own_command_line() {
   return raw;
 }
 
-std::string host_name() {
-  char buf[256] = {};
-  gethostname(buf, sizeof buf - 1);
-  return buf;
-}
-
 std::filesystem::path part_path(const Config& c) {
   const int n = g_tracer->session_counter.fetch_add(1);
   return std::filesystem::path(c.output_dir) /
@@ -79,7 +73,7 @@ bool ensure_writer(Session& s) {
     s.writer = std::make_unique<TraceLogWriter>(part_path(t.config));
     s.writer->set_meta("source", "tracer");
     s.writer->set_meta("command", t.config.command.empty() ? s.info.command : t.config.command);
-    s.writer->set_meta("host", host_name());
+    s.writer->set_meta("host", t.host);
     // The cores this process may run on: what overhead correction shares among the job's
     // threads once it has taken out their waits for a core (a part opened on its own, without
     // `dreamscope trace`, says it too).
@@ -119,7 +113,8 @@ Session* open_session(std::int64_t parent_pid) {
   auto s = std::make_unique<Session>();
   s->info = ProcessInfo{.pid = getpid(), .parent_pid = parent_pid,
                         .name = trim_newline(read_proc_file("/proc/self/comm")), .command = own_command_line(),
-                        .start = monotonic_ns()};
+                        .start = monotonic_ns(), .rank = t.placement.rank, .local_rank = t.placement.local_rank,
+                        .world_size = t.placement.world_size, .host = t.host};
   // Checked now so that an unwritable folder turns tracing off before NVTX is hooked; the
   // file itself is created with the first event (ensure_writer).
   std::error_code ec;

@@ -5,6 +5,7 @@
 #include "recorder.h"
 #include "trace_target.h"
 
+#include <dreamscope/rank_environment.h>
 #include <dreamscope/trace_log.h>
 
 #include <pthread.h>
@@ -82,6 +83,10 @@ struct Session {
 
 struct Tracer {
   Config config;
+  // The process's place in a distributed job and its machine, read once at start: every part
+  // of this process and of its fork children (a rank's loader workers) says them.
+  RankPlacement placement;
+  std::string host;
   TickConverter clock;
   StringTable strings;
   DomainTable domains;

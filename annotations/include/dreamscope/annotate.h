@@ -2,7 +2,8 @@
  *
  * Every call becomes an NVTX event, so the ranges show up in `dreamscope trace`, in Nsight
  * Systems and in any other NVTX tool. The category says what a range is (a training step,
- * an operation, or a data-pipeline phase); the payload carries the batch id or step number.
+ * an operation, a data-pipeline phase, or a collective across the ranks of a distributed job);
+ * the payload carries the batch id, the step number or the bytes a collective contributes.
  * With no NVTX tool attached each call costs a few instructions.
  *
  * Ranges opened with ds_range_push end with ds_range_pop on the same thread; a range that
@@ -34,8 +35,11 @@ enum ds_category {
   DS_CATEGORY_FETCH = 3,     /* reading a batch from storage; payload = batch id */
   DS_CATEGORY_PREP = 4,      /* preprocessing a batch on the CPU; payload = batch id */
   DS_CATEGORY_WAIT = 5,      /* the consumer waiting for a batch; payload = batch id */
-  DS_CATEGORY_CPU = 6        /* a mark at the end of a fetch or prep range, made by the library
+  DS_CATEGORY_CPU = 6,       /* a mark at the end of a fetch or prep range, made by the library
                                 when traced: payload = the thread's CPU time in the range, ns */
+  DS_CATEGORY_COLLECTIVE = 7 /* a collective across the job's ranks (all-reduce, broadcast, ...),
+                                from entry to return, waiting for the other ranks included:
+                                name = the operation, payload = the bytes this rank contributes */
 };
 
 /* "No payload": the range carries no batch id or step number. */

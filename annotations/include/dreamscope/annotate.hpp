@@ -3,6 +3,7 @@
 //   DREAMSCOPE_SCOPE(DS_CATEGORY_OPERATION, "forward");       // name registered once
 //   dreamscope::Scope prep(DS_CATEGORY_PREP, "prep", batch);   // any name, any payload
 //   dreamscope::Scope step = dreamscope::Scope::step(i);
+//   dreamscope::Scope ar = dreamscope::Scope::collective("all_reduce", bytes);
 #pragma once
 
 #include "dreamscope/annotate.h"
@@ -28,6 +29,8 @@ class Scope {
   static Scope fetch(std::int64_t batch) { return Scope(DS_CATEGORY_FETCH, "fetch", batch); }
   static Scope prep(std::int64_t batch) { return Scope(DS_CATEGORY_PREP, "prep", batch); }
   static Scope wait(std::int64_t batch) { return Scope(DS_CATEGORY_WAIT, "wait", batch); }
+  // A collective across ranks (`name`: "all_reduce", "broadcast", ...), `bytes` this rank contributes.
+  static Scope collective(const char* name, std::int64_t bytes) { return Scope(DS_CATEGORY_COLLECTIVE, name, bytes); }
 };
 
 } // namespace dreamscope

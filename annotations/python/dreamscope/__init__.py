@@ -14,6 +14,10 @@
     with dreamscope.fetch(batch_id): read()
     with dreamscope.prep(batch_id): decode()
 
+    # around a collective across the ranks of a distributed job
+    with dreamscope.collective("all_reduce", grad.nbytes):
+        dist.all_reduce(grad)
+
 Every call becomes an NVTX range in the "dreamscope" domain through
 libdreamscope-annotate.so, which `dreamscope trace` makes available. When the process is
 not traced (no NVTX tool attached) the library is never loaded and every call is a
@@ -24,9 +28,9 @@ import ctypes
 import functools
 import os
 
-__all__ = ["operation", "step", "fetch", "prep", "wait", "data_loader", "mark", "is_traced"]
+__all__ = ["operation", "step", "fetch", "prep", "wait", "collective", "data_loader", "mark", "is_traced"]
 
-STEP, OPERATION, FETCH, PREP, WAIT = 1, 2, 3, 4, 5
+STEP, OPERATION, FETCH, PREP, WAIT, COLLECTIVE = 1, 2, 3, 4, 5, 7
 _NO_PAYLOAD = -(2 ** 63)
 
 
@@ -158,6 +162,12 @@ def prep(batch_id):
 def wait(batch_id):
     """The consumer waiting for batch `batch_id`."""
     return _Shorthand(_lib.ds_wait_push, batch_id) if _lib else _NOOP
+
+
+def collective(name, nbytes=None):
+    """A collective across the job's ranks ("all_reduce", "broadcast", ...), from entry to
+    return, with the bytes this rank contributes; a context manager or a decorator."""
+    return _Range(COLLECTIVE, name, nbytes) if _lib else _NOOP
 
 
 def mark(name, payload=None):
