@@ -237,9 +237,24 @@ TimeNs median(std::vector<TimeNs> v) {
   return v[v.size() / 2]; // the upper middle of an even count, as `whatif` reports it
 }
 
+// Each step key's time: a step of a job takes as long as its slowest rank's (whatif's steps,
+// docs/multi-rank.md); the span from the first rank's start to the last rank's end would count
+// the ranks' drift.
+std::map<std::int64_t, TimeNs> step_times(const Side& s) {
+  std::map<std::int64_t, TimeNs> out;
+  for (const auto& [key, span] : s.job_steps) out[key] = 0;
+  for (const auto& [rank_key, span] : s.rank_steps) {
+    TimeNs& t = out[rank_key.second];
+    t = std::max(t, span.duration());
+  }
+  return out;
+}
+
 std::vector<TimeNs> job_durations(const Side& s) {
   std::vector<TimeNs> out;
-  for (const auto& [key, span] : s.job_steps) out.push_back(span.duration());
+  for (const auto& [key, time] : step_times(s)) {
+    if (s.job_steps.count(key)) out.push_back(time);
+  }
   return out;
 }
 
@@ -400,20 +415,21 @@ TraceDiff diff_traces(const Trace& trace_a, const Trace& trace_b, const DiffOpti
     return it == s.labels.end() ? std::string() : it->second;
   };
   auto number_of = [&](std::int64_t key) { return diff.matched_by_number ? key : kNoValue; };
+  const auto times_a = step_times(a), times_b = step_times(b);
   for (const auto& [key, span] : a.job_steps) {
     const auto in_b = b.job_steps.find(key);
     if (in_b == b.job_steps.end()) continue;
     diff.steps.push_back(
-        StepDiff{label_of(a, key), label_of(b, key), number_of(key), span.duration(), in_b->second.duration()});
+        StepDiff{label_of(a, key), label_of(b, key), number_of(key), times_a.at(key), times_b.at(key)});
   }
   for (const auto& [key, span] : a.job_steps) {
     if (!b.job_steps.count(key)) {
-      diff.steps.push_back(StepDiff{label_of(a, key), {}, number_of(key), span.duration(), kNoValue});
+      diff.steps.push_back(StepDiff{label_of(a, key), {}, number_of(key), times_a.at(key), kNoValue});
     }
   }
   for (const auto& [key, span] : b.job_steps) {
     if (!a.job_steps.count(key)) {
-      diff.steps.push_back(StepDiff{{}, label_of(b, key), number_of(key), kNoValue, span.duration()});
+      diff.steps.push_back(StepDiff{{}, label_of(b, key), number_of(key), kNoValue, times_b.at(key)});
     }
   }
 
