@@ -6,6 +6,9 @@
 #include <dreamscope/analyzers.h>
 #include <dreamscope/graph.h>
 #include <dreamscope/job.h>
+#include <dreamscope/job_analysis.h>
+#include <dreamscope/trace_diff.h>
+#include <dreamscope/trace_file.h>
 #include <dreamscope/whatif.h>
 #include <dreamscope/whatif_engine.h>
 
@@ -228,6 +231,67 @@ TEST(MultiRank, AFasterInterconnectShortensOnlyTheTransfers) {
   ASSERT_EQ(p.steps.size(), 3u);
   // The waits for rank 2 stay; each transfer of 100 ns takes 25.
   for (const auto& s : p.steps) EXPECT_EQ(s.predicted(), 2000 + 25);
+}
+
+// The case, recorded (tests/data/cpu/multirank/README.md): 8 ranks of dist_train on
+// this 2-core machine, traced as they are and with rank 5's compute three times as long.
+const std::filesystem::path kRecorded = std::filesystem::path(DREAMSCOPE_TEST_DATA_DIR) / "cpu" / "multirank";
+
+TEST(RecordedJob, BothRunsReplayWithinOnePercentPerStep) {
+  for (const char* file : {"baseline.db", "slow-rank5.db"}) {
+    const ReplayReport report = replay(read_trace(kRecorded / file));
+    ASSERT_EQ(report.steps.size(), 30u) << file;
+    for (const StepTime& s : report.steps) {
+      EXPECT_EQ(s.ranks, 8u) << file << " " << s.name;
+      EXPECT_LE(std::abs(s.error()), 0.01) << file << " " << s.name;
+    }
+    EXPECT_LE(std::abs(report.error()), 0.01) << file;
+  }
+}
+
+TEST(RecordedJob, TheStragglerAnalysisAndTheDiffNameRankFiveAndItsCompute) {
+  const Trace slow = read_trace(kRecorded / "slow-rank5.db");
+  std::vector<analyzers::RankSummary> summaries;
+  for (const JobRank& r : job_ranks(slow)) {
+    summaries.push_back(analyzers::summarize_rank(rank_subtrace(slow, r.rank), r.rank, "slow-rank5.db"));
+  }
+  const analyzers::JobReport report = analyzers::analyze_job(std::move(summaries));
+  std::size_t named = 0, for_compute = 0;
+  for (const auto& step : report.steps) {
+    if (step.straggler != 5) continue;
+    ++named;
+    for_compute += step.cause == analyzers::StragglerCause::Compute;
+  }
+  // Every step but a few whose straggler is another rank's scheduling on the shared cores.
+  EXPECT_GE(named, 24u);
+  EXPECT_GE(for_compute, named * 3 / 4);
+
+  const analyzers::TraceDiff diff = analyzers::diff_traces(read_trace(kRecorded / "baseline.db"), slow);
+  ASSERT_TRUE(diff.most_changed_rank);
+  const analyzers::RankDiff& changed = diff.ranks[*diff.most_changed_rank];
+  EXPECT_EQ(changed.rank_b, 5);
+  ASSERT_TRUE(changed.cause);
+  EXPECT_TRUE(changed.cause->name == "forward" || changed.cause->name == "backward") << changed.cause->name;
+}
+
+// The straggler what-if on the slowed run against the run without the slowdown. Both are
+// traced runs, so the tracer's cost is in both. On 2 cores shared by 8 ranks the prediction
+// comes out high: the other ranks' compute, measured while rank 5's extra work took cores
+// from them, keeps that contention (docs/multi-rank.md, "Limits"). The bound holds what it
+// reaches today (+6.3 %); the goal is 5 %.
+TEST(RecordedJob, TheStragglerWhatIfPredictsTheRunWithoutTheSlowdown) {
+  const Trace slow = read_trace(kRecorded / "slow-rank5.db");
+  const ReplayReport baseline = replay(read_trace(kRecorded / "baseline.db"));
+  std::vector<StepTime> steps = baseline.steps;
+  const double without = whatif::median_step(steps, baseline.measured_span(), false);
+  whatif::ScenarioRequest straggler{whatif::find_scenario("straggler"), {}, std::nullopt};
+  const whatif::WhatIfReport report = whatif::run_whatif(slow, {straggler});
+  const double predicted = report.predictions[0].step_median;
+  const double error = (predicted - without) / without;
+  EXPECT_NE(report.predictions[0].effects[0].detail.find("rank 5"), std::string::npos);
+  EXPECT_LE(std::abs(error), 0.08) << "predicted " << predicted << " ns, run without the slowdown " << without;
+  // Much nearer the run without the slowdown than the slowed run itself was.
+  EXPECT_LT(std::abs(predicted - without), 0.5 * std::abs(report.measured_step_median - without));
 }
 
 } // namespace
