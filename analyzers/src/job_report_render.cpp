@@ -268,28 +268,14 @@ std::string rank_split_chart(const JobReport& r) {
 std::string render_job_text(const JobReport& r) {
   std::string out = "dreamscope analyze: " + headline(r) + "\n";
   for (const auto& n : r.notes) out += n + "\n";
-  for (const JobSection& s : job_sections(r)) {
-    out += fmt::format("\n== {} ==\n", s.title);
-    for (const auto& n : s.notes) out += n + "\n";
-    for (const auto& [subtitle, table] : s.tables) {
-      if (!subtitle.empty()) out += fmt::format("\n-- {} --\n", subtitle);
-      out += detail::text_table(table);
-    }
-  }
+  for (const JobSection& s : job_sections(r)) out += detail::text_part(s);
   return out;
 }
 
 std::string render_job_markdown(const JobReport& r) {
   std::string out = "# dreamscope analyze: " + headline(r) + "\n\n";
   for (const auto& n : r.notes) out += n + "\n\n";
-  for (const JobSection& s : job_sections(r)) {
-    out += fmt::format("## {}\n\n", s.title);
-    for (const auto& n : s.notes) out += n + "\n\n";
-    for (const auto& [subtitle, table] : s.tables) {
-      if (!subtitle.empty()) out += fmt::format("### {}\n\n", subtitle);
-      out += detail::markdown_table(table) + "\n";
-    }
-  }
+  for (const JobSection& s : job_sections(r)) out += detail::markdown_part(s);
   return out;
 }
 

@@ -57,4 +57,28 @@ std::string format_pct(double fraction); // 0.4239 -> "42.39 %"
 // "GPU 0 stream 7", "thread 42 MainThread": how every section names a track.
 std::string track_label(const Trace& trace, TrackId t);
 
+// A titled part of a report (its title, its notes, then its tables under their subtitles)
+// for a terminal and as Markdown: the analysis report's sections, the job report's and the
+// diff's render alike. `Part` has `title`, `notes` and `tables` as Section does.
+template <class Part>
+std::string text_part(const Part& p) {
+  std::string out = "\n== " + p.title + " ==\n";
+  for (const auto& n : p.notes) out += n + "\n";
+  for (const auto& [subtitle, table] : p.tables) {
+    if (!subtitle.empty()) out += "\n-- " + subtitle + " --\n";
+    out += text_table(table);
+  }
+  return out;
+}
+template <class Part>
+std::string markdown_part(const Part& p) {
+  std::string out = "\n## " + p.title + "\n\n";
+  for (const auto& n : p.notes) out += n + "\n\n";
+  for (const auto& [subtitle, table] : p.tables) {
+    if (!subtitle.empty()) out += "### " + subtitle + "\n\n";
+    out += markdown_table(table) + "\n";
+  }
+  return out;
+}
+
 } // namespace dreamscope::analyzers::detail

@@ -331,28 +331,14 @@ namespace dreamscope::analyzers {
 std::string render_text(const AnalysisReport& r) {
   std::string out = fmt::format("dreamscope analyze: {}\nsource {}, {} events, span {}\n", r.trace_name, r.source,
                                 r.events, detail::format_ns(r.end - r.begin));
-  for (const auto& s : detail::report_sections(r)) {
-    out += fmt::format("\n== {} ==\n", s.title);
-    for (const auto& n : s.notes) out += n + "\n";
-    for (const auto& [subtitle, table] : s.tables) {
-      if (!subtitle.empty()) out += fmt::format("\n-- {} --\n", subtitle);
-      out += detail::text_table(table);
-    }
-  }
+  for (const auto& s : detail::report_sections(r)) out += detail::text_part(s);
   return out;
 }
 
 std::string render_markdown(const AnalysisReport& r) {
   std::string out = fmt::format("# dreamscope analyze: `{}`\n\nSource {}, {} events, span {}.\n", r.trace_name,
                                 r.source, r.events, detail::format_ns(r.end - r.begin));
-  for (const auto& s : detail::report_sections(r)) {
-    out += fmt::format("\n## {}\n\n", s.title);
-    for (const auto& n : s.notes) out += n + "\n\n";
-    for (const auto& [subtitle, table] : s.tables) {
-      if (!subtitle.empty()) out += fmt::format("### {}\n\n", subtitle);
-      out += detail::markdown_table(table) + "\n";
-    }
-  }
+  for (const auto& s : detail::report_sections(r)) out += detail::markdown_part(s);
   return out;
 }
 

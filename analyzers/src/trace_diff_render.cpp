@@ -240,28 +240,14 @@ std::string diverging_bars(const std::vector<std::pair<std::string, double>>& ro
 std::string render_diff_text(const TraceDiff& d, std::size_t top) {
   std::string out = "dreamscope diff\n";
   for (const auto& line : summary_lines(d)) out += line + "\n";
-  for (const auto& p : parts(d, top)) {
-    out += fmt::format("\n== {} ==\n", p.title);
-    for (const auto& n : p.notes) out += n + "\n";
-    for (const auto& [subtitle, table] : p.tables) {
-      if (!subtitle.empty()) out += fmt::format("\n-- {} --\n", subtitle);
-      out += detail::text_table(table);
-    }
-  }
+  for (const auto& p : parts(d, top)) out += detail::text_part(p);
   return out;
 }
 
 std::string render_diff_markdown(const TraceDiff& d, std::size_t top) {
   std::string out = fmt::format("# dreamscope diff: `{}` → `{}`\n\n", d.name_a, d.name_b);
   for (const auto& line : summary_lines(d)) out += "- " + line + "\n";
-  for (const auto& p : parts(d, top)) {
-    out += fmt::format("\n## {}\n\n", p.title);
-    for (const auto& n : p.notes) out += n + "\n\n";
-    for (const auto& [subtitle, table] : p.tables) {
-      if (!subtitle.empty()) out += fmt::format("### {}\n\n", subtitle);
-      out += detail::markdown_table(table) + "\n";
-    }
-  }
+  for (const auto& p : parts(d, top)) out += detail::markdown_part(p);
   return out;
 }
 

@@ -13,6 +13,7 @@ namespace dreamscope::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitError = 1;  // bad input, unreadable or unwritable file
 inline constexpr int kExitUsage = 2;  // bad command line
+inline constexpr int kExitGateFailed = 3; // a --fail-if condition held (whatif, diff)
 // 3 and up are a command's own (documented in its --help), e.g. a failed CI gate.
 
 // A command's action; returns the process exit code.

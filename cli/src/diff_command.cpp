@@ -22,7 +22,6 @@ namespace dreamscope::cli {
 namespace {
 
 // A `--fail-if` condition held: B regressed against A.
-constexpr int kExitGateFailed = 3;
 
 struct DiffCommandOptions {
   std::string a, b;
@@ -164,22 +163,10 @@ const CommandRegistration diff_command(75, "diff", [](CLI::App& app) -> CommandA
     write_output(opts->output, text);
 
     const auto numbers = analyzers::diff_gate_values(diff);
-    const auto values = expression_values(numbers);
-    int status = kExitOk;
-    for (const auto& gate : opts->gates) {
-      const auto held = whatif::evaluate_expression(gate, values);
-      const auto* truth = std::get_if<bool>(&held);
-      if (truth == nullptr) {
-        throw std::invalid_argument(fmt::format("--fail-if {} is not a condition", limits::quoted(gate, 60)));
-      }
-      if (*truth) {
-        std::fprintf(stderr, "dreamscope diff: gate failed: %s (median step %.3f ms -> %.3f ms, %+.1f %%; top regression %.3f ms per step)\n",
-                     gate.c_str(), numbers.at("step_ms_a"), numbers.at("step_ms_b"), numbers.at("step_change_pct"),
-                     numbers.at("top_regression_ms"));
-        status = kExitGateFailed;
-      }
-    }
-    return status;
+    return apply_gates("diff", opts->gates, expression_values(numbers),
+                       fmt::format("median step {:.3f} ms -> {:.3f} ms, {:+.1f} %; top regression {:.3f} ms per step",
+                                   numbers.at("step_ms_a"), numbers.at("step_ms_b"), numbers.at("step_change_pct"),
+                                   numbers.at("top_regression_ms")));
   };
 });
 

@@ -1,8 +1,9 @@
 #include "output.h"
 
-#include <dreamscope/job.h>
-#include <dreamscope/trace_summary.h>
+#include "commands.h"
 
+#include <dreamscope/job.h>
+#include <dreamscope/limits.h>
 #include <dreamscope/trace_file.h>
 #include <dreamscope/trace_summary.h>
 
@@ -13,6 +14,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <stdexcept>
+#include <variant>
 #include <unistd.h>
 
 namespace dreamscope::cli {
@@ -93,6 +96,23 @@ CLI::Option* add_trace_inputs(CLI::App* cmd, std::vector<std::string>& inputs) {
                          "The trace: trace.db, PyTorch profiler JSON(.gz), Nsight Systems SQLite or a tracer part log; "
                          "or a distributed job: several such files (one per rank), a folder of them, or a glob "
                          "(docs/multi-rank.md)");
+}
+
+int apply_gates(std::string_view command, const std::vector<std::string>& gates,
+                const whatif::ExpressionValues& values, const std::string& why) {
+  int status = kExitOk;
+  for (const auto& gate : gates) {
+    const auto held = whatif::evaluate_expression(gate, values);
+    const auto* truth = std::get_if<bool>(&held);
+    if (truth == nullptr) {
+      throw std::invalid_argument(fmt::format("--fail-if {} is not a condition", limits::quoted(gate, 60)));
+    }
+    if (*truth) {
+      std::fprintf(stderr, "%s", fmt::format("dreamscope {}: gate failed: {} ({})\n", command, gate, why).c_str());
+      status = kExitGateFailed;
+    }
+  }
+  return status;
 }
 
 std::shared_ptr<bool> add_allow_empty_flag(CLI::App* cmd) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <dreamscope/importers.h>
+#include <dreamscope/scenario.h>
 #include <dreamscope/trace.h>
 
 #include <CLI/CLI.hpp>
@@ -47,6 +48,13 @@ std::string inputs_label(const std::vector<std::string>& inputs);
 
 // Adds the positional inputs of a command that opens a trace or a job: TRACE...
 CLI::Option* add_trace_inputs(CLI::App* cmd, std::vector<std::string>& inputs);
+
+// The --fail-if gates of `command` (whatif, diff) over the values its report offers: each
+// condition that holds is said on stderr, "dreamscope COMMAND: gate failed: CONDITION (WHY)",
+// and makes the result kExitGateFailed; kExitOk when none holds. A condition that is not true
+// or false is std::invalid_argument (a command-line error).
+int apply_gates(std::string_view command, const std::vector<std::string>& gates,
+                const whatif::ExpressionValues& values, const std::string& why);
 
 // Adds --allow-empty to a command that opens a trace; pass the flag's value to open_trace.
 std::shared_ptr<bool> add_allow_empty_flag(CLI::App* cmd);

@@ -20,9 +20,6 @@ namespace dreamscope::cli {
 
 namespace {
 
-// A `--fail-if` condition held: the prediction is not good enough.
-constexpr int kExitGateFailed = 3;
-
 struct WhatIfCommandOptions {
   std::vector<std::string> traces;
   std::vector<std::string> scenarios;
@@ -368,21 +365,9 @@ const CommandRegistration whatif_command(70, "whatif", [](CLI::App& app) -> Comm
     write_output(opts->output, text);
 
     const auto values = whatif::gate_values(report);
-    int status = kExitOk;
-    for (const auto& gate : opts->gates) {
-      const auto held = whatif::evaluate_expression(gate, values);
-      const auto* truth = std::get_if<bool>(&held);
-      if (truth == nullptr) {
-        throw std::invalid_argument(fmt::format("--fail-if {} is not a condition", limits::quoted(gate, 60)));
-      }
-      if (*truth) {
-        std::fprintf(stderr, "dreamscope whatif: gate failed: %s (speedup %.3f, predicted step %.3f ms)\n",
-                     gate.c_str(), std::get<double>(values.at("speedup")),
-                     std::get<double>(values.at("predicted_step_ms")));
-        status = kExitGateFailed;
-      }
-    }
-    return status;
+    return apply_gates("whatif", opts->gates, values,
+                       fmt::format("speedup {:.3f}, predicted step {:.3f} ms", std::get<double>(values.at("speedup")),
+                                   std::get<double>(values.at("predicted_step_ms"))));
   };
 });
 
