@@ -20,9 +20,10 @@ std::vector<JobRank> job_ranks(const Trace& trace) {
   }
   std::vector<JobRank> out;
   out.reserve(ranks.size());
-  for (auto& [rank, r] : ranks) {
-    // The rank's own process first: the one that is not a child of another of
-    // its processes.
+  for (auto& entry : ranks) {
+    // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+    JobRank& r = entry.second;
+    // The rank's own process first: the one that is not a child of another of its processes.
     auto is_child_of_rank = [&](std::uint32_t p) {
       const std::int64_t parent = trace.processes()[p].parent_pid;
       return std::any_of(r.processes.begin(), r.processes.end(),
