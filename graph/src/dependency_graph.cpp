@@ -72,14 +72,15 @@ std::string GraphWarnings::describe() const {
 
 TimeNs DependencyGraph::scaled_duration(TaskId t) const {
   const double d = static_cast<double>(base_[t]) * ratio_[t] + static_cast<double>(add_[t]);
-  return d > 0 ? static_cast<TimeNs>(d + 0.5) : 0;
+  return std::max<TimeNs>(0, limits::saturated_ns(d));
 }
 
 TimeNs DependencyGraph::ready_duration(TaskId t) const {
   const TimeNs d = duration(t);
   auto it = std::lower_bound(ready_base_.begin(), ready_base_.end(), std::pair<TaskId, TimeNs>{t, INT64_MIN});
   if (it == ready_base_.end() || it->first != t) return d;
-  const TimeNs ready = std::max<TimeNs>(0, static_cast<TimeNs>(std::llround(static_cast<double>(it->second) * ratio_[t])) + add_[t]);
+  const TimeNs ready =
+      std::max<TimeNs>(0, limits::add_ns(limits::saturated_ns(static_cast<double>(it->second) * ratio_[t]), add_[t]));
   return std::min(d, ready);
 }
 

@@ -1,5 +1,7 @@
 #include "dreamscope/limits.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace dreamscope::limits {
@@ -95,6 +97,18 @@ std::string quoted(std::string_view text, std::size_t max_chars) {
   out += '\'';
   if (i < text.size()) out += "... (" + std::to_string(text.size()) + " bytes)";
   return out;
+}
+
+std::int64_t saturated_ns(double ns) {
+  if (std::isnan(ns)) return 0;
+  const double bound = static_cast<double>(kMaxAbsTimestampNs);
+  return static_cast<std::int64_t>(std::round(std::clamp(ns, -bound, bound)));
+}
+
+std::int64_t add_ns(std::int64_t a, std::int64_t b) {
+  std::int64_t sum = 0;
+  if (__builtin_add_overflow(a, b, &sum)) return b > 0 ? kMaxAbsTimestampNs : -kMaxAbsTimestampNs;
+  return std::clamp(sum, -kMaxAbsTimestampNs, kMaxAbsTimestampNs);
 }
 
 } // namespace dreamscope::limits

@@ -166,6 +166,28 @@ TEST(HostileInput, ScenarioValuesAreCheckedWithTheirPosition) {
                         "'ratio' must be a finite number >= 0, got inf");
 }
 
+TEST(HostileInput, FiniteButHugeRatiosAndCostsSaturateAndAreRefused) {
+  // Found by fuzz_scenario: a finite ratio of 1e300, or costs that add up past 2^63 ns along
+  // a thread, overflowed the simulated clock (undefined behaviour, then nonsense predictions).
+  const std::string trace = (kFuzz / "kineto_kernel_a32.json").string();
+  const fs::path dir = fs::temp_directory_path() / ("dreamscope-hostile-huge-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::vector<std::pair<std::string, std::string>> scenarios = {
+      {"ratio_1e300.toml", "name = \"huge\"\n[[transform]]\nop = \"scale\"\nselect = { kind = \"kernel\" }\nratio = 1e300\n"},
+      {"add_2e62.toml", "name = \"huge\"\n[[transform]]\nop = \"scale\"\nselect = { kind = \"kernel\" }\n"
+                        "ratio = 1.0\nadd_ns = 4611686018427387903\n"},
+      {"set_2e62.toml", "name = \"huge\"\n[[transform]]\nop = \"set_duration\"\nselect = { kind = \"kernel\" }\n"
+                        "cost = { model = \"ratio\", ratio = 1e300, add_ns = 4611686018427387903 }\n"},
+  };
+  for (const auto& [name, text] : scenarios) {
+    const fs::path path = dir / name;
+    std::ofstream(path) << text;
+    expect_one_line_error({"whatif", trace, "-s", path.string()},
+                          path.string() + ": the predicted run would end past 2^62 ns");
+  }
+  fs::remove_all(dir);
+}
+
 TEST(HostileInput, WorkerCountsAreBounded) {
   const std::string trace = (fs::path(DREAMSCOPE_TEST_DATA_DIR) / "cpu" / "fine_annotations.dslog").string();
   ASSERT_TRUE(fs::exists(trace)) << trace;

@@ -1,4 +1,5 @@
 #include <dreamscope/cost_models.h>
+#include <dreamscope/limits.h>
 
 #include <fmt/format.h>
 
@@ -9,7 +10,7 @@ namespace dreamscope::whatif {
 
 namespace {
 
-TimeNs non_negative(double ns) { return ns <= 0 ? 0 : static_cast<TimeNs>(std::llround(ns)); }
+TimeNs non_negative(double ns) { return ns <= 0 ? 0 : limits::saturated_ns(ns); }
 
 std::int64_t threads_per_block(const LaunchConfig& l) {
   return static_cast<std::int64_t>(l.block[0]) * std::max(l.block[1], 1) * std::max(l.block[2], 1);

@@ -1,5 +1,7 @@
 #include "dreamscope/simulator.h"
 
+#include "dreamscope/limits.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -70,7 +72,7 @@ class Simulation {
 
     for (ResourceId r = 0; r < g_.resource_count(); ++r) {
       const TaskId first = g_.resource_first(r);
-      if (first != g_.resource_end(r)) offer_start(first, r_.begin + gap(first), Constraint::RunStart, kNoTask);
+      if (first != g_.resource_end(r)) offer_start(first, later(r_.begin, gap(first)), Constraint::RunStart, kNoTask);
     }
     while (!heap_.empty() || !sharing_.empty()) {
       // A CPU task that finishes before the next start goes first: it may free its thread.
@@ -115,6 +117,9 @@ class Simulation {
   };
 
   TimeNs gap(TaskId t) const { return g_.removed(t) ? 0 : g_.gap(t); }
+  // A scenario may make durations as long as a trace may be (2^62 ns), and a chain of them
+  // longer: instants saturate there, and the engine refuses a prediction that reached it.
+  static TimeNs later(TimeNs at, TimeNs by) { return limits::add_ns(at, by); }
 
   void offer_start(TaskId t, TimeNs time, Constraint why, TaskId by) {
     if (time > ready_[t]) {
@@ -145,7 +150,7 @@ class Simulation {
     if (r_.end[target] != kNoValue) {
       if (for_start) {
         ++pending_[t];
-        offer_start(t, r_.end[target] + gap(t), Constraint::EventWait, target);
+        offer_start(t, later(r_.end[target], gap(t)), Constraint::EventWait, target);
       } else {
         offer_completion(t, r_.end[target], Constraint::Sync, target);
       }
@@ -202,13 +207,13 @@ class Simulation {
       const TaskId u = boost::target(*e, edges);
       if (info.kind == EdgeKind::Launch) {
         issue(u);
-        offer_start(u, start + info.delay, Constraint::Launch, t);
+        offer_start(u, later(start, info.delay), Constraint::Launch, t);
       } else if (info.kind == EdgeKind::Collective) {
         // A peer arrived: the peers that were already in and waited only for it may finish.
-        offer_completion(u, start + info.delay, Constraint::Collective, t);
+        offer_completion(u, later(start, info.delay), Constraint::Collective, t);
         complete_wait(u);
       } else {
-        offer_start(u, start + info.delay, Constraint::Handoff, t);
+        offer_start(u, later(start, info.delay), Constraint::Handoff, t);
       }
     }
     if (!finishing_.empty()) {
@@ -237,7 +242,7 @@ class Simulation {
   void advance_sharing(TimeNs to) {
     if (to <= sharing_time_) return;
     if (!sharing_.empty()) {
-      const double done = static_cast<double>(to - sharing_time_) * sharing_rate();
+      const double done = (static_cast<double>(to) - static_cast<double>(sharing_time_)) * sharing_rate();
       for (auto& s : sharing_) s.remaining -= done;
     }
     sharing_time_ = to;
@@ -245,7 +250,7 @@ class Simulation {
   TimeNs next_cpu_end() const {
     double least = sharing_.front().remaining;
     for (const auto& s : sharing_) least = std::min(least, s.remaining);
-    return sharing_time_ + static_cast<TimeNs>(std::ceil(std::max(0.0, least) / sharing_rate()));
+    return later(sharing_time_, limits::saturated_ns(std::ceil(std::max(0.0, least) / sharing_rate())));
   }
   // Ends the CPU task whose work is done first (the earliest in task order on a tie).
   void end_cpu_task() {
@@ -259,9 +264,10 @@ class Simulation {
       }
     }
     const TaskId t = sharing_[first].task;
-    const TimeNs end = at + sharing_[first].off_cpu;
+    const TimeNs end = later(at, sharing_[first].off_cpu);
     sharing_.erase(sharing_.begin() + static_cast<std::ptrdiff_t>(first));
-    r_.cpu_contention += std::max<TimeNs>(0, end - r_.start[t] - g_.duration(t));
+    r_.cpu_contention =
+        later(r_.cpu_contention, std::max<TimeNs>(0, later(later(end, -r_.start[t]), -g_.duration(t))));
     finish(t, end);
   }
 
@@ -277,25 +283,25 @@ class Simulation {
       // A blocking task that finds what it waits for done pays no wake-up.
       const bool waited = wait_ready_[t] > r_.start[t];
       const TimeNs own = waited || !g_.blocking(t) ? g_.duration(t) : g_.ready_duration(t);
-      const TimeNs end = t == first && first_end != kNoValue ? first_end : woke + own;
+      const TimeNs end = t == first && first_end != kNoValue ? first_end : later(woke, own);
       r_.end[t] = end;
-      if (t + 1 < g_.resource_end(g_.resource(t))) offer_start(t + 1, end + gap(t + 1), Constraint::ResourceOrder, t);
+      if (t + 1 < g_.resource_end(g_.resource(t))) offer_start(t + 1, later(end, gap(t + 1)), Constraint::ResourceOrder, t);
       const auto& edges = g_.edges();
       for (auto [e, e_end] = boost::out_edges(t, edges); e != e_end; ++e) {
         const EdgeInfo& info = edges[*e];
         if (edge_from_start(info.kind)) continue;
         const TaskId u = boost::target(*e, edges);
         if (edge_gates_completion(info.kind)) {
-          offer_completion(u, end + info.delay, info.kind == EdgeKind::Flow ? Constraint::Flow : Constraint::Sync, t);
+          offer_completion(u, later(end, info.delay), info.kind == EdgeKind::Flow ? Constraint::Flow : Constraint::Sync, t);
           complete_wait(u);
         } else {
-          offer_start(u, end + info.delay, Constraint::Dependency, t);
+          offer_start(u, later(end, info.delay), Constraint::Dependency, t);
         }
       }
       for (TaskId w = waiter_head_[t]; w != kNoTask;) {
         const Waiter waiter = waiters_[w];
         if (waiter.for_start) {
-          offer_start(waiter.task, end + gap(waiter.task), Constraint::EventWait, t);
+          offer_start(waiter.task, later(end, gap(waiter.task)), Constraint::EventWait, t);
         } else {
           offer_completion(waiter.task, end, Constraint::Sync, t);
           complete_wait(waiter.task);

@@ -22,7 +22,7 @@ std::string location(const SourcePosition& where) {
 
 TimeNs summed_duration(const DependencyGraph& graph, const std::vector<TaskId>& tasks) {
   TimeNs sum = 0;
-  for (TaskId t : tasks) sum += graph.duration(t);
+  for (TaskId t : tasks) sum = limits::add_ns(sum, graph.duration(t));
   return sum;
 }
 
@@ -272,7 +272,10 @@ TransformEffect scale(DependencyGraph& graph, const std::vector<TaskId>& tasks, 
   e.tasks = tasks.size();
   e.time_before = summed_duration(graph, tasks);
   // Composes with earlier transforms: a task already at ×0.5 scaled by ×0.5 runs at ×0.25.
-  for (TaskId t : tasks) graph.scale(t, graph.ratio(t) * ratio, static_cast<TimeNs>(graph.add(t) * ratio) + add);
+  for (TaskId t : tasks) {
+    graph.scale(t, graph.ratio(t) * ratio,
+                limits::add_ns(limits::saturated_ns(static_cast<double>(graph.add(t)) * ratio), add));
+  }
   e.time_after = summed_duration(graph, tasks);
   e.detail = add == 0 ? fmt::format("×{:.4g}", ratio) : fmt::format("×{:.4g} {:+} ns", ratio, add);
   return e;
@@ -285,7 +288,7 @@ TransformEffect scale_off_cpu(DependencyGraph& graph, const std::vector<TaskId>&
   for (TaskId t : tasks) {
     const double share = graph.cpu_share(t);
     const double r = share + (1 - share) * ratio;
-    graph.scale(t, graph.ratio(t) * r, static_cast<TimeNs>(static_cast<double>(graph.add(t)) * r));
+    graph.scale(t, graph.ratio(t) * r, limits::saturated_ns(static_cast<double>(graph.add(t)) * r));
   }
   e.time_after = summed_duration(graph, tasks);
   e.detail = fmt::format("time off the CPU ×{:.4g}", ratio);

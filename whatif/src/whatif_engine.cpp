@@ -116,6 +116,13 @@ Prediction predict(const Trace& trace, const DependencyGraph& baseline, const Ta
   sim.policy = applied.policy.get();
   sim.cpu_cores = applied.cpu_cores;
   const SimulationResult result = simulate(graph, sim);
+  if (result.end_time >= limits::kMaxAbsTimestampNs) {
+    std::string files;
+    for (const ScenarioRequest* r : requests) files += (files.empty() ? "" : " + ") + r->scenario.file();
+    throw TransformError(fmt::format("{}: the predicted run would end past 2^62 ns (146 years): a ratio or cost too "
+                                     "large (docs/limits.md)",
+                                     files));
+  }
   p.span = result.span();
   p.unscheduled = result.unscheduled;
   p.steps = step_times(trace, selection.step_annotations(), graph, result);

@@ -12,10 +12,13 @@
 // inserts or removes GPU work keeps every sync right.
 #pragma once
 
+#include "dreamscope/limits.h"
 #include "dreamscope/trace.h"
 
 #include <boost/graph/compressed_sparse_row_graph.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -205,7 +208,13 @@ class DependencyGraph {
     if (ratio_[t] == 1.0f && add_[t] == 0) return base_[t];
     return scaled_duration(t);
   }
-  void scale(TaskId t, double ratio, TimeNs add) { ratio_[t] = static_cast<float>(ratio); add_[t] = add; }
+  static constexpr double kMaxRatio = 0x1p62;
+  // A ratio past 2^62 (or NaN) makes any measured duration saturate (limits::saturated_ns), so
+  // it is clamped there: a float cannot hold every double a transform may compose.
+  void scale(TaskId t, double ratio, TimeNs add) {
+    ratio_[t] = static_cast<float>(std::isnan(ratio) ? 1.0 : std::clamp(ratio, 0.0, kMaxRatio));
+    add_[t] = std::clamp(add, -limits::kMaxAbsTimestampNs, limits::kMaxAbsTimestampNs);
+  }
   // A blocking task's duration when what it waits for is already done as it starts. Its
   // measured residual (duration()) holds the wake-up after a real wait, which a wait that
   // finds its batch ready, or a sync with nothing left to run, does not pay: this is what the

@@ -48,6 +48,15 @@ inline constexpr std::int64_t kMaxWorldSize = std::int64_t{1} << 24;
 // A scenario file: 1 MiB of TOML is far more than any what-if needs.
 inline constexpr std::size_t kMaxScenarioBytes = 1024 * 1024;
 
+// Time in a prediction. A what-if may scale a duration by any finite ratio and add any cost
+// within the limits above, so the durations and instants of a simulated run saturate at
+// +-kMaxAbsTimestampNs instead of overflowing; a prediction that reaches the bound is refused
+// (docs/limits.md). Within the bound, the difference of two instants fits in int64.
+// `ns` rounded to the nearest nanosecond, clamped to +-kMaxAbsTimestampNs (NaN: 0).
+std::int64_t saturated_ns(double ns);
+// a + b, clamped to +-kMaxAbsTimestampNs (either may be outside the bound).
+std::int64_t add_ns(std::int64_t a, std::int64_t b);
+
 // `text` for a one-line message: control characters (newlines included) escaped, invalid
 // UTF-8 shown as \xNN, and cut to about `max_chars` characters with the length said, so that
 // an error quoting a 100 000-character name or a value with newlines stays one short line.
