@@ -49,7 +49,11 @@ class Simulation {
  public:
   Simulation(const DependencyGraph& g, const SimulationOptions& options)
       : g_(g), policy_(options.policy ? options.policy : &default_policy_), bindings_(options.record_bindings),
-        cores_(options.cpu_cores) {}
+        cores_(options.cpu_cores), pool_of_(options.cpu_pool) {
+    std::uint32_t pools = 1;
+    for (std::uint32_t p : pool_of_) pools = std::max(pools, p + 1);
+    running_.assign(pools, 0);
+  }
 
   SimulationResult run() {
     const std::size_t n = g_.task_count();
@@ -97,6 +101,13 @@ class Simulation {
   }
 
  private:
+  struct Sharing {
+    TaskId task;
+    double remaining; // ns of work at full speed
+    TimeNs off_cpu;   // then this long off the CPU
+    std::uint32_t pool;
+  };
+
   struct Candidate {
     TimeNs start;
     std::uint64_t key;
@@ -228,43 +239,51 @@ class Simulation {
       // after its reads): an approximation of where in the task the waiting fell.
       const double duration = static_cast<double>(g_.duration(t));
       const double work = duration * g_.cpu_share(t);
-      sharing_.push_back({t, work, static_cast<TimeNs>(std::llround(duration - work))});
+      const std::uint32_t pool = pool_of(t);
+      sharing_.push_back({t, work, static_cast<TimeNs>(std::llround(duration - work)), pool});
+      ++running_[pool];
       return;
     }
     finish(t);
   }
 
-  // Processor sharing: the CPU tasks running at `sharing_time_` each progress at
-  // min(1, cores / running) ns of work per ns.
-  double sharing_rate() const {
-    return std::min(1.0, static_cast<double>(cores_) / static_cast<double>(sharing_.size()));
+  // Processor sharing: the CPU tasks of a pool running at `sharing_time_` each progress at
+  // min(1, cores / running in the pool) ns of work per ns.
+  std::uint32_t pool_of(TaskId t) const { return pool_of_.empty() ? 0 : pool_of_[g_.resource(t)]; }
+  double sharing_rate(std::uint32_t pool) const {
+    return std::min(1.0, static_cast<double>(cores_) / static_cast<double>(running_[pool]));
   }
+  // Time from `sharing_time_` until s's work is done at the current rates.
+  double time_left(const Sharing& s) const { return std::max(0.0, s.remaining) / sharing_rate(s.pool); }
   void advance_sharing(TimeNs to) {
     if (to <= sharing_time_) return;
-    if (!sharing_.empty()) {
-      const double done = (static_cast<double>(to) - static_cast<double>(sharing_time_)) * sharing_rate();
-      for (auto& s : sharing_) s.remaining -= done;
-    }
+    const double elapsed = static_cast<double>(to) - static_cast<double>(sharing_time_);
+    for (auto& s : sharing_) s.remaining -= elapsed * sharing_rate(s.pool);
     sharing_time_ = to;
   }
-  TimeNs next_cpu_end() const {
-    double least = sharing_.front().remaining;
-    for (const auto& s : sharing_) least = std::min(least, s.remaining);
-    return later(sharing_time_, limits::saturated_ns(std::ceil(std::max(0.0, least) / sharing_rate())));
-  }
-  // Ends the CPU task whose work is done first (the earliest in task order on a tie).
-  void end_cpu_task() {
-    const TimeNs at = next_cpu_end();
-    advance_sharing(at);
+  // The CPU task whose work is done first (the earliest in task order on a tie).
+  std::size_t first_cpu_end() const {
     std::size_t first = 0;
+    double least = time_left(sharing_.front());
     for (std::size_t i = 1; i < sharing_.size(); ++i) {
-      if (sharing_[i].remaining < sharing_[first].remaining ||
-          (sharing_[i].remaining == sharing_[first].remaining && sharing_[i].task < sharing_[first].task)) {
+      const double left = time_left(sharing_[i]);
+      if (left < least || (left == least && sharing_[i].task < sharing_[first].task)) {
         first = i;
+        least = left;
       }
     }
+    return first;
+  }
+  TimeNs next_cpu_end() const {
+    return later(sharing_time_, limits::saturated_ns(std::ceil(time_left(sharing_[first_cpu_end()]))));
+  }
+  void end_cpu_task() {
+    const std::size_t first = first_cpu_end();
+    const TimeNs at = later(sharing_time_, limits::saturated_ns(std::ceil(time_left(sharing_[first]))));
+    advance_sharing(at);
     const TaskId t = sharing_[first].task;
     const TimeNs end = later(at, sharing_[first].off_cpu);
+    --running_[sharing_[first].pool];
     sharing_.erase(sharing_.begin() + static_cast<std::ptrdiff_t>(first));
     r_.cpu_contention =
         later(r_.cpu_contention, std::max<TimeNs>(0, later(later(end, -r_.start[t]), -g_.duration(t))));
@@ -316,17 +335,14 @@ class Simulation {
     if (--wait_pending_[u] == 0 && r_.start[u] != kNoValue) finishing_.push_back(u);
   }
 
-  struct Sharing {
-    TaskId task;
-    double remaining; // ns of work at full speed
-    TimeNs off_cpu;   // then this long off the CPU
-  };
 
   const DependencyGraph& g_;
   MeasuredOrderPolicy default_policy_;
   const TiePolicy* policy_;
   bool bindings_;
   std::size_t cores_;
+  const std::vector<std::uint32_t>& pool_of_;
+  std::vector<std::size_t> running_; // per pool, the tasks in sharing_
   std::vector<Sharing> sharing_;
   TimeNs sharing_time_ = std::numeric_limits<TimeNs>::min();
   SimulationResult r_;

@@ -13,7 +13,8 @@
 // With `cpu_cores` set, the tasks that use a CPU (DependencyGraph::uses_cpu) share that many
 // cores: while n of them run on k < n cores, each progresses at k/n of full speed, as under
 // the OS's fair scheduler (processor sharing). Their durations are then CPU work at full
-// speed, and the end of each is when its work is done.
+// speed, and the end of each is when its work is done. With `cpu_pool` given, each resource
+// shares the cores of its own pool (a machine of a distributed job), `cpu_cores` per pool.
 #pragma once
 
 #include "dreamscope/dependency_graph.h"
@@ -90,8 +91,10 @@ struct SimulationResult {
 struct SimulationOptions {
   const TiePolicy* policy = nullptr; // null: MeasuredOrderPolicy
   bool record_bindings = true;
-  // CPU cores the threads share (0: every thread has its own).
+  // CPU cores the threads share (0: every thread has its own); per pool with `cpu_pool`.
   std::size_t cpu_cores = 0;
+  // Per resource of the graph, the pool (machine) whose cores it shares; empty: one pool.
+  std::vector<std::uint32_t> cpu_pool;
 };
 
 SimulationResult simulate(const DependencyGraph& graph, const SimulationOptions& options = {});
