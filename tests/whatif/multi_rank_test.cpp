@@ -275,10 +275,10 @@ TEST(RecordedJob, TheStragglerAnalysisAndTheDiffNameRankFiveAndItsCompute) {
 }
 
 // The straggler what-if on the slowed run against the run without the slowdown. Both are
-// traced runs, so the tracer's cost is in both. On 2 cores shared by 8 ranks the prediction
-// comes out high: the other ranks' compute, measured while rank 5's extra work took cores
-// from them, keeps that contention (docs/multi-rank.md, "Limits"). The bound holds what it
-// reaches today (+6.3 %); the goal is 5 %.
+// traced runs, so the tracer's cost is in both. 8 ranks share 2 cores: the scenario shares
+// them in the prediction, after taking the measured waits for a core out of every rank's
+// tasks (cpu_sharing.h); with a core per thread (cores=0) the other ranks keep the stretch
+// that rank 5's extra work gave them, and the prediction comes out 6.3 % high.
 TEST(RecordedJob, TheStragglerWhatIfPredictsTheRunWithoutTheSlowdown) {
   const Trace slow = read_trace(kRecorded / "slow-rank5.db");
   const ReplayReport baseline = replay(read_trace(kRecorded / "baseline.db"));
@@ -289,7 +289,9 @@ TEST(RecordedJob, TheStragglerWhatIfPredictsTheRunWithoutTheSlowdown) {
   const double predicted = report.predictions[0].step_median;
   const double error = (predicted - without) / without;
   EXPECT_NE(report.predictions[0].effects[0].detail.find("rank 5"), std::string::npos);
-  EXPECT_LE(std::abs(error), 0.08) << "predicted " << predicted << " ns, run without the slowdown " << without;
+  EXPECT_LE(std::abs(error), 0.05) << "predicted " << predicted << " ns, run without the slowdown " << without;
+  EXPECT_NE(report.predictions[0].effects[0].detail.find("2 cores (the traced machine's)"), std::string::npos)
+      << report.predictions[0].effects[0].detail;
   // Much nearer the run without the slowdown than the slowed run itself was.
   EXPECT_LT(std::abs(predicted - without), 0.5 * std::abs(report.measured_step_median - without));
 }

@@ -120,6 +120,17 @@ class TransformReader {
                        std::string_view what) {
     return bounded(table_, key, fallback, min, max, what);
   }
+  // The cores threads share in the prediction: a count, 0 (a core per thread) or -1 (the
+  // traced machine's).
+  std::int64_t cores(const toml::table& table) {
+    const std::int64_t v = integer(table, "cores", 0);
+    if (v < kTracedMachineCores || v > limits::kMaxPoolWorkers) {
+      fail_at(node(table, "cores"), fmt::format("'cores' must be a number of cores, 0 (a core per thread) or -1 (the "
+                                                "traced machine's); at most {}",
+                                                limits::kMaxPoolWorkers));
+    }
+    return v;
+  }
   // A duration in nanoseconds: >= 0 and no longer than a trace may be long.
   std::int64_t duration_ns(const toml::table& table, std::string_view key) {
     return bounded(table, key, 0, 0, limits::kMaxAbsTimestampNs, "a duration in ns, >= 0 and < 2^62");
@@ -368,17 +379,11 @@ std::optional<Transform> read_transform(const toml::table& t, const std::string&
     s.select = r.selector("select", true);
     s.resource = r.text("resource").value_or("");
     s.pool = r.integer("pool", 0);
-    s.cores = r.integer("cores", 0);
+    s.cores = r.cores(t);
     if (s.resource.empty() == (s.pool == 0)) r.fail("'move' needs either 'resource' or 'pool' (a number of workers)");
     if (s.pool < 0 || s.pool > limits::kMaxPoolWorkers) {
       r.fail_at(r.node(t, "pool"), fmt::format("'pool' must be a number of workers from 1 to {}, got {}",
                                                limits::kMaxPoolWorkers, s.pool));
-    }
-    if (s.cores < kTracedMachineCores || s.cores > limits::kMaxPoolWorkers) {
-      r.fail_at(r.node(t, "cores"),
-                fmt::format("'cores' must be a number of cores, 0 (a core per thread) or -1 (the traced "
-                            "machine's); at most {}",
-                            limits::kMaxPoolWorkers));
     }
     out.spec = s;
   } else if (op == "add_edge") {
@@ -396,6 +401,7 @@ std::optional<Transform> read_transform(const toml::table& t, const std::string&
     MatchRanksSpec s;
     s.select = r.selector("select", true);
     s.rank = r.integer("rank", kStragglerRank);
+    s.cores = r.cores(t);
     if (s.rank < kStragglerRank || s.rank >= limits::kMaxWorldSize) {
       r.fail_at(r.node(t, "rank"), fmt::format("'rank' must be a rank, or -1 for the straggler the trace shows; got {}", s.rank));
     }

@@ -1,3 +1,4 @@
+#include <dreamscope/cpu_sharing.h>
 #include <dreamscope/name_pattern.h>
 #include <dreamscope/job.h>
 #include <dreamscope/kernel_classes.h>
@@ -423,6 +424,30 @@ std::int64_t traced_machine_cores(const Trace& trace) {
   return ec == std::errc() && end == text.data() + text.size() && n > 0 ? n : 0;
 }
 
+// Turns on core sharing for the prediction (`cores` as a scenario writes it) and, once per
+// prediction, makes the CPU tasks their work at full speed so that sharing the cores again
+// in the simulation gives the measured timing back. Returns what the report says of it.
+std::string share_machine_cores(std::int64_t cores_spec, const TaskSelection& selection, DependencyGraph& graph,
+                                AppliedScenario& applied) {
+  if (cores_spec == 0) return "";
+  const std::int64_t cores = cores_spec == kTracedMachineCores ? traced_machine_cores(selection.trace()) : cores_spec;
+  if (cores <= 0) return ", a core per thread (the trace does not say how many its machine had)";
+  applied.cpu_cores = static_cast<std::size_t>(cores);
+  const CpuPools pools = machine_pools(selection.trace(), graph, applied.cpu_cores);
+  std::string detail = fmt::format("; {} cores{}{}", cores, pools.pools > 1 ? " per machine" : "",
+                                   cores_spec == kTracedMachineCores ? " (the traced machine's)" : "");
+  if (!applied.contention_removed) {
+    applied.contention_removed = true;
+    const ContentionRemoved removed = remove_measured_contention(graph, pools);
+    if (removed.tasks > 0 && removed.time_before > 0) {
+      detail += fmt::format(", {} tasks' waits for a core taken out (−{:.1f} %)", removed.tasks,
+                            100.0 * static_cast<double>(removed.time_before - removed.time_after) /
+                                static_cast<double>(removed.time_before));
+    }
+  }
+  return detail;
+}
+
 // A resource named in a scenario: "thread:TID" and "stream:ID" are the trace's (or an earlier
 // transform's); any other name is a new resource, created by the edit unless one of that
 // name was already added.
@@ -612,7 +637,9 @@ void apply(const std::vector<Transform>& transforms, const TaskSelection& select
               effect.detail += fmt::format(", {}", describe(model));
             } else if constexpr (std::is_same_v<Spec, MatchRanksSpec>) {
               needs_original_ids(where, transform.op);
+              const std::string shared = share_machine_cores(spec.cores, selection, graph, applied);
               effect = match_ranks(graph, selection, pick(spec.select), spec.rank);
+              effect.detail += shared;
             } else if constexpr (std::is_same_v<Spec, AddEdgeSpec>) {
               effect = add_edge(graph, pick(spec.from), pick(spec.to), spec.delay, location(where));
             } else if constexpr (std::is_same_v<Spec, RemoveEdgeSpec>) {

@@ -1,5 +1,7 @@
 #include <dreamscope/whatif_engine.h>
 
+#include <dreamscope/cpu_sharing.h>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -115,6 +117,7 @@ Prediction predict(const Trace& trace, const DependencyGraph& baseline, const Ta
   SimulationOptions sim;
   sim.policy = applied.policy.get();
   sim.cpu_cores = applied.cpu_cores;
+  if (sim.cpu_cores > 0) sim.cpu_pool = machine_pools(trace, graph, sim.cpu_cores).of_resource;
   const SimulationResult result = simulate(graph, sim);
   if (result.end_time >= limits::kMaxAbsTimestampNs) {
     std::string files;

@@ -169,9 +169,13 @@ struct SetPolicySpec {
 // the median of what the same selection took on the other ranks: the job without that rank
 // being a straggler. kStragglerRank: the rank the others waited for most at collectives.
 inline constexpr std::int64_t kStragglerRank = -1;
+// With `cores` (as a move's), the ranks of each machine share its cores in the prediction and
+// the tasks are first made their work at full speed (cpu_sharing.h): on a machine with fewer
+// cores than busy ranks, a straggler's extra work also slowed the others' measured tasks.
 struct MatchRanksSpec {
   Selector select;
   std::int64_t rank = kStragglerRank;
+  std::int64_t cores = 0;
 };
 
 using TransformSpec = std::variant<ScaleSpec, SetDurationSpec, RemoveSpec, InsertSpec, FuseSpec, MoveSpec,

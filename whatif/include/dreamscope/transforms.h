@@ -99,6 +99,7 @@ struct AppliedScenario {
   std::vector<TransformEffect> effects;
   std::unique_ptr<TiePolicy> policy; // null: the simulator's default
   std::size_t cpu_cores = 0;         // CPU cores the threads share in the simulation (0: no limit)
+  bool contention_removed = false;   // the graph's CPU tasks are their work at full speed
   // For each task of the graph the selection describes, its id in the edited graph; empty
   // while no structural edit has renumbered anything.
   std::vector<TaskId> current;
