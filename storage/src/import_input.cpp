@@ -19,7 +19,7 @@ namespace {
   throw TraceError(path.string() + ": " + what);
 }
 
-std::string read_file(const std::filesystem::path& path, std::size_t padding) {
+ByteBuffer read_file(const std::filesystem::path& path, std::size_t padding) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) fail(path, "no such file");
   if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory, not a trace file");
@@ -27,11 +27,10 @@ std::string read_file(const std::filesystem::path& path, std::size_t padding) {
   if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
   const auto size = static_cast<std::size_t>(std::filesystem::file_size(path, ec));
   if (ec) fail(path, "cannot read its size: " + ec.message());
-  std::string data;
+  ByteBuffer data;
   data.resize(size + padding);
   in.read(data.data(), static_cast<std::streamsize>(size));
   if (static_cast<std::size_t>(in.gcount()) != size) fail(path, "cannot read the whole file");
-  data.resize(size + padding);
   return data;
 }
 
@@ -39,12 +38,12 @@ std::string read_file(const std::filesystem::path& path, std::size_t padding) {
 // (JSON traces compress 10-30x; deflate's own limit is about 1032x).
 constexpr std::size_t kMaxTrustedRatio = 64;
 
-bool is_gzip(const std::string& data, std::size_t size) {
+bool is_gzip(const char* data, std::size_t size) {
   return size >= 2 && static_cast<unsigned char>(data[0]) == 0x1f && static_cast<unsigned char>(data[1]) == 0x8b;
 }
 
 // Gunzips every member of the stream (gzip files may be concatenations).
-void gunzip(const std::filesystem::path& path, const std::string& in, std::size_t in_size, InputBuffer& out,
+void gunzip(const std::filesystem::path& path, const ByteBuffer& in, std::size_t in_size, InputBuffer& out,
             const ImportProgressFn& progress) {
   // The gzip trailer holds the uncompressed size mod 2^32: a first guess for the buffer, but
   // only a guess, since a damaged or hostile file can claim 4 GB in a 1.5 kB file. Trusted up
@@ -81,7 +80,7 @@ void gunzip(const std::filesystem::path& path, const std::string& in, std::size_
     out_done += out_chunk - zs.avail_out;
     if (progress) progress(ImportProgress{in_done, in_size, "decompressing"});
     if (rc == Z_STREAM_END) {
-      if (in_done < in_size && is_gzip(in.substr(in_done, 2), 2)) {
+      if (in_done < in_size && is_gzip(in.data() + in_done, in_size - in_done)) {
         inflateReset(&zs);
         continue;
       }
@@ -99,7 +98,7 @@ void gunzip(const std::filesystem::path& path, const std::string& in, std::size_
   }
   inflateEnd(&zs);
   out.size = out_done;
-  std::memset(out.storage.data() + out_done, 0, out.storage.size() - out_done);
+  std::memset(out.storage.data() + out_done, 0, simdjson::SIMDJSON_PADDING);
 }
 
 #if DREAMSCOPE_HAVE_LIBDEFLATE
@@ -107,7 +106,7 @@ void gunzip(const std::filesystem::path& path, const std::string& in, std::size_
 // gunzip): the output buffer is exactly that size. False (and nothing promised about `out`)
 // when the data does not fit it or is damaged: then zlib's streaming path decides, and
 // says what is wrong.
-bool gunzip_whole(const std::string& in, std::size_t in_size, InputBuffer& out, const ImportProgressFn& progress) {
+bool gunzip_whole(const ByteBuffer& in, std::size_t in_size, InputBuffer& out, const ImportProgressFn& progress) {
   if (in_size < 18) return false;
   std::uint32_t isize = 0;
   std::memcpy(&isize, in.data() + in_size - 4, 4);
@@ -131,9 +130,9 @@ bool gunzip_whole(const std::string& in, std::size_t in_size, InputBuffer& out, 
 
 InputBuffer read_input(const std::filesystem::path& path, const ImportProgressFn& progress) {
   InputBuffer buf;
-  std::string raw = read_file(path, simdjson::SIMDJSON_PADDING);
+  ByteBuffer raw = read_file(path, simdjson::SIMDJSON_PADDING);
   const std::size_t raw_size = raw.size() - simdjson::SIMDJSON_PADDING;
-  if (is_gzip(raw, raw_size)) {
+  if (is_gzip(raw.data(), raw_size)) {
     buf.was_gzip = true;
 #if DREAMSCOPE_HAVE_LIBDEFLATE
     if (gunzip_whole(raw, raw_size, buf, progress)) return buf;

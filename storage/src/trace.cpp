@@ -408,7 +408,11 @@ TrackId TraceBuilder::stream_track(std::uint32_t device, std::int64_t stream, st
   return add_track(std::move(t));
 }
 
-void TraceBuilder::reserve(std::size_t api, std::size_t gpu_ops, std::size_t annotations) {
+void TraceBuilder::reserve(std::size_t api, std::size_t gpu_ops, std::size_t annotations, std::size_t args) {
+  for (auto& c : trace_.args_) {
+    c.row.reserve(args);
+    c.arg.reserve(args);
+  }
   auto& a = trace_.cuda_api_;
   for (auto* v : {&a.start, &a.end, &a.correlation, &a.external_id, &a.stream, &a.event}) v->reserve(api);
   a.track.reserve(api);

@@ -464,7 +464,9 @@ class TraceBuilder {
   void add(const OverheadRecord& r) { trace_.overheads_.push_back(r); }
   void add(const ThreadLoadRecord& r) { trace_.thread_loads_.push_back(r); }
 
-  void reserve(std::size_t api, std::size_t gpu_ops, std::size_t annotations);
+  // Room for that many rows (and `args` args per table), so that an importer that can guess
+  // its size does not copy and fault in each column again every time it doubles.
+  void reserve(std::size_t api, std::size_t gpu_ops, std::size_t annotations, std::size_t args = 0);
   std::size_t track_count() const { return trace_.tracks_.size(); }
   const std::vector<TrackInfo>& tracks() const { return trace_.tracks_; }
   const std::vector<ProcessInfo>& processes() const { return trace_.processes_; }
