@@ -85,6 +85,8 @@ TEST(KinetoBadInput, EventsMissingFieldsAreCountedAndTheRestKept) {
                         {"kineto_flow_start_without_finish", 1},
                     }));
   EXPECT_EQ(stats.issues.at("kineto_event_without_dur").example, "event #2 'no dur' at ts 10");
+  // The profiler span is no event, but the TensorBoard plugin's timeline runs over it.
+  EXPECT_EQ(t.meta_value("kineto.profiler_span_ns"), "0 99000");
   EXPECT_EQ(stats.issues.at("kineto_negative_dur").severity, ImportSeverity::Warning);
   EXPECT_EQ(stats.warning_count(), 7);
   // The same summary travels with the trace.
