@@ -276,6 +276,9 @@ TEST(Steps, EachCategoryClaimsWhatNoHigherOneClaimed) {
   m.gpu(7, "gemm", 10, 30, 1);
   m.gpu(7, "Memcpy DtoD", 20, 40, 2, GpuOpKind::Memcpy);
   m.annotation("ProfilerStep#2", 100, 150, "user_annotation");
+  // Launched from inside the step, or the step would be dropped as a trailing one without GPU work.
+  m.api("cudaLaunchKernel", 100, 102, 3);
+  m.api("cudaMemsetAsync", 102, 104, 4);
   m.gpu(9, "ncclKernel_AllReduce", 100, 120, 3);
   m.gpu(7, "Memset (Device)", 110, 130, 4, GpuOpKind::Memset);
   const Trace t = std::move(m).build();
@@ -299,6 +302,32 @@ TEST(Steps, EachCategoryClaimsWhatNoHigherOneClaimed) {
     EXPECT_EQ(sum, s.duration());
   }
   EXPECT_EQ(b.average[static_cast<std::size_t>(StepCategory::Other)], 20);
+}
+
+TEST(Steps, ExtendToTheEndOfTheGpuWorkTheirLaunchesCausedAndDropTrailingOnesWithout) {
+  TraceMaker m;
+  m.annotation("ProfilerStep#1", 0, 100, "user_annotation");
+  m.api("cudaLaunchKernel", 10, 20, 1);
+  m.gpu(7, "gemm", 50, 160, 1);
+  m.annotation("ProfilerStep#2", 100, 200, "user_annotation");
+  m.api("cudaLaunchKernel", 110, 120, 2);
+  m.gpu(7, "gemm", 160, 180, 2);
+  m.annotation("ProfilerStep#3", 200, 250, "user_annotation"); // launched nothing
+  const auto b = step_breakdown(std::move(m).build());
+  ASSERT_EQ(b.steps.size(), 2u);
+  auto at = [](const StepTime& s, StepCategory c) { return s.time[static_cast<std::size_t>(c)]; };
+  EXPECT_EQ(b.steps[0].start, 0);
+  EXPECT_EQ(b.steps[0].end, 160); // its kernel's end
+  EXPECT_EQ(b.steps[0].host_end, 100);
+  EXPECT_EQ(b.steps[0].device_ops, 1);
+  EXPECT_EQ(at(b.steps[0], StepCategory::Kernel), 110);
+  EXPECT_EQ(at(b.steps[0], StepCategory::Runtime), 10);
+  EXPECT_EQ(at(b.steps[0], StepCategory::Other), 40);
+  EXPECT_EQ(b.steps[1].start, 160); // where step 1 now ends
+  EXPECT_EQ(b.steps[1].end, 200);
+  EXPECT_EQ(at(b.steps[1], StepCategory::Kernel), 20);
+  EXPECT_EQ(at(b.steps[1], StepCategory::Other), 20); // its launch [110,120) is step 1's time now
+  EXPECT_EQ(b.average_duration, 100);
 }
 
 TEST(Steps, DreamscopeStepsWithDataAnnotations) {
