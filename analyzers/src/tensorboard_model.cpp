@@ -3,6 +3,8 @@
 // step breakdown.
 #include "tensorboard_model.h"
 
+#include "kineto_time.h"
+
 #include "dreamscope/kernel_classes.h"
 #include "dreamscope/steps.h"
 
@@ -78,6 +80,19 @@ bool read_kineto_host_event(const Trace& trace, EventIndex row, HostEvent& e) {
     return false;
   }
   return true;
+}
+
+// The plugin reads Kineto's µs into float64 and takes end = ts + dur there. At epoch
+// timestamps (~1.7e15 µs) doubles are 0.25 µs apart, so its times, and with them which
+// operators nest and how long everything is, are rounded that coarsely; the same rounding is
+// applied here so that the numbers match. Integer-µs and small timestamps are unchanged.
+struct Span {
+  TimeNs start, end;
+};
+Span as_plugin_reads(bool kineto, TimeNs start, TimeNs end) {
+  if (!kineto) return {start, end};
+  const double ts = detail::us_as_parsed(start);
+  return {detail::ns_of_us(ts), detail::ns_of_us(ts + detail::us_as_parsed(end - start))};
 }
 
 template <class T>
@@ -274,7 +289,8 @@ Model build_model(const Trace& trace) {
 
   for (EventIndex i = 0; i < ann.size(); ++i) {
     const TrackInfo& track = tracks[ann.track[i]];
-    HostEvent e{.row = i, .start = ann.start[i], .end = ann.end[i], .name = trace.str(ann.name[i])};
+    const Span span = as_plugin_reads(m.kineto, ann.start[i], ann.end[i]);
+    HostEvent e{.row = i, .start = span.start, .end = span.end, .name = trace.str(ann.name[i])};
     e.external_id = ann.external_id[i];
     e.on_gpu_track = track.kind == TrackKind::GpuStream;
     e.thread = e.on_gpu_track ? track.stream : track.tid;
@@ -295,9 +311,10 @@ Model build_model(const Trace& trace) {
   for (EventIndex i = 0; i < api.size(); ++i) {
     // The plugin knows runtime calls only (cuda_driver is not among its categories).
     if (m.kineto && api.kind[i] != ApiKind::Runtime) continue;
+    const Span span = as_plugin_reads(m.kineto, api.start[i], api.end[i]);
     m.runtimes.push_back(RuntimeCall{.row = i,
-                                     .start = api.start[i],
-                                     .end = api.end[i],
+                                     .start = span.start,
+                                     .end = span.end,
                                      .external_id = api.external_id[i],
                                      .thread = tracks[api.track[i]].tid});
   }
@@ -312,7 +329,8 @@ Model build_model(const Trace& trace) {
   for (EventIndex i = 0; i < gpu.size(); ++i) {
     if (gpu.kind[i] == GpuOpKind::Sync) continue;
     const TrackInfo& track = tracks[gpu.track[i]];
-    DeviceOp d{.row = i, .start = gpu.start[i], .end = gpu.end[i], .kind = gpu.kind[i]};
+    const Span span = as_plugin_reads(m.kineto, gpu.start[i], gpu.end[i]);
+    DeviceOp d{.row = i, .start = span.start, .end = span.end, .kind = gpu.kind[i]};
     if (track.device < trace.devices().size()) d.device = trace.devices()[track.device].ordinal;
     if (d.kind == GpuOpKind::Kernel) {
       if (m.kineto) {
@@ -430,8 +448,9 @@ Model build_model(const Trace& trace) {
     const auto a = std::from_chars(text.data(), text.data() + space, begin);
     const auto b = std::from_chars(text.data() + space + 1, text.data() + text.size(), end);
     if (a.ec == std::errc() && b.ec == std::errc() && begin <= end) {
-      m.timeline_begin = begin;
-      m.timeline_end = end;
+      const Span read = as_plugin_reads(true, begin, end);
+      m.timeline_begin = read.start;
+      m.timeline_end = read.end;
     }
   }
   return m;

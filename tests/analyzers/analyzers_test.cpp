@@ -330,6 +330,19 @@ TEST(Steps, ExtendToTheEndOfTheGpuWorkTheirLaunchesCausedAndDropTrailingOnesWith
   EXPECT_EQ(b.average_duration, 100);
 }
 
+// The plugin holds Kineto's µs in float64: at epoch timestamps those are 0.25 µs apart, and
+// its numbers are rounded so; ours follow, for Kineto traces.
+TEST(Steps, KinetoTimesAsTheTensorBoardPluginReadsThem) {
+  const TimeNs start = 1712195495519689000; // 1712195495519689.0 µs
+  for (TraceSource source : {TraceSource::Kineto, TraceSource::Tracer}) {
+    TraceMaker m(source);
+    m.annotation("ProfilerStep#1", start, start + 63813, "user_annotation"); // dur 63.813 µs
+    const auto b = step_breakdown(std::move(m).build());
+    ASSERT_EQ(b.steps.size(), 1u);
+    EXPECT_EQ(b.steps[0].duration(), source == TraceSource::Kineto ? 63750 : 63813); // ts + dur = ...752.75
+  }
+}
+
 TEST(Steps, DreamscopeStepsWithDataAnnotations) {
   TraceMaker m;
   m.annotation("step", 0, 100, "step", 0);
