@@ -440,6 +440,18 @@ Model build_model(const Trace& trace) {
   }
   m.timeline_begin = global_min <= global_max ? global_min : 0;
   m.timeline_end = global_min <= global_max ? global_max : 0;
+  if (m.kineto) {
+    const std::optional<StringId> fwdbwd = trace.find_string("fwdbwd");
+    std::unordered_map<TimeNs, std::size_t> index_of_forward;
+    for (const FlowRecord& f : trace.flows()) {
+      if (!fwdbwd || f.kind != *fwdbwd) continue;
+      const TimeNs from = as_plugin_reads(true, f.from_time, f.from_time).start;
+      const TimeNs to = as_plugin_reads(true, f.to_time, f.to_time).start;
+      auto [it, inserted] = index_of_forward.try_emplace(from, m.forward_backward.size());
+      if (inserted) m.forward_backward.emplace_back(from, to);
+      else m.forward_backward[it->second].second = to;
+    }
+  }
   // The plugin's timeline runs over the profiler's own span when the file has it.
   const std::string span = trace.meta_value("kineto.profiler_span_ns");
   if (const std::size_t space = span.find(' '); m.kineto && space != std::string::npos) {

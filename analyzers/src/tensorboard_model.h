@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace dreamscope::analyzers::tb {
@@ -73,6 +74,9 @@ struct Model {
   std::array<std::size_t, kRoles> role_events{};   // events of each role, zero-length ones too
   std::vector<HostStep> host_steps;                // ProfilerStep#N in time order, or the one synthetic step
   TimeNs timeline_begin = 0, timeline_end = 0;     // the GPU-utilization timeline's span
+  // Kineto's fwdbwd flows: (forward operator start, backward operator start), one per forward
+  // start, in flow order.
+  std::vector<std::pair<TimeNs, TimeNs>> forward_backward;
 };
 
 Model build_model(const Trace& trace);

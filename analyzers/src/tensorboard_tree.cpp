@@ -112,6 +112,8 @@ CallTrees build_call_trees(const Model& m) {
     if (has_steps && !m.orphan_kernels.empty()) r.runtimes.push_back(kOrphanLaunch);
     t.nodes.push_back(std::move(r));
     t.roots.push_back(root);
+    t.root_threads.push_back(thread);
+    if (has_steps) t.step_root = root;
 
     // Nesting: a node starting before the innermost open one ends is its child if it also
     // ends by then; one that would straddle its end is dropped, as the plugin drops it.
@@ -190,7 +192,14 @@ CallTrees build_call_trees(const Model& m) {
       }
       if (node.type == NodeType::Operator && (child_eligible || launched_tc)) node.tc_eligible = true;
     }
+    // A root then spans its first child's start to its last child's end.
+    Node& tree = t.nodes[root];
+    if (!tree.children.empty()) {
+      tree.start = t.nodes[tree.children.front()].start;
+      tree.end = t.nodes[tree.children.back()].end;
+    }
   }
+  if (!m.forward_backward.empty()) attach_backward_to_modules(m, t);
   return t;
 }
 

@@ -2,10 +2,15 @@
 #include "analysis_traces.h"
 
 #include <dreamscope/analyzers.h>
+#include <dreamscope/importers.h>
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
 
 namespace dreamscope::analyzers {
 namespace {
@@ -365,6 +370,41 @@ TEST(Steps, WithoutStepsTheWholeTraceIsOneStep) {
   EXPECT_EQ(b.steps[0].time[static_cast<std::size_t>(StepCategory::Kernel)], 30);
   EXPECT_EQ(b.steps[0].time[static_cast<std::size_t>(StepCategory::Runtime)], 10);
   EXPECT_EQ(b.steps[0].time[static_cast<std::size_t>(StepCategory::Other)], 10);
+}
+
+// With nn.Module scopes and forward-backward flows, the TensorBoard plugin moves the backward
+// operators a module's forward operators point at under "<module>.backward" in the main
+// thread, and leaves out those no flow reaches.
+TEST(OperatorViews, BackwardOperatorsGoUnderTheirModule) {
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("dreamscope_backward_modules_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(path) << R"json({"traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 1000},
+    {"ph": "X", "cat": "python_function", "name": "nn.Module: Net", "pid": 1, "tid": 1, "ts": 10, "dur": 90,
+     "args": {"Python id": 2, "Python module id": 0}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": 1, "ts": 20, "dur": 40, "args": {"External id": 1}},
+    {"ph": "X", "cat": "cpu_op", "name": "autograd::engine::evaluate_function: AddmmBackward0", "pid": 1, "tid": 2, "ts": 500, "dur": 100},
+    {"ph": "X", "cat": "cpu_op", "name": "AddmmBackward0", "pid": 1, "tid": 2, "ts": 510, "dur": 80},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 520, "dur": 60},
+    {"ph": "X", "cat": "cpu_op", "name": "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", "pid": 1, "tid": 2, "ts": 600, "dur": 20},
+    {"ph": "X", "cat": "cpu_op", "name": "torch::autograd::AccumulateGrad", "pid": 1, "tid": 2, "ts": 605, "dur": 10},
+    {"ph": "X", "cat": "cpu_op", "name": "autograd::engine::evaluate_function: OtherBackward", "pid": 1, "tid": 2, "ts": 700, "dur": 20},
+    {"ph": "X", "cat": "cpu_op", "name": "OtherBackward", "pid": 1, "tid": 2, "ts": 705, "dur": 10},
+    {"ph": "s", "cat": "fwdbwd", "name": "fwdbwd", "id": 1, "pid": 1, "tid": 1, "ts": 20},
+    {"ph": "f", "cat": "fwdbwd", "name": "fwdbwd", "id": 1, "pid": 1, "tid": 2, "ts": 510, "bp": "e"}
+  ]})json";
+  const Trace t = load_trace(path);
+  std::filesystem::remove(path);
+  const OperatorKernelViews v = operator_kernel_views(t);
+  auto has = [&](std::string_view name) {
+    return std::any_of(v.by_name.begin(), v.by_name.end(), [&](const OperatorStats& o) { return o.name == name; });
+  };
+  for (const char* name : {"aten::linear", "AddmmBackward0", "aten::mm", "torch::autograd::AccumulateGrad",
+                           "autograd::engine::evaluate_function: AddmmBackward0"}) {
+    EXPECT_TRUE(has(name)) << name;
+  }
+  EXPECT_FALSE(has("OtherBackward"));
+  EXPECT_FALSE(has("autograd::engine::evaluate_function: OtherBackward"));
 }
 
 TEST(GpuEfficiency, UtilizationSmEfficiencyAndOccupancyAsTensorBoardEstimates) {
