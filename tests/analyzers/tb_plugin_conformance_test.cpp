@@ -11,7 +11,10 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <cmath>
 #include <string>
+#include <tuple>
+#include <vector>
 
 namespace dreamscope::analyzers {
 namespace {
@@ -501,7 +504,7 @@ TEST(TbPluginConformance, KernelSeesItsOperatorsEligibilityBeforePropagation) {
   EXPECT_TRUE(kernel(v.kernels, kNllKernel, "aten::mm").op_tc_eligible);
 }
 
-// ---- Beyond the overview: the distributed and datapipe cases, for what our views cover ----
+// ---- The distributed and datapipe cases ----
 
 TEST(TbPluginConformance, DistributedNcclStepCosts) {
   const StepBreakdown w0 = step_breakdown(fixture("test_distributed_nccl_worker0"));
@@ -537,6 +540,95 @@ TEST(TbPluginConformance, DistributedGlooCpuStepCosts) {
   EXPECT_TRUE(w1.has_communication);
   ASSERT_EQ(w1.steps.size(), 1u);
   expect_costs(w1.steps[0], {0, 0, 0, 98, 0, 0, 36, 12, 146});
+}
+
+struct Expected {
+  std::array<std::int64_t, 4> overlap; // computation only, overlapping, communication only, other
+  std::array<std::int64_t, 2> wait;    // data transfer, synchronizing
+  // name, calls, bytes, avg bytes, latency, avg latency, transfer, avg transfer (µs)
+  std::vector<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                         std::int64_t, std::int64_t>>
+      ops;
+};
+
+// The plugin's steps_to_overlap, steps_to_wait and comm_ops for a one-step job of two workers.
+void expect_distributed_view(const std::string& test, std::size_t collectives, const Expected& worker0,
+                             const Expected& worker1) {
+  const Trace t0 = fixture(test + "_worker0"), t1 = fixture(test + "_worker1");
+  const DistributedView v = distributed_view({{"worker0", &t0}, {"worker1", &t1}});
+  ASSERT_TRUE(v.available);
+  ASSERT_EQ(v.workers.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const DistributedWorker& w = v.workers[i];
+    const Expected& e = i == 0 ? worker0 : worker1;
+    SCOPED_TRACE(w.name);
+    EXPECT_EQ(w.name, i == 0 ? "worker0" : "worker1");
+    EXPECT_EQ(w.collectives, collectives);
+    // One step, so "all" (the mean over steps) is the same.
+    ASSERT_EQ(w.overlap.size(), 2u);
+    for (const StepOverlap& o : w.overlap) {
+      EXPECT_EQ(o.computation_only, us(e.overlap[0])) << o.step;
+      EXPECT_EQ(o.overlap, us(e.overlap[1])) << o.step;
+      EXPECT_EQ(o.communication_only, us(e.overlap[2])) << o.step;
+      EXPECT_EQ(o.other, us(e.overlap[3])) << o.step;
+    }
+    ASSERT_EQ(w.wait.size(), 2u);
+    for (const StepWait& o : w.wait) {
+      EXPECT_EQ(o.transfer, us(e.wait[0])) << o.step;
+      EXPECT_EQ(o.synchronizing, us(e.wait[1])) << o.step;
+    }
+    ASSERT_EQ(w.collective_ops.size(), e.ops.size());
+    for (std::size_t k = 0; k < e.ops.size(); ++k) {
+      const CollectiveStats& c = w.collective_ops[k];
+      const auto& [name, calls, bytes, avg_bytes, latency, avg_latency, transfer, avg_transfer] = e.ops[k];
+      EXPECT_EQ(c.name, name);
+      EXPECT_EQ(c.calls, calls);
+      EXPECT_EQ(c.bytes, bytes);
+      // The plugin rounds the averages to whole bytes and µs (half to even); none is a tie here.
+      EXPECT_EQ(c.bytes / c.calls, avg_bytes);
+      EXPECT_EQ(c.latency, us(latency));
+      EXPECT_EQ(std::llround(static_cast<double>(c.latency) / 1000.0 / static_cast<double>(c.calls)), avg_latency);
+      EXPECT_EQ(c.transfer, us(transfer));
+      EXPECT_EQ(std::llround(static_cast<double>(c.transfer) / 1000.0 / static_cast<double>(c.calls)), avg_transfer);
+    }
+  }
+}
+
+TEST(TbPluginConformance, DistributedNccl) {
+  EXPECT_EQ(step_breakdown(fixture("test_distributed_nccl_worker0")).has_communication, true);
+  expect_distributed_view("test_distributed_nccl", 2,
+                          {{30, 75, 75, 55},
+                           {1169, 464},
+                           {{"nccl:broadcast", 1, 212480, 212480, 75, 75, 36, 36},
+                            {"nccl:all_reduce", 1, 8196000, 8196000, 1558, 1558, 1133, 1133}}},
+                          {{121, 40, 74, 0},
+                           {1169, 3},
+                           {{"nccl:broadcast", 1, 212480, 212480, 39, 39, 36, 36},
+                            {"nccl:all_reduce", 1, 8196000, 8196000, 1133, 1133, 1133, 1133}}});
+}
+
+TEST(TbPluginConformance, DistributedGlooGpu) {
+  expect_distributed_view("test_distributed_gloo_gpu", 5,
+                          {{31, 70, 39, 16},
+                           {75, 34},
+                           {{"gloo:broadcast", 3, 637440, 212480, 63, 21, 41, 14},
+                            {"gloo:all_reduce", 2, 16392000, 8196000, 46, 23, 34, 17}}},
+                          {{16, 54, 44, 32},
+                           {78, 20},
+                           {{"gloo:broadcast", 3, 637440, 212480, 44, 15, 44, 15},
+                            {"gloo:all_reduce", 2, 16392000, 8196000, 54, 27, 34, 17}}});
+}
+
+TEST(TbPluginConformance, DistributedGlooCpu) {
+  expect_distributed_view("test_distributed_gloo_cpu", 5,
+                          {{47, 74, 35, 0},
+                           {75, 34},
+                           {{"gloo:broadcast", 3, 637440, 212480, 63, 21, 41, 14},
+                            {"gloo:all_reduce", 2, 16392000, 8196000, 46, 23, 34, 17}}},
+                          {{36, 64, 34, 12},
+                           {78, 20},
+                           {{"gloo:broadcast", 3, 637440, 212480, 44, 15, 44, 15},
+                            {"gloo:all_reduce", 2, 16392000, 8196000, 54, 27, 34, 17}}});
 }
 
 TEST(TbPluginConformance, DistributedNcclUserAnnotationHasCommunication) {

@@ -6,8 +6,9 @@
 // - hta_*: Holistic Trace Analysis's numbers (temporal, idle time, kernel types, comm/comp
 //   overlap, launch stats, queue length, user annotations), with HTA's own parsing rules,
 //   in HTA's unit (µs).
-// - step_breakdown, gpu_efficiency, operator_kernel_views: the TensorBoard profiler plugin's
-//   overview, GPU metrics, operator and kernel views, as the plugin computes them.
+// - step_breakdown, gpu_efficiency, operator_kernel_views, distributed_view: the TensorBoard
+//   profiler plugin's overview, GPU metrics, operator, kernel and distributed views, as the
+//   plugin computes them.
 // - data_stalls, top_kernels.
 // - critical_path_analysis: the replayed run's critical path, split by what bound it.
 // report.h renders all of them (`analyze_trace`) as text, Markdown, JSON or HTML.
@@ -19,6 +20,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dreamscope::analyzers {
@@ -281,6 +283,46 @@ struct OperatorKernelViews {
 // The plugin's operator and kernel views (its call trees per thread, runtime calls tied to
 // operators by external id).
 OperatorKernelViews operator_kernel_views(const Trace& trace);
+
+// The plugin's distributed view over the traces of a job's workers: per step and worker, how
+// computation and communication overlapped, and how much of the collectives' time was data
+// transfer rather than waiting for the other workers (the shortest instance of each collective
+// across workers is its transfer time); per worker, the collectives (`nccl:` and `gloo:`
+// operators) by name.
+struct StepOverlap {
+  std::string step; // a step's name, or "all": the mean over the worker's steps
+  TimeNs computation_only = 0, overlap = 0, communication_only = 0, other = 0;
+};
+
+struct StepWait {
+  std::string step; // a step's name, "" for collectives in no step, or "all"
+  TimeNs transfer = 0, synchronizing = 0;
+};
+
+struct CollectiveStats {
+  std::string name;
+  std::int64_t calls = 0;
+  std::int64_t bytes = 0; // inputs' elements times their type's size
+  TimeNs latency = 0;     // the collective's operators and kernels, merged
+  TimeNs transfer = 0;    // of that, the data transfer time
+};
+
+struct DistributedWorker {
+  std::string name;
+  std::size_t collectives = 0;    // collective operators (the plugin's communication nodes)
+  std::vector<StepOverlap> overlap; // steps in order, then "all"
+  std::vector<StepWait> wait;       // steps in order of their first collective, then "all"
+  std::vector<CollectiveStats> collective_ops;
+};
+
+struct DistributedView {
+  // False when a worker has no communication or the workers' collectives do not pair up (the
+  // plugin then shows no distributed view).
+  bool available = false;
+  std::vector<DistributedWorker> workers; // by name
+};
+
+DistributedView distributed_view(const std::vector<std::pair<std::string, const Trace*>>& workers);
 
 // The TensorBoard plugin's estimate for one kernel, and the CUDA occupancy limit it uses.
 double estimated_sm_efficiency(const LaunchConfig& launch, std::int64_t sm_count);
