@@ -343,14 +343,16 @@ class KinetoImporter {
 
     const StringId name = builder_.intern(event_.name);
     consumed_.assign(event_.args.size(), false);
+    // The last value of a key written twice, as RawEvent::arg; the other copies go too.
     auto take = [&](std::string_view key) -> const JsonValue* {
+      const JsonValue* value = nullptr;
       for (std::size_t i = 0; i < event_.args.size(); ++i) {
         if (event_.args[i].key == key) {
           consumed_[i] = true;
-          return &event_.args[i].value;
+          value = &event_.args[i].value;
         }
       }
-      return nullptr;
+      return value;
     };
     auto take_external_id = [&]() {
       auto v = as_int(take("External id"));
