@@ -7,6 +7,8 @@
 // under both, as in the plugin.
 #include "tensorboard_tree.h"
 
+#include "dreamscope/limits.h"
+
 #include <algorithm>
 #include <tuple>
 #include <unordered_map>
@@ -60,9 +62,9 @@ void fill_backward(CallTrees& t, std::uint32_t id) {
   n.self_host = n.end - n.start;
   for (std::uint32_t c : n.children) {
     const Node& child = t.nodes[c];
-    n.device += child.device;
-    n.self_host -= child.end - child.start;
-    n.tc_total += child.tc_total;
+    n.device = limits::add_ns(n.device, child.device);
+    n.self_host = limits::add_ns(n.self_host, child.start - child.end);
+    n.tc_total = limits::add_ns(n.tc_total, child.tc_total);
     n.tc_eligible = n.tc_eligible || child.tc_eligible;
   }
 }

@@ -4,6 +4,8 @@
 // computation and communication.
 #include "tensorboard_model.h"
 
+#include "dreamscope/limits.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -33,6 +35,18 @@ struct Worker {
   std::vector<StepOverlap> overlap;
 };
 
+// Byte counts of absurd shapes stop at the int64 bounds rather than overflow.
+std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (!__builtin_add_overflow(a, b, &r)) return r;
+  return b > 0 ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
+}
+std::int64_t saturating_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (!__builtin_mul_overflow(a, b, &r)) return r;
+  return (a > 0) == (b > 0) ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
+}
+
 // Bytes of a collective's inputs: elements times the size of their type, for the types the
 // plugin knows (others count 0).
 std::int64_t input_bytes(const Trace& trace, EventIndex row) {
@@ -52,9 +66,10 @@ std::int64_t input_bytes(const Trace& trace, EventIndex row) {
     else if (type == "unsigned char") size = 1;
     std::int64_t elements = 1;
     if (shapes[i].is_array()) {
-      for (const auto& d : shapes[i]) elements *= d.is_number_integer() ? d.get<std::int64_t>() : 0;
+      for (const auto& d : shapes[i])
+        elements = saturating_mul(elements, d.is_number_integer() ? d.get<std::int64_t>() : 0);
     }
-    bytes += elements * size;
+    bytes = saturating_add(bytes, saturating_mul(elements, size));
   }
   return bytes;
 }
@@ -175,10 +190,10 @@ DistributedView distributed_view(const std::vector<std::pair<std::string, const 
     out.overlap = w.overlap;
     StepOverlap all{.step = "all"};
     for (const StepOverlap& o : w.overlap) {
-      all.computation_only += o.computation_only;
-      all.overlap += o.overlap;
-      all.communication_only += o.communication_only;
-      all.other += o.other;
+      all.computation_only = limits::add_ns(all.computation_only, o.computation_only);
+      all.overlap = limits::add_ns(all.overlap, o.overlap);
+      all.communication_only = limits::add_ns(all.communication_only, o.communication_only);
+      all.other = limits::add_ns(all.other, o.other);
     }
     const auto steps = static_cast<TimeNs>(std::max<std::size_t>(1, w.overlap.size()));
     out.overlap.push_back(
@@ -202,15 +217,15 @@ DistributedView distributed_view(const std::vector<std::pair<std::string, const 
       CollectiveStats& stats = by_name[c.name];
       stats.name = std::string(c.name);
       ++stats.calls;
-      stats.bytes += c.bytes;
+      stats.bytes = saturating_add(stats.bytes, c.bytes);
     }
     StepWait all_wait{.step = "all"};
     for (const std::string& step : step_order) {
       auto& [kernels, transfer] = step_ranges[step];
       const TimeNs latency = merged_length(std::move(kernels)), data = merged_length(std::move(transfer));
       out.wait.push_back({step, data, latency - data});
-      all_wait.transfer += data;
-      all_wait.synchronizing += latency - data;
+      all_wait.transfer = limits::add_ns(all_wait.transfer, data);
+      all_wait.synchronizing = limits::add_ns(all_wait.synchronizing, latency - data);
     }
     const auto waits = static_cast<TimeNs>(std::max<std::size_t>(1, step_order.size()));
     out.wait.push_back({"all", all_wait.transfer / waits, all_wait.synchronizing / waits});

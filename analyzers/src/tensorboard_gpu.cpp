@@ -55,7 +55,8 @@ std::vector<SmEfficiencyRange> sm_efficiency_sweep(const std::vector<Weighted>& 
 void utilization_timeline(const std::vector<Interval>& busy, TimeNs begin, TimeNs end, DeviceEfficiency& e) {
   constexpr TimeNs kMicrosecond = 1000;
   TimeNs bucket = kMicrosecond;
-  while ((end - begin) > 100 * bucket) bucket *= 10;
+  // Span / bucket > 100, in integers that cannot overflow.
+  while ((end - begin) / bucket > 100 || ((end - begin) / bucket == 100 && (end - begin) % bucket != 0)) bucket *= 10;
   const TimeNs count = (end - begin) / bucket;
   if (count <= 0 || busy.empty()) return;
   e.bucket = bucket;
@@ -97,8 +98,8 @@ std::vector<DeviceEfficiency> gpu_efficiency(const Trace& trace) {
 
     std::vector<Interval> ranges;
     std::vector<Weighted> blocks;
-    double occupancy_weighted = 0;
-    TimeNs occupancy_time = 0;
+    double occupancy_weighted = 0, occupancy_time = 0; // overlapping kernels: sums past int64 ns
+
     for (const DeviceOp* k : kernels) {
       ranges.push_back({k->start, k->end});
       // Clipped to the steps: only kernel time within them counts toward the averages.
@@ -111,7 +112,7 @@ std::vector<DeviceEfficiency> gpu_efficiency(const Trace& trace) {
         ++e.kernels_with_occupancy;
         if (clipped > 0) {
           occupancy_weighted += *o * static_cast<double>(clipped);
-          occupancy_time += clipped;
+          occupancy_time += static_cast<double>(clipped);
         }
       }
     }
@@ -130,7 +131,7 @@ std::vector<DeviceEfficiency> gpu_efficiency(const Trace& trace) {
       weighted += r.efficiency * static_cast<double>(clipped);
     }
     if (in_steps && span > 0) e.sm_efficiency = weighted / static_cast<double>(span);
-    if (occupancy_time > 0) e.achieved_occupancy = occupancy_weighted / static_cast<double>(occupancy_time) / 100.0;
+    if (occupancy_time > 0) e.achieved_occupancy = occupancy_weighted / occupancy_time / 100.0;
     out.push_back(std::move(e));
   }
   return out;

@@ -2,6 +2,8 @@
 // caused, and each step's time split by role in priority order.
 #include "tensorboard_model.h"
 
+#include "dreamscope/limits.h"
+
 #include <algorithm>
 #include <limits>
 #include <optional>
@@ -124,8 +126,8 @@ StepBreakdown step_breakdown(const Trace& trace) {
   }
   TimeNs total = 0;
   for (const StepTime& s : out.steps) {
-    for (std::size_t c = 0; c < kStepCategories; ++c) out.average[c] += s.time[c];
-    total += s.duration();
+    for (std::size_t c = 0; c < kStepCategories; ++c) out.average[c] = limits::add_ns(out.average[c], s.time[c]);
+    total = limits::add_ns(total, s.duration());
   }
   const auto count = static_cast<TimeNs>(out.steps.size());
   for (TimeNs& t : out.average) t /= count;

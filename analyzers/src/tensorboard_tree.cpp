@@ -3,6 +3,8 @@
 // host, device and tensor-core times of every node.
 #include "tensorboard_tree.h"
 
+#include "dreamscope/limits.h"
+
 #include "dreamscope/steps.h"
 
 #include <algorithm>
@@ -166,9 +168,9 @@ CallTrees build_call_trees(const Model& m) {
       bool child_eligible = false;
       for (std::uint32_t c : node.children) {
         const Node& child = t.nodes[c];
-        node.device += child.device;
-        node.self_host -= child.end - child.start;
-        node.tc_total += child.tc_total;
+        node.device = limits::add_ns(node.device, child.device);
+        node.self_host = limits::add_ns(node.self_host, child.start - child.end);
+        node.tc_total = limits::add_ns(node.tc_total, child.tc_total);
         child_eligible = child_eligible || child.tc_eligible;
       }
       bool launched_tc = false;
@@ -178,16 +180,17 @@ CallTrees build_call_trees(const Model& m) {
           const DeviceOp& d = m.device_ops[op];
           t.launcher[op] = id;
           t.launcher_tc_eligible[op] = node.tc_eligible;
-          device += d.end - d.start;
+          device = limits::add_ns(device, d.end - d.start);
           if (d.kind == GpuOpKind::Kernel && uses_tensor_cores(m.trace->str(m.trace->gpu_ops().name[d.row]))) {
-            tc += d.end - d.start;
+            tc = limits::add_ns(tc, d.end - d.start);
           }
         }
-        if (r != kOrphanLaunch) node.self_host -= m.runtimes[r].end - m.runtimes[r].start;
-        node.device += device;
-        node.self_device += device;
-        node.tc_self += tc;
-        node.tc_total += tc;
+        if (r != kOrphanLaunch)
+          node.self_host = limits::add_ns(node.self_host, m.runtimes[r].start - m.runtimes[r].end);
+        node.device = limits::add_ns(node.device, device);
+        node.self_device = limits::add_ns(node.self_device, device);
+        node.tc_self = limits::add_ns(node.tc_self, tc);
+        node.tc_total = limits::add_ns(node.tc_total, tc);
         launched_tc = launched_tc || tc > 0;
       }
       if (node.type == NodeType::Operator && (child_eligible || launched_tc)) node.tc_eligible = true;

@@ -3,6 +3,8 @@
 // from the call trees, and every kernel of the trace by name.
 #include "tensorboard_tree.h"
 
+#include "dreamscope/limits.h"
+
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -59,10 +61,10 @@ Collected collect(const Model& m, const CallTrees& t) {
 
 void add_call(OperatorStats& row, const Node& n) {
   ++row.calls;
-  row.host += n.end - n.start;
-  row.self_host += n.self_host;
-  row.device += n.device;
-  row.self_device += n.self_device;
+  row.host = limits::add_ns(row.host, n.end - n.start);
+  row.self_host = limits::add_ns(row.self_host, n.self_host);
+  row.device = limits::add_ns(row.device, n.device);
+  row.self_device = limits::add_ns(row.self_device, n.self_device);
 }
 
 std::vector<OperatorStats> aggregate_operators(const Model& m, const CallTrees& t,
@@ -87,8 +89,8 @@ std::vector<OperatorStats> aggregate_operators(const Model& m, const CallTrees& 
     }
     Sums& s = rows[it->second];
     add_call(s.row, n);
-    s.tc_self += n.tc_self;
-    s.tc_total += n.tc_total;
+    s.tc_self = limits::add_ns(s.tc_self, n.tc_self);
+    s.tc_total = limits::add_ns(s.tc_total, n.tc_total);
   }
   std::vector<OperatorStats> out;
   out.reserve(rows.size());
@@ -161,7 +163,7 @@ std::vector<KernelOpStats> aggregate_kernels(const Model& m, const CallTrees& t,
     Sums& s = rows[it->second];
     const TimeNs dur = d.end - d.start;
     ++s.row.calls;
-    s.row.total += dur;
+    s.row.total = limits::add_ns(s.row.total, dur);
     s.row.min = std::min(s.row.min, dur);
     s.row.max = std::max(s.row.max, dur);
     s.blocks_weighted += tb::blocks_per_sm(m, d).value_or(0) * static_cast<double>(dur);
@@ -199,7 +201,7 @@ std::vector<KernelNameTotals> kernel_totals(const Model& m, double& tc_used_rati
       s.row.min = dur;
     }
     ++s.row.count;
-    s.row.sum += dur;
+    s.row.sum = limits::add_ns(s.row.sum, dur);
     s.row.min = std::min(s.row.min, dur);
     s.row.max = std::max(s.row.max, dur);
     s.blocks_weighted += tb::blocks_per_sm(m, d).value_or(0) * static_cast<double>(dur);
@@ -213,8 +215,8 @@ std::vector<KernelNameTotals> kernel_totals(const Model& m, double& tc_used_rati
       s.row.blocks_per_sm = s.blocks_weighted / static_cast<double>(s.row.sum);
       s.row.occupancy_pct = s.occupancy_weighted / static_cast<double>(s.row.sum);
     }
-    all += s.row.sum;
-    if (s.row.tc_used) tc += s.row.sum;
+    all = limits::add_ns(all, s.row.sum);
+    if (s.row.tc_used) tc = limits::add_ns(tc, s.row.sum);
     out.push_back(std::move(s.row));
   }
   std::stable_sort(out.begin(), out.end(),
@@ -230,7 +232,8 @@ TimeNs own_kernel_time(const Model& m, const CallTrees& t, const std::vector<std
     for (std::uint32_t r : t.nodes[id].runtimes) {
       if (r == tb::kOrphanLaunch) continue;
       for (std::uint32_t op : tb::launched_by(m, r)) {
-        if (m.device_ops[op].kind == GpuOpKind::Kernel) sum += m.device_ops[op].end - m.device_ops[op].start;
+        if (m.device_ops[op].kind == GpuOpKind::Kernel)
+          sum = limits::add_ns(sum, m.device_ops[op].end - m.device_ops[op].start);
       }
     }
   }
@@ -290,8 +293,8 @@ OperatorKernelViews operator_kernel_views(const Trace& trace) {
         if (d.kind != GpuOpKind::Kernel) continue;
         launched = true;
         auto& [tc, all] = per_device[d.device];
-        all += d.end - d.start;
-        if (tb::uses_tensor_cores(trace.str(trace.gpu_ops().name[d.row]))) tc += d.end - d.start;
+        all = limits::add_ns(all, d.end - d.start);
+        if (tb::uses_tensor_cores(trace.str(trace.gpu_ops().name[d.row]))) tc = limits::add_ns(tc, d.end - d.start);
       }
     }
   }
