@@ -3,6 +3,7 @@
 #include "dreamscope/analyzers.h"
 
 #include "intervals.h"
+#include "kineto_time.h"
 
 #include <algorithm>
 #include <cmath>
@@ -19,38 +20,12 @@ namespace dreamscope::analyzers {
 namespace {
 
 using detail::Interval;
+using detail::us_as_parsed;
 
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
 
-// HTA works on Kineto's µs as float64: end = floor(ts + dur), ts = ceil(ts). The importer
-// keeps exact ns; this gives back the double a JSON parser made of the µs text, i.e. the
-// double nearest to ns / 1000 (ties to even), which `ns / 1000.0` is not once ns exceeds
-// 2^53 (epoch timestamps in ns do): converting ns to double rounds first.
-double us_as_parsed(TimeNs ns) {
-  const std::int64_t whole = ns / 1000;
-  const std::int64_t rest = ns % 1000;
-  const double guess = static_cast<double>(whole) + static_cast<double>(rest) / 1000.0;
-  // A double has 53 significant bits and 1000 < 2^10, so x * 1000 is exact in the 64-bit
-  // significand of long double, and so is its difference from ns.
-  auto error = [&](double x) {
-    const long double e = static_cast<long double>(x) * 1000.0L - static_cast<long double>(ns);
-    return e < 0 ? -e : e;
-  };
-  double best = guess;
-  for (double c : {std::nextafter(guess, -HUGE_VAL), std::nextafter(guess, HUGE_VAL)}) {
-    const long double ec = error(c), eb = error(best);
-    if (ec < eb) best = c;
-    else if (ec == eb) {
-      std::int64_t bits_c = 0, bits_b = 0;
-      std::memcpy(&bits_c, &c, sizeof c);
-      std::memcpy(&bits_b, &best, sizeof best);
-      if ((bits_c & 1) == 0 && (bits_b & 1) != 0) best = c;
-    }
-  }
-  return best;
-}
-
+// HTA works on Kineto's µs as float64: end = floor(ts + dur), ts = ceil(ts).
 struct UsSpan {
   TimeUs ts;
   TimeUs end;

@@ -48,6 +48,34 @@ inline std::int64_t intersection_length(const std::vector<Interval>& a, const st
   return sum;
 }
 
+// The intersection of two merged (sorted, disjoint) interval lists, as a merged list.
+inline std::vector<Interval> intersect_intervals(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  std::vector<Interval> out;
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const std::int64_t lo = std::max(a[i].start, b[j].start);
+    const std::int64_t hi = std::min(a[i].end, b[j].end);
+    if (hi > lo) out.push_back({lo, hi});
+    if (a[i].end < b[j].end) ++i; else ++j;
+  }
+  return out;
+}
+
+// `a` less `b`, both merged; the result is merged.
+inline std::vector<Interval> subtract_intervals(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  std::vector<Interval> out;
+  std::size_t j = 0;
+  for (Interval rest : a) {
+    while (j < b.size() && b[j].end <= rest.start) ++j;
+    for (std::size_t k = j; k < b.size() && b[k].start < rest.end && rest.start < rest.end; ++k) {
+      if (b[k].start > rest.start) out.push_back({rest.start, b[k].start});
+      rest.start = std::max(rest.start, b[k].end);
+    }
+    if (rest.end > rest.start) out.push_back(rest);
+  }
+  return out;
+}
+
 // Round half away from zero to `decimals` places, as the reports print HTA's rounded figures.
 inline double round_to(double v, int decimals) {
   double scale = 1;

@@ -220,9 +220,18 @@ std::string render_json(const AnalysisReport& r) {
     };
     json steps = json::array();
     for (const auto& s : r.steps->steps) {
-      steps.push_back({{"name", s.name}, {"start_ns", s.start}, {"end_ns", s.end}, {"time_ns", times(s.time)}});
+      steps.push_back({{"name", s.name},
+                       {"start_ns", s.start},
+                       {"end_ns", s.end},
+                       {"host_start_ns", s.host_start},
+                       {"host_end_ns", s.host_end},
+                       {"device_ops", s.device_ops},
+                       {"time_ns", times(s.time)}});
     }
-    j["steps"] = {{"categories", cats}, {"steps", steps}, {"average_ns", times(r.steps->average)}};
+    j["steps"] = {{"categories", cats},
+                  {"steps", steps},
+                  {"average_ns", times(r.steps->average)},
+                  {"average_duration_ns", r.steps->average_duration}};
   }
 
   if (r.gpu) {

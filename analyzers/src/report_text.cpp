@@ -126,8 +126,10 @@ Section hta_section(const HtaReport& h, std::size_t top) {
 
 Section steps_section(const StepBreakdown& b, std::size_t top) {
   Section s{ReportSection::Steps, "Step time breakdown (TensorBoard profiler)", {}, {}};
-  s.notes.push_back("Kernel > Memcpy > Memset > Communication > Runtime > DataLoader > CPU Exec > Other: each "
-                    "category claims the part of the step that no higher one claimed.");
+  s.notes.push_back("As the TensorBoard profiler plugin computes it: each step runs to the end of the GPU work "
+                    "launched from inside it, and trailing steps that launched nothing are left out. Kernel > Memcpy "
+                    "> Memset > Communication > Runtime > DataLoader > CPU Exec > Other: each category claims the "
+                    "part of the step that no higher one claimed.");
   std::vector<std::string> header{"step", "duration"};
   for (std::size_t c = 0; c < kStepCategories; ++c) header.emplace_back(to_string(static_cast<StepCategory>(c)));
   Table t = make_table(header, std::vector<bool>(header.size(), true));
@@ -139,9 +141,7 @@ Section steps_section(const StepBreakdown& b, std::size_t top) {
   };
   for (std::size_t i = 0; i < b.steps.size() && i < top; ++i) t.rows.push_back(row(b.steps[i].name, b.steps[i].duration(), b.steps[i].time));
   if (!b.steps.empty()) {
-    TimeNs avg = 0;
-    for (TimeNs v : b.average) avg += v;
-    t.rows.push_back(row("(average)", avg, b.average));
+    t.rows.push_back(row("(average)", b.average_duration, b.average));
   }
   s.tables.emplace_back("", std::move(t));
   return s;
@@ -149,9 +149,10 @@ Section steps_section(const StepBreakdown& b, std::size_t top) {
 
 Section gpu_section(const std::vector<DeviceEfficiency>& gpus) {
   Section s{ReportSection::Gpu, "GPU utilization (TensorBoard profiler)", {}, {}};
-  s.notes.push_back("Over all steps' time: GPU utilization = time with a kernel running; Est. SM efficiency = "
-                    "min(blocks / SMs, 1) weighted by kernel time; Est. achieved occupancy = min(threads / SMs / "
-                    "max threads per SM, theoretical occupancy) weighted by kernel time.");
+  s.notes.push_back("As the TensorBoard profiler plugin computes them, from the first step's start to the last "
+                    "step's end: GPU utilization = time with a kernel running; Est. SM efficiency = the running "
+                    "kernels' blocks per SM, summed and capped at 1, over time; Est. achieved occupancy = Kineto's "
+                    "per-kernel estimate (else ours from the launch) weighted by kernel time.");
   Table t = make_table({"device", "name", "steps time", "busy", "GPU utilization", "Est. SM efficiency",
                         "Est. achieved occupancy"},
                        {true, false, true, true, true, true, true});

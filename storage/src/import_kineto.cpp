@@ -309,6 +309,16 @@ class KinetoImporter {
     }
     EventClass cls = classify_category(event_.cat);
     if (cls == EventClass::ProfilerSpan) {
+      // Not an event of the run, but the TensorBoard plugin draws its GPU-utilization
+      // timeline over the first profiler span ("PyTorch Profiler (0)"): keep where it lies.
+      if (event_.name == "PyTorch Profiler (0)" && event_.ts.type == od::json_type::number &&
+          event_.dur.type == od::json_type::number) {
+        auto ts = parse_us_as_ns(event_.ts.text);
+        auto dur = parse_us_as_ns(event_.dur.text);
+        if (ts && dur && *dur >= 0 && time_in_range(*ts) && time_in_range(*ts + *dur)) {
+          builder_.set_meta("kineto.profiler_span_ns", std::to_string(*ts) + " " + std::to_string(*ts + *dur));
+        }
+      }
       return stats_.note("kineto_profiler_span", example());
     }
     // Which side of the file the event belongs to, so that an import that lost a whole side
@@ -352,14 +362,16 @@ class KinetoImporter {
 
     const StringId name = builder_.intern(event_.name);
     consumed_.assign(event_.args.size(), false);
+    // The last value of a key written twice, as RawEvent::arg; the other copies go too.
     auto take = [&](std::string_view key) -> const JsonValue* {
+      const JsonValue* value = nullptr;
       for (std::size_t i = 0; i < event_.args.size(); ++i) {
         if (event_.args[i].key == key) {
           consumed_[i] = true;
-          return &event_.args[i].value;
+          value = &event_.args[i].value;
         }
       }
-      return nullptr;
+      return value;
     };
     auto take_external_id = [&]() {
       auto v = as_int(take("External id"));

@@ -80,9 +80,11 @@ struct RawEvent {
     args.clear();
     args_not_object = false;
   }
+  // A key written twice in one args object has its last value, as Python's json (which the
+  // TensorBoard plugin and HTA read these files with) and JavaScript keep it.
   const JsonValue* arg(std::string_view key) const {
-    for (const auto& a : args) {
-      if (a.key == key) return &a.value;
+    for (auto it = args.rbegin(); it != args.rend(); ++it) {
+      if (it->key == key) return &it->value;
     }
     return nullptr;
   }

@@ -2,10 +2,15 @@
 #include "analysis_traces.h"
 
 #include <dreamscope/analyzers.h>
+#include <dreamscope/importers.h>
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
 
 namespace dreamscope::analyzers {
 namespace {
@@ -276,6 +281,9 @@ TEST(Steps, EachCategoryClaimsWhatNoHigherOneClaimed) {
   m.gpu(7, "gemm", 10, 30, 1);
   m.gpu(7, "Memcpy DtoD", 20, 40, 2, GpuOpKind::Memcpy);
   m.annotation("ProfilerStep#2", 100, 150, "user_annotation");
+  // Launched from inside the step, or the step would be dropped as a trailing one without GPU work.
+  m.api("cudaLaunchKernel", 100, 102, 3);
+  m.api("cudaMemsetAsync", 102, 104, 4);
   m.gpu(9, "ncclKernel_AllReduce", 100, 120, 3);
   m.gpu(7, "Memset (Device)", 110, 130, 4, GpuOpKind::Memset);
   const Trace t = std::move(m).build();
@@ -301,6 +309,45 @@ TEST(Steps, EachCategoryClaimsWhatNoHigherOneClaimed) {
   EXPECT_EQ(b.average[static_cast<std::size_t>(StepCategory::Other)], 20);
 }
 
+TEST(Steps, ExtendToTheEndOfTheGpuWorkTheirLaunchesCausedAndDropTrailingOnesWithout) {
+  TraceMaker m;
+  m.annotation("ProfilerStep#1", 0, 100, "user_annotation");
+  m.api("cudaLaunchKernel", 10, 20, 1);
+  m.gpu(7, "gemm", 50, 160, 1);
+  m.annotation("ProfilerStep#2", 100, 200, "user_annotation");
+  m.api("cudaLaunchKernel", 110, 120, 2);
+  m.gpu(7, "gemm", 160, 180, 2);
+  m.annotation("ProfilerStep#3", 200, 250, "user_annotation"); // launched nothing
+  const auto b = step_breakdown(std::move(m).build());
+  ASSERT_EQ(b.steps.size(), 2u);
+  auto at = [](const StepTime& s, StepCategory c) { return s.time[static_cast<std::size_t>(c)]; };
+  EXPECT_EQ(b.steps[0].start, 0);
+  EXPECT_EQ(b.steps[0].end, 160); // its kernel's end
+  EXPECT_EQ(b.steps[0].host_end, 100);
+  EXPECT_EQ(b.steps[0].device_ops, 1);
+  EXPECT_EQ(at(b.steps[0], StepCategory::Kernel), 110);
+  EXPECT_EQ(at(b.steps[0], StepCategory::Runtime), 10);
+  EXPECT_EQ(at(b.steps[0], StepCategory::Other), 40);
+  EXPECT_EQ(b.steps[1].start, 160); // where step 1 now ends
+  EXPECT_EQ(b.steps[1].end, 200);
+  EXPECT_EQ(at(b.steps[1], StepCategory::Kernel), 20);
+  EXPECT_EQ(at(b.steps[1], StepCategory::Other), 20); // its launch [110,120) is step 1's time now
+  EXPECT_EQ(b.average_duration, 100);
+}
+
+// The plugin holds Kineto's µs in float64: at epoch timestamps those are 0.25 µs apart, and
+// its numbers are rounded so; ours follow, for Kineto traces.
+TEST(Steps, KinetoTimesAsTheTensorBoardPluginReadsThem) {
+  const TimeNs start = 1712195495519689000; // 1712195495519689.0 µs
+  for (TraceSource source : {TraceSource::Kineto, TraceSource::Tracer}) {
+    TraceMaker m(source);
+    m.annotation("ProfilerStep#1", start, start + 63813, "user_annotation"); // dur 63.813 µs
+    const auto b = step_breakdown(std::move(m).build());
+    ASSERT_EQ(b.steps.size(), 1u);
+    EXPECT_EQ(b.steps[0].duration(), source == TraceSource::Kineto ? 63750 : 63813); // ts + dur = ...752.75
+  }
+}
+
 TEST(Steps, DreamscopeStepsWithDataAnnotations) {
   TraceMaker m;
   m.annotation("step", 0, 100, "step", 0);
@@ -323,6 +370,41 @@ TEST(Steps, WithoutStepsTheWholeTraceIsOneStep) {
   EXPECT_EQ(b.steps[0].time[static_cast<std::size_t>(StepCategory::Kernel)], 30);
   EXPECT_EQ(b.steps[0].time[static_cast<std::size_t>(StepCategory::Runtime)], 10);
   EXPECT_EQ(b.steps[0].time[static_cast<std::size_t>(StepCategory::Other)], 10);
+}
+
+// With nn.Module scopes and forward-backward flows, the TensorBoard plugin moves the backward
+// operators a module's forward operators point at under "<module>.backward" in the main
+// thread, and leaves out those no flow reaches.
+TEST(OperatorViews, BackwardOperatorsGoUnderTheirModule) {
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("dreamscope_backward_modules_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(path) << R"json({"traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 1000},
+    {"ph": "X", "cat": "python_function", "name": "nn.Module: Net", "pid": 1, "tid": 1, "ts": 10, "dur": 90,
+     "args": {"Python id": 2, "Python module id": 0}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": 1, "ts": 20, "dur": 40, "args": {"External id": 1}},
+    {"ph": "X", "cat": "cpu_op", "name": "autograd::engine::evaluate_function: AddmmBackward0", "pid": 1, "tid": 2, "ts": 500, "dur": 100},
+    {"ph": "X", "cat": "cpu_op", "name": "AddmmBackward0", "pid": 1, "tid": 2, "ts": 510, "dur": 80},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 520, "dur": 60},
+    {"ph": "X", "cat": "cpu_op", "name": "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", "pid": 1, "tid": 2, "ts": 600, "dur": 20},
+    {"ph": "X", "cat": "cpu_op", "name": "torch::autograd::AccumulateGrad", "pid": 1, "tid": 2, "ts": 605, "dur": 10},
+    {"ph": "X", "cat": "cpu_op", "name": "autograd::engine::evaluate_function: OtherBackward", "pid": 1, "tid": 2, "ts": 700, "dur": 20},
+    {"ph": "X", "cat": "cpu_op", "name": "OtherBackward", "pid": 1, "tid": 2, "ts": 705, "dur": 10},
+    {"ph": "s", "cat": "fwdbwd", "name": "fwdbwd", "id": 1, "pid": 1, "tid": 1, "ts": 20},
+    {"ph": "f", "cat": "fwdbwd", "name": "fwdbwd", "id": 1, "pid": 1, "tid": 2, "ts": 510, "bp": "e"}
+  ]})json";
+  const Trace t = load_trace(path);
+  std::filesystem::remove(path);
+  const OperatorKernelViews v = operator_kernel_views(t);
+  auto has = [&](std::string_view name) {
+    return std::any_of(v.by_name.begin(), v.by_name.end(), [&](const OperatorStats& o) { return o.name == name; });
+  };
+  for (const char* name : {"aten::linear", "AddmmBackward0", "aten::mm", "torch::autograd::AccumulateGrad",
+                           "autograd::engine::evaluate_function: AddmmBackward0"}) {
+    EXPECT_TRUE(has(name)) << name;
+  }
+  EXPECT_FALSE(has("OtherBackward"));
+  EXPECT_FALSE(has("autograd::engine::evaluate_function: OtherBackward"));
 }
 
 TEST(GpuEfficiency, UtilizationSmEfficiencyAndOccupancyAsTensorBoardEstimates) {

@@ -85,6 +85,8 @@ TEST(KinetoBadInput, EventsMissingFieldsAreCountedAndTheRestKept) {
                         {"kineto_flow_start_without_finish", 1},
                     }));
   EXPECT_EQ(stats.issues.at("kineto_event_without_dur").example, "event #2 'no dur' at ts 10");
+  // The profiler span is no event, but the TensorBoard plugin's timeline runs over it.
+  EXPECT_EQ(t.meta_value("kineto.profiler_span_ns"), "0 99000");
   EXPECT_EQ(stats.issues.at("kineto_negative_dur").severity, ImportSeverity::Warning);
   EXPECT_EQ(stats.warning_count(), 7);
   // The same summary travels with the trace.
@@ -126,6 +128,21 @@ TEST(KinetoBadInput, The2021FormatStreamTidAndExponentTimestamps) {
   EXPECT_EQ(t.gpu_ops().bytes[1], 64);
   EXPECT_EQ(t.cuda_api().external_id[0], 3);
   EXPECT_EQ(t.meta_value("kineto.ts_precision"), "ns");
+}
+
+// The TensorBoard plugin's own test trace names "device" twice in one kernel's args; Python
+// keeps the last value, and so does the importer (for every key it reads).
+TEST(KinetoBadInput, AKeyWrittenTwiceInArgsHasItsLastValue) {
+  TempDir dir;
+  auto p = dir.write("twice.json", R"json({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": "stream 7", "ts": 10, "dur": 2,
+     "args": {"device": 0, "correlation": 1, "stream": 7, "correlation": 5, "device": 1}}
+  ]})json");
+  const Trace t = load_trace(p);
+  ASSERT_EQ(t.gpu_ops().size(), 1u);
+  EXPECT_EQ(t.gpu_ops().correlation[0], 5);
+  EXPECT_EQ(t.devices()[t.tracks()[t.gpu_ops().track[0]].device].ordinal, 1);
+  EXPECT_TRUE(t.args_of(EventTable::GpuOp, 0).empty()); // neither copy is left over as an arg
 }
 
 TEST(KinetoBadInput, ByteOrderMarkIsSkipped) {

@@ -6,7 +6,9 @@
 // - hta_*: Holistic Trace Analysis's numbers (temporal, idle time, kernel types, comm/comp
 //   overlap, launch stats, queue length, user annotations), with HTA's own parsing rules,
 //   in HTA's unit (µs).
-// - step_breakdown, gpu_efficiency: the TensorBoard profiler's overview page.
+// - step_breakdown, gpu_efficiency, operator_kernel_views, distributed_view: the TensorBoard
+//   profiler plugin's overview, GPU metrics, operator, kernel and distributed views, as the
+//   plugin computes them.
 // - data_stalls, top_kernels.
 // - critical_path_analysis: the replayed run's critical path, split by what bound it.
 // report.h renders all of them (`analyze_trace`) as text, Markdown, JSON or HTML.
@@ -18,6 +20,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dreamscope::analyzers {
@@ -154,7 +157,11 @@ std::vector<StreamQueueLength> hta_queue_length(const Trace& trace, const HtaOpt
 std::vector<AnnotationTotal> hta_cpu_annotations(const Trace& trace, const HtaOptions& options = {});
 std::vector<AnnotationTotal> hta_gpu_annotations(const Trace& trace, const HtaOptions& options = {});
 
-// ---- TensorBoard profiler overview ---------------------------------------------------------
+// ---- TensorBoard profiler plugin ------------------------------------------------------------
+// The views of PyTorch's TensorBoard profiler plugin (torch_tb_profiler), computed as the plugin
+// computes them from a PyTorch profiler (Kineto) trace and tested against the plugin's own test
+// suite (tests/analyzers/tb_plugin_conformance_test.cpp). Traces from other sources get the
+// nearest equivalents; docs/analyze.md lists both and the few places we differ on purpose.
 
 enum class StepCategory : std::uint8_t {
   Kernel, Memcpy, Memset, Communication, Runtime, DataLoader, CpuExec, Other
@@ -163,30 +170,159 @@ inline constexpr std::size_t kStepCategories = 8;
 std::string_view to_string(StepCategory c);
 
 struct StepTime {
-  std::string name; // "ProfilerStep#3", a dreamscope step annotation, or "(whole trace)"
+  std::string name; // "ProfilerStep#3", a dreamscope "step 3", "(CPU span)" or "(whole trace)"
+  // The step on the timeline: from the ProfilerStep's start (or the previous step's end, if
+  // later) to the end of the GPU work launched from inside it, if that is later than its end.
   TimeNs start = 0, end = 0;
+  TimeNs host_start = 0, host_end = 0; // the step annotation itself
+  std::int64_t device_ops = 0;         // GPU ops launched by runtime calls inside [host_start, host_end]
   std::array<TimeNs, kStepCategories> time{}; // indexed by StepCategory; sums to end - start
   TimeNs duration() const { return end - start; }
 };
 
+// The overview's step time breakdown: each instant of a step goes to the first category, in
+// enum order, active then; Other is what none claims.
 struct StepBreakdown {
   std::vector<StepTime> steps;
-  std::array<TimeNs, kStepCategories> average{}; // per step
+  std::array<TimeNs, kStepCategories> average{}; // per step, rounded toward zero
+  TimeNs average_duration = 0;
+  // Whether the trace has any event of the category (the plugin's has_* flags).
+  bool has_runtime = false, has_kernel = false, has_memcpy_or_memset = false, has_communication = false;
 };
 
 StepBreakdown step_breakdown(const Trace& trace);
 
+struct UtilizationBucket {
+  TimeNs start = 0;
+  double utilization = 0; // share of the bucket with a kernel running
+};
+
+struct SmEfficiencyRange {
+  TimeNs start = 0, end = 0;
+  double efficiency = 0; // sum of the running kernels' blocks per SM, at most 1
+};
+
+// The plugin's GPU metrics for one device, over the steps [first step start, last step end].
 struct DeviceEfficiency {
   std::int64_t device = kNoValue; // ordinal
   std::string name;
-  TimeNs steps_time = 0;          // "all steps time"
-  TimeNs busy = 0;                // at least one kernel running, within the steps
+  TimeNs steps_time = 0;          // last step end - first step start, gaps between steps included
+  TimeNs busy = 0;                // at least one kernel running, within that span
   double gpu_utilization = 0;     // busy / steps_time
-  std::optional<double> sm_efficiency;       // none without launch configs and SM count
-  std::optional<double> achieved_occupancy;  // none without launch configs and SM count
+  // Time-weighted blocks per SM of the running kernels, capped at 1, over steps_time. Kineto
+  // records each kernel's blocks per SM; for other traces it is blocks / SMs from the launch
+  // configuration. None if no kernel in the steps has it.
+  std::optional<double> sm_efficiency;
+  // Kernel-time weighted est. achieved occupancy of the kernels in the steps, as a fraction
+  // (Kineto records it in percent; for other traces our estimate from the launch).
+  std::optional<double> achieved_occupancy;
+  std::int64_t kernels_with_blocks_per_sm = 0; // kernels with a positive blocks per SM, in or out of steps
+  std::int64_t kernels_with_occupancy = 0;
+  // The GPU-utilization timeline over the whole trace in buckets of 10^k µs (at most 100 of
+  // them, the last one longer), then a closing point at the trace's end with 0.
+  TimeNs bucket = 0;
+  std::vector<UtilizationBucket> utilization_timeline;
+  std::vector<SmEfficiencyRange> sm_efficiency_ranges; // where efficiency > 0, all kernels
 };
 
 std::vector<DeviceEfficiency> gpu_efficiency(const Trace& trace);
+
+// One row of the operator view: the calls of one operator (or one operator and input shape)
+// summed. Only plain operators are listed (not ProfilerStep, DataLoader, Optimizer.*, modules).
+struct OperatorStats {
+  std::string name;
+  std::string input_shape; // Python's str() of the first call's "Input Dims" ("[]" without)
+  std::int64_t calls = 0;
+  TimeNs host = 0;
+  TimeNs self_host = 0;   // less nested operators and the operator's own runtime calls
+  TimeNs device = 0;      // GPU ops its runtime calls and its nested operators' launched
+  TimeNs self_device = 0; // GPU ops its own runtime calls launched
+  bool tc_eligible = false; // a tensor-core operator, or one that contains one or launched a TC kernel
+  double tc_self_ratio = 0, tc_total_ratio = 0; // tensor-core kernel time / self_device, / device
+};
+
+// One row of the kernel view: the launches of one kernel by one operator with one launch
+// configuration. A field the trace did not record is empty.
+struct KernelOpStats {
+  std::string name;
+  std::string op_name; // the operator whose runtime call launched it; "CallTreeRoot" for kernels with no call
+  std::optional<std::array<std::int64_t, 3>> grid, block;
+  std::optional<std::int64_t> registers_per_thread, shared_memory;
+  std::int64_t calls = 0;
+  TimeNs total = 0, min = 0, max = 0;
+  double mean = 0;
+  double blocks_per_sm = 0, occupancy_pct = 0; // kernel-time weighted, missing values as 0
+  bool tc_used = false, op_tc_eligible = false;
+};
+
+// Every kernel of the trace by name, largest total first (the plugin's kernel_stat).
+struct KernelNameTotals {
+  std::string name;
+  bool tc_used = false;
+  std::int64_t count = 0;
+  TimeNs sum = 0, min = 0, max = 0;
+  double mean = 0;
+  double blocks_per_sm = 0, occupancy_pct = 0; // kernel-time weighted, missing values as 0
+};
+
+struct DeviceTensorCores {
+  std::int64_t device = kNoValue;
+  double ratio = 0; // tensor-core kernel time / kernel time, of kernels operators launched
+};
+
+struct OperatorKernelViews {
+  std::vector<OperatorStats> by_name;           // first-seen order
+  std::vector<OperatorStats> by_name_and_shape; // first-seen order
+  std::vector<KernelOpStats> kernels;           // by (name, operator, launch), first-seen order
+  std::vector<KernelNameTotals> kernel_totals;
+  std::vector<DeviceTensorCores> tensor_cores;  // empty when no operator launched a kernel
+  double tc_eligible_ops_kernel_ratio = 0;      // kernel time of the innermost TC-eligible operators
+  double tc_used_ratio = 0;                     // tensor-core kernels' share of all kernel time
+};
+
+// The plugin's operator and kernel views (its call trees per thread, runtime calls tied to
+// operators by external id).
+OperatorKernelViews operator_kernel_views(const Trace& trace);
+
+// The plugin's distributed view over the traces of a job's workers: per step and worker, how
+// computation and communication overlapped, and how much of the collectives' time was data
+// transfer rather than waiting for the other workers (the shortest instance of each collective
+// across workers is its transfer time); per worker, the collectives (`nccl:` and `gloo:`
+// operators) by name.
+struct StepOverlap {
+  std::string step; // a step's name, or "all": the mean over the worker's steps
+  TimeNs computation_only = 0, overlap = 0, communication_only = 0, other = 0;
+};
+
+struct StepWait {
+  std::string step; // a step's name, "" for collectives in no step, or "all"
+  TimeNs transfer = 0, synchronizing = 0;
+};
+
+struct CollectiveStats {
+  std::string name;
+  std::int64_t calls = 0;
+  std::int64_t bytes = 0; // inputs' elements times their type's size
+  TimeNs latency = 0;     // the collective's operators and kernels, merged
+  TimeNs transfer = 0;    // of that, the data transfer time
+};
+
+struct DistributedWorker {
+  std::string name;
+  std::size_t collectives = 0;    // collective operators (the plugin's communication nodes)
+  std::vector<StepOverlap> overlap; // steps in order, then "all"
+  std::vector<StepWait> wait;       // steps in order of their first collective, then "all"
+  std::vector<CollectiveStats> collective_ops;
+};
+
+struct DistributedView {
+  // False when a worker has no communication or the workers' collectives do not pair up (the
+  // plugin then shows no distributed view).
+  bool available = false;
+  std::vector<DistributedWorker> workers; // by name
+};
+
+DistributedView distributed_view(const std::vector<std::pair<std::string, const Trace*>>& workers);
 
 // The TensorBoard plugin's estimate for one kernel, and the CUDA occupancy limit it uses.
 double estimated_sm_efficiency(const LaunchConfig& launch, std::int64_t sm_count);
