@@ -68,7 +68,7 @@ double theoretical_occupancy(const LaunchConfig& launch, const DeviceInfo& devic
     const std::int64_t per_warp = (launch.registers_per_thread * 32 + 255) / 256 * 256;
     blocks = std::min(blocks, lim.registers_per_sm / (per_warp * warps_per_block));
   }
-  const std::int64_t shared = static_cast<std::int64_t>(launch.shared_memory_static) + launch.shared_memory_dynamic;
+  const std::int64_t shared = launch.shared_memory();
   if (shared > 0) blocks = std::min(blocks, lim.shared_memory_per_sm / shared);
   return std::clamp(static_cast<double>(blocks * warps_per_block) / lim.max_warps_per_sm, 0.0, 1.0);
 }

@@ -119,7 +119,7 @@ LaunchFields launch_fields(const Trace& trace, EventIndex row) {
   if (l.grid[0] > 0) f.grid = std::array<std::int64_t, 3>{l.grid[0], l.grid[1], l.grid[2]};
   if (l.block[0] > 0) f.block = std::array<std::int64_t, 3>{l.block[0], l.block[1], l.block[2]};
   if (l.registers_per_thread > 0) f.registers = l.registers_per_thread;
-  f.shared_memory = static_cast<std::int64_t>(l.shared_memory_static) + l.shared_memory_dynamic;
+  if (l.shared_memory_recorded()) f.shared_memory = l.shared_memory();
   return f;
 }
 

@@ -285,7 +285,7 @@ class ChromeExporter {
         out_ << '[' << std::int64_t{c.block[0]} << ',' << std::int64_t{c.block[1]} << ',' << std::int64_t{c.block[2]}
              << ']';
         arg("registers per thread", c.registers_per_thread);
-        arg("shared memory", std::int64_t{c.shared_memory_static} + c.shared_memory_dynamic);
+        if (c.shared_memory_recorded()) arg("shared memory", c.shared_memory());
       }
       if (g.kind[i] == GpuOpKind::Memcpy || g.kind[i] == GpuOpKind::Memset) arg("bytes", g.bytes[i]);
       if (g.kind[i] == GpuOpKind::Memcpy && g.subkind[i] != 0) {

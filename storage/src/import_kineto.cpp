@@ -455,7 +455,9 @@ class KinetoImporter {
             // Kineto reports static + dynamic shared memory as one sum.
             if (auto shared = as_int(event_.arg("shared memory"))) {
               take("shared memory");
-              g.launch.shared_memory_static = static_cast<std::int32_t>(*shared);
+              g.launch.shared_memory_static = static_cast<std::int32_t>(std::max<std::int64_t>(*shared, 0));
+            } else if (g.launch != LaunchConfig{}) {
+              g.launch.shared_memory_static = LaunchConfig::kNotRecorded;
             }
           }
         } else if (cls == EventClass::GpuMemcpy) {

@@ -438,12 +438,11 @@ TEST(TbPluginConformance, GroupByKernelColumnsInvalidInput) {
     std::optional<std::int64_t> registers, shared_memory;
     std::int64_t duration;
   };
-  // Upstream expects shared memory None in row 3 (the event has no such field); our launch
-  // configurations hold 0 for it, which is also what the plugin groups it under (docs/analyze.md).
+  // Row 3's event has no "shared memory": None, as upstream expects (LaunchConfig::kNotRecorded).
   const Row rows[] = {{std::nullopt, block, 18, 0, 1},
                       {grid, std::nullopt, 18, 0, 2},
                       {grid, block, std::nullopt, 0, 3},
-                      {grid, block, 18, 0, 4},
+                      {grid, block, 18, std::nullopt, 4},
                       {std::nullopt, std::nullopt, std::nullopt, std::nullopt, 5}};
   ASSERT_EQ(v.kernels.size(), 5u);
   for (std::size_t i = 0; i < 5; ++i) {

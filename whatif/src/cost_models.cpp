@@ -79,7 +79,7 @@ std::int64_t WaveScalingCost::wave_size(const DeviceSpec& device, const LaunchCo
   if (launch.registers_per_thread > 0) {
     per_sm = std::min<std::int64_t>(per_sm, device.registers_per_sm / (launch.registers_per_thread * threads));
   }
-  const std::int64_t shared = static_cast<std::int64_t>(launch.shared_memory_static) + launch.shared_memory_dynamic;
+  const std::int64_t shared = launch.shared_memory();
   if (shared > 0 && device.shared_memory_per_sm_bytes > 0) {
     per_sm = std::min<std::int64_t>(per_sm, device.shared_memory_per_sm_bytes / shared);
   }

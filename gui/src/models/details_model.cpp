@@ -65,7 +65,9 @@ void DetailsModel::set_event(std::shared_ptr<const TraceDocument> doc, EventRef 
           add(tr("grid"), QStringLiteral("%1 x %2 x %3").arg(c.grid[0]).arg(c.grid[1]).arg(c.grid[2]));
           add(tr("block"), QStringLiteral("%1 x %2 x %3").arg(c.block[0]).arg(c.block[1]).arg(c.block[2]));
           add(tr("registers per thread"), QString::number(c.registers_per_thread));
-          add(tr("shared memory"), QStringLiteral("%1 B static, %2 B dynamic").arg(c.shared_memory_static).arg(c.shared_memory_dynamic));
+          add(tr("shared memory"), c.shared_memory_recorded()
+                                       ? QStringLiteral("%1 B static, %2 B dynamic").arg(c.shared_memory_static).arg(c.shared_memory_dynamic)
+                                       : tr("not recorded"));
         }
         if (kind == GpuOpKind::Memcpy || kind == GpuOpKind::Memset) {
           add(tr("bytes"), format_count(static_cast<std::uint64_t>(std::max<std::int64_t>(ops.bytes[e.index], 0))));

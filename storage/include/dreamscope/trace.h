@@ -137,8 +137,12 @@ struct CudaApiRecord {
   bool operator==(const CudaApiRecord&) const = default;
 };
 
-// A kernel's launch configuration; shared by every launch with the same one.
+// A kernel's launch configuration; shared by every launch with the same one. A grid, block or
+// register count of 0 was not recorded (no kernel runs with none); shared memory may really be
+// 0, so a producer that did not say how much (a Kineto event without "shared memory") writes
+// kNotRecorded (any negative value reads so).
 struct LaunchConfig {
+  static constexpr std::int32_t kNotRecorded = -1;
   std::int32_t grid[3] = {0, 0, 0};
   std::int32_t block[3] = {0, 0, 0};
   std::int32_t registers_per_thread = 0;
@@ -146,6 +150,11 @@ struct LaunchConfig {
   std::int32_t shared_memory_dynamic = 0;
 
   bool operator==(const LaunchConfig&) const = default;
+  bool shared_memory_recorded() const { return shared_memory_static >= 0; }
+  // Static and dynamic shared memory per block in bytes; 0 when not recorded.
+  std::int64_t shared_memory() const {
+    return std::int64_t{std::max(shared_memory_static, 0)} + std::max(shared_memory_dynamic, 0);
+  }
 };
 
 struct GpuOpRecord {
