@@ -160,6 +160,15 @@ double median_step(const std::vector<StepTime>& steps, TimeNs span, bool predict
 
 std::optional<DataStallBreakdown> data_stall_breakdown(const DependencyGraph& graph,
                                                        const TaskSelection& selection) {
+  // Without a fetch or prep range there is no loading to break down: a trace that never named
+  // those categories is answered without going over its tasks.
+  const Trace& trace = selection.trace();
+  if (!trace.find_string(annotation_category::kFetch) && !trace.find_string(annotation_category::kPrep)) {
+    return std::nullopt;
+  }
+  Selector produced;
+  produced.category = fmt::format("{}|{}", annotation_category::kFetch, annotation_category::kPrep);
+  if (selection.select(produced).empty()) return std::nullopt;
   Selector fetch;
   fetch.category = std::string(annotation_category::kFetch);
   Selector loading;
@@ -167,9 +176,6 @@ std::optional<DataStallBreakdown> data_stall_breakdown(const DependencyGraph& gr
                                  annotation_category::kWait);
   const auto fetch_tasks = selection.select(fetch);
   const auto loading_tasks = selection.select(loading);
-  Selector produced;
-  produced.category = fmt::format("{}|{}", annotation_category::kFetch, annotation_category::kPrep);
-  if (selection.select(produced).empty()) return std::nullopt;
 
   DataStallBreakdown b;
   b.traced_step = simulated_step_median(selection, graph);
