@@ -5,6 +5,7 @@
 #   scripts/fuzz.sh 15                   # what CI runs (scripts/test.sh): 15 s a target
 #   scripts/fuzz.sh 3600                 # an hour a target, for a long hunt
 #   scripts/fuzz.sh 600 kineto_import    # one target
+#   scripts/fuzz.sh 3600 scenario & BUILD=0 scripts/fuzz.sh 3600 expression  # two at once (after a build)
 #
 # Each target runs until its time is up; an input that crashes, trips a sanitizer, takes more
 # than 10 s or allocates more than 256 MB at once is a finding: it is kept under
@@ -22,9 +23,12 @@ build=build/fuzz
 export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=true CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
-CC=clang CXX=clang++ cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DDREAMSCOPE_FUZZ=ON -DDREAMSCOPE_WERROR=ON >/dev/null
-cmake --build "$build" -j "${JOBS:-$(nproc)}" >/dev/null
+# BUILD=0 runs the targets as last built: two hunts side by side build once, not twice at once.
+if [ "${BUILD:-1}" != 0 ]; then
+  CC=clang CXX=clang++ cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DDREAMSCOPE_FUZZ=ON -DDREAMSCOPE_WERROR=ON >/dev/null
+  cmake --build "$build" -j "${JOBS:-$(nproc)}" >/dev/null
+fi
 
 # Seeds: real files of each format, small enough for thousands of runs a second or so.
 # Each run its own copy, so that runs of different targets can go side by side.
