@@ -146,6 +146,12 @@ CallTrees build_call_trees(const Model& m) {
 
     // Times, children before parents. The plugin sorts calls by (start, longer first) and
     // puts those without a time (its stand-in for orphan kernels, and calls at time 0) last.
+    // A node's span, saturated: the root's is the whole time axis until its children set it.
+    auto span_of = [](const Node& n) {
+      TimeNs d = 0;
+      if (__builtin_sub_overflow(n.end, n.start, &d)) return limits::kMaxAbsTimestampNs;
+      return std::clamp(d, -limits::kMaxAbsTimestampNs, limits::kMaxAbsTimestampNs);
+    };
     auto rank_of = [&](std::uint32_t r) {
       if (r == kOrphanLaunch || m.runtimes[r].start == 0 || m.runtimes[r].end == 0) {
         return std::pair{std::numeric_limits<TimeNs>::max(), std::numeric_limits<TimeNs>::max()};
@@ -164,12 +170,12 @@ CallTrees build_call_trees(const Model& m) {
       Node& node = t.nodes[id];
       std::stable_sort(node.runtimes.begin(), node.runtimes.end(),
                        [&](std::uint32_t a, std::uint32_t b) { return rank_of(a) < rank_of(b); });
-      node.self_host = node.end - node.start;
+      node.self_host = span_of(node);
       bool child_eligible = false;
       for (std::uint32_t c : node.children) {
         const Node& child = t.nodes[c];
         node.device = limits::add_ns(node.device, child.device);
-        node.self_host = limits::add_ns(node.self_host, child.start - child.end);
+        node.self_host = limits::add_ns(node.self_host, -span_of(child));
         node.tc_total = limits::add_ns(node.tc_total, child.tc_total);
         child_eligible = child_eligible || child.tc_eligible;
       }
