@@ -48,6 +48,11 @@ TaskSelection::TaskSelection(const Trace& trace, const DependencyGraph& graph) :
   const std::size_t n = graph.task_count();
   launcher_.assign(n, kNoTask);
   is_launch_.assign(n, 0);
+  built_.assign(n, 0);
+  for (TaskId t = 0; t < n; ++t) {
+    if (graph.removed(t)) built_[t] |= kBuiltRemoved;
+    if (graph.flags(t) & (kTaskHasSync | kTaskBlocking)) built_[t] |= kBuiltSyncLike;
+  }
   const auto& ops = trace.gpu_ops();
   for (TaskId t = 0; t < n; ++t) {
     if (!is_gpu_task(graph.kind(t)) || graph.source_row(t) == kNoIndex) continue;
@@ -147,7 +152,7 @@ bool TaskSelection::matches_kind(TaskId t, TaskClass kind) const {
     case TaskClass::Memcpy: return k == TaskKind::Memcpy;
     case TaskClass::Memset: return k == TaskKind::Memset;
     case TaskClass::Gpu: return is_gpu_task(k);
-    case TaskClass::Sync: return k == TaskKind::CudaApi && (graph_.flags(t) & (kTaskHasSync | kTaskBlocking)) != 0;
+    case TaskClass::Sync: return k == TaskKind::CudaApi && (built_[t] & kBuiltSyncLike) != 0;
     case TaskClass::Api: return k == TaskKind::CudaApi;
     case TaskClass::Launch: return k == TaskKind::CudaApi && is_launch_[t] != 0;
     case TaskClass::Cpu: return k == TaskKind::CpuWork || k == TaskKind::CudaApi || k == TaskKind::Annotation;
@@ -223,7 +228,7 @@ std::vector<TaskId> TaskSelection::select(const Selector& s) const {
 
   std::vector<TaskId> out;
   for (TaskId t = 0; t < graph_.task_count(); ++t) {
-    if (graph_.removed(t)) continue;
+    if (built_[t] & kBuiltRemoved) continue;
     if (!s.kinds.empty() &&
         std::none_of(s.kinds.begin(), s.kinds.end(), [&](TaskClass k) { return matches_kind(t, k); })) {
       continue;

@@ -95,12 +95,23 @@ std::string gate_name(std::string_view scenario) {
   return out;
 }
 
-// One simulation of a transformed copy of the baseline graph.
-Prediction predict(const Trace& trace, const DependencyGraph& baseline, const TaskSelection& selection,
+// Whether the scenarios renumber the graph's tasks (move, insert): then `selection` cannot
+// describe the graph they edit, and they must edit a copy of the one it was built with.
+bool renumbers(const std::vector<const ScenarioRequest*>& requests) {
+  for (const ScenarioRequest* r : requests) {
+    for (const Transform& t : r->scenario.instantiate(r->overrides)) {
+      if (std::holds_alternative<MoveSpec>(t.spec) || std::holds_alternative<InsertSpec>(t.spec)) return true;
+    }
+  }
+  return false;
+}
+
+// One simulation of `graph` transformed: the baseline itself for the last prediction when its
+// scenarios keep the task ids (a graph of 5 M tasks is a few hundred MB to copy), else a copy.
+Prediction predict(const Trace& trace, DependencyGraph& graph, const TaskSelection& selection,
                    const std::vector<const ScenarioRequest*>& requests, const WhatIfOptions& options,
                    double baseline_step, bool make_trace) {
   Prediction p;
-  DependencyGraph graph = baseline;
   AppliedScenario applied;
   for (const ScenarioRequest* r : requests) {
     p.scenarios.push_back(r->scenario.name());
@@ -199,7 +210,7 @@ std::optional<DataStallBreakdown> data_stall_breakdown(const DependencyGraph& gr
 WhatIfReport run_whatif(const Trace& trace, const std::vector<ScenarioRequest>& requests,
                         const WhatIfOptions& options) {
   WhatIfReport report;
-  const DependencyGraph baseline = build_dependency_graph(trace);
+  DependencyGraph baseline = build_dependency_graph(trace);
   const TaskSelection selection(trace, baseline);
   report.tasks = baseline.task_count();
 
@@ -213,19 +224,27 @@ WhatIfReport run_whatif(const Trace& trace, const std::vector<ScenarioRequest>& 
   report.baseline_critical_path =
       median_step_critical_path(selection, AppliedScenario{}.original_ids(baseline.task_count()), baseline, replayed, steps, options.critical_path_entries);
 
+  if (options.data_stalls) report.data_stalls = data_stall_breakdown(baseline, selection);
+
+  // Every prediction but the last edits a copy of the baseline; the last edits the baseline
+  // itself unless its scenarios renumber tasks.
   const bool combine = requests.size() > 1;
+  auto run = [&](const std::vector<const ScenarioRequest*>& scenarios, bool last, bool make_trace) {
+    if (last && !renumbers(scenarios)) {
+      return predict(trace, baseline, selection, scenarios, options, report.replayed_step_median, make_trace);
+    }
+    DependencyGraph copy = baseline;
+    return predict(trace, copy, selection, scenarios, options, report.replayed_step_median, make_trace);
+  };
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const bool last = !combine && i + 1 == requests.size();
-    report.predictions.push_back(predict(trace, baseline, selection, {&requests[i]}, options,
-                                         report.replayed_step_median, options.make_trace && last));
+    report.predictions.push_back(run({&requests[i]}, last, options.make_trace && last));
   }
   if (combine) {
     std::vector<const ScenarioRequest*> all;
     for (const auto& r : requests) all.push_back(&r);
-    report.predictions.push_back(
-        predict(trace, baseline, selection, all, options, report.replayed_step_median, options.make_trace));
+    report.predictions.push_back(run(all, true, options.make_trace));
   }
-  if (options.data_stalls) report.data_stalls = data_stall_breakdown(baseline, selection);
   return report;
 }
 

@@ -40,8 +40,9 @@ class TaskSelection {
  public:
   TaskSelection(const Trace& trace, const DependencyGraph& graph);
 
-  // Tasks the selector names, in TaskId order; removed tasks are never selected.
-  // Ids are those of the graph this selection was built with.
+  // Tasks the selector names, in TaskId order; tasks removed when it was built are never
+  // selected. Ids are those of the graph this selection was built with, as it was then: edits
+  // that keep the ids (scale, remove, add_edge) may be made to that very graph afterwards.
   std::vector<TaskId> select(const Selector& selector) const;
 
   // The task's name: API call, annotation or GPU operation; "" for CPU work and synthetic tasks.
@@ -76,6 +77,9 @@ class TaskSelection {
   const DependencyGraph& graph_;
   std::vector<TaskId> launcher_;
   std::vector<std::uint8_t> is_launch_;
+  // Per task, what the graph said of it when this was built (kBuiltRemoved, kBuiltSyncLike).
+  static constexpr std::uint8_t kBuiltRemoved = 1, kBuiltSyncLike = 2;
+  std::vector<std::uint8_t> built_;
   std::vector<EventIndex> steps_;
   std::vector<std::int64_t> step_of_annotation_; // per annotation row; kNoValue outside steps
   std::vector<std::vector<StringId>> track_categories_; // distinct annotation categories per track
