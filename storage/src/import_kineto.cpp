@@ -210,7 +210,7 @@ class KinetoImporter {
           else if (key == "dur") ok = read_value(fv, event_.dur);
           else if (key == "id") ok = read_value(fv, event_.id);
           else if (key == "bp") ok = !fv.get_string().get(event_.bp);
-          else if (key == "args") ok = read_args(fv);
+          else if (key == "args") ok = metadata_args_unused() || read_args(fv);
         }
         if (!ok) {
           stats_.note("kineto_field_wrong_type",
@@ -223,6 +223,14 @@ class KinetoImporter {
         progress_(ImportProgress{offset(doc), bytes_total_});
       }
     }
+  }
+
+  // A metadata event whose args nothing reads (the sort indices: two of every five "M" events
+  // in a trace with many processes) is not parsed further; simdjson skips the object. Known
+  // only when "ph" and "name" come before "args", as Kineto writes them.
+  bool metadata_args_unused() const {
+    return event_.ph == "M" && !event_.name.empty() && event_.name != "process_name" &&
+           event_.name != "thread_name" && event_.name != "process_labels";
   }
 
   bool read_args(od::value& v) {
