@@ -58,6 +58,12 @@ std::size_t role_of(const Model& m, const HostEvent& e) {
   return kRoles;
 }
 
+// Whether an arg is there and not JSON null, which the plugin reads as Python's None.
+bool has_value(const Trace& trace, EventIndex row, std::string_view key) {
+  const EventArg* a = trace.find_arg(EventTable::Annotation, row, key);
+  return a && !(a->type == ArgType::Json && trace.str(a->text) == "null");
+}
+
 // Reads one host event the way the plugin's create_trace_event does; false: the plugin has
 // no event for it (a category it does not know, a Python function that is not a module).
 bool read_kineto_host_event(const Trace& trace, EventIndex row, HostEvent& e) {
@@ -73,7 +79,7 @@ bool read_kineto_host_event(const Trace& trace, EventIndex row, HostEvent& e) {
     e.kind = step_name ? HostKind::ProfilerStep : HostKind::UserAnnotation;
   } else if (category == "python") {
     e.kind = HostKind::Python;
-  } else if (category == "python_function" && trace.find_arg(EventTable::Annotation, row, "Python module id")) {
+  } else if (category == "python_function" && has_value(trace, row, "Python module id")) {
     e.kind = HostKind::Module;
     e.external_id = kNoValue; // the plugin drops a module's external id: it launches nothing itself
   } else {
@@ -296,10 +302,15 @@ Model build_model(const Trace& trace) {
     e.thread = e.on_gpu_track ? track.stream : track.tid;
     if (m.kineto) {
       if (!read_kineto_host_event(trace, i, e)) {
-        // A Python function that is not a module is still an event: it widens the timeline.
-        if (lower(trace.str(ann.category[i])) == "python_function") seen(e.start, e.end);
+        // A Python function that is not a module is still an event: it widens the timeline,
+        // and it links the modules it calls to the module that called it.
+        if (lower(trace.str(ann.category[i])) == "python_function") {
+          seen(e.start, e.end);
+          m.python_functions.push_back({.row = i, .start = e.start});
+        }
         continue;
       }
+      if (e.kind == HostKind::Module) m.python_functions.push_back({.row = i, .start = e.start, .module = true});
     } else {
       if (e.on_gpu_track) continue;
       e.kind = is_step(trace, i) ? HostKind::ProfilerStep : HostKind::Operator;
@@ -307,6 +318,7 @@ Model build_model(const Trace& trace) {
     m.host.push_back(e);
   }
   sort_by_time(m.host, ann.track);
+  sort_by_time(m.python_functions, ann.track);
 
   for (EventIndex i = 0; i < api.size(); ++i) {
     // The plugin knows runtime calls only (cuda_driver is not among its categories).

@@ -63,6 +63,14 @@ struct HostStep {
   TimeNs start = 0, end = 0;
 };
 
+// A Kineto python_function event, an nn.Module scope or not: the module hierarchy comes from
+// their Python ids, and only the module scopes are host events.
+struct PythonFunction {
+  EventIndex row = 0; // annotation row
+  TimeNs start = 0;
+  bool module = false; // has a "Python module id" (not null)
+};
+
 struct Model {
   const Trace* trace = nullptr;
   bool kineto = false;                             // the plugin's rules exactly; other sources get equivalents
@@ -77,6 +85,7 @@ struct Model {
   // Kineto's fwdbwd flows: (forward operator start, backward operator start), one per forward
   // start, in flow order.
   std::vector<std::pair<TimeNs, TimeNs>> forward_backward;
+  std::vector<PythonFunction> python_functions; // time order; Kineto traces only
 };
 
 Model build_model(const Trace& trace);

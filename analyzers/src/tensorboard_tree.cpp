@@ -200,6 +200,13 @@ CallTrees build_call_trees(const Model& m) {
         launched_tc = launched_tc || tc > 0;
       }
       if (node.type == NodeType::Operator && (child_eligible || launched_tc)) node.tc_eligible = true;
+      // A module launches nothing itself; the plugin's module view counts the device time of
+      // the operators it calls directly as its own.
+      if (node.type == NodeType::Module) {
+        for (std::uint32_t c : node.children) {
+          if (t.nodes[c].plain_operator) node.self_device = limits::add_ns(node.self_device, t.nodes[c].device);
+        }
+      }
     }
     // A root then spans its first child's start to its last child's end.
     Node& tree = t.nodes[root];

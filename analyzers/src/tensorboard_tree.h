@@ -26,7 +26,8 @@ struct Node {
   bool plain_operator = false; // listed in the operator view
   std::vector<std::uint32_t> children;
   std::vector<std::uint32_t> runtimes; // into Model::runtimes, or kOrphanLaunch
-  TimeNs self_host = 0, device = 0, self_device = 0;
+  TimeNs self_host = 0, device = 0;
+  TimeNs self_device = 0;           // own runtime calls' GPU ops; a module's: its direct operators' device time
   TimeNs tc_self = 0, tc_total = 0; // tensor-core kernel time, own calls / with nested operators
   bool tc_eligible = false;
 };

@@ -7,12 +7,25 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <fstream>
+#include <string>
 
 #include <unistd.h>
 
 namespace dreamscope::analyzers {
+
+// For gtest's messages (found by argument-dependent lookup, hence outside the unnamed namespace).
+static void PrintTo(const ModuleTree& m, std::ostream* os) {
+  *os << "{\"" << m.name << "\", " << m.module_id << ", {";
+  for (std::size_t i = 0; i < m.children.size(); ++i) {
+    if (i > 0) *os << ", ";
+    PrintTo(m.children[i], os);
+  }
+  *os << "}}";
+}
+
 namespace {
 
 using test::TraceMaker;
@@ -372,13 +385,21 @@ TEST(Steps, WithoutStepsTheWholeTraceIsOneStep) {
   EXPECT_EQ(b.steps[0].time[static_cast<std::size_t>(StepCategory::Other)], 10);
 }
 
+// A Kineto trace from its JSON text, through the importer.
+Trace kineto_text(const std::string& tag, std::string_view json) {
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("dreamscope_" + tag + "_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(path) << json;
+  Trace t = load_trace(path);
+  std::filesystem::remove(path);
+  return t;
+}
+
 // With nn.Module scopes and forward-backward flows, the TensorBoard plugin moves the backward
 // operators a module's forward operators point at under "<module>.backward" in the main
 // thread, and leaves out those no flow reaches.
 TEST(OperatorViews, BackwardOperatorsGoUnderTheirModule) {
-  const std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("dreamscope_backward_modules_" + std::to_string(::getpid()) + ".json");
-  std::ofstream(path) << R"json({"traceEvents": [
+  const Trace t = kineto_text("backward_modules", R"json({"traceEvents": [
     {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 1000},
     {"ph": "X", "cat": "python_function", "name": "nn.Module: Net", "pid": 1, "tid": 1, "ts": 10, "dur": 90,
      "args": {"Python id": 2, "Python module id": 0}},
@@ -392,9 +413,7 @@ TEST(OperatorViews, BackwardOperatorsGoUnderTheirModule) {
     {"ph": "X", "cat": "cpu_op", "name": "OtherBackward", "pid": 1, "tid": 2, "ts": 705, "dur": 10},
     {"ph": "s", "cat": "fwdbwd", "name": "fwdbwd", "id": 1, "pid": 1, "tid": 1, "ts": 20},
     {"ph": "f", "cat": "fwdbwd", "name": "fwdbwd", "id": 1, "pid": 1, "tid": 2, "ts": 510, "bp": "e"}
-  ]})json";
-  const Trace t = load_trace(path);
-  std::filesystem::remove(path);
+  ]})json");
   const OperatorKernelViews v = operator_kernel_views(t);
   auto has = [&](std::string_view name) {
     return std::any_of(v.by_name.begin(), v.by_name.end(), [&](const OperatorStats& o) { return o.name == name; });
@@ -405,6 +424,144 @@ TEST(OperatorViews, BackwardOperatorsGoUnderTheirModule) {
   }
   EXPECT_FALSE(has("OtherBackward"));
   EXPECT_FALSE(has("autograd::engine::evaluate_function: OtherBackward"));
+}
+
+// A module view row: name, module id, occurrences, operators, then host, self host, device,
+// self device and average in µs.
+void expect_module(const ModuleStats& s, std::string_view name, std::int64_t id, std::int64_t occurrences,
+                   std::int64_t operators, std::array<double, 5> times) {
+  SCOPED_TRACE(std::string(name) + " " + std::to_string(id));
+  EXPECT_EQ(s.name, name);
+  EXPECT_EQ(s.module_id, id);
+  EXPECT_EQ(s.occurrences, occurrences);
+  EXPECT_EQ(s.operators, operators);
+  EXPECT_EQ(s.host, us(times[0]));
+  EXPECT_EQ(s.self_host, us(times[1]));
+  EXPECT_EQ(s.device, us(times[2]));
+  EXPECT_EQ(s.self_device, us(times[3]));
+  EXPECT_DOUBLE_EQ(s.average, static_cast<double>(us(times[4])));
+}
+
+// The TensorBoard plugin's module view on nested modules that launch kernels, with the
+// non-module Python functions Kineto records between them. Expected values by hand from the
+// plugin's module_op.py and node.py (docs/analyze.md):
+// - Hierarchy: the walk up from the innermost functions (Python ids 5, 6, 9, 7, 8) finds
+//   Linear 12 -> Sequential -> Net ("forward" skipped), then Linear 13 -> Net, then each Loss
+//   call, one tree twice. Net's children stay in that order (not by name); roots go by name.
+//   "nn.Module: Identity" has a null module id: a plain Python function, no module.
+// - Host: a module's span; self host = span - the spans of the nodes it calls (Python
+//   functions are no nodes): Net 200 - (100 + 60 + 10) = 30, Sequential 100 - (50 + 10) = 40,
+//   each Linear its span - its aten::linear, Loss (20 - 10) + (30 - 20) = 20.
+// - Device: the kernels launched below it: Net 20 + 8 + 30 + 4 = 62, Sequential 20 + 8. Self
+//   device: the device time of the plain operators it calls directly, not of its modules: Net
+//   aten::add 4, Sequential aten::relu 8, Linear 12 its aten::linear 20, Loss 6 + 10.
+// - Operators: plain operators it calls directly (aten::linear, not the aten::addmm in it).
+// - Average: device / occurrences, as there is device time.
+TEST(ModuleView, NestedModulesWithKernels) {
+  const Trace t = kineto_text("modules", R"json({"schemaVersion": 1, "traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 300},
+    {"ph": "X", "cat": "python_function", "name": "train", "pid": 1, "tid": 1, "ts": 1, "dur": 298,
+     "args": {"Python id": 1}},
+    {"ph": "X", "cat": "python_function", "name": "nn.Module: Net", "pid": 1, "tid": 1, "ts": 10, "dur": 200,
+     "args": {"Python id": 2, "Python parent id": 1, "Python module id": 10}},
+    {"ph": "X", "cat": "python_function", "name": "nn.Module: Sequential", "pid": 1, "tid": 1, "ts": 20, "dur": 100,
+     "args": {"Python id": 3, "Python parent id": 2, "Python module id": 11}},
+    {"ph": "X", "cat": "python_function", "name": "forward", "pid": 1, "tid": 1, "ts": 25, "dur": 90,
+     "args": {"Python id": 4, "Python parent id": 3}},
+    {"ph": "X", "cat": "python_function", "name": "nn.Module: Linear", "pid": 1, "tid": 1, "ts": 30, "dur": 50,
+     "args": {"Python id": 5, "Python parent id": 4, "Python module id": 12}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": 1, "ts": 32, "dur": 40,
+     "args": {"External id": 100}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 1, "tid": 1, "ts": 35, "dur": 30,
+     "args": {"External id": 101}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 40, "dur": 5,
+     "args": {"External id": 101, "correlation": 1}},
+    {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 46, "dur": 20,
+     "args": {"device": 0, "stream": 7, "correlation": 1, "External id": 101}},
+    {"ph": "X", "cat": "python_function", "name": "nn.Module: Identity", "pid": 1, "tid": 1, "ts": 81, "dur": 2,
+     "args": {"Python id": 9, "Python parent id": 4, "Python module id": null}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 1, "tid": 1, "ts": 85, "dur": 10,
+     "args": {"External id": 102}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 87, "dur": 3,
+     "args": {"External id": 102, "correlation": 2}},
+    {"ph": "X", "cat": "kernel", "name": "relu_kernel", "pid": 0, "tid": 7, "ts": 91, "dur": 8,
+     "args": {"device": 0, "stream": 7, "correlation": 2, "External id": 102}},
+    {"ph": "X", "cat": "python_function", "name": "nn.Module: Linear", "pid": 1, "tid": 1, "ts": 130, "dur": 60,
+     "args": {"Python id": 6, "Python parent id": 2, "Python module id": 13}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": 1, "ts": 132, "dur": 50,
+     "args": {"External id": 103}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 1, "tid": 1, "ts": 135, "dur": 40,
+     "args": {"External id": 104}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 140, "dur": 5,
+     "args": {"External id": 104, "correlation": 3}},
+    {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 146, "dur": 30,
+     "args": {"device": 0, "stream": 7, "correlation": 3, "External id": 104}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 195, "dur": 10,
+     "args": {"External id": 105}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 197, "dur": 2,
+     "args": {"External id": 105, "correlation": 4}},
+    {"ph": "X", "cat": "kernel", "name": "add_kernel", "pid": 0, "tid": 7, "ts": 200, "dur": 4,
+     "args": {"device": 0, "stream": 7, "correlation": 4, "External id": 105}},
+    {"ph": "X", "cat": "python_function", "name": "nn.Module: Loss", "pid": 1, "tid": 1, "ts": 220, "dur": 20,
+     "args": {"Python id": 7, "Python parent id": 1, "Python module id": 20}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::nll_loss", "pid": 1, "tid": 1, "ts": 222, "dur": 10,
+     "args": {"External id": 106}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 224, "dur": 2,
+     "args": {"External id": 106, "correlation": 5}},
+    {"ph": "X", "cat": "kernel", "name": "nll_kernel", "pid": 0, "tid": 7, "ts": 227, "dur": 6,
+     "args": {"device": 0, "stream": 7, "correlation": 5, "External id": 106}},
+    {"ph": "X", "cat": "python_function", "name": "nn.Module: Loss", "pid": 1, "tid": 1, "ts": 250, "dur": 30,
+     "args": {"Python id": 8, "Python parent id": 1, "Python module id": 20}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::nll_loss", "pid": 1, "tid": 1, "ts": 252, "dur": 20,
+     "args": {"External id": 107}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 255, "dur": 3,
+     "args": {"External id": 107, "correlation": 6}},
+    {"ph": "X", "cat": "kernel", "name": "nll_kernel", "pid": 0, "tid": 7, "ts": 259, "dur": 10,
+     "args": {"device": 0, "stream": 7, "correlation": 6, "External id": 107}}
+  ]})json");
+
+  const ModuleTree linear12{"nn.Module: Linear", 12, {}}, linear13{"nn.Module: Linear", 13, {}};
+  const std::vector<ModuleTree> roots = module_hierarchy(t);
+  ASSERT_EQ(roots.size(), 2u);
+  EXPECT_EQ(roots[0], (ModuleTree{"nn.Module: Loss", 20, {}}));
+  EXPECT_EQ(roots[1], (ModuleTree{"nn.Module: Net", 10, {{"nn.Module: Sequential", 11, {linear12}}, linear13}}));
+
+  const std::vector<ModuleStats> stats = module_view(t);
+  ASSERT_EQ(stats.size(), 2u);
+  expect_module(stats[0], "Loss", 20, 2, 2, {50, 20, 16, 16, 8});
+  EXPECT_TRUE(stats[0].children.empty());
+  const ModuleStats& net = stats[1];
+  expect_module(net, "Net", 10, 1, 1, {200, 30, 62, 4, 62});
+  ASSERT_EQ(net.children.size(), 2u);
+  expect_module(net.children[0], "Sequential", 11, 1, 1, {100, 40, 28, 8, 28});
+  ASSERT_EQ(net.children[0].children.size(), 1u);
+  expect_module(net.children[0].children[0], "Linear", 12, 1, 1, {50, 10, 20, 20, 20});
+  expect_module(net.children[1], "Linear", 13, 1, 1, {60, 10, 30, 30, 30});
+  EXPECT_TRUE(net.children[1].children.empty());
+
+  // Modules stay out of the operator view.
+  const OperatorKernelViews v = operator_kernel_views(t);
+  ASSERT_EQ(v.by_name.size(), 5u);
+  for (const OperatorStats& o : v.by_name) EXPECT_FALSE(o.name.starts_with("nn.Module")) << o.name;
+}
+
+// A module whose scope straddles its caller's end is left out of the call trees, as the plugin
+// leaves it out, yet its Python ids place it in the hierarchy: its row has zeros, where the
+// plugin fails on the trace (KeyError). Outer's self host is 100 - 20 (aten::mm only).
+TEST(ModuleView, ModuleLeftOutOfTheTreesHasZeros) {
+  const Trace t = kineto_text("module_straddles", R"json({"traceEvents": [
+    {"ph": "X", "cat": "python_function", "name": "nn.Module: Outer", "pid": 1, "tid": 1, "ts": 0, "dur": 100,
+     "args": {"Python id": 1, "Python module id": 1}},
+    {"ph": "X", "cat": "python_function", "name": "nn.Module: Inner", "pid": 1, "tid": 1, "ts": 50, "dur": 100,
+     "args": {"Python id": 2, "Python parent id": 1, "Python module id": 2}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 20,
+     "args": {"External id": 1}}
+  ]})json");
+  const std::vector<ModuleStats> stats = module_view(t);
+  ASSERT_EQ(stats.size(), 1u);
+  expect_module(stats[0], "Outer", 1, 1, 1, {100, 80, 0, 0, 100});
+  ASSERT_EQ(stats[0].children.size(), 1u);
+  expect_module(stats[0].children[0], "Inner", 2, 0, 0, {0, 0, 0, 0, 0});
 }
 
 TEST(GpuEfficiency, UtilizationSmEfficiencyAndOccupancyAsTensorBoardEstimates) {

@@ -17,6 +17,17 @@
 #include <vector>
 
 namespace dreamscope::analyzers {
+
+// For gtest's messages (found by argument-dependent lookup, hence outside the unnamed namespace).
+static void PrintTo(const ModuleTree& m, std::ostream* os) {
+  *os << "{\"" << m.name << "\", " << m.module_id << ", {";
+  for (std::size_t i = 0; i < m.children.size(); ++i) {
+    if (i > 0) *os << ", ";
+    PrintTo(m.children[i], os);
+  }
+  *os << "}}";
+}
+
 namespace {
 
 constexpr TimeNs us(std::int64_t v) { return v * 1000; }
@@ -643,6 +654,68 @@ TEST(TbPluginConformance, Datapipe) {
   expect_costs(b.steps[0], {0, 0, 0, 0, 0, 23, 0, 0, 23});
   const OperatorKernelViews v = operator_kernel_views(t);
   for (const OperatorStats& o : v.by_name) EXPECT_FALSE(o.name.starts_with("enumerate(DataPipe)")) << o.name;
+}
+
+// ---- The module view ----
+
+struct ModuleRow {
+  std::string_view name;
+  std::int64_t id, occurrences, operators;
+  std::int64_t host, self_host, device, self_device; // µs
+  double average;                                    // µs
+};
+
+void expect_module(const ModuleStats& s, const ModuleRow& e) {
+  SCOPED_TRACE(std::string(e.name) + " " + std::to_string(e.id));
+  EXPECT_EQ(s.name, e.name);
+  EXPECT_EQ(s.module_id, e.id);
+  EXPECT_EQ(s.occurrences, e.occurrences);
+  EXPECT_EQ(s.operators, e.operators);
+  EXPECT_EQ(s.host, us(e.host));
+  EXPECT_EQ(s.self_host, us(e.self_host));
+  EXPECT_EQ(s.device, us(e.device));
+  EXPECT_EQ(s.self_device, us(e.self_device));
+  EXPECT_DOUBLE_EQ(s.average, e.average * 1000.0);
+}
+
+TEST(TbPluginConformance, BuildModuleHierarchy) {
+  const Trace t = fixture("test_build_module_hierarchy");
+  const std::vector<ModuleStats> stats = module_view(t);
+  ASSERT_EQ(stats.size(), 2u);
+  EXPECT_EQ(stats[0].name, "Conv2");
+  EXPECT_EQ(stats[1].name, "MyModule");
+  ASSERT_EQ(stats[1].children.size(), 1u);
+  EXPECT_EQ(stats[1].children[0].name, "Linear");
+
+  const std::vector<ModuleTree> roots = module_hierarchy(t);
+  ASSERT_EQ(roots.size(), 2u);
+  EXPECT_EQ(roots[0].name, "nn.Module: Conv2");
+  EXPECT_EQ(roots[1].name, "nn.Module: MyModule");
+  ASSERT_EQ(roots[1].children.size(), 1u);
+  EXPECT_EQ(roots[1].children[0].name, "nn.Module: Linear");
+
+  // Plugin-derived: the three MyModule trees are one; Linear's self host is 62 - 31, 62 - 32
+  // and 62 - 33 (its aten::addmm calls); no kernels, so the average is host / occurrences.
+  EXPECT_EQ(roots[0], (ModuleTree{"nn.Module: Conv2", 100, {}}));
+  EXPECT_EQ(roots[1], (ModuleTree{"nn.Module: MyModule", 0, {{"nn.Module: Linear", 1, {}}}}));
+  expect_module(stats[0], {"Conv2", 100, 1, 0, 211, 211, 0, 0, 211.0});
+  EXPECT_TRUE(stats[0].children.empty());
+  expect_module(stats[1], {"MyModule", 0, 3, 0, 633, 447, 0, 0, 211.0});
+  expect_module(stats[1].children[0], {"Linear", 1, 3, 3, 186, 90, 0, 0, 62.0});
+  EXPECT_TRUE(stats[1].children[0].children.empty());
+
+  // Plugin-derived: the python_function events are not CPU events; the one step spans the
+  // aten::addmm calls.
+  const StepBreakdown b = step_breakdown(t);
+  ASSERT_EQ(b.steps.size(), 1u);
+  EXPECT_EQ(b.steps[0].host_start, us(10));
+  EXPECT_EQ(b.steps[0].host_end, us(2035));
+}
+
+TEST(TbPluginConformance, NoModuleViewWithoutModules) {
+  const Trace t = fixture("test_all_categories");
+  EXPECT_TRUE(module_hierarchy(t).empty());
+  EXPECT_TRUE(module_view(t).empty());
 }
 
 } // namespace

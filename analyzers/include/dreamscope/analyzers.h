@@ -6,9 +6,9 @@
 // - hta_*: Holistic Trace Analysis's numbers (temporal, idle time, kernel types, comm/comp
 //   overlap, launch stats, queue length, user annotations), with HTA's own parsing rules,
 //   in HTA's unit (µs).
-// - step_breakdown, gpu_efficiency, operator_kernel_views, distributed_view: the TensorBoard
-//   profiler plugin's overview, GPU metrics, operator, kernel and distributed views, as the
-//   plugin computes them.
+// - step_breakdown, gpu_efficiency, operator_kernel_views, distributed_view, module_view: the
+//   TensorBoard profiler plugin's overview, GPU metrics, operator, kernel, distributed and
+//   module views, as the plugin computes them.
 // - data_stalls, top_kernels.
 // - critical_path_analysis: the replayed run's critical path, split by what bound it.
 // report.h renders all of them (`analyze_trace`) as text, Markdown, JSON or HTML.
@@ -323,6 +323,40 @@ struct DistributedView {
 };
 
 DistributedView distributed_view(const std::vector<std::pair<std::string, const Trace*>>& workers);
+
+// The plugin's module view: the nn.Module scopes of a Kineto trace (python_function events with
+// a "Python module id") in the hierarchy their "Python id" and "Python parent id" give, and
+// the time of their calls. Empty for traces without them.
+
+// A module (name and module id) and the modules it calls, Python functions in between skipped,
+// in the order the plugin's walk from the innermost functions meets them.
+struct ModuleTree {
+  std::string name; // as in the trace: "nn.Module: Linear"
+  std::int64_t module_id = kNoValue;
+  std::vector<ModuleTree> children;
+  bool operator==(const ModuleTree&) const = default;
+};
+
+// The modules no module calls, identical trees once, by name.
+std::vector<ModuleTree> module_hierarchy(const Trace& trace);
+
+// One module of the hierarchy, summed over all its calls (in the call trees of
+// operator_kernel_views), wherever it was called from.
+struct ModuleStats {
+  std::string name; // without "nn.Module: "
+  std::int64_t module_id = kNoValue;
+  std::int64_t occurrences = 0; // calls
+  std::int64_t operators = 0;   // plain operators called directly from it, over its calls
+  TimeNs host = 0;
+  TimeNs self_host = 0;   // less what it called (operators, modules, Python scopes)
+  TimeNs device = 0;      // GPU ops launched from inside it
+  TimeNs self_device = 0; // those of the operators it calls directly (it launches nothing itself)
+  double average = 0;     // device / occurrences, or host / occurrences without device time
+  std::vector<ModuleStats> children; // as in the hierarchy
+};
+
+// The hierarchy's roots with their times, by name.
+std::vector<ModuleStats> module_view(const Trace& trace);
 
 // The TensorBoard plugin's estimate for one kernel, and the CUDA occupancy limit it uses.
 double estimated_sm_efficiency(const LaunchConfig& launch, std::int64_t sm_count);
