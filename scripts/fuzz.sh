@@ -1,34 +1,46 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (build/fuzz: clang, AddressSanitizer + UBSan, coverage in every
-# library) and runs each on a seed corpus made from ../shared/data and tests/data.
+# Runs the libFuzzer targets (clang, AddressSanitizer + UBSan, coverage in every library), each
+# on a seed corpus made from ../shared/data and tests/data.
 #
-#   scripts/fuzz.sh 15                   # what CI runs (scripts/test.sh): 15 s a target
-#   scripts/fuzz.sh 3600                 # an hour a target, for a long hunt
+#   scripts/fuzz.sh 3600                 # an hour a target, for a long hunt (build/fuzz, -O2)
 #   scripts/fuzz.sh 600 kineto_import    # one target
 #   scripts/fuzz.sh 3600 scenario & BUILD=0 scripts/fuzz.sh 3600 expression  # two at once (after a build)
+#   TREE=build/asan scripts/fuzz.sh 15   # what CI runs (scripts/test.sh): 15 s a target, with
+#                                        # the targets of the sanitizer tree scripts/build.sh asan built
+#
+# By default the script builds the fuzz targets alone in build/fuzz, optimized, which runs several
+# times more inputs a second than the -O0 sanitizer tree. TREE=DIR runs the targets already built
+# in DIR instead; so does BUILD=0 for build/fuzz, so that two hunts side by side build once.
 #
 # Each target runs until its time is up; an input that crashes, trips a sanitizer, takes more
 # than 10 s or allocates more than 256 MB at once is a finding: it is kept under
-# build/fuzz/findings/TARGET/, the script prints the command that replays it, and exits 1.
-# The corpus each target grows is kept in build/fuzz/corpus/TARGET/ for the next run.
+# TREE/findings/TARGET/, the script prints the command that replays it, and exits 1.
+# The corpus each target grows is kept in TREE/corpus/TARGET/ for the next run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-15}
 shift || true
+all=(kineto_import nsys_import trace_db trace_log scenario expression)
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(kineto_import nsys_import trace_db trace_log scenario expression)
+[ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 shared=${DREAMSCOPE_SHARED_DATA:-../shared/data}
-build=build/fuzz
+build=${TREE:-build/fuzz}
 
 export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=true CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
-# BUILD=0 runs the targets as last built: two hunts side by side build once, not twice at once.
-if [ "${BUILD:-1}" != 0 ]; then
+if [ -z "${TREE:-}" ] && [ "${BUILD:-1}" != 0 ]; then
   CC=clang CXX=clang++ cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DDREAMSCOPE_FUZZ=ON -DDREAMSCOPE_WERROR=ON >/dev/null
-  cmake --build "$build" -j "${JOBS:-$(nproc)}" >/dev/null
+    -DDREAMSCOPE_FUZZ=ON -DDREAMSCOPE_WERROR=ON -DDREAMSCOPE_BUILD_GUI=OFF -DDREAMSCOPE_BUILD_TESTS=OFF \
+    -DDREAMSCOPE_BUILD_BENCH=OFF >/dev/null
+  cmake --build "$build" -j "${JOBS:-$(nproc)}" --target "${all[@]/#/fuzz_}" >/dev/null
 fi
+for t in "${targets[@]}"; do
+  if [ ! -x "$build/fuzz/fuzz_$t" ]; then
+    echo "fuzz.sh: $build/fuzz/fuzz_$t is not built (scripts/build.sh asan builds the targets in build/asan)" >&2
+    exit 2
+  fi
+done
 
 # Seeds: real files of each format, small enough for thousands of runs a second or so.
 # Each run its own copy, so that runs of different targets can go side by side.

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, runs the main job on the bundled sample, then every test:
 # the release build's suites (tracer, GUI offscreen, CLI end to end included), then the unit
-# tests again under AddressSanitizer + UBSan, then the fuzzers for a few seconds each. Tests
-# that need a GPU say they are skipped.
+# tests again under AddressSanitizer + UBSan, then that tree's fuzzers for a few seconds each.
+# Tests that need a GPU say they are skipped.
 # Tests labelled `live` time real runs against each other; they are benchmarks of the
 # machine, so the gating run leaves them out and the log ends with their figures.
 set -euo pipefail
@@ -17,10 +17,10 @@ scripts/build.sh asan
 echo "== tests (AddressSanitizer + UBSan)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build/asan --output-on-failure -j "$(nproc)" --timeout 900
-# The libFuzzer targets (fuzz/), each for a bounded time on seeds from ../shared/data and
-# tests/data; any crash, sanitizer report, hang or memory blow-up fails the run.
+# The libFuzzer targets (fuzz/) of the sanitizer tree, each for a bounded time on seeds from
+# ../shared/data and tests/data; any crash, sanitizer report, hang or memory blow-up fails the run.
 echo "== fuzz (libFuzzer + ASan + UBSan, 15 s a target)"
-scripts/fuzz.sh "${FUZZ_SECONDS:-15}"
+TREE=build/asan scripts/fuzz.sh "${FUZZ_SECONDS:-15}"
 # Last, so that the log ends with them: the overhead correction against real untraced runs on
 # this machine. Timings of real runs on a shared machine are figures, not a gate (ctest -L live
 # runs the same comparison with its looser bound).

@@ -56,7 +56,7 @@ OverheadCosts costs_for(const Trace& trace, const std::vector<std::string>& over
   return overhead_costs(rows);
 }
 
-std::string percent(double error) { return fmt::format("{:+.3f} %", 100 * error); }
+std::string error_percent(double error) { return fmt::format("{:+.3f} %", 100 * error); }
 
 std::string render_text(const ReplayCommandOptions& o, const Trace& trace, const ReplayReport& r) {
   std::string out;
@@ -115,7 +115,7 @@ std::string render_text(const ReplayCommandOptions& o, const Trace& trace, const
   for (std::size_t i = 0; i < shown; ++i) {
     const auto& s = r.steps[i];
     out += fmt::format("{:<28}{:>14}{:>14}{:>12}\n", s.name.substr(0, 27), format_duration(s.measured()),
-                       format_duration(s.predicted()), percent(s.error()));
+                       format_duration(s.predicted()), error_percent(s.error()));
   }
   if (shown < r.steps.size()) out += fmt::format("... {} more steps (--max-steps)\n", r.steps.size() - shown);
   if (r.steps.empty()) out += "(no step annotations or ProfilerStep ranges)\n";
@@ -129,11 +129,11 @@ std::string render_text(const ReplayCommandOptions& o, const Trace& trace, const
     const double n = static_cast<double>(r.steps.size());
     out += fmt::format("{:<28}{:>14}{:>14}{:>12}\n", "mean step", format_duration(static_cast<TimeNs>(sum_measured / n)),
                        format_duration(static_cast<TimeNs>(sum_predicted / n)),
-                       percent(sum_measured > 0 ? (sum_predicted - sum_measured) / sum_measured : 0));
+                       error_percent(sum_measured > 0 ? (sum_predicted - sum_measured) / sum_measured : 0));
     out += fmt::format("{:<28}{:>40}\n", "worst step error", fmt::format("{:.3f} %", 100 * worst));
   }
   out += fmt::format("{:<28}{:>14}{:>14}{:>12}\n", "run", format_duration(r.measured_span()),
-                     format_duration(r.predicted_span()), percent(r.error()));
+                     format_duration(r.predicted_span()), error_percent(r.error()));
   if (!o.predicted.empty()) out += fmt::format("\npredicted trace written to {}\n", o.predicted);
   return out;
 }
