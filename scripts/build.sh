@@ -4,7 +4,7 @@
 #   asan:    build/asan, clang at -O0 with AddressSanitizer + UBSan and libFuzzer's coverage:
 #            the libraries, their unit tests and the fuzz targets (no GUI, no benchmarks, no
 #            LD_PRELOAD tracer: ASan must be first in a process). One tree for both, with clang,
-#            because a second sanitizer tree for the fuzzers doubled CI's build time.
+#            so that CI compiles the libraries under the sanitizers once, not twice.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 config=${1:-release}
