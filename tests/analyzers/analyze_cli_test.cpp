@@ -2,6 +2,7 @@
 // profiler trace, every format, and the HTML report rendered by headless Chromium.
 #include "analysis_traces.h"
 #include "png.h"
+#include "../cli/run_command.h"
 #include "../common/scratch_dir.h"
 
 #include <dreamscope/trace_file.h>
@@ -24,25 +25,8 @@ using test::TraceMaker;
 using test::us;
 
 using test::ScratchDir;
-
-struct CommandResult {
-  int exit_code = -1;
-  std::string out;
-};
-
-// Runs from the repository root, where the documented examples' relative paths start.
-CommandResult run(const std::string& args) {
-  const std::string cmd = std::string("cd " DREAMSCOPE_SOURCE_DIR " && " DREAMSCOPE_BIN_DIR "/dreamscope ") + args + " 2>&1";
-  CommandResult r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = ::pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using test::CommandResult;
+using test::run_dreamscope;
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p);
@@ -68,7 +52,7 @@ fs::path write_workload(const ScratchDir& dir) {
 TEST(AnalyzeCli, TextByDefault) {
   ScratchDir dir;
   const fs::path trace = write_workload(dir);
-  const CommandResult a = run("analyze " + trace.string());
+  const CommandResult a = run_dreamscope("analyze " + trace.string());
   ASSERT_EQ(a.exit_code, 0) << a.out;
   for (const char* s : {"Cross-stack breakdown", "forward", "Temporal breakdown", "Top kernels"}) {
     EXPECT_NE(a.out.find(s), std::string::npos) << s;
@@ -79,7 +63,7 @@ TEST(AnalyzeCli, JsonToAFileWithTheNumbersOfTheAnalyses) {
   ScratchDir dir;
   const fs::path trace = write_workload(dir);
   const fs::path out = dir / "report.json";
-  const CommandResult r = run("analyze " + trace.string() + " --format json -o " + out.string());
+  const CommandResult r = run_dreamscope("analyze " + trace.string() + " --format json -o " + out.string());
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_TRUE(r.out.empty()) << r.out;
   const auto j = nlohmann::json::parse(slurp(out));
@@ -99,7 +83,7 @@ TEST(AnalyzeCli, JsonToAFileWithTheNumbersOfTheAnalyses) {
 TEST(AnalyzeCli, OnlyAndMarkdown) {
   ScratchDir dir;
   const fs::path trace = write_workload(dir);
-  const CommandResult r = run("analyze " + trace.string() + " --format md --only top-kernels,steps");
+  const CommandResult r = run_dreamscope("analyze " + trace.string() + " --format md --only top-kernels,steps");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("## Top kernels by total time"), std::string::npos);
   EXPECT_NE(r.out.find("## Step time breakdown"), std::string::npos);
@@ -110,14 +94,14 @@ TEST(AnalyzeCli, OnlyAndMarkdown) {
 TEST(AnalyzeCli, OnlyCriticalPath) {
   ScratchDir dir;
   const fs::path trace = write_workload(dir);
-  const CommandResult text = run("analyze " + trace.string() + " --only critical-path");
+  const CommandResult text = run_dreamscope("analyze " + trace.string() + " --only critical-path");
   ASSERT_EQ(text.exit_code, 0) << text.out;
   EXPECT_NE(text.out.find("== Critical path (replay simulator) =="), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("-- Per step --"), std::string::npos) << text.out;
   EXPECT_EQ(text.out.find("Cross-stack"), std::string::npos);
   EXPECT_EQ(text.out.find("Top kernels"), std::string::npos);
 
-  const CommandResult json = run("analyze " + trace.string() + " --format json --only critical-path");
+  const CommandResult json = run_dreamscope("analyze " + trace.string() + " --format json --only critical-path");
   ASSERT_EQ(json.exit_code, 0) << json.out;
   const auto j = nlohmann::json::parse(json.out);
   ASSERT_EQ(j["sections"], nlohmann::json::array({"critical-path"}));
@@ -135,12 +119,12 @@ TEST(AnalyzeCli, OnlyCriticalPath) {
 TEST(AnalyzeCli, ErrorsSayWhatWentWrong) {
   ScratchDir dir;
   const fs::path trace = write_workload(dir);
-  const CommandResult bad_only = run("analyze " + trace.string() + " --only bogus");
+  const CommandResult bad_only = run_dreamscope("analyze " + trace.string() + " --only bogus");
   EXPECT_EQ(bad_only.exit_code, 2);
   EXPECT_NE(bad_only.out.find("unknown analysis 'bogus'"), std::string::npos) << bad_only.out;
-  const CommandResult bad_format = run("analyze " + trace.string() + " --format pdf");
+  const CommandResult bad_format = run_dreamscope("analyze " + trace.string() + " --format pdf");
   EXPECT_EQ(bad_format.exit_code, 2);
-  const CommandResult missing = run("analyze " + (dir / "missing.db").string());
+  const CommandResult missing = run_dreamscope("analyze " + (dir / "missing.db").string());
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.out.find("missing.db"), std::string::npos) << missing.out;
 }
@@ -148,7 +132,7 @@ TEST(AnalyzeCli, ErrorsSayWhatWentWrong) {
 TEST(AnalyzeCli, ReadsPyTorchProfilerTracesDirectly) {
   const fs::path trace = fs::path(DREAMSCOPE_SHARED_DATA_DIR) / "kineto-hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz";
   if (!fs::exists(trace)) GTEST_SKIP() << "shared test data not found at " << trace;
-  const CommandResult r = run("analyze " + trace.string() + " --format json --only hta");
+  const CommandResult r = run_dreamscope("analyze " + trace.string() + " --format json --only hta");
   ASSERT_EQ(r.exit_code, 0) << r.out.substr(0, 2000);
   const auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
   std::map<std::string, std::pair<std::int64_t, std::int64_t>> gpu;
@@ -173,7 +157,7 @@ TEST(AnalyzeDocs, EveryExampleRuns) {
     for (std::size_t p = args.find("/tmp/"); p != std::string::npos; p = args.find("/tmp/", p + scratch.size())) {
       args.replace(p, 5, scratch);
     }
-    const CommandResult r = run("analyze " + args);
+    const CommandResult r = run_dreamscope("analyze " + args);
     EXPECT_EQ(r.exit_code, 0) << line << "\n" << r.out.substr(0, 2000);
     ++examples;
   }
@@ -195,7 +179,7 @@ TEST(AnalyzeHtml, RendersInHeadlessChromiumWithItsCharts) {
   ScratchDir dir;
   const fs::path trace = write_workload(dir);
   const fs::path html = dir / "report.html";
-  const CommandResult r = run("analyze " + trace.string() + " --format html -o " + html.string());
+  const CommandResult r = run_dreamscope("analyze " + trace.string() + " --format html -o " + html.string());
   ASSERT_EQ(r.exit_code, 0) << r.out;
 
   const fs::path png = dir / "shot.png";

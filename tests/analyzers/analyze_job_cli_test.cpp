@@ -3,6 +3,7 @@
 // written by separate `--summary` processes (the recipe for a job of many machines), which
 // must give the report the traces give.
 #include "job_traces.h"
+#include "../cli/run_command.h"
 #include "../common/scratch_dir.h"
 
 #include <dreamscope/importers.h>
@@ -22,25 +23,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using test::ScratchDir;
-
-struct CommandResult {
-  int exit_code = -1;
-  std::string out;
-};
-
-CommandResult run(const std::string& args) {
-  const std::string cmd =
-      std::string("cd " DREAMSCOPE_SOURCE_DIR " && " DREAMSCOPE_BIN_DIR "/dreamscope ") + args + " 2>&1";
-  CommandResult r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = ::pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using test::CommandResult;
+using test::run_dreamscope;
 
 // Runs a shell script (several dreamscope processes at once) from the repository root.
 int run_script(const std::string& script) {
@@ -64,7 +48,7 @@ nlohmann::json json_of(const CommandResult& r) {
 
 TEST(AnalyzeJobCli, AFolderOfRanksGivesHtasNumbersPerRank) {
   REQUIRE_DLRM();
-  const auto j = json_of(run("analyze " + kDlrm.string() + " --format json"));
+  const auto j = json_of(run_dreamscope("analyze " + kDlrm.string() + " --format json"));
   EXPECT_EQ(j["schema"], "dreamscope-analyze-job/1");
   ASSERT_EQ(j["ranks"].size(), 8u);
   const std::int64_t idle[8] = {6419, 6428, 7046, 8145, 8887, 9121, 7051, 8308};
@@ -77,7 +61,7 @@ TEST(AnalyzeJobCli, AFolderOfRanksGivesHtasNumbersPerRank) {
   EXPECT_EQ(j["collectives"]["instances"], 8);
   EXPECT_EQ(j["stragglers"]["steps"].size(), 1u);
 
-  const CommandResult text = run("analyze " + kDlrm.string() + " --only hta");
+  const CommandResult text = run_dreamscope("analyze " + kDlrm.string() + " --only hta");
   ASSERT_EQ(text.exit_code, 0) << text.out;
   EXPECT_NE(text.out.find(
                 "     1 -    6428    1246       11075       18749  34.28      6.65         59.07                2.47"),
@@ -88,13 +72,13 @@ TEST(AnalyzeJobCli, AFolderOfRanksGivesHtasNumbersPerRank) {
 
 TEST(AnalyzeJobCli, AGlobAndSeveralFilesAreTheSameJobAsTheFolder) {
   REQUIRE_DLRM();
-  const CommandResult folder = run("analyze " + kDlrm.string());
+  const CommandResult folder = run_dreamscope("analyze " + kDlrm.string());
   ASSERT_EQ(folder.exit_code, 0) << folder.out;
-  const CommandResult glob = run("analyze '" + (kDlrm / "worker*.json").string() + "'");
+  const CommandResult glob = run_dreamscope("analyze '" + (kDlrm / "worker*.json").string() + "'");
   EXPECT_EQ(glob.out, folder.out);
   std::string list;
   for (const auto& f : dlrm_files()) list += " " + f.string();
-  const CommandResult files = run("analyze" + list);
+  const CommandResult files = run_dreamscope("analyze" + list);
   EXPECT_EQ(files.out, folder.out);
 }
 
@@ -102,17 +86,17 @@ TEST(AnalyzeJobCli, OneTraceOfEveryRankIsAJob) {
   REQUIRE_DLRM();
   ScratchDir dir;
   write_trace(load_job(dlrm_files()).trace, dir / "job.db");
-  const CommandResult one = run("analyze " + (dir / "job.db").string());
-  const CommandResult folder = run("analyze " + kDlrm.string());
+  const CommandResult one = run_dreamscope("analyze " + (dir / "job.db").string());
+  const CommandResult folder = run_dreamscope("analyze " + kDlrm.string());
   ASSERT_EQ(one.exit_code, 0) << one.out;
   EXPECT_EQ(one.out, folder.out);
   // One rank of it, summarised.
   const CommandResult summary =
-      run("analyze --summary --rank 3 -o " + (dir / "rank3.summary.db").string() + " " + (dir / "job.db").string());
+      run_dreamscope("analyze --summary --rank 3 -o " + (dir / "rank3.summary.db").string() + " " + (dir / "job.db").string());
   ASSERT_EQ(summary.exit_code, 0) << summary.out;
   EXPECT_TRUE(fs::exists(dir / "rank3.summary.db"));
   const CommandResult no_rank =
-      run("analyze --summary -o " + (dir / "x.summary.db").string() + " " + (dir / "job.db").string());
+      run_dreamscope("analyze --summary -o " + (dir / "x.summary.db").string() + " " + (dir / "job.db").string());
   EXPECT_EQ(no_rank.exit_code, 1);
   EXPECT_NE(no_rank.out.find("job.db: holds 8 ranks; --rank R says which one to summarise"), std::string::npos)
       << no_rank.out;
@@ -120,7 +104,7 @@ TEST(AnalyzeJobCli, OneTraceOfEveryRankIsAJob) {
 
 TEST(AnalyzeJobCli, OneRanksFileAloneIsTheSingleTraceReport) {
   REQUIRE_DLRM();
-  const CommandResult r = run("analyze " + dlrm_files()[1].string() + " --only hta");
+  const CommandResult r = run_dreamscope("analyze " + dlrm_files()[1].string() + " --only hta");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("== HTA-compatible analyses"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("6428    1246       11075       18749"), std::string::npos) << r.out;
@@ -145,20 +129,20 @@ TEST(AnalyzeJobCli, SummariesWrittenBySeparateProcessesGiveTheReportOfTheTraces)
     EXPECT_TRUE(fs::exists(summaries / ("rank-" + std::to_string(r) + ".summary.db"))) << r;
   }
   for (const char* format : {"text", "json", "md", "html"}) {
-    const CommandResult from_traces = run("analyze " + kDlrm.string() + " --format " + format);
-    const CommandResult from_summaries = run("analyze " + summaries.string() + " --format " + format);
+    const CommandResult from_traces = run_dreamscope("analyze " + kDlrm.string() + " --format " + format);
+    const CommandResult from_summaries = run_dreamscope("analyze " + summaries.string() + " --format " + format);
     ASSERT_EQ(from_summaries.exit_code, 0) << from_summaries.out;
     EXPECT_EQ(from_summaries.out, from_traces.out) << format;
   }
   // A glob of summaries, and summaries beside traces of the other ranks.
-  const CommandResult glob = run("analyze '" + (summaries / "rank-*.summary.db").string() + "'");
-  const CommandResult folder = run("analyze " + kDlrm.string());
+  const CommandResult glob = run_dreamscope("analyze '" + (summaries / "rank-*.summary.db").string() + "'");
+  const CommandResult folder = run_dreamscope("analyze " + kDlrm.string());
   EXPECT_EQ(glob.out, folder.out);
   std::string mixed;
   for (std::size_t r = 0; r < files.size(); ++r) {
     mixed += " " + (r < 4 ? (summaries / ("rank-" + std::to_string(r) + ".summary.db")).string() : files[r].string());
   }
-  EXPECT_EQ(run("analyze" + mixed).out, folder.out);
+  EXPECT_EQ(run_dreamscope("analyze" + mixed).out, folder.out);
 }
 
 TEST(AnalyzeJobCli, BadInputGetsOneLineNamingTheFile) {
@@ -168,38 +152,38 @@ TEST(AnalyzeJobCli, BadInputGetsOneLineNamingTheFile) {
   std::ofstream(bad) << "not a summary\n";
   const auto files = dlrm_files();
   auto one_line = [](const CommandResult& r) { return std::count(r.out.begin(), r.out.end(), '\n') == 1; };
-  const CommandResult r = run("analyze " + files[0].string() + " " + files[1].string() + " " + bad.string());
+  const CommandResult r = run_dreamscope("analyze " + files[0].string() + " " + files[1].string() + " " + bad.string());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out, "dreamscope analyze: " + bad.string() + ": not a rank summary (not an SQLite file)\n");
 
   const fs::path junk = dir / "junk.json";
   std::ofstream(junk) << "{ not json";
-  const CommandResult j = run("analyze " + files[0].string() + " " + junk.string());
+  const CommandResult j = run_dreamscope("analyze " + files[0].string() + " " + junk.string());
   EXPECT_EQ(j.exit_code, 1);
   EXPECT_TRUE(one_line(j)) << j.out;
   EXPECT_NE(j.out.find(junk.string()), std::string::npos) << j.out;
 
-  const CommandResult nothing = run("analyze '" + (dir / "nothing-*.json").string() + "'");
+  const CommandResult nothing = run_dreamscope("analyze '" + (dir / "nothing-*.json").string() + "'");
   EXPECT_EQ(nothing.exit_code, 1);
   EXPECT_TRUE(one_line(nothing)) << nothing.out;
   EXPECT_NE(nothing.out.find("nothing-*.json: no file matches the pattern"), std::string::npos) << nothing.out;
 
   fs::copy_file(files[2], dir / "again.json");
-  const CommandResult same_rank = run("analyze " + files[2].string() + " " + (dir / "again.json").string());
+  const CommandResult same_rank = run_dreamscope("analyze " + files[2].string() + " " + (dir / "again.json").string());
   EXPECT_EQ(same_rank.exit_code, 1);
   EXPECT_TRUE(one_line(same_rank)) << same_rank.out;
   EXPECT_NE(same_rank.out.find("rank 2"), std::string::npos) << same_rank.out;
 
   // A summary of a rank given beside its trace, or twice.
   const fs::path summary = dir / "worker2.summary.db";
-  ASSERT_EQ(run("analyze --summary -o " + summary.string() + " " + files[2].string()).exit_code, 0);
+  ASSERT_EQ(run_dreamscope("analyze --summary -o " + summary.string() + " " + files[2].string()).exit_code, 0);
   const fs::path copy = dir / "copy.summary.db";
   fs::copy_file(summary, copy);
-  const CommandResult twice = run("analyze " + summary.string() + " " + copy.string());
+  const CommandResult twice = run_dreamscope("analyze " + summary.string() + " " + copy.string());
   EXPECT_EQ(twice.exit_code, 1);
   EXPECT_EQ(twice.out, "dreamscope analyze: " + summary.string() + " and " + copy.string() +
                            " are both rank 2; a job has one trace per rank\n");
-  const CommandResult beside = run("analyze " + summary.string() + " " + files[2].string());
+  const CommandResult beside = run_dreamscope("analyze " + summary.string() + " " + files[2].string());
   EXPECT_EQ(beside.exit_code, 1);
   EXPECT_TRUE(one_line(beside)) << beside.out;
   EXPECT_NE(beside.out.find(summary.string() + " and " + files[2].filename().string() + " are both rank 2"),
@@ -211,25 +195,25 @@ TEST(AnalyzeJobCli, CommandLineMistakes) {
   REQUIRE_DLRM();
   ScratchDir dir;
   const auto files = dlrm_files();
-  const CommandResult no_output = run("analyze --summary " + files[0].string());
+  const CommandResult no_output = run_dreamscope("analyze --summary " + files[0].string());
   EXPECT_EQ(no_output.exit_code, 2);
   EXPECT_NE(no_output.out.find("--summary needs -o FILE"), std::string::npos) << no_output.out;
-  const CommandResult two = run("analyze --summary -o " + (dir / "a.summary.db").string() + " " + files[0].string() +
+  const CommandResult two = run_dreamscope("analyze --summary -o " + (dir / "a.summary.db").string() + " " + files[0].string() +
                                 " " + files[1].string());
   EXPECT_EQ(two.exit_code, 2);
   EXPECT_NE(two.out.find("--summary summarises one rank"), std::string::npos) << two.out;
-  const CommandResult steps = run("analyze " + kDlrm.string() + " --only steps");
+  const CommandResult steps = run_dreamscope("analyze " + kDlrm.string() + " --only steps");
   EXPECT_EQ(steps.exit_code, 2);
   EXPECT_NE(steps.out.find("--only steps is an analysis of one trace"), std::string::npos) << steps.out;
-  const CommandResult unknown = run("analyze " + kDlrm.string() + " --only bogus");
+  const CommandResult unknown = run_dreamscope("analyze " + kDlrm.string() + " --only bogus");
   EXPECT_EQ(unknown.exit_code, 2);
-  const CommandResult rank = run("analyze " + kDlrm.string() + " --rank 2");
+  const CommandResult rank = run_dreamscope("analyze " + kDlrm.string() + " --rank 2");
   EXPECT_EQ(rank.exit_code, 2);
   const CommandResult wrong_rank =
-      run("analyze --summary --rank 3 -o " + (dir / "a.summary.db").string() + " " + files[1].string());
+      run_dreamscope("analyze --summary --rank 3 -o " + (dir / "a.summary.db").string() + " " + files[1].string());
   EXPECT_EQ(wrong_rank.exit_code, 1);
   EXPECT_NE(wrong_rank.out.find("is rank 1, not 3"), std::string::npos) << wrong_rank.out;
-  const CommandResult unwritable = run("analyze " + kDlrm.string() + " -o " + (dir / "no" / "x.txt").string());
+  const CommandResult unwritable = run_dreamscope("analyze " + kDlrm.string() + " -o " + (dir / "no" / "x.txt").string());
   EXPECT_EQ(unwritable.exit_code, 1);
 }
 
@@ -243,14 +227,14 @@ TEST(AnalyzeJobCli, NamesTheRankSlowedOnPurposeAndWhy) {
                                         test::collective(20'000)};
   });
   for (std::size_t r = 0; r < traces.size(); ++r) write_trace(traces[r], dir / ("trace-" + std::to_string(r) + ".db"));
-  const auto j = json_of(run("analyze " + dir.path().string() + " --format json --only stragglers"));
+  const auto j = json_of(run_dreamscope("analyze " + dir.path().string() + " --format json --only stragglers"));
   ASSERT_EQ(j["stragglers"]["steps"].size(), 4u);
   const auto& step = j["stragglers"]["steps"][2];
   EXPECT_EQ(step["name"], "step 2");
   EXPECT_EQ(step["straggler"], 5);
   EXPECT_EQ(step["cause"], "compute");
   EXPECT_EQ(step["caused_wait_ns"], 7 * 300'000);
-  const CommandResult text = run("analyze " + dir.path().string() + " --only stragglers");
+  const CommandResult text = run_dreamscope("analyze " + dir.path().string() + " --only stragglers");
   EXPECT_NE(text.out.find("Most costly straggler: rank 5, the straggler of 1 of 1 step(s)"), std::string::npos)
       << text.out;
 }
@@ -273,7 +257,7 @@ TEST(AnalyzeJobDocs, EveryExampleRuns) {
     for (std::size_t p = args.find("/tmp/"); p != std::string::npos; p = args.find("/tmp/", p + scratch.size())) {
       args.replace(p, 5, scratch);
     }
-    const CommandResult r = run("analyze " + args);
+    const CommandResult r = run_dreamscope("analyze " + args);
     EXPECT_EQ(r.exit_code, 0) << line << "\n" << r.out.substr(0, 2000);
     ++examples;
   }

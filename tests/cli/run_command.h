@@ -27,4 +27,10 @@ inline CommandResult run_command(const std::string& command) {
 
 inline std::string dreamscope_bin() { return std::string(DREAMSCOPE_BIN_DIR) + "/dreamscope"; }
 
+// Runs `dreamscope ARGS` from the repository root, where the documented examples' relative
+// paths start.
+inline CommandResult run_dreamscope(const std::string& args) {
+  return run_command("cd " DREAMSCOPE_SOURCE_DIR " && " + dreamscope_bin() + " " + args);
+}
+
 } // namespace dreamscope::test
