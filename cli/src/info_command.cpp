@@ -141,6 +141,7 @@ std::string render_text(const std::string& path, const TraceSummary& s) {
   count("flows", c.flows);
   count("overhead", c.overheads);
   count("thread loads", c.thread_loads);
+  count("memory events", c.memory_events);
   count("total", c.total());
 
   out += fmt::format("\ntop {} kernels by total time\n", s.top_kernels.size());
@@ -219,7 +220,7 @@ std::string render_json(const std::string& path, const TraceSummary& s) {
   j["events"] = {{"runtime_api", c.runtime_api}, {"driver_api", c.driver_api}, {"kernel", c.kernels},
                  {"memcpy", c.memcpys},          {"memset", c.memsets},         {"sync", c.syncs},
                  {"annotation", c.annotations},  {"flow", c.flows},             {"overhead", c.overheads},
-                 {"thread_load", c.thread_loads}, {"total", c.total()}};
+                 {"thread_load", c.thread_loads}, {"memory_event", c.memory_events}, {"total", c.total()}};
   j["top_kernels"] = json::array();
   for (const auto& k : s.top_kernels) {
     j["top_kernels"].push_back({{"name", k.name}, {"count", k.count}, {"total_ns", k.total}});

@@ -121,6 +121,7 @@ class ChromeExporter {
     write_gpu_ops();
     write_annotations();
     write_flows();
+    write_memory_events();
     out_ << "\n]}\n";
   }
 
@@ -331,6 +332,28 @@ class ChromeExporter {
         out_.micros(end ? f.to_time : f.from_time);
         out_ << (end ? ",\"bp\":\"e\"}" : "}");
       }
+    }
+  }
+
+  // As the PyTorch profiler writes them: instant events named "[memory]" on the thread.
+  void write_memory_events() {
+    for (const MemoryEventRecord& m : t_.memory_events()) {
+      begin_event();
+      out_ << "{\"ph\":\"i\",\"cat\":\"cpu_instant_event\",\"s\":\"t\",\"name\":\"[memory]\",\"pid\":"
+           << rows_[m.track].pid << ",\"tid\":" << rows_[m.track].tid << ",\"ts\":";
+      out_.micros(m.time);
+      out_ << ",\"args\":{";
+      first_arg_ = true;
+      arg("Device Type", m.device_type);
+      arg("Device Id", m.device_id);
+      if (m.addr != kNoValue) {
+        arg_key("Addr");
+        out_ << std::to_string(static_cast<std::uint64_t>(m.addr)); // a pointer, unsigned as Kineto writes it
+      }
+      arg("Bytes", m.bytes);
+      arg("Total Allocated", m.total_allocated);
+      arg("Total Reserved", m.total_reserved);
+      out_ << "}}";
     }
   }
 

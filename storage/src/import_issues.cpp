@@ -27,7 +27,10 @@ constexpr ImportIssueKind kKinds[] = {
      "order (ROCm and CUDA_VISIBLE_DEVICES renumber devices)"},
     // Events.
     {"kineto_event_without_ph", S::Warning, E::Dropped, "event without ph (ignored)"},
-    {"kineto_instant_event", S::Info, E::Dropped, "instant event, no dur (dropped, as HTA does)"},
+    {"kineto_instant_event", S::Info, E::Dropped,
+     "instant event other than a [memory] one, no dur (dropped, as HTA does)"},
+    {"kineto_memory_event_bad_arg", S::Warning, E::Dropped,
+     "[memory] event with an arg that is not an integer, or bytes beyond ±2^62 (dropped)"},
     {"kineto_unknown_phase", S::Warning, E::Dropped,
      "event of a phase that PyTorch profiler traces do not use (ignored)"},
     {"kineto_event_without_cat", S::Info, E::Dropped, "event without cat (dropped, as HTA does)"},

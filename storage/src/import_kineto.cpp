@@ -265,6 +265,8 @@ class KinetoImporter {
     if (ph == "s" || ph == "f" || ph == "t") return handle_flow();
     if (ph.empty()) {
       stats_.note("kineto_event_without_ph", example());
+    } else if (ph == "i" && event_.name == "[memory]") {
+      handle_memory(); // the TensorBoard plugin's test: phase and name, whatever the cat
     } else if (ph == "i" || ph == "I") {
       stats_.note("kineto_instant_event", example());
     } else {
@@ -523,45 +525,11 @@ class KinetoImporter {
 
   void add_arg(EventTable table, EventIndex row, const RawArg& a) {
     EventArg arg{.key = builder_.intern(a.key)};
-    const JsonValue& v = a.value;
-    switch (v.type) {
-      case od::json_type::number: {
-        if (is_integer_text(v.text)) {
-          if (auto i = parse_int(v.text)) {
-            arg.type = ArgType::Int;
-            arg.int_value = *i;
-            break;
-          }
-        }
-        auto d = parse_double(v.text);
-        if (d && is_json_number(v.text)) {
-          arg.type = ArgType::Double;
-          arg.double_value = *d;
-        } else {
-          // simdjson types a token such as 512c as a number without checking it; passed on
-          // raw it would make `export --chrome` write invalid JSON.
-          stats_.note("kineto_bad_number_token", "arg '" + std::string(a.key.substr(0, 80)) + "' = " +
-                                                     std::string(v.text.substr(0, 40)) + " in " + example());
-          arg.type = ArgType::String;
-          arg.text = builder_.intern(v.text);
-        }
-        break;
-      }
-      case od::json_type::string:
-        arg.type = ArgType::String;
-        arg.text = builder_.intern(v.text);
-        break;
-      default:
-        if (is_valid_json_text(v.text)) {
-          arg.type = ArgType::Json;
-        } else {
-          stats_.note("kineto_bad_number_token", "arg '" + std::string(a.key.substr(0, 80)) + "' = " +
-                                                     std::string(v.text.substr(0, 40)) + " in " + example());
-          arg.type = ArgType::String;
-        }
-        arg.text = builder_.intern(v.text);
-        break;
+    if (!type_arg(a.value, arg)) {
+      stats_.note("kineto_bad_number_token", "arg '" + std::string(a.key.substr(0, 80)) + "' = " +
+                                                 std::string(a.value.text.substr(0, 40)) + " in " + example());
     }
+    if (arg.type == ArgType::String || arg.type == ArgType::Json) arg.text = builder_.intern(a.value.text);
     builder_.add_arg(table, row, arg);
   }
 
@@ -596,6 +564,26 @@ class KinetoImporter {
     for (std::size_t i = 0; i < event_.args.size(); ++i) {
       if (event_.args[i].key == key) consumed_[i] = true;
     }
+  }
+
+  // An allocation or release (PyTorch's profile_memory): kept on the thread that made it.
+  // Its ts does not decide kineto.ts_precision, which is HTA's, and HTA drops instant events.
+  void handle_memory() {
+    if (!event_.ts.present) return stats_.note("kineto_event_without_ts", example());
+    if (event_.ts.type != od::json_type::number) return stats_.note("kineto_time_not_a_number", example());
+    const auto ts = parse_us_as_ns(event_.ts.text);
+    if (!ts || !time_in_range(*ts)) return stats_.note("kineto_time_out_of_range", example());
+    const auto pid = as_id(event_.pid);
+    const auto tid = tid_of(event_.tid);
+    if (!pid || !tid) return stats_.note("kineto_bad_pid_tid", example());
+    if (event_.args_not_object) stats_.note("kineto_args_not_object", example());
+    std::string_view bad;
+    std::optional<MemoryEventRecord> m = memory_event_args(event_, bad);
+    if (!m) return stats_.note("kineto_memory_event_bad_arg", "'" + std::string(bad) + "' of " + example());
+    m->track = cpu_track(*pid, *tid);
+    m->time = *ts;
+    builder_.add(*m);
+    ++stats_.events_kept;
   }
 
   void handle_metadata() {

@@ -305,6 +305,10 @@ void append_file(TraceBuilder& b, const Trace& t, const FilePlan& plan, Correlat
       l.end += shift;
       return true;
     };
+    edits.memory_event = [&](MemoryEventRecord& m) {
+      m.time += shift;
+      return true;
+    };
   }
   const TraceIdMap ids = append_trace_ids(b, t, edits);
   append_trace_rows(b, t, ids, edits);

@@ -1,5 +1,7 @@
 #include "kineto_format.h"
 
+#include "dreamscope/limits.h"
+
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -207,6 +209,69 @@ std::optional<std::int64_t> as_int(const JsonValue& v) {
   auto d = parse_double(v.text);
   if (!d || !std::isfinite(*d) || std::trunc(*d) != *d) return std::nullopt;
   return static_cast<std::int64_t>(*d);
+}
+
+bool type_arg(const JsonValue& v, EventArg& arg) {
+  switch (v.type) {
+    case od::json_type::number: {
+      if (is_integer_text(v.text)) {
+        if (auto i = parse_int(v.text)) {
+          arg.type = ArgType::Int;
+          arg.int_value = *i;
+          return true;
+        }
+      }
+      auto d = parse_double(v.text);
+      if (d && is_json_number(v.text)) {
+        arg.type = ArgType::Double;
+        arg.double_value = *d;
+        return true;
+      }
+      arg.type = ArgType::String;
+      return false;
+    }
+    case od::json_type::string:
+      arg.type = ArgType::String;
+      return true;
+    default:
+      arg.type = is_valid_json_text(v.text) ? ArgType::Json : ArgType::String;
+      return arg.type == ArgType::Json;
+  }
+}
+
+std::optional<MemoryEventRecord> memory_event_args(const RawEvent& e, std::string_view& bad_key) {
+  MemoryEventRecord m;
+  // kNoValue for absent or null; false for what is no integer (or, `bounded`, one past the bytes bound).
+  auto read = [&](std::string_view key, std::int64_t& out, bool bounded, bool address = false) {
+    const JsonValue* v = e.arg(key);
+    if (!v || !v->present || v->type == od::json_type::null) return true;
+    std::optional<std::int64_t> n;
+    if (v->type == od::json_type::number) {
+      if (is_integer_text(v->text)) {
+        n = parse_int(v->text);
+        std::uint64_t u = 0;
+        const auto [p, ec] = std::from_chars(v->text.data(), v->text.data() + v->text.size(), u);
+        if (!n && address && ec == std::errc() && p == v->text.data() + v->text.size()) {
+          n = static_cast<std::int64_t>(u); // an address past 2^63: its bit pattern
+        }
+      } else if (auto d = parse_double(v->text); d && std::isfinite(*d) && std::trunc(*d) == *d &&
+                                                   std::fabs(*d) < 9.0e18) {
+        n = static_cast<std::int64_t>(*d);
+      }
+    }
+    if (!n || *n == kNoValue || (bounded && (*n <= -limits::kMaxAbsBytes || *n >= limits::kMaxAbsBytes))) {
+      bad_key = key;
+      return false;
+    }
+    out = *n;
+    return true;
+  };
+  if (!read("Device Type", m.device_type, false) || !read("Device Id", m.device_id, false) ||
+      !read("Addr", m.addr, false, true) || !read("Bytes", m.bytes, true) ||
+      !read("Total Allocated", m.total_allocated, true) || !read("Total Reserved", m.total_reserved, true)) {
+    return std::nullopt;
+  }
+  return m;
 }
 
 std::optional<std::int64_t> as_id(const JsonValue& v) {

@@ -96,4 +96,19 @@ std::optional<std::int64_t> as_id(const JsonValue& v);
 std::optional<std::int64_t> as_int(const JsonValue& v);
 inline std::optional<std::int64_t> as_int(const JsonValue* v) { return v ? as_int(*v) : std::nullopt; }
 
+// The type and number of an arg for the side table: integers Int, other numbers Double,
+// strings String, arrays, objects, booleans and null Json (its text is the caller's to
+// intern). A number token or JSON text that is not valid JSON (simdjson types 512c as a
+// number without checking it) becomes a String, so that `export --chrome` writes valid JSON:
+// false then.
+bool type_arg(const JsonValue& v, EventArg& arg);
+
+// The args of a "[memory]" instant event, as every PyTorch version writes them: "Device Type",
+// "Device Id" and "Bytes" (1.9 on), "Addr", "Total Allocated" and "Total Reserved" (1.10 on).
+// A key that is absent or null is absent (Bytes: 0, as the TensorBoard plugin reads it); an
+// address may be unsigned 64-bit. nullopt when a key holds anything but an integer (the bytes
+// and totals within +-limits::kMaxAbsBytes), and `bad_key` then names it. Track and time are
+// the caller's.
+std::optional<MemoryEventRecord> memory_event_args(const RawEvent& e, std::string_view& bad_key);
+
 } // namespace dreamscope::kineto

@@ -9,8 +9,9 @@ namespace dreamscope::schema {
 // index to store, and the reader streams each track already sorted. Events store `dur`
 // rather than `end` (a short duration is 1-3 bytes, an absolute time 6-8), and kernels
 // share deduplicated launch configurations: both keep an event near 35 bytes on disk.
-// Tables added after a file format was released (thread_load, process_rank) may be missing from older
-// files: the reader takes a missing one as empty, and older readers never look at it.
+// Tables added after a file format was released (thread_load, process_rank, memory_event) may be
+// missing from older files: the reader takes a missing one as empty, and older readers never look
+// at it. memory_event is clustered on (time, id), the order the memory view and curve read it in.
 inline constexpr const char* kCreateTables = R"sql(
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE string(id INTEGER PRIMARY KEY, value TEXT NOT NULL);
@@ -63,6 +64,11 @@ CREATE TABLE thread_load(
   track INTEGER NOT NULL, start INTEGER NOT NULL, dur INTEGER NOT NULL, cpu_ns INTEGER,
   runqueue_ns INTEGER, events INTEGER NOT NULL, cost_samples INTEGER NOT NULL,
   range_cost_ns REAL, mark_cost_ns REAL);
+CREATE TABLE memory_event(
+  track INTEGER NOT NULL, time INTEGER NOT NULL, id INTEGER NOT NULL, device_type INTEGER,
+  device_id INTEGER, addr INTEGER, bytes INTEGER NOT NULL, total_allocated INTEGER,
+  total_reserved INTEGER,
+  PRIMARY KEY(time, id)) WITHOUT ROWID;
 )sql";
 
 // Views that resolve names, so that `sqlite3 trace.db` answers questions directly.

@@ -334,7 +334,8 @@ std::size_t Trace::memory_bytes() const {
   n += bytes_of(n2.track) + bytes_of(n2.start) + bytes_of(n2.end) + bytes_of(n2.name) + bytes_of(n2.domain) +
        bytes_of(n2.category) + bytes_of(n2.payload) + bytes_of(n2.external_id) + bytes_of(n2.parent) +
        bytes_of(n2.depth) + bytes_of(annotation_jump_);
-  n += bytes_of(flows_) + bytes_of(overheads_) + bytes_of(thread_loads_) + bytes_of(launch_configs_);
+  n += bytes_of(flows_) + bytes_of(overheads_) + bytes_of(thread_loads_) + bytes_of(memory_events_) +
+       bytes_of(launch_configs_);
   for (const auto& c : args_) n += bytes_of(c.row) + bytes_of(c.arg);
   n += bytes_of(gpu_by_correlation_) + bytes_of(api_by_correlation_);
   n += bytes_of(cuda_api_ranges_) + bytes_of(gpu_op_ranges_) + bytes_of(annotation_ranges_);
@@ -641,6 +642,10 @@ Trace TraceBuilder::build() && {
   std::stable_sort(t.thread_loads_.begin(), t.thread_loads_.end(), [](const auto& x, const auto& y) {
     return std::tie(x.track, x.start) < std::tie(y.track, y.start);
   });
+  // Stable too: at one time, the order the profiler wrote them (an allocation and the release
+  // of the same address within a microsecond) is the order that pairs them.
+  std::stable_sort(t.memory_events_.begin(), t.memory_events_.end(),
+                   [](const auto& x, const auto& y) { return x.time < y.time; });
 
   t.strings_sorted_.resize(t.strings_.size());
   std::iota(t.strings_sorted_.begin(), t.strings_sorted_.end(), 0);

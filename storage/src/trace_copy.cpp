@@ -113,6 +113,12 @@ void append_rows(Out& out, const Trace& in, const TraceIdMap& ids, const TraceCo
     if (edits.thread_load && !edits.thread_load(l)) continue;
     out.add(l);
   }
+  for (MemoryEventRecord m : in.memory_events()) {
+    if (!kept(m.track)) continue;
+    m.track = track(m.track);
+    if (edits.memory_event && !edits.memory_event(m)) continue;
+    out.add(m);
+  }
 }
 
 } // namespace

@@ -203,6 +203,27 @@ void TraceBuilder::check_invariants() const {
     if (costs) costs.raise(origin);
   }
   {
+    // The memory view sums bytes per operator: bounded, such sums saturate, never overflow.
+    const auto& events = t.memory_events_;
+    Violation track(std::string_view("memory_event"), "naming an unknown track");
+    Violation time(std::string_view("memory_event"), "with a timestamp beyond +-2^62 ns");
+    Violation bytes(std::string_view("memory_event"), "with a byte count or total beyond +-2^62");
+    auto bytes_ok = [](std::int64_t v) { return v > -limits::kMaxAbsBytes && v < limits::kMaxAbsBytes; };
+    for (std::size_t i = 0; i < events.size(); ++i) {
+      const MemoryEventRecord& m = events[i];
+      if (m.track >= tracks) track.add(i, "track " + std::to_string(m.track));
+      if (!timestamp_in_range(m.time)) time.add(i, "time " + std::to_string(m.time) + " ns");
+      if (!bytes_ok(m.bytes) || (m.total_allocated != kNoValue && !bytes_ok(m.total_allocated)) ||
+          (m.total_reserved != kNoValue && !bytes_ok(m.total_reserved))) {
+        bytes.add(i, "bytes " + std::to_string(m.bytes) + ", total_allocated " + std::to_string(m.total_allocated) +
+                         ", total_reserved " + std::to_string(m.total_reserved));
+      }
+    }
+    if (track) track.raise(origin);
+    if (time) time.raise(origin);
+    if (bytes) bytes.raise(origin);
+  }
+  {
     Violation cost(std::string_view("calibration"), "with a cost that is not a number of ns in [0, 1e9]");
     for (std::size_t i = 0; i < t.calibration_.size(); ++i) {
       const double c = t.calibration_[i].cost_ns;

@@ -38,6 +38,7 @@ enum RecordType : std::uint8_t {
   kOverhead = 15,
   kArg = 16,
   kThreadLoad = 17, // version 3
+  kMemoryEvent = 18, // version 5
 };
 
 std::uint64_t zigzag(std::int64_t v) {
@@ -364,6 +365,20 @@ void TraceLogWriter::add(const ThreadLoadRecord& r) {
   end_record();
 }
 
+void TraceLogWriter::add(const MemoryEventRecord& r) {
+  begin(kMemoryEvent);
+  put_u(r.track);
+  put_s(r.time - last_start_);
+  last_start_ = r.time;
+  put_u(opt(r.device_type));
+  put_u(opt(r.device_id));
+  put_u(opt(r.addr));
+  put_s(r.bytes);
+  put_u(opt(r.total_allocated));
+  put_u(opt(r.total_reserved));
+  end_record();
+}
+
 void TraceLogWriter::flush() {
   if (fd_ < 0) fail("cannot write: the log is closed");
   write_out();
@@ -637,6 +652,19 @@ struct Decoder {
         r.cost_samples = in.s();
         r.range_cost_ns = in.f64();
         r.mark_cost_ns = in.f64();
+        b.add(r);
+        break;
+      }
+      case kMemoryEvent: {
+        MemoryEventRecord r;
+        r.track = track(in.u32());
+        r.time = start(in);
+        r.device_type = in.o();
+        r.device_id = in.o();
+        r.addr = in.o();
+        r.bytes = in.s();
+        r.total_allocated = in.o();
+        r.total_reserved = in.o();
         b.add(r);
         break;
       }

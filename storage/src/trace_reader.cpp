@@ -414,6 +414,23 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
              b.add(l);
            });
   }
+  // Files written before memory events were kept have no such table: they hold none.
+  if (r.has_table("memory_event")) {
+    r.each("SELECT track, time, device_type, device_id, addr, bytes, total_allocated, total_reserved "
+           "FROM memory_event ORDER BY time, id",
+           [&](sqlite3_stmt* s) {
+             MemoryEventRecord m;
+             m.track = track(s, 0);
+             m.time = sqlite3_column_int64(s, 1);
+             m.device_type = opt_int(s, 2);
+             m.device_id = opt_int(s, 3);
+             m.addr = opt_int(s, 4);
+             m.bytes = sqlite3_column_int64(s, 5);
+             m.total_allocated = opt_int(s, 6);
+             m.total_reserved = opt_int(s, 7);
+             b.add(m);
+           });
+  }
   if (progress) progress(prog);
   return std::move(b).build();
 }

@@ -177,6 +177,7 @@ TraceSummary summarize(const Trace& trace, std::size_t top_kernels) {
   s.counts.flows = trace.flows().size();
   s.counts.overheads = trace.overheads().size();
   s.counts.thread_loads = trace.thread_loads().size();
+  s.counts.memory_events = trace.memory_events().size();
 
   std::vector<std::pair<StringId, KernelTotal>> sorted(kernels.begin(), kernels.end());
   std::sort(sorted.begin(), sorted.end(), [&](const auto& a, const auto& b) {
@@ -230,7 +231,9 @@ std::string empty_import_problem(const Trace& trace) {
   std::stable_sort(issues.begin(), issues.end(), [](const auto& x, const auto& y) { return x.count > y.count; });
   const std::string why = drop_reasons(issues);
   const std::string because = why.empty() ? "" : " (" + why + ")";
-  if (cpu_kept + gpu_kept == 0) {
+  // A file of memory events alone (a PyTorch profiler run of memory profiling only) still has
+  // its memory curve to show; the sides below are those of operators, calls and GPU work.
+  if (cpu_kept + gpu_kept + trace.memory_events().size() == 0) {
     return "the import kept none of the " + std::to_string(read) + " events in the file" + because;
   }
   const std::int64_t cpu_in = meta_int(trace, "import_input_cpu_events");

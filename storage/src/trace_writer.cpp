@@ -74,12 +74,14 @@ struct TraceWriter::Statements {
   sqlite3_stmt* calibration = nullptr;
   sqlite3_stmt* overhead = nullptr;
   sqlite3_stmt* thread_load = nullptr;
+  sqlite3_stmt* memory_event = nullptr;
   sqlite3_stmt* launch = nullptr;
   sqlite3_stmt* arg = nullptr;
 
   ~Statements() {
     for (auto* s :
-         {string, meta, process, process_rank, process_rank_delete, device, track, track_name, flow, calibration, overhead, thread_load, launch, arg}) {
+         {string, meta, process, process_rank, process_rank_delete, device, track, track_name, flow, calibration,
+          overhead, thread_load, memory_event, launch, arg}) {
       sqlite3_finalize(s);
     }
   }
@@ -200,6 +202,9 @@ TraceWriter::TraceWriter(std::filesystem::path path, TraceWriterOptions options)
   prepare(s.thread_load,
           "INSERT INTO thread_load(track, start, dur, cpu_ns, runqueue_ns, events, cost_samples, range_cost_ns, "
           "mark_cost_ns) VALUES(?,?,?,?,?,?,?,?,?)");
+  prepare(s.memory_event,
+          "INSERT INTO memory_event(track, time, id, device_type, device_id, addr, bytes, total_allocated, "
+          "total_reserved) VALUES(?,?,?,?,?,?,?,?,?)");
   prepare(s.arg, "INSERT INTO arg(event, key, type, int_value, real_value, text) VALUES(?,?,?,?,?,?)");
 
   set_meta("schema_version", std::to_string(kSchemaVersion));
@@ -542,6 +547,22 @@ void TraceWriter::add(const ThreadLoadRecord& r) {
   sqlite3_bind_int64(st, 7, r.cost_samples);
   bind_cost(8, r.range_cost_ns);
   bind_cost(9, r.mark_cost_ns);
+  DS_STEP(st);
+  count_row();
+}
+
+void TraceWriter::add(const MemoryEventRecord& r) {
+  begin_if_needed();
+  auto* st = stmts_->memory_event;
+  sqlite3_bind_int64(st, 1, r.track);
+  sqlite3_bind_int64(st, 2, r.time);
+  sqlite3_bind_int64(st, 3, next_memory_event_id_++);
+  bind_optional(st, 4, r.device_type);
+  bind_optional(st, 5, r.device_id);
+  bind_optional(st, 6, r.addr);
+  sqlite3_bind_int64(st, 7, r.bytes);
+  bind_optional(st, 8, r.total_allocated);
+  bind_optional(st, 9, r.total_reserved);
   DS_STEP(st);
   count_row();
 }

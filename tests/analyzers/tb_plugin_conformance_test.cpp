@@ -3,7 +3,10 @@
 // there) goes through the Kineto importer, and every number the upstream test asserts is
 // asserted here, in our units (ns where the plugin has µs; fractions where it has percent, as
 // noted). Where a comment says "plugin-derived", the value is one the plugin computes on the same
-// trace but its test does not assert.
+// trace but its test does not assert. The memory view's and memory curve's cases are in
+// tb_plugin_memory_conformance_test.cpp.
+#include "tb_plugin_fixtures.h"
+
 #include <dreamscope/analyzers.h>
 #include <dreamscope/importers.h>
 
@@ -30,12 +33,6 @@ static void PrintTo(const ModuleTree& m, std::ostream* os) {
 
 namespace {
 
-constexpr TimeNs us(std::int64_t v) { return v * 1000; }
-
-Trace fixture(const std::string& name) {
-  return load_trace(std::filesystem::path(DREAMSCOPE_TEST_DATA_DIR) / "importers" / "kineto" / "tb_plugin" /
-                    (name + ".json"));
-}
 
 TimeNs cost(const StepTime& s, StepCategory c) { return s.time[static_cast<std::size_t>(c)]; }
 

@@ -93,6 +93,16 @@ TEST(ChromeExport, ATraceMadeByTraceBuilderRoundTrips) {
   for (const auto& tr : b.tracks()) names.push_back(tr.name);
   std::sort(names.begin(), names.end());
   EXPECT_EQ(names, (std::vector<std::string>{"MainThread", "compute", "copy", "pt_data_pin", "worker-0"}));
+  // Memory events go out as Kineto's "[memory]" events and come back with every field, on their
+  // threads, in their order (an address past 2^63 written unsigned, as Kineto writes pointers).
+  ASSERT_EQ(b.memory_events().size(), a.memory_events().size());
+  for (std::size_t i = 0; i < a.memory_events().size(); ++i) {
+    MemoryEventRecord x = a.memory_events()[i], y = b.memory_events()[i];
+    EXPECT_EQ(a.tracks()[x.track].tid, b.tracks()[y.track].tid) << i;
+    EXPECT_EQ(a.processes()[a.tracks()[x.track].process].pid, b.processes()[b.tracks()[y.track].process].pid) << i;
+    x.track = y.track = 0;
+    EXPECT_EQ(x, y) << i;
+  }
 }
 
 TEST(ChromeExport, ArgsAndMetadataAreWritten) {

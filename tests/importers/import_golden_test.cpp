@@ -66,7 +66,8 @@ std::string render(const Trace& t, const ImportStats& stats) {
   }
   o << "kept          runtime " << c.runtime << ", driver " << c.driver << ", kernel " << c.kernel << ", memcpy "
     << c.memcpy << ", memset " << c.memset << ", sync " << c.sync << ", cpu annotation " << cpu_annotations
-    << ", gpu annotation " << gpu_annotations << ", flow " << t.flows().size() << "\n";
+    << ", gpu annotation " << gpu_annotations << ", flow " << t.flows().size() << ", memory "
+    << t.memory_events().size() << "\n";
   for (const auto& [id, issue] : stats.issues) {
     o << "issue         " << id << " " << to_string(issue.severity) << " " << to_string(issue.effect) << " "
       << issue.count << "\n";

@@ -107,6 +107,77 @@ TEST(KinetoEra, FlowIdsThatAreTextPairByTheirText) {
   }
 }
 
+// PyTorch's profile_memory: "[memory]" instant events as each version wrote them (1.9: device
+// and bytes only; 1.10: address and the allocator's totals; 2.x: cat, "Ev Idx", float µs; ROCm:
+// "finished"), all kept on the thread of the operators, with what a version did not write unknown.
+TEST(KinetoEra, MemoryEventsOfEveryPyTorchVersionAreKept) {
+  TempDir dir;
+  auto file = dir.write("memory.json", R"json({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 42, "tid": 42, "ts": 100, "dur": 50},
+    {"ph": "i", "s": "t", "name": "[memory]", "pid": 42, "tid": 42, "ts": 101,
+     "args": {"Device Type": 0, "Device Id": -1, "Bytes": 4}},
+    {"ph": "i", "s": "t", "name": "[memory]", "pid": "42", "tid": "42", "ts": 102,
+     "args": {"Device Type": 1, "Device Id": 0, "Addr": 139872013811712, "Bytes": 512,
+              "Total Allocated": 512, "Total Reserved": 2097152}},
+    {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 42, "tid": 42, "ts": 103.25,
+     "args": {"Ev Idx": 7, "Device Type": 1, "Device Id": 0, "Addr": 139872013811712, "Bytes": -512,
+              "Total Allocated": 0, "Total Reserved": 2097152}},
+    {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 42, "tid": 43, "ts": 104,
+     "args": {"Total Reserved": null, "Total Allocated": 8, "Bytes": 8, "Device Id": -1, "Device Type": 0,
+              "Addr": 18446744073709547520, "finished": false, "Ev Idx": 8}},
+    {"ph": "i", "s": "g", "name": "Iteration Start: PyTorch Profiler", "pid": "Traces", "tid": "x", "ts": 90}]})json");
+  ImportStats stats;
+  const Trace t = load_trace(file, &stats);
+  EXPECT_EQ(stats.warning_count(), 0) << stats.summary();
+  EXPECT_EQ(stats.events_kept, 5u);
+  ASSERT_EQ(stats.issues.count("kineto_instant_event"), 1u);
+  EXPECT_EQ(stats.issues.at("kineto_instant_event").count, 1); // the other instant event
+  ASSERT_EQ(t.memory_events().size(), 4u);
+  const TrackId main = t.annotations().track[0];
+  const auto& m = t.memory_events();
+  EXPECT_EQ(m[0], (MemoryEventRecord{.track = main, .time = 101000, .device_type = 0, .device_id = -1,
+                                     .addr = kNoValue, .bytes = 4, .total_allocated = kNoValue,
+                                     .total_reserved = kNoValue}));
+  EXPECT_EQ(m[1], (MemoryEventRecord{.track = main, .time = 102000, .device_type = 1, .device_id = 0,
+                                     .addr = 139872013811712, .bytes = 512, .total_allocated = 512,
+                                     .total_reserved = 2097152}));
+  EXPECT_EQ(m[2].time, 103250);
+  EXPECT_EQ(m[2].bytes, -512);
+  EXPECT_EQ(m[2].total_allocated, 0);
+  EXPECT_NE(m[3].track, main);
+  EXPECT_EQ(t.tracks()[m[3].track].tid, 43);
+  EXPECT_EQ(m[3].addr, static_cast<std::int64_t>(18446744073709547520ull));
+  EXPECT_EQ(m[3].total_allocated, 8);
+  EXPECT_EQ(m[3].total_reserved, kNoValue);
+  // HTA's rounding rule follows the complete events only: these are whole µs.
+  EXPECT_EQ(t.meta_value("kineto.ts_precision"), "us");
+  EXPECT_EQ(empty_import_problem(t), "");
+  EXPECT_EQ(summarize(t).counts.memory_events, 4u);
+}
+
+// An arg that is not an integer (or bytes past ±2^62) drops the event, counted by its own id;
+// the file's other memory events stay. A file of memory events alone is usable.
+TEST(KinetoEra, AMemoryEventWithABadArgIsDroppedAndCounted) {
+  TempDir dir;
+  auto file = dir.write("bad.json", R"json([
+    {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": 1, "args": {"Device Type": 0, "Bytes": "4"}},
+    {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": 2, "args": {"Device Type": 0, "Bytes": 5e18}},
+    {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": 3, "args": {"Addr": 1.5, "Bytes": 8}},
+    {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": 4, "args": {"Device Type": true}},
+    {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": 5, "args": {"Device Type": 0, "Bytes": 16.0}},
+    {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "args": {"Bytes": 1}}])json");
+  ImportStats stats;
+  const Trace t = load_trace(file, &stats);
+  ASSERT_EQ(stats.issues.count("kineto_memory_event_bad_arg"), 1u) << stats.summary();
+  EXPECT_EQ(stats.issues.at("kineto_memory_event_bad_arg").count, 4);
+  EXPECT_EQ(stats.issues.at("kineto_memory_event_bad_arg").severity, ImportSeverity::Warning);
+  EXPECT_EQ(stats.issues.count("kineto_event_without_ts"), 1u);
+  ASSERT_EQ(t.memory_events().size(), 1u);
+  EXPECT_EQ(t.memory_events()[0].bytes, 16);
+  EXPECT_EQ(t.memory_events()[0].addr, kNoValue);
+  EXPECT_EQ(empty_import_problem(t), "");
+}
+
 TEST(KinetoEra, AnImportThatKeepsNothingOrLosesASideSaysSo) {
   TempDir dir;
   // Ids that are neither numbers nor numeric strings: every event is dropped.

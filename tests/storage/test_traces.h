@@ -103,6 +103,20 @@ inline Trace make_full_trace() {
                          .events = 3, .cost_samples = 2, .range_cost_ns = 31.5, .mark_cost_ns = -1});
   b.add(ThreadLoadRecord{.track = worker, .start = 2000, .end = 12000, .cpu_ns = kNoValue, .runqueue_ns = kNoValue,
                          .events = 1, .cost_samples = 0, .range_cost_ns = -1, .mark_cost_ns = -1});
+  // Added out of time order, which build() restores; two at one time keep their order (an
+  // allocation and the release of its address); one as PyTorch 1.9 wrote them (no address, no
+  // totals); one at an address past 2^63 (its bit pattern).
+  b.add(MemoryEventRecord{.track = main, .time = 8000, .device_type = 1, .device_id = 0, .addr = 140000000000000,
+                          .bytes = -4096, .total_allocated = 1 << 20, .total_reserved = 2 << 20});
+  b.add(MemoryEventRecord{.track = main, .time = 5200, .device_type = 1, .device_id = 0, .addr = 140000000000000,
+                          .bytes = 4096, .total_allocated = (1 << 20) + 4096, .total_reserved = 2 << 20});
+  b.add(MemoryEventRecord{.track = main, .time = 5200, .device_type = 1, .device_id = 0, .addr = 140000000000000,
+                          .bytes = -4096, .total_allocated = 1 << 20, .total_reserved = 2 << 20});
+  b.add(MemoryEventRecord{.track = worker, .time = 2600, .device_type = 0, .device_id = -1, .addr = kNoValue,
+                          .bytes = 64, .total_allocated = kNoValue, .total_reserved = kNoValue});
+  b.add(MemoryEventRecord{.track = loader, .time = 3050, .device_type = 0, .device_id = -1,
+                          .addr = static_cast<std::int64_t>(0xffff800000001000ull), .bytes = 512,
+                          .total_allocated = 576, .total_reserved = 0});
   return std::move(b).build();
 }
 
@@ -163,6 +177,10 @@ inline void expect_same_events(const Trace& a, const Trace& b) {
   ASSERT_EQ(a.thread_loads().size(), b.thread_loads().size());
   for (std::size_t i = 0; i < a.thread_loads().size(); ++i) {
     EXPECT_EQ(a.thread_loads()[i], b.thread_loads()[i]) << "thread_load row " << i;
+  }
+  ASSERT_EQ(a.memory_events().size(), b.memory_events().size());
+  for (std::size_t i = 0; i < a.memory_events().size(); ++i) {
+    EXPECT_EQ(a.memory_events()[i], b.memory_events()[i]) << "memory_event row " << i;
   }
 }
 

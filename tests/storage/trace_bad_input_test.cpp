@@ -112,6 +112,38 @@ TEST(TraceBadInput, AThreadLoadOnAnUnknownTrackOrOutOfBoundsIsRefused) {
   EXPECT_NE(read_error(dir / "cost.db").find("thread_load rows with a recording cost"), std::string::npos);
 }
 
+// A trace.db written before memory events were kept has no memory_event table: it loads,
+// with none.
+TEST(TraceBadInput, AnOlderTraceWithoutTheMemoryEventTableLoads) {
+  ScratchDir dir;
+  const Trace full = test::make_full_trace();
+  ASSERT_FALSE(full.memory_events().empty());
+  write_trace(full, dir / "old.db");
+  sql(dir / "old.db", "DROP TABLE memory_event");
+  const Trace t = read_trace(dir / "old.db");
+  EXPECT_TRUE(t.memory_events().empty());
+  EXPECT_EQ(t.event_count(), full.event_count());
+  EXPECT_EQ(t.thread_loads().size(), full.thread_loads().size());
+}
+
+// The memory_event table is read with the care of every other: a row on a track the file
+// lacks, or with bytes past the bound, refuses the file by name.
+TEST(TraceBadInput, AMemoryEventOnAnUnknownTrackOrOutOfBoundsIsRefused) {
+  ScratchDir dir;
+  write_trace(test::make_full_trace(), dir / "track.db");
+  sql(dir / "track.db", "UPDATE memory_event SET track = 99 WHERE time = 2600");
+  EXPECT_EQ(read_error(dir / "track.db"), (dir / "track.db").string() + ": a row names unknown track 99");
+
+  write_trace(test::make_full_trace(), dir / "bytes.db");
+  sql(dir / "bytes.db", "UPDATE memory_event SET bytes = 9000000000000000000 WHERE time = 8000");
+  EXPECT_EQ(read_error(dir / "bytes.db").rfind((dir / "bytes.db").string() +
+                                                   ": 1 memory_event row with a byte count or total beyond +-2^62; "
+                                                   "first: row 4, bytes 9000000000000000000",
+                                               0),
+            0u)
+      << read_error(dir / "bytes.db");
+}
+
 TEST(TraceBadInput, TruncatedFile) {
   ScratchDir dir;
   TraceBuilder b;

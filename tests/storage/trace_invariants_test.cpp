@@ -185,6 +185,41 @@ TEST(TraceInvariants, ThreadLoadsAreBoundedWindowsTimesCountsAndCosts) {
             "no error");
 }
 
+// A memory event: on a known track, at a time within the bounds, with bytes and totals the
+// memory view can sum without overflow (unknown totals are fine).
+TEST(TraceInvariants, MemoryEventsAreOnKnownTracksWithBoundedTimesAndBytes) {
+  auto with = [](auto change) {
+    Fixture f;
+    f.b.add(MemoryEventRecord{.track = f.thread, .time = 5, .bytes = 8});
+    MemoryEventRecord m{.track = f.thread, .time = 10, .device_type = 1, .device_id = 0, .addr = 4096,
+                        .bytes = -8, .total_allocated = 0, .total_reserved = 2 << 20};
+    change(m);
+    f.b.add(m);
+    return f.error();
+  };
+  EXPECT_EQ(with([](auto&) {}), "no error");
+  EXPECT_EQ(with([](auto& m) { m.track = 9; }),
+            "x.json: 1 memory_event row naming an unknown track; first: row 1, track 9 (docs/limits.md)");
+  EXPECT_EQ(with([](auto& m) { m.time = -limits::kMaxAbsTimestampNs; }),
+            "x.json: 1 memory_event row with a timestamp beyond +-2^62 ns; first: row 1, time -4611686018427387904 "
+            "ns (docs/limits.md)");
+  EXPECT_EQ(with([](auto& m) { m.bytes = limits::kMaxAbsBytes; }),
+            "x.json: 1 memory_event row with a byte count or total beyond +-2^62; first: row 1, bytes "
+            "4611686018427387904, total_allocated 0, total_reserved 2097152 (docs/limits.md)");
+  EXPECT_NE(with([](auto& m) { m.total_reserved = std::numeric_limits<std::int64_t>::max(); })
+                .find("1 memory_event row with a byte count or total beyond +-2^62"),
+            std::string::npos);
+  EXPECT_NE(with([](auto& m) { m.total_allocated = -limits::kMaxAbsBytes; }).find("byte count or total"),
+            std::string::npos);
+  // Unknowns, any device and any address (a pointer's bit pattern) load.
+  EXPECT_EQ(with([](auto& m) {
+              m.device_type = m.device_id = m.total_allocated = m.total_reserved = kNoValue;
+              m.addr = -1;
+              m.bytes = limits::kMaxAbsBytes - 1;
+            }),
+            "no error");
+}
+
 TEST(TraceInvariants, IllFormedUtf8IsRepairedNotRefused) {
   Fixture f;
   const StringId bad = f.b.intern("gemm\xff\xfe_kernel\xc3");

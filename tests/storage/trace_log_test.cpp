@@ -58,6 +58,7 @@ void record(const Trace& trace, TraceSink& w) {
     w.add(o);
   }
   for (const auto& l : trace.thread_loads()) w.add(l);
+  for (const auto& m : trace.memory_events()) w.add(m);
 }
 
 TEST(TraceLog, EveryRecordKindRoundTrips) {
@@ -173,6 +174,48 @@ TEST(TraceLog, ThreadLoadsBetweenEventsKeepEveryField) {
     ASSERT_EQ(t.annotations().size(), 3u) << file;
     EXPECT_EQ(t.annotations().start, (std::vector<TimeNs>{900000, 960000, 995000})) << file;
     EXPECT_EQ(t.annotations().end, (std::vector<TimeNs>{950000, 990000, 999000})) << file;
+  }
+}
+
+// Memory events between other events, at the bounds and unknown, in the log and in SQLite
+// alike; two at one time keep the order they were written in.
+TEST(TraceLog, MemoryEventsBetweenEventsKeepEveryField) {
+  ScratchDir dir;
+  const MemoryEventRecord widest{.track = 1, .time = limits::kMaxAbsTimestampNs - 1, .device_type = INT64_MAX,
+                                 .device_id = INT64_MIN + 1, .addr = INT64_MAX, .bytes = limits::kMaxAbsBytes - 1,
+                                 .total_allocated = -(limits::kMaxAbsBytes - 1), .total_reserved = 0};
+  const MemoryEventRecord unknown{.track = 0, .time = 950000, .device_type = kNoValue, .device_id = kNoValue,
+                                  .addr = kNoValue, .bytes = 0, .total_allocated = kNoValue,
+                                  .total_reserved = kNoValue};
+  const MemoryEventRecord allocated{.track = 0, .time = 950000, .device_type = 1, .device_id = 0,
+                                    .addr = static_cast<std::int64_t>(0xfffffffffffff000ull), .bytes = 1 << 20,
+                                    .total_allocated = 3 << 20, .total_reserved = 4 << 20};
+  MemoryEventRecord released = allocated;
+  released.bytes = -(1 << 20);
+  released.total_allocated = 2 << 20;
+  auto write = [&](TraceSink& w) {
+    const std::uint32_t p = w.add_process(ProcessInfo{.pid = 7, .name = "train"});
+    const TrackId main = w.add_track(TrackInfo{.kind = TrackKind::CpuThread, .process = p, .tid = 7});
+    w.add_track(TrackInfo{.kind = TrackKind::CpuThread, .process = p, .tid = 8});
+    const StringId step = w.intern("step");
+    w.add(AnnotationRecord{.track = main, .start = 900000, .end = 950000, .name = step});
+    w.add(widest);
+    w.add(unknown);
+    w.add(AnnotationRecord{.track = main, .start = 960000, .end = 990000, .name = step});
+    w.add(allocated);
+    w.add(released);
+    w.close();
+  };
+  {
+    TraceLogWriter log(dir / "memory.dslog");
+    write(log);
+    TraceWriter db(dir / "memory.db");
+    write(db);
+  }
+  for (const char* file : {"memory.dslog", "memory.db"}) {
+    const Trace t = load_trace(dir / file);
+    EXPECT_EQ(t.memory_events(), (std::vector<MemoryEventRecord>{unknown, allocated, released, widest})) << file;
+    EXPECT_EQ(t.annotations().start, (std::vector<TimeNs>{900000, 960000})) << file;
   }
 }
 
@@ -293,8 +336,8 @@ TEST(TraceLog, ANewerVersionIsRefusedNamingTheFileAndBothVersions) {
                                " is newer than this build reads (" + std::to_string(kTraceLogVersion) + ")");
 }
 
-// Version 3 added thread loads; the logs of versions 1 and 2 (no thread loads, and no track
-// renames in 1) still read.
+// Version 3 added thread loads, 5 memory events; the logs of versions 1 to 4 (no memory
+// events, no thread loads before 3, and no track renames in 1) still read.
 TEST(TraceLog, OlderVersionsStillRead) {
   ScratchDir dir;
   const auto path = dir / "old.dslog";
@@ -308,10 +351,10 @@ TEST(TraceLog, OlderVersionsStillRead) {
   char header[12] = {};
   std::ifstream(path, std::ios::binary).read(header, sizeof header);
   EXPECT_EQ(header[8], static_cast<char>(kTraceLogVersion));
-  EXPECT_EQ(kTraceLogVersion, 4u);
+  EXPECT_EQ(kTraceLogVersion, 5u);
   // Version 4 only appended fields to the process record, which older logs end without (the
   // recorded part logs under tests/data/cpu are such logs).
-  for (char version : {1, 2, 3}) {
+  for (char version : {1, 2, 3, 4}) {
     {
       std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
       f.seekp(8);
@@ -321,6 +364,7 @@ TEST(TraceLog, OlderVersionsStillRead) {
     EXPECT_TRUE(t.complete()) << "version " << int(version);
     EXPECT_EQ(t.annotations().size(), 1u) << "version " << int(version);
     EXPECT_TRUE(t.thread_loads().empty());
+    EXPECT_TRUE(t.memory_events().empty());
   }
 }
 

@@ -334,6 +334,11 @@ TEST(TraceCopy, IdsAreRemappedBehindWhatTheOutputHeldAndEditsMoveOrDropRows) {
     l.events += 100;
     return true;
   };
+  edits.memory_event = [](MemoryEventRecord& m) {
+    if (m.device_type == 0) return false;
+    m.time += 1'000'000;
+    return true;
+  };
   const TraceIdMap ids = append_trace_ids(b, full, edits);
   append_trace_rows(b, full, ids, edits);
   const Trace t = std::move(b).build();
@@ -361,6 +366,11 @@ TEST(TraceCopy, IdsAreRemappedBehindWhatTheOutputHeldAndEditsMoveOrDropRows) {
   for (const ThreadLoadRecord& l : t.thread_loads()) {
     EXPECT_EQ(t.tracks()[l.track].name, "MainThread");
     EXPECT_GE(l.events, 100);
+  }
+  ASSERT_EQ(t.memory_events().size(), 3u); // the CPU's were left out
+  for (const MemoryEventRecord& m : t.memory_events()) {
+    EXPECT_EQ(t.tracks()[m.track].name, "MainThread");
+    EXPECT_GE(m.time, 1'000'000);
   }
 }
 

@@ -100,6 +100,26 @@ TEST(TraceModel, SortsThreadLoadsByTrackThenStart) {
   EXPECT_EQ(order, (std::vector<std::int64_t>{3, 2, 4, 1}));
 }
 
+// build() orders memory events by time; events of one time keep the order they were added
+// in, whatever their thread: the profiler's order, which pairs an allocation with its release.
+TEST(TraceModel, SortsMemoryEventsByTimeKeepingTheOrderAtOneTime) {
+  TraceBuilder b;
+  const auto p = b.add_process(ProcessInfo{.pid = 1, .name = "x"});
+  const TrackId t0 = b.thread_track(p, 1), t1 = b.thread_track(p, 2);
+  b.add(MemoryEventRecord{.track = t1, .time = 30, .bytes = 1});
+  b.add(MemoryEventRecord{.track = t0, .time = 20, .bytes = 2});
+  b.add(MemoryEventRecord{.track = t1, .time = 20, .bytes = 3});
+  b.add(MemoryEventRecord{.track = t0, .time = 20, .bytes = -2});
+  b.add(MemoryEventRecord{.track = t0, .time = 10, .bytes = 4});
+  const Trace t = std::move(b).build();
+  std::vector<std::int64_t> order;
+  for (const auto& m : t.memory_events()) order.push_back(m.bytes);
+  EXPECT_EQ(order, (std::vector<std::int64_t>{4, 2, 3, -2, 1}));
+  // They are not events of the timeline: the span and the event count leave them out.
+  EXPECT_EQ(t.event_count(), 0u);
+  EXPECT_GE(t.memory_bytes(), 5 * sizeof(MemoryEventRecord));
+}
+
 TEST(TraceModel, RejectsRowsOnUnknownTracks) {
   TraceBuilder b;
   b.add(AnnotationRecord{.track = 3, .start = 0, .end = 1});
@@ -118,6 +138,8 @@ TEST(TraceSummary, CountsKernelsAndThreads) {
   EXPECT_EQ(s.counts.annotations, 4u);
   EXPECT_EQ(s.counts.overheads, 1u);
   EXPECT_EQ(s.counts.thread_loads, 3u);
+  EXPECT_EQ(s.counts.memory_events, 5u);
+  EXPECT_EQ(s.counts.total(), 2u + 1u + 1u + 1u + 1u + 1u + 4u + 1u + 1u + 3u + 5u);
   ASSERT_EQ(s.processes.size(), 2u);
   EXPECT_EQ(s.processes[0].threads.size(), 2u);
   EXPECT_EQ(s.processes[1].threads.size(), 1u);

@@ -83,6 +83,32 @@ TEST(TraceRoundTrip, ThreadLoadUnknownsAreNull) {
   sqlite3_close(db);
 }
 
+// Memory events in SQL: what the input did not say is NULL, and (time, id) is the profiler's
+// order, which the reader restores.
+TEST(TraceRoundTrip, MemoryEventUnknownsAreNullAndIdsKeepTheOrder) {
+  ScratchDir dir;
+  write_trace(test::make_full_trace(), dir / "memory.db");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2((dir / "memory.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  auto one = [&](const char* sql) {
+    sqlite3_stmt* s = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, sql, -1, &s, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+    std::string out;
+    if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0)) {
+      out = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+    }
+    sqlite3_finalize(s);
+    return out;
+  };
+  EXPECT_EQ(one("SELECT count(*) FROM memory_event"), "5");
+  EXPECT_EQ(one("SELECT count(*) FROM memory_event WHERE addr IS NULL AND total_allocated IS NULL AND "
+                "total_reserved IS NULL AND bytes = 64 AND device_type = 0 AND device_id = -1"),
+            "1");
+  EXPECT_EQ(one("SELECT group_concat(bytes) FROM (SELECT bytes FROM memory_event WHERE time = 5200 ORDER BY id)"),
+            "4096,-4096");
+  sqlite3_close(db);
+}
+
 TEST(TraceRoundTrip, OneMillionEventsExactly) {
   ScratchDir dir;
   const std::size_t n = 1'000'000;
@@ -202,7 +228,7 @@ TEST(TraceFormatDoc, ExampleQueriesRun) {
     sqlite3_finalize(s);
   }
   sqlite3_close(db);
-  EXPECT_EQ(statements, 5);
+  EXPECT_EQ(statements, 6);
   EXPECT_GT(rows, 3); // each query finds something in the full trace
 }
 

@@ -125,6 +125,11 @@ Trace make_predicted_trace(const Trace& measured, const DependencyGraph& graph, 
     l.end = std::max(l.start, instant(l.track, l.end));
     return l.start >= 0; // a window the prediction moved before the clock's zero has no place
   };
+  // An allocation or release moves with the time of the thread that made it, as a flow's end.
+  edits.memory_event = [&](MemoryEventRecord& m) {
+    m.time = instant(m.track, m.time);
+    return true;
+  };
   append_trace_rows(b, measured, ids, edits);
   // Tasks a what-if inserted: GPU work on streams, annotated CPU work on threads.
   const StringId synthetic = b.intern("synthetic"), dreamscope = b.intern("dreamscope");

@@ -6,9 +6,9 @@
 // - hta_*: Holistic Trace Analysis's numbers (temporal, idle time, kernel types, comm/comp
 //   overlap, launch stats, queue length, user annotations), with HTA's own parsing rules,
 //   in HTA's unit (µs).
-// - step_breakdown, gpu_efficiency, operator_kernel_views, distributed_view, module_view: the
-//   TensorBoard profiler plugin's overview, GPU metrics, operator, kernel, distributed and
-//   module views, as the plugin computes them.
+// - step_breakdown, gpu_efficiency, operator_kernel_views, distributed_view, module_view,
+//   memory_view, memory_curve: the TensorBoard profiler plugin's overview, GPU metrics,
+//   operator, kernel, distributed, module and memory views, as the plugin computes them.
 // - data_stalls, top_kernels.
 // - critical_path_analysis: the replayed run's critical path, split by what bound it.
 // report.h renders all of them (`analyze_trace`) as text, Markdown, JSON or HTML.
@@ -357,6 +357,84 @@ struct ModuleStats {
 
 // The hierarchy's roots with their times, by name.
 std::vector<ModuleStats> module_view(const Trace& trace);
+
+// The plugin's memory page, from the allocations and releases PyTorch's profile_memory records
+// (Trace::memory_events(), Kineto's "[memory]" events). Devices are named as the plugin names
+// them: "CPU", "GPU0", "GPU1", ...; events of other device types are left out (docs/analyze.md).
+// Sizes are in bytes, times in ns since the profiler's start (the first event the plugin reads).
+
+// One row of the memory statistics: the calls of one operator summed, on one device.
+struct OperatorMemory {
+  std::string name;
+  std::int64_t calls = 0;              // calls of the operator inside the window
+  std::int64_t size_increase = 0;      // bytes allocated less bytes released, by it and the operators it calls
+  std::int64_t self_size_increase = 0; // by it alone
+  std::int64_t allocations = 0;        // allocations, by it and the operators it calls
+  std::int64_t self_allocations = 0;
+  std::int64_t allocation_size = 0;    // bytes allocated, releases not subtracted
+  std::int64_t self_allocation_size = 0;
+  bool operator==(const OperatorMemory&) const = default;
+};
+
+// One row of the memory events table: an allocation and its release (the next release of the
+// same address), or one of them alone when the other is not in the window or not recorded.
+struct MemoryBlock {
+  std::string op_name; // the allocating operator; "<unknown>" if none; an aten::empty* one as
+                       // "<its caller> (aten::empty)"
+  std::int64_t size = 0;
+  std::optional<TimeNs> allocated, released; // since the profiler's start
+  std::optional<TimeNs> duration;            // released - allocated, when both are here
+  bool operator==(const MemoryBlock&) const = default;
+};
+
+struct DeviceMemory {
+  std::string device;                      // "CPU", "GPU0", ...
+  std::vector<OperatorMemory> operators;   // by name; rows of all zeros are left out
+  std::vector<MemoryBlock> blocks;         // pairs in order of release, then allocations never
+                                           // released, then releases of nothing allocated
+};
+
+// Times of the trace (absolute ns), both included; unset: unbounded.
+struct MemoryWindow {
+  std::optional<TimeNs> begin, end;
+};
+
+struct MemoryView {
+  bool available = false;     // the trace has memory events (the plugin shows its memory page)
+  TimeNs profiler_start = 0;  // where the tables' times count from, in the trace's time
+  std::string default_device; // the first GPU by name, else "CPU"
+  std::vector<DeviceMemory> devices; // by name
+};
+
+// The plugin's memory statistics and memory events tables over the window: each allocation
+// and release belongs to the innermost operator open on its thread at its time (in the call
+// trees of operator_kernel_views); a release takes the operator of the allocation it pairs with.
+MemoryView memory_view(const Trace& trace, const MemoryWindow& window = {});
+
+struct MemoryCurvePoint {
+  TimeNs time = 0;             // since the profiler's start
+  std::int64_t allocated = 0;  // the allocator's totals then
+  std::int64_t reserved = 0;
+  bool operator==(const MemoryCurvePoint&) const = default;
+};
+
+struct DeviceMemoryCurve {
+  std::string device;
+  std::vector<MemoryCurvePoint> points;
+  std::int64_t peak_allocated = 0;
+  std::optional<std::int64_t> device_memory; // a GPU's total memory, where the trace says it
+};
+
+// The plugin's memory curve: per device, the allocator's totals after each memory event that
+// has an address and both totals (PyTorch 1.10 on). As a step plot (the plugin's default),
+// each point but the first is preceded by one at its time with the previous point's totals.
+struct MemoryCurve {
+  TimeNs profiler_start = 0;
+  std::string default_device;
+  std::vector<DeviceMemoryCurve> devices; // by name; none without memory events
+};
+
+MemoryCurve memory_curve(const Trace& trace, bool step_plot = true);
 
 // The TensorBoard plugin's estimate for one kernel, and the CUDA occupancy limit it uses.
 double estimated_sm_efficiency(const LaunchConfig& launch, std::int64_t sm_count);

@@ -38,7 +38,7 @@ struct ImportIssue {
 struct ImportStats {
   std::uint64_t bytes = 0;        // input bytes parsed (uncompressed)
   std::uint64_t events_read = 0;  // events in the input (Kineto: traceEvents elements; nsys: rows)
-  std::uint64_t events_kept = 0;  // events that became rows of the Trace (event tables and flows)
+  std::uint64_t events_kept = 0;  // events that became rows of the Trace (event tables, flows, memory events)
   double seconds = 0;
   std::map<std::string, ImportIssue, std::less<>> issues; // key: the stable id, e.g. "kineto_event_without_dur"
 

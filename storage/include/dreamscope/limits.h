@@ -32,6 +32,10 @@ inline constexpr std::int64_t kMaxId = (std::int64_t{1} << 32) - 2;
 // a larger claim is a damaged file, and correction multiplies it by millions of events.
 inline constexpr double kMaxCalibrationCostNs = 1e9;
 
+// Bytes of one memory event (an allocation, a release, the allocator's totals): within
+// +-2^62, 4 EiB. The memory view sums them, saturating at this bound.
+inline constexpr std::int64_t kMaxAbsBytes = std::int64_t{1} << 62;
+
 // Annotation nesting on one thread: deeper ranges are still kept, but counted at this depth.
 inline constexpr std::size_t kMaxNestingDepth = 65535;
 

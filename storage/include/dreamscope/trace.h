@@ -247,6 +247,23 @@ struct ThreadLoadRecord {
   bool operator==(const ThreadLoadRecord&) const = default;
 };
 
+// One allocation or release as the PyTorch profiler records it (Kineto's "[memory]" instant
+// events): on which thread and when, on which device, at which address, how many bytes
+// (negative: a release), and the allocator's totals after it. What the input did not say is
+// kNoValue (PyTorch before 1.10 wrote no address and no totals).
+struct MemoryEventRecord {
+  TrackId track = 0; // the CPU thread that allocated or released
+  TimeNs time = 0;
+  std::int64_t device_type = kNoValue; // c10::DeviceType: 0 CPU, 1 CUDA (ROCm's too), other accelerators
+  std::int64_t device_id = kNoValue;   // the device's index; -1 for the CPU
+  std::int64_t addr = kNoValue;        // the block's address (an unsigned one as its bit pattern)
+  std::int64_t bytes = 0;              // > 0: allocated, < 0: released
+  std::int64_t total_allocated = kNoValue; // bytes in use on the device after this event
+  std::int64_t total_reserved = kNoValue;  // bytes the allocator held (used or cached) after it
+
+  bool operator==(const MemoryEventRecord&) const = default;
+};
+
 // The event tables, for what refers to a row of any of them (event args).
 enum class EventTable : std::uint8_t { CudaApi = 0, GpuOp = 1, Annotation = 2 };
 std::string_view to_string(EventTable t);
@@ -356,6 +373,8 @@ class Trace {
   const std::vector<OverheadRecord>& overheads() const { return overheads_; }
   // Sorted by track, then start.
   const std::vector<ThreadLoadRecord>& thread_loads() const { return thread_loads_; }
+  // Sorted by time; events of one time keep the order they were added in (the profiler's).
+  const std::vector<MemoryEventRecord>& memory_events() const { return memory_events_; }
 
   // A track's rows in each table.
   EventRange cuda_api_on(TrackId t) const { return cuda_api_ranges_[t]; }
@@ -421,6 +440,7 @@ class Trace {
   std::vector<CalibrationRecord> calibration_;
   std::vector<OverheadRecord> overheads_;
   std::vector<ThreadLoadRecord> thread_loads_;
+  std::vector<MemoryEventRecord> memory_events_;
 
   // Per event table: args sorted by row (stable), and each arg's row.
   struct ArgColumn {
@@ -472,6 +492,7 @@ class TraceBuilder {
   void add(const CalibrationRecord& r) { trace_.calibration_.push_back(r); }
   void add(const OverheadRecord& r) { trace_.overheads_.push_back(r); }
   void add(const ThreadLoadRecord& r) { trace_.thread_loads_.push_back(r); }
+  void add(const MemoryEventRecord& r) { trace_.memory_events_.push_back(r); }
 
   // Room for that many rows (and `args` args per table), so that an importer that can guess
   // its size does not copy and fault in each column again every time it doubles.
@@ -494,13 +515,15 @@ class TraceBuilder {
   // already in (track, start, longer-first) order skip the sort: the reader's case.
   //
   // Every Trace that leaves build() holds, whatever file it came from (limits.h has the bounds):
-  // - every event, flow, overhead and thread-load row names an existing track, and every
-  //   string id exists;
+  // - every event, flow, overhead, thread-load and memory-event row names an existing track,
+  //   and every string id exists;
   // - timestamps are within +-limits::kMaxAbsTimestampNs and end >= start, so durations are
   //   finite, non-negative, and start + duration cannot overflow;
   // - a thread load starts at or after 0; its CPU and run-queue times are kNoValue or in
   //   [0, limits::kMaxAbsTimestampNs], its counts non-negative, its costs finite and at most
   //   limits::kMaxCalibrationCostNs (negative: none timed);
+  // - a memory event's byte count is within +-limits::kMaxAbsBytes, its totals kNoValue or
+  //   within it too, so that sums of them saturate rather than overflow;
   // - tracks name existing processes and devices; args name existing rows;
   // - event names are at most limits::kMaxNameBytes long;
   // - calibration costs are finite and non-negative;

@@ -3,10 +3,10 @@
 //
 // `append_trace_ids()` adds a Trace's strings, processes, devices and tracks to the output
 // and says where each went; `append_trace_rows()` then adds its event rows (with their
-// args), flows, overheads and thread loads through that map. The caller may edit each row on
-// the way, in the output's ids, or leave it out (the simulator moves rows in time; the merge
-// notes where batches ended). Meta and calibration are the caller's: what to keep of them
-// differs.
+// args), flows, overheads, thread loads and memory events through that map. The caller may
+// edit each row on the way, in the output's ids, or leave it out (the simulator moves rows in
+// time; the merge notes where batches ended). Meta and calibration are the caller's: what to
+// keep of them differs.
 // The output is a TraceBuilder, or a TraceSink (a trace.db or trace log being written).
 #pragma once
 
@@ -31,8 +31,8 @@ struct TraceIdMap {
 };
 
 // Optional edits, called with the row's index in the copied Trace and the row already in the
-// output's ids; an event, flow, overhead or thread-load edit returns false to leave the row
-// out.
+// output's ids; an event, flow, overhead, thread-load or memory-event edit returns false to
+// leave the row out.
 struct TraceCopyEdits {
   // Which processes to copy, by index in the copied Trace (all when unset). The threads of a
   // process left out, its devices' streams and every row on them are left out too (a flow
@@ -46,6 +46,7 @@ struct TraceCopyEdits {
   std::function<bool(FlowRecord&)> flow;
   std::function<bool(OverheadRecord&)> overhead;
   std::function<bool(ThreadLoadRecord&)> thread_load;
+  std::function<bool(MemoryEventRecord&)> memory_event;
 };
 
 // Correlation ids are a per-process counter: two processes' traces copied into one would
@@ -63,9 +64,9 @@ class CorrelationSpace {
 TraceIdMap append_trace_ids(TraceBuilder& out, const Trace& in, const TraceCopyEdits& edits = {});
 TraceIdMap append_trace_ids(TraceSink& out, const Trace& in, const TraceCopyEdits& edits = {});
 
-// Every event row of `in` with its args, then its flows, overheads and thread loads; a row
-// whose track is not in `ids` is an error of the caller's map (TraceError), one whose track
-// maps to kNoIndex (a process left out) is left out.
+// Every event row of `in` with its args, then its flows, overheads, thread loads and memory
+// events (in their order in `in`); a row whose track is not in `ids` is an error of the
+// caller's map (TraceError), one whose track maps to kNoIndex (a process left out) is left out.
 void append_trace_rows(TraceBuilder& out, const Trace& in, const TraceIdMap& ids, const TraceCopyEdits& edits = {});
 void append_trace_rows(TraceSink& out, const Trace& in, const TraceIdMap& ids, const TraceCopyEdits& edits = {});
 

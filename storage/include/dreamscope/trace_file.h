@@ -52,6 +52,7 @@ class TraceSink {
   virtual void add(const CalibrationRecord& r) = 0;
   virtual void add(const OverheadRecord& r) = 0;
   virtual void add(const ThreadLoadRecord& r) = 0;
+  virtual void add(const MemoryEventRecord& r) = 0;
   virtual void flush() = 0;
   virtual void close(bool complete = true) = 0;
 };
@@ -86,6 +87,8 @@ class TraceWriter : public TraceSink {
   void add(const CalibrationRecord& r) override;
   void add(const OverheadRecord& r) override;
   void add(const ThreadLoadRecord& r) override;
+  // In the memory_event table, numbered in the order added: at one time, that order stands.
+  void add(const MemoryEventRecord& r) override;
 
   // Commits everything added so far: after flush() returns, a crash loses none of it.
   void flush() override;
@@ -112,6 +115,7 @@ class TraceWriter : public TraceSink {
   std::size_t rows_in_transaction_ = 0;
   std::uint64_t rows_written_ = 0;
   std::int64_t next_event_id_ = 1;
+  std::int64_t next_memory_event_id_ = 1;
   std::uint64_t cuda_api_rows_ = 0, gpu_op_rows_ = 0, annotation_rows_ = 0;
   StringId next_string_id_ = 1;
   std::uint32_t next_process_ = 0, next_device_ = 0, next_track_ = 0;

@@ -19,8 +19,8 @@ namespace dreamscope {
 
 // Bumped when a record changes meaning or a new kind of record appears; a reader refuses
 // logs newer than it knows, and reads every older one. 2: track renames. 3: thread loads.
-// 4: a process's rank, local rank, world size, host and clock offset.
-inline constexpr std::uint32_t kTraceLogVersion = 4;
+// 4: a process's rank, local rank, world size, host and clock offset. 5: memory events.
+inline constexpr std::uint32_t kTraceLogVersion = 5;
 
 class TraceLogWriter final : public TraceSink {
  public:
@@ -48,6 +48,7 @@ class TraceLogWriter final : public TraceSink {
   void add(const CalibrationRecord& r) override;
   void add(const OverheadRecord& r) override;
   void add(const ThreadLoadRecord& r) override;
+  void add(const MemoryEventRecord& r) override;
 
   // Writes everything buffered with one write(2): afterwards only a power cut can lose it.
   void flush() override;

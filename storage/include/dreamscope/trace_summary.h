@@ -54,10 +54,10 @@ struct StreamSummary {
 struct EventCounts {
   std::size_t runtime_api = 0, driver_api = 0;
   std::size_t kernels = 0, memcpys = 0, memsets = 0, syncs = 0;
-  std::size_t annotations = 0, flows = 0, overheads = 0, thread_loads = 0;
+  std::size_t annotations = 0, flows = 0, overheads = 0, thread_loads = 0, memory_events = 0;
   std::size_t total() const {
     return runtime_api + driver_api + kernels + memcpys + memsets + syncs + annotations + flows + overheads +
-           thread_loads;
+           thread_loads + memory_events;
   }
 };
 
