@@ -21,8 +21,10 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 # ../shared/data and tests/data; any crash, sanitizer report, hang or memory blow-up fails the run.
 echo "== fuzz (libFuzzer + ASan + UBSan, 15 s a target)"
 TREE=build/asan scripts/fuzz.sh "${FUZZ_SECONDS:-15}"
-# Last, so that the log ends with them: the overhead correction against real untraced runs on
-# this machine. Timings of real runs on a shared machine are figures, not a gate (ctest -L live
-# runs the same comparison with its looser bound).
+# Last, so that the log ends with them: the what-if predictions and the overhead correction
+# against real runs on this machine. Timings of real runs on a shared machine are figures, not
+# a gate (the gating run compares the same predictions with runs recorded in tests/data/cpu).
+echo "== what-if predictions against runs on this machine (printed, not a gate)"
+BIN=build/release/bin RUNS=5 bench/whatif_accuracy.sh || echo "(beyond the script's 5 % here)"
 echo "== overhead correction against untraced runs on this machine (printed, not a gate)"
 BIN=build/release/bin RUNS=5 bench/graph/overhead_correction.sh || echo "(outside the bounds, 3 % median and 6 % a run, here)"
