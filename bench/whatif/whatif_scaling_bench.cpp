@@ -6,6 +6,7 @@
 //
 //   build/release/bench/whatif_scaling_bench --benchmark_counters_tabular=true
 //   bench/whatif_scaling.sh          # the same, then the ratios it is judged by
+#include <dreamscope/memory_reuse.h>
 #include <dreamscope/replay.h>
 #include <dreamscope/scenario.h>
 #include <dreamscope/whatif_engine.h>
@@ -108,4 +109,12 @@ BENCHMARK(BM_WhatIfAmp)->Apply(sizes)->Unit(benchmark::kMillisecond)->UseRealTim
 } // namespace
 } // namespace dreamscope::whatif
 
-BENCHMARK_MAIN();
+// As the `dreamscope` command runs them: freed memory is kept for reuse.
+int main(int argc, char** argv) {
+  dreamscope::keep_freed_memory_for_reuse();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,5 +1,7 @@
 #include "commands.h"
 
+#include <dreamscope/memory_reuse.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <vector>
@@ -26,6 +28,7 @@ CommandRegistration::CommandRegistration(int order, std::string name, CommandSet
 
 int main(int argc, char** argv) {
   using namespace dreamscope::cli;
+  dreamscope::keep_freed_memory_for_reuse();
   CLI::App app{
       "dreamscope: a cross-stack profiler and what-if simulator for GPU training jobs.\n"
       "Trace a run, see where the time went, and predict what a change would buy.\n"
