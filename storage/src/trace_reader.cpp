@@ -4,8 +4,12 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <exception>
 #include <fstream>
+#include <future>
 #include <memory>
 #include <unordered_map>
 
@@ -172,9 +176,6 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
          });
   ReadProgress prog;
   prog.rows_total = n_api + n_gpu + n_ann;
-  auto tick = [&] {
-    if (progress && (++prog.rows_read & 0xffff) == 0) progress(prog);
-  };
 
   // A table's id column: an integer in [0, limits::kMaxId], or the file is refused.
   auto table_id = [&](sqlite3_stmt* s, int col, const char* table) -> std::int64_t {
@@ -276,80 +277,130 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
     EventIndex row;
     bool operator<(const EventRow& o) const { return id < o.id; }
   };
-  std::vector<EventRow> event_rows;
-  auto remember = [&](sqlite3_stmt* s, int col, EventTable table, EventIndex row) {
-    if (has_args) event_rows.push_back({sqlite3_column_int64(s, col), table, row});
-  };
 
-  // Primary-key order is (track, start, id): rows arrive sorted, so build() needs no sort.
-  r.each("SELECT track, start, start + dur, name, cbid, kind, correlation, external_id, result, stream, event, id "
-         "FROM cuda_api ORDER BY track, start, id",
-         [&](sqlite3_stmt* s) {
-           CudaApiRecord a;
-           a.track = track(s, 0);
-           a.start = sqlite3_column_int64(s, 1);
-           a.end = sqlite3_column_int64(s, 2);
-           a.name = str(s, 3);
-           a.cbid = sqlite3_column_int(s, 4);
-           a.kind = sqlite3_column_int(s, 5) == 1 ? ApiKind::Driver : ApiKind::Runtime;
-           a.correlation = opt_int(s, 6);
-           a.external_id = opt_int(s, 7);
-           a.result = sqlite3_column_int(s, 8);
-           a.stream = opt_int(s, 9);
-           a.event = opt_int(s, 10);
-           remember(s, 11, EventTable::CudaApi, b.add(a));
-           tick();
-         });
-  std::unordered_map<std::int64_t, LaunchConfig> launches;
-  r.each("SELECT id, grid_x, grid_y, grid_z, block_x, block_y, block_z, registers_per_thread, "
-         "shared_memory_static, shared_memory_dynamic FROM launch",
-         [&](sqlite3_stmt* s) {
-           LaunchConfig c;
-           for (int i = 0; i < 3; ++i) c.grid[i] = sqlite3_column_int(s, 1 + i);
-           for (int i = 0; i < 3; ++i) c.block[i] = sqlite3_column_int(s, 4 + i);
-           c.registers_per_thread = sqlite3_column_int(s, 7);
-           c.shared_memory_static = sqlite3_column_int(s, 8);
-           c.shared_memory_dynamic = sqlite3_column_int(s, 9);
-           launches.emplace(sqlite3_column_int64(s, 0), c);
-         });
-  r.each("SELECT track, start, start + dur, kind, subkind, name, correlation, launch, bytes, event, id "
-         "FROM gpu_op ORDER BY track, start, id",
-         [&](sqlite3_stmt* s) {
-           GpuOpRecord g;
-           g.track = track(s, 0);
-           g.start = sqlite3_column_int64(s, 1);
-           g.end = sqlite3_column_int64(s, 2);
-           int kind = sqlite3_column_int(s, 3);
-           if (kind < 0 || kind > 3) r.fail("gpu_op row with unknown kind " + std::to_string(kind));
-           g.kind = static_cast<GpuOpKind>(kind);
-           g.subkind = static_cast<std::uint8_t>(sqlite3_column_int(s, 4));
-           g.name = str(s, 5);
-           g.correlation = opt_int(s, 6);
-           if (std::int64_t launch = opt_int(s, 7); launch != kNoValue) {
-             auto it = launches.find(launch);
-             if (it == launches.end()) r.fail("a gpu_op row names launch " + std::to_string(launch) + ", which the launch table lacks");
-             g.launch = it->second;
-           }
-           g.bytes = sqlite3_column_int64(s, 8);
-           g.event = opt_int(s, 9);
-           remember(s, 10, EventTable::GpuOp, b.add(g));
-           tick();
-         });
-  r.each("SELECT track, start, start + dur, name, domain, category, payload, external_id, id "
-         "FROM annotation ORDER BY track, start, id",
-         [&](sqlite3_stmt* s) {
-           AnnotationRecord a;
-           a.track = track(s, 0);
-           a.start = sqlite3_column_int64(s, 1);
-           a.end = sqlite3_column_int64(s, 2);
-           a.name = str(s, 3);
-           a.domain = str(s, 4);
-           a.category = str(s, 5);
-           a.payload = opt_int(s, 6);
-           a.external_id = opt_int(s, 7);
-           remember(s, 8, EventTable::Annotation, b.add(a));
-           tick();
-         });
+  // The three event tables are most of a file, and SQLite decodes one row at a time on one
+  // thread: each table is read on a thread of its own, with its own connection. They fill
+  // disjoint columns of the builder (TraceBuilder::add of different event tables may run at
+  // once; the reservations above are made first), and each keeps its rows' ids for the args.
+  // Rows arrive in primary-key order, (track, start, id), so build() needs no sort.
+  std::atomic<std::size_t> rows_read{0};
+  struct TableRows {
+    std::vector<EventRow> ids;
+    std::size_t counted = 0;
+    void count(std::atomic<std::size_t>& total) {
+      if ((++counted & 0xfff) == 0) total.fetch_add(0x1000, std::memory_order_relaxed);
+    }
+  };
+  TableRows api_rows, gpu_rows, ann_rows;
+  auto remember = [&](TableRows& rows, sqlite3_stmt* s, int col, EventTable table, EventIndex row) {
+    if (has_args) rows.ids.push_back({sqlite3_column_int64(s, col), table, row});
+    rows.count(rows_read);
+  };
+  auto read_cuda_api = [&](Reader& c) {
+    c.each("SELECT track, start, start + dur, name, cbid, kind, correlation, external_id, result, stream, event, id "
+           "FROM cuda_api ORDER BY track, start, id",
+           [&](sqlite3_stmt* s) {
+             CudaApiRecord a;
+             a.track = track(s, 0);
+             a.start = sqlite3_column_int64(s, 1);
+             a.end = sqlite3_column_int64(s, 2);
+             a.name = str(s, 3);
+             a.cbid = sqlite3_column_int(s, 4);
+             a.kind = sqlite3_column_int(s, 5) == 1 ? ApiKind::Driver : ApiKind::Runtime;
+             a.correlation = opt_int(s, 6);
+             a.external_id = opt_int(s, 7);
+             a.result = sqlite3_column_int(s, 8);
+             a.stream = opt_int(s, 9);
+             a.event = opt_int(s, 10);
+             remember(api_rows, s, 11, EventTable::CudaApi, b.add(a));
+           });
+  };
+  auto read_gpu_ops = [&](Reader& c) {
+    std::unordered_map<std::int64_t, LaunchConfig> launches;
+    c.each("SELECT id, grid_x, grid_y, grid_z, block_x, block_y, block_z, registers_per_thread, "
+           "shared_memory_static, shared_memory_dynamic FROM launch",
+           [&](sqlite3_stmt* s) {
+             LaunchConfig l;
+             for (int i = 0; i < 3; ++i) l.grid[i] = sqlite3_column_int(s, 1 + i);
+             for (int i = 0; i < 3; ++i) l.block[i] = sqlite3_column_int(s, 4 + i);
+             l.registers_per_thread = sqlite3_column_int(s, 7);
+             l.shared_memory_static = sqlite3_column_int(s, 8);
+             l.shared_memory_dynamic = sqlite3_column_int(s, 9);
+             launches.emplace(sqlite3_column_int64(s, 0), l);
+           });
+    c.each("SELECT track, start, start + dur, kind, subkind, name, correlation, launch, bytes, event, id "
+           "FROM gpu_op ORDER BY track, start, id",
+           [&](sqlite3_stmt* s) {
+             GpuOpRecord g;
+             g.track = track(s, 0);
+             g.start = sqlite3_column_int64(s, 1);
+             g.end = sqlite3_column_int64(s, 2);
+             int kind = sqlite3_column_int(s, 3);
+             if (kind < 0 || kind > 3) r.fail("gpu_op row with unknown kind " + std::to_string(kind));
+             g.kind = static_cast<GpuOpKind>(kind);
+             g.subkind = static_cast<std::uint8_t>(sqlite3_column_int(s, 4));
+             g.name = str(s, 5);
+             g.correlation = opt_int(s, 6);
+             if (std::int64_t launch = opt_int(s, 7); launch != kNoValue) {
+               auto it = launches.find(launch);
+               if (it == launches.end()) r.fail("a gpu_op row names launch " + std::to_string(launch) + ", which the launch table lacks");
+               g.launch = it->second;
+             }
+             g.bytes = sqlite3_column_int64(s, 8);
+             g.event = opt_int(s, 9);
+             remember(gpu_rows, s, 10, EventTable::GpuOp, b.add(g));
+           });
+  };
+  auto read_annotations = [&](Reader& c) {
+    c.each("SELECT track, start, start + dur, name, domain, category, payload, external_id, id "
+           "FROM annotation ORDER BY track, start, id",
+           [&](sqlite3_stmt* s) {
+             AnnotationRecord a;
+             a.track = track(s, 0);
+             a.start = sqlite3_column_int64(s, 1);
+             a.end = sqlite3_column_int64(s, 2);
+             a.name = str(s, 3);
+             a.domain = str(s, 4);
+             a.category = str(s, 5);
+             a.payload = opt_int(s, 6);
+             a.external_id = opt_int(s, 7);
+             remember(ann_rows, s, 8, EventTable::Annotation, b.add(a));
+           });
+  };
+  {
+    // Two tables on threads of their own, the third on this thread's connection. Every
+    // thread is waited for before an error goes on: they write into the builder.
+    auto on_own_connection = [&](auto read) {
+      return std::async(std::launch::async, [&path, read]() {
+        Reader c(path);
+        c.open();
+        read(c);
+      });
+    };
+    std::future<void> gpu = on_own_connection(read_gpu_ops);
+    std::future<void> ann = on_own_connection(read_annotations);
+    std::exception_ptr error;
+    try {
+      read_cuda_api(r);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    for (std::future<void>* f : {&gpu, &ann}) {
+      while (progress && f->wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
+        prog.rows_read = rows_read.load(std::memory_order_relaxed);
+        progress(prog);
+      }
+      try {
+        f->get();
+      } catch (...) {
+        if (!error) error = std::current_exception();
+      }
+    }
+    if (error) std::rethrow_exception(error);
+  }
+  prog.rows_read = api_rows.counted + gpu_rows.counted + ann_rows.counted;
+  std::vector<EventRow> event_rows = std::move(api_rows.ids);
+  for (TableRows* t : {&gpu_rows, &ann_rows}) event_rows.insert(event_rows.end(), t->ids.begin(), t->ids.end());
   if (has_args) {
     std::sort(event_rows.begin(), event_rows.end());
     r.each("SELECT event, key, type, int_value, real_value, text FROM arg ORDER BY rowid", [&](sqlite3_stmt* s) {

@@ -476,7 +476,10 @@ class TraceBuilder {
   TrackId thread_track(std::uint32_t process, std::int64_t tid, std::string_view name = {});
   TrackId stream_track(std::uint32_t device, std::int64_t stream, std::string_view name = {});
 
-  // Each returns the row's index in insertion order, which add_arg() takes.
+  // Each returns the row's index in insertion order, which add_arg() takes. The three event
+  // tables' adds touch only their own table (the GPU ops' also the launch configurations), so
+  // three threads may each add to one of them at once, once reserve() has run; the trace
+  // reader does. Everything else on the builder is for one thread at a time.
   EventIndex add(const CudaApiRecord& r);
   EventIndex add(const GpuOpRecord& r);
   EventIndex add(const AnnotationRecord& r);
