@@ -7,11 +7,65 @@
 #include <libdeflate.h>
 #endif
 
+#include <sys/mman.h>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <new>
+#include <utility>
 
 namespace dreamscope {
+
+ByteBuffer& ByteBuffer::operator=(ByteBuffer&& o) noexcept {
+  if (this != &o) {
+    release();
+    bytes_ = std::exchange(o.bytes_, nullptr);
+    size_ = std::exchange(o.size_, 0);
+    capacity_ = std::exchange(o.capacity_, 0);
+    mapped_ = std::exchange(o.mapped_, false);
+  }
+  return *this;
+}
+
+void ByteBuffer::release() noexcept {
+  if (mapped_) {
+    ::munmap(bytes_, capacity_);
+  } else {
+    delete[] bytes_;
+  }
+  bytes_ = nullptr;
+  size_ = capacity_ = 0;
+  mapped_ = false;
+}
+
+void ByteBuffer::resize(std::size_t n) {
+  if (n > capacity_) {
+    constexpr std::size_t kHugePage = std::size_t{2} << 20;
+    char* grown = nullptr;
+    std::size_t capacity = n;
+    bool mapped = false;
+    if (n >= kHugePage) {
+      const std::size_t length = (n + kHugePage - 1) / kHugePage * kHugePage;
+      void* p = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p != MAP_FAILED) {
+        ::madvise(p, length, MADV_HUGEPAGE); // advice only: without THP the pages are 4 kB
+        grown = static_cast<char*>(p);
+        capacity = length;
+        mapped = true;
+      }
+    }
+    if (!grown) grown = new char[n];
+    if (size_ > 0) std::memcpy(grown, bytes_, size_);
+    const std::size_t keep = size_;
+    release();
+    bytes_ = grown;
+    size_ = keep;
+    capacity_ = capacity;
+    mapped_ = mapped;
+  }
+  size_ = n;
+}
 
 namespace {
 
