@@ -11,7 +11,6 @@ namespace dreamscope::analyzers {
 
 namespace {
 
-bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
 struct Window {
   std::string name;
@@ -42,7 +41,7 @@ DataStalls data_stalls(const Trace& trace) {
     else if (category == annotation_category::kWait) waits.push_back(i);
     else if (category == annotation_category::kFetch) fetch_of_batch[ann.payload[i]] += dur;
     else if (category == annotation_category::kPrep) prep_of_batch[ann.payload[i]] += dur;
-    else if (starts_with(name, "enumerate(DataLoader)")) loader_ops.push_back(i);
+    else if (name.starts_with("enumerate(DataLoader)")) loader_ops.push_back(i);
   }
   std::sort(steps.begin(), steps.end(), [](const Window& a, const Window& b) { return a.start < b.start; });
   if (steps.empty() && trace.end_time() > trace.begin_time()) {

@@ -22,7 +22,6 @@ namespace {
 using detail::Interval;
 using detail::us_as_parsed;
 
-bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
 
 // HTA works on Kineto's µs as float64: end = floor(ts + dur), ts = ceil(ts).
@@ -38,7 +37,7 @@ UsSpan to_hta_us(TimeNs start, TimeNs end) {
 
 bool is_launch_call(std::string_view name) {
   return name == "cudaLaunchKernel" || name == "cudaLaunchKernelExC" || name == "cudaMemcpyAsync" ||
-         name == "cudaMemsetAsync" || starts_with(name, "runFunction");
+         name == "cudaMemsetAsync" || name.starts_with("runFunction");
 }
 
 struct GpuEvent {
@@ -78,7 +77,7 @@ HtaEvents prepare(const Trace& trace, const HtaOptions& options) {
   for (EventIndex i = 0; i < ann.size(); ++i) {
     if (tracks[ann.track[i]].kind != TrackKind::CpuThread) continue;
     std::string_view name = trace.str(ann.name[i]);
-    if (!starts_with(name, "ProfilerStep#")) continue;
+    if (!name.starts_with("ProfilerStep#")) continue;
     step_names.insert(name);
     last_step_start = std::max(last_step_start, to_hta_us(ann.start[i], ann.end[i]).ts);
   }
@@ -375,18 +374,18 @@ std::string_view to_string(KernelType t) {
 }
 
 KernelType classify_kernel(std::string_view name) {
-  if (starts_with(name, "nccl") || starts_with(name, "hip") || starts_with(name, "hccl") || contains(name, "ncclKernel")) {
+  if (name.starts_with("nccl") || name.starts_with("hip") || name.starts_with("hccl") || contains(name, "ncclKernel")) {
     return KernelType::Communication;
   }
-  if (starts_with(name, "Memcpy") || starts_with(name, "hipMemcpy") || starts_with(name, "Memset") ||
-      starts_with(name, "hipMemset") || starts_with(name, "dma")) {
+  if (name.starts_with("Memcpy") || name.starts_with("hipMemcpy") || name.starts_with("Memset") ||
+      name.starts_with("hipMemset") || name.starts_with("dma")) {
     return KernelType::Memory;
   }
   // `cuda.*LaunchKernel`: "cuda" at the start and "LaunchKernel" anywhere after it.
-  const bool cuda_launch = starts_with(name, "cuda") && name.find("LaunchKernel", 4) != std::string_view::npos;
+  const bool cuda_launch = name.starts_with("cuda") && name.find("LaunchKernel", 4) != std::string_view::npos;
   for (std::string_view prefix : {"nccl", "Stream Wait Event", "runFunction", "hip", "job_exe", "packet", "pe_exe",
                                   "cpum_exe_subgraph", "hccl", "collective_subgraph_execution"}) {
-    if (starts_with(name, prefix)) return KernelType::Other;
+    if (name.starts_with(prefix)) return KernelType::Other;
   }
   for (std::string_view part : {"Memcpy", "Memset", "dma", "Sync"}) {
     if (contains(name, part)) return KernelType::Other;

@@ -291,7 +291,7 @@ std::string block_op_name(const CallTrees& t, const Record& r) {
 
 // Python's dict from address to record, whose order the events table keeps: a key assigned
 // again keeps its place, one taken out and assigned again goes last.
-class InsertionOrdered {
+class BlocksInOrder {
  public:
   void assign(std::int64_t key, std::uint32_t value) {
     if (auto it = place_.find(key); it != place_.end()) {
@@ -331,7 +331,7 @@ std::map<std::string, std::vector<MemoryBlock>> memory_blocks(const CallTrees& t
   auto add = [&](const Record& r, MemoryBlock b) {
     if (!r.device.empty()) out[r.device].push_back(std::move(b));
   };
-  InsertionOrdered allocated, released;
+  BlocksInOrder allocated, released;
   for (std::uint32_t i = 0; i < records.size(); ++i) {
     const Record& r = records[i];
     if (!in_window(window, r.time) || r.event->addr == kNoValue) continue;

@@ -25,11 +25,6 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-bool is_data_loader_name(std::string_view name) {
-  return (name.starts_with("enumerate(DataLoader)#") && name.ends_with(".__next__")) ||
-         name.starts_with("enumerate(DataPipe)#");
-}
-
 // Our tracer's data-pipeline annotations, which a Kineto file never has.
 bool is_dreamscope_data_category(std::string_view category) {
   return category == annotation_category::kFetch || category == annotation_category::kPrep ||
@@ -256,6 +251,11 @@ bool is_tensor_core_operator(std::string_view name) {
       "aten::cudnn_convolution_transpose_backward_input", "AddmmBackward", "aten::cudnn_convolution_backward_input",
       "AddbmmBackward", "aten::cudnn_convolution_backward"};
   return std::find(std::begin(kOperators), std::end(kOperators), name) != std::end(kOperators);
+}
+
+bool is_data_loader_name(std::string_view name) {
+  return (name.starts_with("enumerate(DataLoader)#") && name.ends_with(".__next__")) ||
+         name.starts_with("enumerate(DataPipe)#");
 }
 
 bool is_collective_operator(std::string_view name) {

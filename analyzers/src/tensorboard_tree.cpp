@@ -15,11 +15,6 @@ namespace dreamscope::analyzers::tb {
 
 namespace {
 
-bool is_data_loader_name(std::string_view name) {
-  return (name.starts_with("enumerate(DataLoader)#") && name.ends_with(".__next__")) ||
-         name.starts_with("enumerate(DataPipe)#");
-}
-
 // The host events the plugin makes nodes of: all but user annotations other than
 // collectives (and data loaders and optimizer steps, which have node classes of their own).
 bool makes_node(const Model& m, const HostEvent& e) {

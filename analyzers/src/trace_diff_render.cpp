@@ -23,14 +23,14 @@ std::string signed_ns(double ns) {
   return v > 0 ? "+" + format_ns(v) : format_ns(v);
 }
 
-std::optional<double> change_pct(double a, double b) {
+std::optional<double> percent_change_or_new(double a, double b) {
   if (a > 0) return (b / a - 1.0) * 100.0;
   if (b > 0) return std::nullopt; // from nothing
   return 0.0;
 }
 
 std::string pct_text(double a, double b) {
-  const auto p = change_pct(a, b);
+  const auto p = percent_change_or_new(a, b);
   return p ? fmt::format("{:+.1f} %", *p) : std::string("new");
 }
 
@@ -180,7 +180,7 @@ std::vector<Part> parts(const TraceDiff& d, std::size_t top) {
 nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
 nlohmann::json pct_json(double a, double b) {
-  const auto p = change_pct(a, b);
+  const auto p = percent_change_or_new(a, b);
   return p ? nlohmann::json(*p) : nlohmann::json(nullptr);
 }
 
