@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <limits>
 #include <map>
 #include <optional>
@@ -21,6 +20,7 @@ namespace dreamscope::analyzers {
 namespace {
 
 using tb::CallTrees;
+using tb::lower;
 using tb::Model;
 using tb::Node;
 
@@ -40,12 +40,6 @@ std::string device_name(const MemoryEventRecord& e) {
   if (e.device_type == 0) return "CPU";
   if (e.device_type == 1) return "GPU" + (e.device_id == kNoValue ? std::string("None") : std::to_string(e.device_id));
   return {};
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
 }
 
 // One memory event as the plugin's MemoryRecord: where it happened, and the operator it is

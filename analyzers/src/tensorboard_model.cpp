@@ -19,12 +19,6 @@ namespace dreamscope::analyzers::tb {
 
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 // Our tracer's data-pipeline annotations, which a Kineto file never has.
 bool is_dreamscope_data_category(std::string_view category) {
   return category == annotation_category::kFetch || category == annotation_category::kPrep ||
@@ -251,6 +245,12 @@ bool is_tensor_core_operator(std::string_view name) {
       "aten::cudnn_convolution_transpose_backward_input", "AddmmBackward", "aten::cudnn_convolution_backward_input",
       "AddbmmBackward", "aten::cudnn_convolution_backward"};
   return std::find(std::begin(kOperators), std::end(kOperators), name) != std::end(kOperators);
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
 }
 
 bool is_data_loader_name(std::string_view name) {

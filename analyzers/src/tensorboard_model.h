@@ -112,6 +112,9 @@ bool is_tensor_core_operator(std::string_view name);
 // Names of the plugin's collective operators ("nccl:all_reduce", "gloo:broadcast", ...).
 bool is_collective_operator(std::string_view name);
 
+// ASCII lower case, as the plugin compares categories.
+std::string lower(std::string_view s);
+
 // The plugin's DataLoader / DataPipe iteration ranges (`enumerate(DataLoader)#...__next__`).
 bool is_data_loader_name(std::string_view name);
 
