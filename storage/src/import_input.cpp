@@ -12,7 +12,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <new>
 #include <utility>
 
 namespace dreamscope {

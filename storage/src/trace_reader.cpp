@@ -368,8 +368,8 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
            });
   };
   {
-    // Two tables on threads of their own, the third on this thread's connection. Every
-    // thread is waited for before an error goes on: they write into the builder.
+    // The calling thread reports progress while the three read; every thread is waited for
+    // before an error goes on, since they write into the builder.
     auto on_own_connection = [&](auto read) {
       return std::async(std::launch::async, [&path, read]() {
         Reader c(path);
@@ -377,21 +377,16 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
         read(c);
       });
     };
-    std::future<void> gpu = on_own_connection(read_gpu_ops);
-    std::future<void> ann = on_own_connection(read_annotations);
+    std::future<void> reads[] = {on_own_connection(read_cuda_api), on_own_connection(read_gpu_ops),
+                                 on_own_connection(read_annotations)};
     std::exception_ptr error;
-    try {
-      read_cuda_api(r);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    for (std::future<void>* f : {&gpu, &ann}) {
-      while (progress && f->wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
+    for (std::future<void>& f : reads) {
+      while (progress && f.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
         prog.rows_read = rows_read.load(std::memory_order_relaxed);
         progress(prog);
       }
       try {
-        f->get();
+        f.get();
       } catch (...) {
         if (!error) error = std::current_exception();
       }
