@@ -46,6 +46,7 @@ struct Options {
   double learning_rate = 0.05;
   bool no_loading = false;
   bool fine_annotations = false;
+  bool probe = false;
   std::string data_dir;
   unsigned seed = 1;
 };
@@ -65,6 +66,8 @@ void usage(const char* argv0) {
                "  --data DIR           dataset folder (generated if missing; default: a temporary one)\n"
                "  --no-loading         synthetic data: no fetch, no prep, no wait\n"
                "  --fine-annotations   one range per hidden neuron and sample, forward and backward\n"
+               "  --probe              time a fixed computation before and after the steps, unannotated,\n"
+               "                       and print it (machine_probe_ns): how fast the machine ran\n"
                "  --seed N             random seed (1)\n",
                argv0);
 }
@@ -93,6 +96,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--data") o.data_dir = value();
     else if (a == "--no-loading") o.no_loading = true;
     else if (a == "--fine-annotations") o.fine_annotations = true;
+    else if (a == "--probe") o.probe = true;
     else if (a == "--seed") o.seed = static_cast<unsigned>(integer());
     else if (a == "-h" || a == "--help") { usage(argv[0]); std::exit(0); }
     else { std::fprintf(stderr, "cpu_train: unknown option %s\n", argv[i]); usage(argv[0]); std::exit(2); }
@@ -362,6 +366,31 @@ Batch synthetic_batch(const Options& o) {
   return b;
 }
 
+// How fast the machine computes now: the median of 9 timings of a fixed, unannotated matrix-
+// vector loop the size of the model's (about 100 us each). A shared machine changes speed
+// from one second to the next (a VM's host, a busy sibling core); runs compared with each
+// other must have run at the same speed, which this tells without tracing anything.
+__attribute__((noinline)) float probe_callee(float a, float b) {
+  asm volatile("" : "+x"(a));
+  return a * 0.999f + b;
+}
+float (*volatile probe_call)(float, float) = probe_callee;
+
+double machine_probe_ns(const Options& o) {
+  (void)o;
+  std::vector<double> times;
+  for (int r = 0; r < 9; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    float acc = 0;
+    auto f = probe_call;
+    for (int i = 0; i < 20000; ++i) { acc = f(acc, 1.0f); f = probe_call; }
+    asm volatile("" : : "x"(acc));
+    times.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -379,6 +408,7 @@ int main(int argc, char** argv) {
     if (!dataset_matches(o, dir)) generate_dataset(o, dir);
   }
 
+  const double probe_before = o.probe ? machine_probe_ns(o) : 0;
   const std::int64_t last = o.steps - 1;
   PrefetchWindow window(o.prefetch);
   std::atomic<std::int64_t> next_batch{0};
@@ -453,5 +483,6 @@ int main(int argc, char** argv) {
   std::printf("cpu_train: %d steps, batch %d, %d workers, loss %.4f -> %.4f, %.3f s\n", o.steps, o.batch_size,
               o.no_loading ? 0 : o.workers, first_loss, loss, total_s);
   std::printf("median_step_ns %.0f\n", median);
+  if (o.probe) std::printf("machine_probe_ns %.0f %.0f\n", probe_before, machine_probe_ns(o));
   return 0;
 }
