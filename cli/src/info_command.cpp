@@ -62,7 +62,13 @@ std::string render_text(const std::string& path, const TraceSummary& s) {
     // Whether the run was in the state start-up calibration measured (docs/simulation.md,
     // "Telling the state of a traced run").
     std::string cost;
-    if (s.range_timed_in_run_ns >= 0 && s.range_timed_at_start_ns > 0) {
+    if (s.range_timed_in_run_ns >= 0 && s.range_timed_at_start_ns > 0 && s.range_in_work_at_start_ns > 0) {
+      cost = fmt::format("range timed {:.1f} ns in the run, {:.1f} ns at start-up ({:.2f}x; calibrated cost {:.1f} ns, "
+                         "{:.1f} ns among work)",
+                         s.range_timed_in_run_ns, s.range_timed_at_start_ns,
+                         s.range_timed_in_run_ns / s.range_timed_at_start_ns, s.range_cost_ns,
+                         s.range_in_work_at_start_ns);
+    } else if (s.range_timed_in_run_ns >= 0 && s.range_timed_at_start_ns > 0) {
       cost = fmt::format("range timed {:.1f} ns in the run, {:.1f} ns at start-up ({:.2f}x; calibrated cost {:.1f} ns)",
                          s.range_timed_in_run_ns, s.range_timed_at_start_ns,
                          s.range_timed_in_run_ns / s.range_timed_at_start_ns, s.range_cost_ns);
@@ -165,6 +171,7 @@ std::string render_json(const std::string& path, const TraceSummary& s) {
   auto cost = [](double v) { return v >= 0 ? json(v) : json(nullptr); };
   j["tracer_cost"] = {{"range_cost_ns", cost(s.range_cost_ns)},
                       {"range_timed_at_start_ns", cost(s.range_timed_at_start_ns)},
+                      {"range_in_work_at_start_ns", cost(s.range_in_work_at_start_ns)},
                       {"range_timed_in_run_ns", cost(s.range_timed_in_run_ns)},
                       {"threads_cpu_ns", opt(s.threads_cpu_ns)},
                       {"threads_runqueue_ns", opt(s.threads_runqueue_ns)}};

@@ -41,14 +41,15 @@ TEST(CpuTrainTrace, EveryPhaseOfEveryBatchOnItsThread) {
   ASSERT_EQ(t.processes().size(), 1u);
   const std::int64_t pid = t.processes()[0].pid;
   EXPECT_EQ(t.processes()[0].exit_status, 0);
-  // Start-up calibration: the cost of a range and a mark, and what the in-run timing reads
-  // for them in the same state.
+  // Start-up calibration: the cost of a range and a mark back to back and among work, and
+  // what the in-run timing reads for them in the same rounds.
   std::set<std::string> calibrated;
   for (const auto& c : t.calibration()) {
     calibrated.insert(c.event_kind);
     EXPECT_GT(c.cost_ns, 0) << c.event_kind;
   }
-  EXPECT_EQ(calibrated, (std::set<std::string>{"nvtx_range", "nvtx_mark", "nvtx_range_timed", "nvtx_mark_timed"}));
+  EXPECT_EQ(calibrated, (std::set<std::string>{"nvtx_range", "nvtx_mark", "nvtx_range_timed", "nvtx_mark_timed",
+                                               "nvtx_range_in_work", "nvtx_mark_in_work"}));
   // Every thread that recorded has its load: windows inside the run, the events it recorded
   // in them, and (where the kernel keeps schedstats) the CPU it got and its waits for a core.
   std::set<TrackId> loaded;

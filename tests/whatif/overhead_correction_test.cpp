@@ -258,8 +258,9 @@ TEST(OverheadCorrection, RecordedStatesPredictTheUntracedSteps) {
     const char* name;
     double bound; // |corrected - untraced| / untraced, at most
   };
-  // Today: -3.4 %, -8.5 %, -15.6 % and +44.0 % (a slow-state run: traced +131 %).
-  const State states[] = {{"pipeline", 0.06}, {"pipeline-busy", 0.11}, {"workers2-busy", 0.19}, {"workers2", 0.50}};
+  // Today: +4.3 % and +20.5 % (pipeline, workers2: the machine's fast state, machine probe
+  // ~39 us), +4.5 % and -5.1 % (with the neighbour: the slow state, probe ~60 us).
+  const State states[] = {{"pipeline", 0.07}, {"pipeline-busy", 0.07}, {"workers2-busy", 0.08}, {"workers2", 0.24}};
   const std::filesystem::path dir = std::filesystem::path(DREAMSCOPE_TEST_DATA_DIR) / "cpu" / "overhead_states";
   for (const State& state : states) {
     SCOPED_TRACE(state.name);
@@ -275,7 +276,10 @@ TEST(OverheadCorrection, RecordedStatesPredictTheUntracedSteps) {
                 100 * (corrected - untraced) / untraced, c.in_run_range_ns, static_cast<double>(c.runqueue_removed_ns) / 1e6);
     EXPECT_GT((traced - untraced) / untraced, 0.20) << "the fixture no longer shows the tracer's cost";
     EXPECT_GT(c.events_charged_in_run, c.events_charged / 2) << "costs timed in the run were not used";
-    EXPECT_GT(c.runqueue_removed_ns, 0) << "the writer's share of the waits for a core was not removed";
+    // Where the job's threads and the writer outnumbered the cores, the threads waited for one.
+    if (name != "pipeline") {
+      EXPECT_GT(c.runqueue_removed_ns, 0) << "the writer's share of the waits was not removed";
+    }
     EXPECT_LT(std::abs(corrected - untraced), std::abs(traced - untraced));
     EXPECT_LT(std::abs(corrected - untraced) / untraced, state.bound);
   }

@@ -71,10 +71,12 @@ struct TraceSummary {
   std::int64_t tracer_writer_cpu_ns = kNoValue;
   // What recording cost in the run against start-up (calibration rows and thread loads, the
   // basis of overhead correction; docs/simulation.md): a range's calibrated cost, what the
-  // hot path's own timing of a range read at start-up and, on average, in the run (-1: not
-  // measured); how long the traced threads ran and waited for a core (kNoValue: unknown).
+  // hot path's own timing of a range read at start-up and, on average, in the run, and what a
+  // range cost work around it at start-up (-1: not measured); how long the traced threads ran
+  // and waited for a core (kNoValue: unknown).
   double range_cost_ns = -1;
   double range_timed_at_start_ns = -1;
+  double range_in_work_at_start_ns = -1;
   double range_timed_in_run_ns = -1;
   std::int64_t threads_cpu_ns = kNoValue;
   std::int64_t threads_runqueue_ns = kNoValue;
