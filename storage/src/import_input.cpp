@@ -9,6 +9,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -23,6 +24,7 @@ ByteBuffer& ByteBuffer::operator=(ByteBuffer&& o) noexcept {
     size_ = std::exchange(o.size_, 0);
     capacity_ = std::exchange(o.capacity_, 0);
     mapped_ = std::exchange(o.mapped_, false);
+    discarded_ = std::exchange(o.discarded_, 0);
   }
   return *this;
 }
@@ -35,7 +37,16 @@ void ByteBuffer::release() noexcept {
   }
   bytes_ = nullptr;
   size_ = capacity_ = 0;
+  discarded_ = 0;
   mapped_ = false;
+}
+
+void ByteBuffer::discard_below(std::size_t n) {
+  constexpr std::size_t kPage = 4096; // the mapping is page-aligned; huge pages split as needed
+  n = std::min(n, size_) / kPage * kPage;
+  if (!mapped_ || n <= discarded_) return;
+  ::madvise(bytes_ + discarded_, n - discarded_, MADV_DONTNEED);
+  discarded_ = n;
 }
 
 void ByteBuffer::resize(std::size_t n) {

@@ -32,11 +32,16 @@ class ByteBuffer {
   const char* data() const { return bytes_; }
   // Keeps the first min(size, n) bytes; the rest is uninitialized.
   void resize(std::size_t n);
+  // Gives the memory of the whole pages below data() + n back to the system, where the buffer
+  // is mapped (else nothing): the caller reads none of those bytes again, and they would read
+  // as zeros. An importer that has read the first n bytes of a large file need not hold them.
+  void discard_below(std::size_t n);
 
  private:
   void release() noexcept;
   char* bytes_ = nullptr;
   std::size_t size_ = 0, capacity_ = 0;
+  std::size_t discarded_ = 0; // bytes from the start given back by discard_below
   bool mapped_ = false;
 };
 

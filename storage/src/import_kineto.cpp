@@ -1,20 +1,21 @@
-// PyTorch profiler (Kineto) Chrome-trace JSON → Trace.
-//
-// One pass over the document with simdjson's on-demand parser: no DOM is built, each
-// traceEvents element is read field by field and becomes a row right away. Names of
-// processes, threads and streams arrive in metadata events that Kineto writes after the
-// events they name, and flows are paired by id, so both are resolved once the pass ends.
+// PyTorch profiler (Kineto) Chrome-trace JSON → Trace: what the events mean. Reading the
+// JSON is kineto_json_reader.h's: each traceEvents element arrives here as a RawEvent and
+// becomes a row right away. Names of processes, threads and streams arrive in metadata
+// events that Kineto writes after the events they name, and flows are paired by id, so both
+// are resolved once the pass ends.
 #include "dreamscope/importers.h"
 #include "dreamscope/limits.h"
 #include "dreamscope/trace_file.h"
 
 #include "import_input.h"
+#include "kineto_json_reader.h"
 #include "kineto_devices.h"
 #include "kineto_flows.h"
 #include "kineto_format.h"
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <unordered_map>
@@ -26,7 +27,7 @@ namespace {
 
 using namespace kineto;
 
-class KinetoImporter {
+class KinetoImporter final : public KinetoJsonSink {
  public:
   KinetoImporter(const std::filesystem::path& path, ImportStats& stats, const ImportProgressFn& progress)
       : path_(path), stats_(stats), progress_(progress) {}
@@ -34,11 +35,9 @@ class KinetoImporter {
   Trace run() {
     InputBuffer input = read_input(path_, progress_);
     stats_.bytes = input.size;
-    bytes_total_ = input.size;
 
     // A UTF-8 byte order mark, which some editors add, is not JSON: parse after it.
     const std::size_t bom = input.size >= 3 && std::memcmp(input.data(), "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
-    begin_ = input.data() + bom;
     std::size_t first = bom;
     while (first < input.size && std::isspace(static_cast<unsigned char>(input.data()[first]))) ++first;
     if (first == input.size) fail("empty file, not a trace");
@@ -57,50 +56,7 @@ class KinetoImporter {
     const std::size_t rows = input.size / 128;
     builder_.reserve(rows / 8, rows / 4, rows, rows * 2);
 
-    od::parser parser;
-    od::document doc;
-    const simdjson::padded_string_view json(input.data() + bom, input.size - bom, input.storage.size() - bom);
-    auto error = parser.iterate(json).get(doc);
-    if (error) fail(std::string("not valid JSON (") + simdjson::error_message(error) + ")");
-    bool saw_events = false;
-    if (c == '[') {
-      // The Chrome trace format's bare-array form: the array is the event list.
-      od::array events;
-      if (doc.get_array().get(events)) fail("not valid JSON (top-level array)");
-      read_events(events, doc);
-      saw_events = true;
-    } else {
-      od::object root;
-      if ((error = doc.get_object().get(root))) fail(std::string("not valid JSON (") + simdjson::error_message(error) + ")");
-      for (auto field_result : root) {
-        // After a syntax error simdjson's field is unusable: stop reading the document.
-        od::field field;
-        if ((error = std::move(field_result).get(field))) {
-          json_error(error, doc);
-          break;
-        }
-        std::string_view key;
-        if ((error = field.unescaped_key().get(key))) {
-          json_error(error, doc);
-          break;
-        }
-        od::value value = field.value();
-        if (key == "traceEvents") {
-          od::array events;
-          if (value.get_array().get(events)) fail("traceEvents is not an array");
-          saw_events = true;
-          read_events(events, doc);
-          if (stopped_) break;
-        } else if (key == "deviceProperties" || key == "computeProperties") {
-          // computeProperties: PyTorch 1.8-1.9's name for the same list.
-          read_device_properties(value, doc);
-          if (stopped_) break;
-        } else {
-          read_top_level_meta(key, value, doc);
-        }
-      }
-    }
-    if (!saw_events) fail("no traceEvents array, so not a PyTorch profiler trace");
+    if (!reader_.read(input, bom, first)) fail("no traceEvents array, so not a PyTorch profiler trace");
     finish();
     return std::move(builder_).build();
   }
@@ -108,147 +64,14 @@ class KinetoImporter {
  private:
   [[noreturn]] void fail(const std::string& what) const { throw TraceError(path_.string() + ": " + what); }
 
-  std::uint64_t offset(od::document& doc) const {
-    const char* p = nullptr;
-    if (doc.current_location().get(p)) return bytes_total_;
-    return static_cast<std::uint64_t>(p - begin_);
-  }
-
-  // Syntax errors: before any event was read the file is not a trace; after, the events
-  // read so far are kept and the rest is reported lost, as a truncated trace is still useful.
-  // Either way the caller stops reading: nothing after a syntax error can be trusted.
-  void json_error(simdjson::error_code error, od::document& doc) {
-    if (stats_.events_read == 0) {
-      fail(std::string("not valid JSON (") + simdjson::error_message(error) + " at byte " +
-           std::to_string(offset(doc)) + ")");
+  // KinetoJsonSink: the top-level fields but traceEvents, whose elements come to handle_event.
+  void top_level_field(std::string_view key, od::value& value, od::document& doc) override {
+    if (key == "deviceProperties" || key == "computeProperties") {
+      // computeProperties: PyTorch 1.8-1.9's name for the same list.
+      read_device_properties(value, doc);
+    } else {
+      read_top_level_meta(key, value, doc);
     }
-    stats_.note("kineto_damaged_json",
-                std::string(simdjson::error_message(error)) + " after event #" + std::to_string(stats_.events_read));
-    stopped_ = true;
-  }
-
-  // A key as written in the document, without simdjson's unescaping copy (which the on-demand
-  // front end does byte by byte in a build for any x86-64): keys rarely hold an escape, and
-  // one that does is unescaped. The closing quote is there: stage 1 matched every string.
-  bool key_of(od::field& field, std::string_view& key) {
-    const char* raw = field.key().raw();
-    const char* const end = begin_ + bytes_total_;
-    const char* p = raw;
-    while (p < end && *p != '"' && *p != '\\') ++p;
-    if (p < end && *p == '"') {
-      key = std::string_view(raw, static_cast<std::size_t>(p - raw));
-      return true;
-    }
-    return !field.unescaped_key().get(key);
-  }
-
-  bool read_value(od::value& v, JsonValue& out) {
-    od::json_type type;
-    if (v.type().get(type)) return false;
-    out.type = type;
-    out.present = true;
-    switch (type) {
-      case od::json_type::string:
-        return !v.get_string().get(out.text);
-      case od::json_type::number:
-      case od::json_type::boolean:
-      case od::json_type::null: {
-        out.text = trim(v.raw_json_token());
-        if (type == od::json_type::boolean) return !v.get_bool().error();
-        if (type == od::json_type::null) return !v.is_null().error();
-        return true;
-      }
-      case od::json_type::array: {
-        od::array a;
-        if (v.get_array().get(a)) return false;
-        if (a.raw_json().get(out.text)) return false;
-        out.text = trim(out.text);
-        return true;
-      }
-      case od::json_type::object: {
-        od::object o;
-        if (v.get_object().get(o)) return false;
-        if (o.raw_json().get(out.text)) return false;
-        out.text = trim(out.text);
-        return true;
-      }
-    }
-    return false;
-  }
-
-  void read_events(od::array& events, od::document& doc) {
-    for (auto element : events) {
-      od::value v;
-      simdjson::error_code error = element.get(v);
-      if (error) return json_error(error, doc);
-      ++stats_.events_read;
-      od::object obj;
-      if (v.get_object().get(obj)) {
-        // Skip the non-object element itself; a syntax error shows up on the next step.
-        stats_.note("kineto_element_not_object", "element #" + std::to_string(stats_.events_read));
-        continue;
-      }
-      event_.clear();
-      bool bad_field = false;
-      for (auto field_result : obj) {
-        od::field field;
-        if ((error = std::move(field_result).get(field))) return json_error(error, doc);
-        std::string_view key;
-        if (!key_of(field, key)) return json_error(simdjson::STRING_ERROR, doc);
-        od::value fv = field.value();
-        bool ok = true;
-        if (key.size() <= 4) {
-          if (key == "ph") ok = !fv.get_string().get(event_.ph);
-          else if (key == "cat") ok = !fv.get_string().get(event_.cat);
-          else if (key == "name") {
-            ok = read_value(fv, name_value_);
-            event_.name = name_value_.text;
-          }
-          else if (key == "pid") ok = read_value(fv, event_.pid);
-          else if (key == "tid") ok = read_value(fv, event_.tid);
-          else if (key == "ts") ok = read_value(fv, event_.ts);
-          else if (key == "dur") ok = read_value(fv, event_.dur);
-          else if (key == "id") ok = read_value(fv, event_.id);
-          else if (key == "bp") ok = !fv.get_string().get(event_.bp);
-          else if (key == "args") ok = metadata_args_unused() || read_args(fv);
-        }
-        if (!ok) {
-          stats_.note("kineto_field_wrong_type",
-                      "field '" + std::string(key) + "' of element #" + std::to_string(stats_.events_read));
-          bad_field = true;
-        }
-      }
-      if (!bad_field) handle_event();
-      if ((stats_.events_read & 0xffff) == 0 && progress_) {
-        progress_(ImportProgress{offset(doc), bytes_total_});
-      }
-    }
-  }
-
-  // A metadata event whose args nothing reads (the sort indices: two of every five "M" events
-  // in a trace with many processes) is not parsed further; simdjson skips the object. Known
-  // only when "ph" and "name" come before "args", as Kineto writes them.
-  bool metadata_args_unused() const {
-    return event_.ph == "M" && !event_.name.empty() && event_.name != "process_name" &&
-           event_.name != "thread_name" && event_.name != "process_labels";
-  }
-
-  bool read_args(od::value& v) {
-    od::object obj;
-    if (v.get_object().get(obj)) {
-      event_.args_not_object = true;
-      return true;
-    }
-    for (auto field_result : obj) {
-      od::field field;
-      if (std::move(field_result).get(field)) return false;
-      RawArg a;
-      if (!key_of(field, a.key)) return false;
-      od::value av = field.value();
-      if (!read_value(av, a.value)) return false;
-      event_.args.push_back(a);
-    }
-    return true;
   }
 
   std::string example() const {
@@ -258,7 +81,7 @@ class KinetoImporter {
     return e;
   }
 
-  void handle_event() {
+  void handle_event() override {
     const std::string_view ph = event_.ph;
     if (ph == "X") return handle_complete();
     if (ph == "M") return handle_metadata();
@@ -640,12 +463,12 @@ class KinetoImporter {
       std::int64_t memory_clock_khz = 0, bus_width = 0;
       for (auto field_result : obj) {
         od::field field;
-        if (auto error = std::move(field_result).get(field)) return json_error(error, doc);
+        if (auto error = std::move(field_result).get(field)) return reader_.json_error(error, doc);
         std::string_view key;
         if (field.unescaped_key().get(key)) continue;
         od::value fv = field.value();
         JsonValue v;
-        if (!read_value(fv, v)) continue;
+        if (!reader_.read_value(fv, v)) continue;
         auto number = as_int(v);
         // computeProperties (PyTorch 1.8-1.9) says major, minor and multiProcessorCount.
         if (key == "id") id = as_id(v);
@@ -672,7 +495,7 @@ class KinetoImporter {
 
   void read_top_level_meta(std::string_view key, od::value& value, od::document&) {
     JsonValue v;
-    if (!read_value(value, v)) return;
+    if (!reader_.read_value(value, v)) return;
     std::string text(v.text);
     if (key == "host_name" && v.type == od::json_type::string) builder_.set_meta("host", text);
     if (key == "distributedInfo" && v.type == od::json_type::object) distributed_info_ = text;
@@ -712,7 +535,7 @@ class KinetoImporter {
 
     builder_.set_meta("kineto.ts_precision", ns_precision_ ? "ns" : "us");
     // Complete as far as the file goes; a damaged file is not.
-    builder_.set_meta("complete", stopped_ ? "0" : "1");
+    builder_.set_meta("complete", reader_.stopped() ? "0" : "1");
     if (!distributed_info_.empty()) {
       // The rank, for multi-rank analyses; the full object stays in kineto.distributedInfo.
       simdjson::dom::parser p;
@@ -745,14 +568,11 @@ class KinetoImporter {
   const std::filesystem::path& path_;
   ImportStats& stats_;
   const ImportProgressFn& progress_;
-  const char* begin_ = nullptr;
-  std::uint64_t bytes_total_ = 0;
-  bool stopped_ = false;
+  RawEvent event_;
+  KinetoJsonReader reader_{path_, stats_, progress_, event_, *this};
 
   TraceBuilder builder_;
   StringId pytorch_ = 0;
-  RawEvent event_;
-  JsonValue name_value_;
   std::vector<bool> consumed_;
   bool ns_precision_ = false;
   std::int64_t input_cpu_events_ = 0, input_gpu_events_ = 0; // complete events by side, kept or not
@@ -765,8 +585,9 @@ class KinetoImporter {
   PidTid last_cpu_{kNoValue, kNoValue};
   TrackId last_cpu_track_ = kNoIndex;
 
-  std::unordered_map<std::int64_t, std::string_view> process_names_, process_labels_;
-  std::unordered_map<PidTid, std::string_view, PidTidHash> thread_names_;
+  // Copies: the text they come from is given back as it is read (read_event_array).
+  std::unordered_map<std::int64_t, std::string> process_names_, process_labels_;
+  std::unordered_map<PidTid, std::string, PidTidHash> thread_names_;
   FlowTable flows_;
   std::vector<CallTarget> call_targets_; // from GPU sync records, for their calls
 };

@@ -34,7 +34,7 @@ using OriginMap = std::unordered_map<PidTid, TrackId, PidTidHash>;
 
 // A flow endpoint, paired with its other end after the pass.
 struct FlowEnd {
-  std::string_view cat; // a view into the parsed document, alive until the import ends
+  std::string_view cat; // from add() on, a view into the table's own copy
   std::int64_t id = 0;
   char phase = 's';
   std::int64_t pid = 0, tid = 0;
@@ -44,7 +44,13 @@ struct FlowEnd {
 
 class FlowTable {
  public:
-  void add(const FlowEnd& f) { ends_.push_back(f); }
+  // Keeps its own copy of the category: the importer gives back the text it has read.
+  void add(FlowEnd f) {
+    auto it = categories_.find(f.cat);
+    if (it == categories_.end()) it = categories_.emplace(f.cat).first;
+    f.cat = *it;
+    ends_.push_back(f);
+  }
   // A flow id that is a string but not a number: both ends carry the same text.
   std::int64_t id_of_text(std::string_view text);
   // A runtime call that runs nothing on the GPU (memory allocation), where ROCm starts a flow.
@@ -60,6 +66,7 @@ class FlowTable {
     auto operator<=>(const CallKey&) const = default;
   };
   std::vector<FlowEnd> ends_;
+  std::set<std::string, std::less<>> categories_; // the ends' categories: nodes never move
   std::map<std::string, std::int64_t, std::less<>> text_ids_;
   std::set<CallKey> calls_without_gpu_work_;
 };

@@ -1,0 +1,246 @@
+#include "json_split.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace dreamscope::json_split {
+
+namespace {
+
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// One past the closing quote of the string whose opening quote is at p; nullptr if unclosed.
+// memchr finds the next quote at memory speed; a quote preceded by an odd run of backslashes
+// is escaped, and the search goes on after it.
+const char* skip_string(const char* p, const char* end) {
+  const char* q = p + 1;
+  while (q < end) {
+    const void* found = std::memchr(q, '"', static_cast<std::size_t>(end - q));
+    if (!found) return nullptr;
+    const char* quote = static_cast<const char*>(found);
+    std::size_t backslashes = 0;
+    for (const char* b = quote; b > p + 1 && b[-1] == '\\'; --b) ++backslashes;
+    if (backslashes % 2 == 0) return quote + 1;
+    q = quote + 1;
+  }
+  return nullptr;
+}
+
+} // namespace
+
+const char* skip_space(const char* p, const char* end) {
+  while (p < end && is_space(*p)) ++p;
+  return p;
+}
+
+const char* skip_value(const char* p, const char* end) {
+  if (p >= end) return nullptr;
+  if (*p == '"') return skip_string(p, end);
+  if (*p == '{' || *p == '[') {
+    // Depth only: which bracket closes which is simdjson's to check.
+    std::size_t depth = 0;
+    while (p < end) {
+      const char c = *p;
+      if (c == '"') {
+        p = skip_string(p, end);
+        if (!p) return nullptr;
+        continue;
+      }
+      if (c == '{' || c == '[') {
+        ++depth;
+      } else if (c == '}' || c == ']') {
+        if (--depth == 0) return p + 1;
+      }
+      ++p;
+    }
+    return nullptr;
+  }
+  // A number, true, false, null (or junk, for simdjson to reject): up to a delimiter.
+  while (p < end && !is_space(*p) && *p != ',' && *p != '}' && *p != ']') ++p;
+  return p;
+}
+
+bool ObjectFields::next(std::string_view& raw_key, const char*& value) {
+  if (closed_) return false;
+  const char* p = skip_space(p_, end_);
+  if (p >= end_) return false;
+  if (*p == '}') {
+    closed_ = true;
+    p_ = p + 1;
+    return false;
+  }
+  if (!first_) {
+    if (*p != ',') return false;
+    p = skip_space(p + 1, end_);
+  }
+  if (p >= end_ || *p != '"') return false;
+  const char* key_end = skip_string(p, end_);
+  if (!key_end) return false;
+  const char* colon = skip_space(key_end, end_);
+  if (colon >= end_ || *colon != ':') return false;
+  first_ = false;
+  raw_key = std::string_view(p, static_cast<std::size_t>(key_end - p));
+  value = skip_space(colon + 1, end_);
+  p_ = value;
+  return value < end_;
+}
+
+namespace {
+
+// Bit i of each mask: byte i of the block is that character.
+struct BlockMasks {
+  std::uint64_t quote = 0, backslash = 0, open = 0, close = 0, comma = 0;
+};
+
+BlockMasks masks_of(const char* block) {
+  BlockMasks m;
+#if defined(__SSE2__)
+  for (int part = 0; part < 4; ++part) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 16 * part));
+    auto mask = [&](char c) {
+      return static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, _mm_set1_epi8(c)))))
+             << (16 * part);
+    };
+    m.quote |= mask('"');
+    m.backslash |= mask('\\');
+    m.open |= mask('{') | mask('[');
+    m.close |= mask('}') | mask(']');
+    m.comma |= mask(',');
+  }
+#else
+  for (int i = 0; i < 64; ++i) {
+    const std::uint64_t bit = std::uint64_t{1} << i;
+    switch (block[i]) {
+      case '"': m.quote |= bit; break;
+      case '\\': m.backslash |= bit; break;
+      case '{': case '[': m.open |= bit; break;
+      case '}': case ']': m.close |= bit; break;
+      case ',': m.comma |= bit; break;
+      default: break;
+    }
+  }
+#endif
+  return m;
+}
+
+// Bit i: the xor of bits 0..i. Over the unescaped quotes: inside a string (its opening quote
+// included, its closing quote not).
+std::uint64_t prefix_xor(std::uint64_t x) {
+  x ^= x << 1;
+  x ^= x << 2;
+  x ^= x << 4;
+  x ^= x << 8;
+  x ^= x << 16;
+  x ^= x << 32;
+  return x;
+}
+
+} // namespace
+
+ArrayRuns::ArrayRuns(const char* open, const char* end, std::size_t bytes)
+    : end_(end), bytes_(bytes), run_start_(skip_space(open + 1, end)), scan_(open + 1) {}
+
+const char* ArrayRuns::next_separator(const char* from) {
+  while (scan_ < end_) {
+    const char* block = scan_;
+    char tail[64];
+    if (end_ - scan_ < 64) { // the last block: copied, with spaces after the text
+      std::memset(tail, ' ', sizeof tail);
+      std::memcpy(tail, scan_, static_cast<std::size_t>(end_ - scan_));
+      block = tail;
+    }
+    const BlockMasks m = masks_of(block);
+    // Escaped bytes: each backslash not itself escaped escapes the byte after it. Backslashes
+    // are rare in traces, so they are followed one by one.
+    std::uint64_t escaped = escaped_ ? 1 : 0;
+    bool carry = false;
+    for (std::uint64_t b = m.backslash & ~escaped; b != 0;) {
+      const int i = __builtin_ctzll(b);
+      if (i == 63) {
+        carry = true;
+        break;
+      }
+      escaped |= std::uint64_t{2} << i;
+      b &= ~((std::uint64_t{4} << i) - 1); // past the backslash and the byte it escapes
+    }
+    const std::uint64_t quotes = m.quote & ~escaped;
+    const std::uint64_t in_string = prefix_xor(quotes) ^ (in_string_ ? ~std::uint64_t{0} : 0);
+    const std::uint64_t structural = (m.open | m.close | m.comma) & ~in_string;
+    // A separator found inside this block is returned with the state left at the block's
+    // start: the next call scans the block again, from a later `from`.
+    std::size_t depth = depth_;
+    for (std::uint64_t bits = structural; bits != 0; bits &= bits - 1) {
+      const int i = __builtin_ctzll(bits);
+      const std::uint64_t bit = std::uint64_t{1} << i;
+      const char* at = scan_ + i;
+      if (m.open & bit) {
+        ++depth;
+      } else if (m.close & bit) {
+        if (--depth == 0) return at; // the array's own ']'
+      } else if (depth == 1) {
+        // A comma with no element before it (",," or "[,") is damage: the scan stops there,
+        // and the run that holds it is handed over as damaged.
+        const char* before = at;
+        while (before > run_start_ && is_space(before[-1])) --before;
+        if (before == run_start_ || before[-1] == ',') {
+          empty_element_ = true;
+          return at;
+        }
+        if (at > run_start_) last_comma_ = at;
+        if (at >= from) return at; // a comma between two elements
+      }
+    }
+    depth_ = depth;
+    in_string_ = (in_string >> 63) & 1;
+    escaped_ = carry;
+    scan_ += 64;
+  }
+  return nullptr;
+}
+
+bool ArrayRuns::next(const char*& first, const char*& last) {
+  if (done_) return false;
+  const char* start = run_start_;
+  if (at_close_) {
+    closed_ = done_ = true;
+    position_ = start + 1;
+    return false;
+  }
+  // The first separator at the array's depth at or after the run's wanted end.
+  const char* wanted = start + std::min<std::size_t>(bytes_, static_cast<std::size_t>(end_ - start));
+  const char* separator = next_separator(wanted);
+  first = start;
+  last = separator;
+  while (last && last > first && is_space(last[-1])) --last;
+  // Damage: the text ends inside the array, the array closes with '}', or an element is
+  // missing (",," or ",]").
+  if (!separator || *separator == '}' || empty_element_ || (last > first && last[-1] == ',')) {
+    // The elements before the last comma that ends one are a run; from the element after
+    // that comma on, the text is damaged (and simdjson may still read an element or two of
+    // it before it says what is wrong).
+    done_ = true;
+    if (last_comma_ > start) {
+      last = last_comma_;
+      while (last > first && is_space(last[-1])) --last;
+      position_ = skip_space(last_comma_ + 1, end_);
+      return true;
+    }
+    position_ = start;
+    return false;
+  }
+  if (*separator == ']') {
+    at_close_ = true;
+    run_start_ = separator;
+    if (last == first) return next(first, last); // an empty array, or a trailing comma
+    return true;
+  }
+  run_start_ = skip_space(separator + 1, end_);
+  return true;
+}
+
+} // namespace dreamscope::json_split

@@ -1,0 +1,343 @@
+#include "kineto_json_reader.h"
+
+#include "dreamscope/trace_file.h"
+#include "json_split.h"
+
+#include <algorithm>
+#include <string>
+
+namespace dreamscope::kineto {
+
+KinetoJsonReader::KinetoJsonReader(const std::filesystem::path& path, ImportStats& stats,
+                                   const ImportProgressFn& progress, RawEvent& event, KinetoJsonSink& sink)
+    : path_(path), stats_(stats), progress_(progress), event_(event), sink_(sink) {}
+
+void KinetoJsonReader::fail(const std::string& what) const { throw TraceError(path_.string() + ": " + what); }
+
+bool KinetoJsonReader::read(InputBuffer& input, std::size_t bom, std::size_t first) {
+  bytes_total_ = input.size;
+  storage_ = &input.storage;
+  text_ = input.storage.data() + bom;
+  text_end_ = text_ + (input.size - bom);
+  storage_end_ = input.storage.data() + input.storage.size();
+  if (!read_in_pieces(text_ + (first - bom))) read_whole_document(text_[first - bom]);
+  return saw_events_;
+}
+
+// The document a piece at a time (json_split.h): each top-level field but traceEvents as a
+// document of its own, and the events in runs of about 1 MB, parsed in place between two
+// separator bytes turned into brackets for the while. simdjson's index then takes a few MB,
+// not four bytes per structural character of the whole file. False, with nothing read, where
+// the scanner cannot follow the document from its start: the whole-document parse then
+// says what is wrong with it, as simdjson words it.
+bool KinetoJsonReader::read_in_pieces(char* open) {
+  if (*open == '[') {
+    saw_events_ = true;
+    read_event_array(open);
+    return true;
+  }
+  json_split::ObjectFields fields(open, text_end_);
+  std::string_view raw_key;
+  const char* value = nullptr;
+  bool read_any = false;
+  while (fields.next(raw_key, value)) {
+    if (raw_key == "\"traceEvents\"" && *value == '[') {
+      saw_events_ = read_any = true;
+      const char* after = read_event_array(const_cast<char*>(value));
+      if (!after || stopped_) return true;
+      fields.resume(after);
+      continue;
+    }
+    const char* value_end = json_split::skip_value(value, text_end_);
+    if (!value_end) break;
+    read_any = true;
+    read_field_alone(raw_key, value, value_end);
+    if (stopped_) return true;
+    fields.resume(value_end);
+  }
+  if (fields.closed()) return true;
+  if (!read_any) return false;
+  damaged(fields.position(), "a top-level field that does not end");
+  return true;
+}
+
+// The events of the array that opens at `open`; one past its ']', or nullptr where the
+// reading stopped (damaged JSON, reported).
+const char* KinetoJsonReader::read_event_array(char* open) {
+  json_split::ArrayRuns runs(open, text_end_, kEventRunBytes);
+  const char *first = nullptr, *last = nullptr;
+  while (runs.next(first, last)) {
+    read_event_run(const_cast<char*>(first) - 1, const_cast<char*>(last));
+    if (stopped_) return nullptr;
+    // What was read is not read again (names and categories were copied): its pages go
+    // back, and an import holds the text of a run at a time, not the whole file's.
+    storage_->discard_below(static_cast<std::size_t>(std::min(last, runs.resume_point()) - storage_->data()));
+  }
+  if (runs.closed()) return runs.position();
+  damaged(runs.position(), "an event that does not end");
+  return nullptr;
+}
+
+// The elements between the separator bytes `open` and `close`, as the array they are.
+void KinetoJsonReader::read_event_run(char* open, char* close) {
+  if (close <= open) return; // not a run (json_split never gives one)
+  const char saved_open = *open, saved_close = *close;
+  *open = '[';
+  *close = ']';
+  const std::size_t length = static_cast<std::size_t>(close + 1 - open);
+  enter_document(open, length, static_cast<std::uint64_t>(open - text_));
+  od::document doc;
+  od::array events;
+  const simdjson::padded_string_view json(open, length, static_cast<std::size_t>(storage_end_ - open));
+  simdjson::error_code error = parser_.iterate(json).get(doc);
+  if (!error) {
+    doc_started_ = true;
+    error = doc.get_array().get(events);
+  }
+  if (error) {
+    json_error(error, doc);
+  } else {
+    read_events(events, doc);
+  }
+  *open = saved_open;
+  *close = saved_close;
+}
+
+// One top-level field, as the object {key: value} alone.
+void KinetoJsonReader::read_field_alone(std::string_view raw_key, const char* value, const char* value_end) {
+  std::string text;
+  text.reserve(raw_key.size() + static_cast<std::size_t>(value_end - value) + 2);
+  text += '{';
+  text += raw_key;
+  text += ':';
+  text.append(value, value_end);
+  text += '}';
+  const simdjson::padded_string& padded = kept_documents_.emplace_back(text);
+  enter_document(padded.data(), padded.size(), static_cast<std::uint64_t>(raw_key.data() - text_));
+  od::document doc;
+  od::object object;
+  if (auto error = parser_.iterate(padded).get(doc)) return json_error(error, doc);
+  doc_started_ = true;
+  if (auto error = doc.get_object().get(object)) return json_error(error, doc);
+  for (auto field_result : object) {
+    od::field field;
+    if (auto error = std::move(field_result).get(field)) return json_error(error, doc);
+    std::string_view key;
+    if (auto error = field.unescaped_key().get(key)) return json_error(error, doc);
+    od::value v = field.value();
+    top_level_field(key, v, doc);
+  }
+}
+
+// Where the scanner could not follow the text: simdjson reads what is left, from `at` to
+// the end, as the rest of an array, and says what is wrong with it; what it still reads
+// before that counts.
+void KinetoJsonReader::damaged(const char* at, const char* what) {
+  std::string rest;
+  rest.reserve(static_cast<std::size_t>(text_end_ - at) + 1);
+  rest += '[';
+  rest.append(at, text_end_);
+  const simdjson::padded_string& padded = kept_documents_.emplace_back(rest);
+  enter_document(padded.data(), padded.size(), static_cast<std::uint64_t>(at - text_) - 1);
+  od::document doc;
+  od::array events;
+  if (auto error = parser_.iterate(padded).get(doc)) return json_error(error, doc);
+  doc_started_ = true;
+  if (auto error = doc.get_array().get(events)) return json_error(error, doc);
+  read_events(events, doc);
+  if (!stopped_) json_error(simdjson::TAPE_ERROR, doc, what);
+}
+
+// The whole document at once: for what read_in_pieces cannot follow from its start.
+void KinetoJsonReader::read_whole_document(char first) {
+  od::document doc;
+  const std::size_t length = static_cast<std::size_t>(text_end_ - text_);
+  enter_document(text_, length, 0);
+  const simdjson::padded_string_view json(text_, length, static_cast<std::size_t>(storage_end_ - text_));
+  auto error = parser_.iterate(json).get(doc);
+  if (error) fail(std::string("not valid JSON (") + simdjson::error_message(error) + ")");
+  doc_started_ = true;
+  if (first == '[') {
+    od::array events;
+    if (doc.get_array().get(events)) fail("not valid JSON (top-level array)");
+    saw_events_ = true;
+    read_events(events, doc);
+    return;
+  }
+  od::object root;
+  if ((error = doc.get_object().get(root))) fail(std::string("not valid JSON (") + simdjson::error_message(error) + ")");
+  for (auto field_result : root) {
+    // After a syntax error simdjson's field is unusable: stop reading the document.
+    od::field field;
+    if ((error = std::move(field_result).get(field))) return json_error(error, doc);
+    std::string_view key;
+    if ((error = field.unescaped_key().get(key))) return json_error(error, doc);
+    od::value value = field.value();
+    top_level_field(key, value, doc);
+    if (stopped_) return;
+  }
+}
+
+void KinetoJsonReader::top_level_field(std::string_view key, od::value& value, od::document& doc) {
+  if (key == "traceEvents") {
+    od::array events;
+    if (value.get_array().get(events)) fail("traceEvents is not an array");
+    saw_events_ = true;
+    read_events(events, doc);
+  } else {
+    sink_.top_level_field(key, value, doc);
+  }
+}
+
+void KinetoJsonReader::enter_document(const char* text, std::size_t length, std::uint64_t offset) {
+  doc_started_ = false; // until simdjson has started it
+  doc_text_ = text;
+  doc_end_ = text + length;
+  doc_offset_ = offset;
+}
+
+std::uint64_t KinetoJsonReader::offset(od::document& doc) const {
+  // A document simdjson refused to start has no location: where it starts, then.
+  if (!doc_started_) return std::min(bytes_total_, doc_offset_);
+  const char* p = nullptr;
+  if (doc.current_location().get(p) || p < doc_text_ || p > doc_end_) return bytes_total_;
+  return std::min<std::uint64_t>(bytes_total_, doc_offset_ + static_cast<std::uint64_t>(p - doc_text_));
+}
+
+// Syntax errors: before any event was read the file is not a trace; after, the events
+// read so far are kept and the rest is reported lost, as a truncated trace is still useful.
+// Either way the caller stops reading: nothing after a syntax error can be trusted.
+void KinetoJsonReader::json_error(simdjson::error_code error, od::document& doc, const char* what) {
+  const std::string message = what ? std::string(what) : std::string(simdjson::error_message(error));
+  if (stats_.events_read == 0) {
+    fail("not valid JSON (" + message + " at byte " + std::to_string(offset(doc)) + ")");
+  }
+  stats_.note("kineto_damaged_json", message + " after event #" + std::to_string(stats_.events_read));
+  stopped_ = true;
+}
+
+// A key as written in the document, without simdjson's unescaping copy (which the on-demand
+// front end does byte by byte in a build for any x86-64): keys rarely hold an escape, and
+// one that does is unescaped. The closing quote is there: stage 1 matched every string.
+bool KinetoJsonReader::key_of(od::field& field, std::string_view& key) {
+  const char* raw = field.key().raw();
+  const char* const end = doc_end_;
+  const char* p = raw;
+  while (p < end && *p != '"' && *p != '\\') ++p;
+  if (p < end && *p == '"') {
+    key = std::string_view(raw, static_cast<std::size_t>(p - raw));
+    return true;
+  }
+  return !field.unescaped_key().get(key);
+}
+
+bool KinetoJsonReader::read_value(od::value& v, JsonValue& out) {
+  od::json_type type;
+  if (v.type().get(type)) return false;
+  out.type = type;
+  out.present = true;
+  switch (type) {
+    case od::json_type::string:
+      return !v.get_string().get(out.text);
+    case od::json_type::number:
+    case od::json_type::boolean:
+    case od::json_type::null: {
+      out.text = trim(v.raw_json_token());
+      if (type == od::json_type::boolean) return !v.get_bool().error();
+      if (type == od::json_type::null) return !v.is_null().error();
+      return true;
+    }
+    case od::json_type::array: {
+      od::array a;
+      if (v.get_array().get(a)) return false;
+      if (a.raw_json().get(out.text)) return false;
+      out.text = trim(out.text);
+      return true;
+    }
+    case od::json_type::object: {
+      od::object o;
+      if (v.get_object().get(o)) return false;
+      if (o.raw_json().get(out.text)) return false;
+      out.text = trim(out.text);
+      return true;
+    }
+  }
+  return false;
+}
+
+void KinetoJsonReader::read_events(od::array& events, od::document& doc) {
+  for (auto element : events) {
+    od::value v;
+    simdjson::error_code error = element.get(v);
+    if (error) return json_error(error, doc);
+    ++stats_.events_read;
+    od::object obj;
+    if (v.get_object().get(obj)) {
+      // Skip the non-object element itself; a syntax error shows up on the next step.
+      stats_.note("kineto_element_not_object", "element #" + std::to_string(stats_.events_read));
+      continue;
+    }
+    event_.clear();
+    bool bad_field = false;
+    for (auto field_result : obj) {
+      od::field field;
+      if ((error = std::move(field_result).get(field))) return json_error(error, doc);
+      std::string_view key;
+      if (!key_of(field, key)) return json_error(simdjson::STRING_ERROR, doc);
+      od::value fv = field.value();
+      bool ok = true;
+      if (key.size() <= 4) {
+        if (key == "ph") ok = !fv.get_string().get(event_.ph);
+        else if (key == "cat") ok = !fv.get_string().get(event_.cat);
+        else if (key == "name") {
+          ok = read_value(fv, name_value_);
+          event_.name = name_value_.text;
+        }
+        else if (key == "pid") ok = read_value(fv, event_.pid);
+        else if (key == "tid") ok = read_value(fv, event_.tid);
+        else if (key == "ts") ok = read_value(fv, event_.ts);
+        else if (key == "dur") ok = read_value(fv, event_.dur);
+        else if (key == "id") ok = read_value(fv, event_.id);
+        else if (key == "bp") ok = !fv.get_string().get(event_.bp);
+        else if (key == "args") ok = metadata_args_unused() || read_args(fv);
+      }
+      if (!ok) {
+        stats_.note("kineto_field_wrong_type",
+                    "field '" + std::string(key) + "' of element #" + std::to_string(stats_.events_read));
+        bad_field = true;
+      }
+    }
+    if (!bad_field) sink_.handle_event();
+    if ((stats_.events_read & 0xffff) == 0 && progress_) {
+      progress_(ImportProgress{offset(doc), bytes_total_});
+    }
+  }
+}
+
+// A metadata event whose args nothing reads (the sort indices: two of every five "M" events
+// in a trace with many processes) is not parsed further; simdjson skips the object. Known
+// only when "ph" and "name" come before "args", as Kineto writes them.
+bool KinetoJsonReader::metadata_args_unused() const {
+  return event_.ph == "M" && !event_.name.empty() && event_.name != "process_name" &&
+         event_.name != "thread_name" && event_.name != "process_labels";
+}
+
+bool KinetoJsonReader::read_args(od::value& v) {
+  od::object obj;
+  if (v.get_object().get(obj)) {
+    event_.args_not_object = true;
+    return true;
+  }
+  for (auto field_result : obj) {
+    od::field field;
+    if (std::move(field_result).get(field)) return false;
+    RawArg a;
+    if (!key_of(field, a.key)) return false;
+    od::value av = field.value();
+    if (!read_value(av, a.value)) return false;
+    event_.args.push_back(a);
+  }
+  return true;
+}
+
+} // namespace dreamscope::kineto

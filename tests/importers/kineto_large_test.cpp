@@ -1,0 +1,162 @@
+// PyTorch profiler traces large enough that the importer reads their events in several runs
+// and gives back the text it has read (json_split.h, import_kineto.cpp): every event comes
+// through, in order and with its exact name, whatever its strings hold (quotes, backslashes,
+// brackets and commas, which the run scanner must not take for structure), and damage in a
+// later run keeps the runs before it.
+#include "import_test_util.h"
+
+#include <dreamscope/trace_file.h>
+
+#include <string>
+#include <vector>
+
+namespace dreamscope::test {
+namespace {
+
+// A name whose JSON text is full of what a scanner could mistake: escaped quotes and
+// backslashes in runs of every length (so that some fall across 64-byte blocks), brackets,
+// braces and commas.
+std::string tricky_name(int i) {
+  std::string name = "op" + std::to_string(i) + " ";
+  for (int k = 0; k < i % 7; ++k) name += '\\';
+  name += i % 2 ? "\"]}," : "[{,\"";
+  for (int k = 0; k < i % 5; ++k) name += '\\';
+  name += " end";
+  return name;
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+struct LargeTrace {
+  std::string text;
+  std::vector<std::string> names;
+  std::vector<std::size_t> element_ends; // one past each event's '}' in `text`
+};
+
+// `events` complete events on one thread, each with args that nest arrays and objects, then
+// the thread's name, then top-level fields after the events.
+LargeTrace large_trace(int events) {
+  LargeTrace t;
+  t.text = "{\"schemaVersion\": 1, \"traceEvents\": [\n";
+  for (int i = 0; i < events; ++i) {
+    t.names.push_back(tricky_name(i));
+    t.text += "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": " + json_string(t.names.back()) +
+              ", \"pid\": 1, \"tid\": 2, \"ts\": " + std::to_string(10 * i) +
+              ", \"dur\": 5, \"args\": {\"Input Dims\": [[1, 2], [3]], \"Note\": \"a, [b]\", \"Nested\": {\"x\": [{}, {\"y\": \"}\"}]}}}";
+    t.element_ends.push_back(t.text.size());
+    t.text += ",\n";
+  }
+  t.text += "  {\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 1, \"tid\": 2, \"args\": {\"name\": \"main [thread]\"}}\n";
+  t.text += "], \"traceName\": \"large, [trace]\", \"baseTimeNanoseconds\": 1000}\n";
+  return t;
+}
+
+constexpr int kEvents = 16000; // about 3.3 MB: a dozen runs, and a buffer large enough to map
+
+TEST(KinetoLargeTrace, ManyRunsKeepEveryEventInOrderWithItsExactName) {
+  const LargeTrace large = large_trace(kEvents);
+  ASSERT_GT(large.text.size(), std::size_t{3} << 20); // mapped, and given back as it is read
+  TempDir dir;
+  for (const auto& p : {dir.write("large.json", large.text), dir.write_gzip("large.json.gz", large.text)}) {
+    SCOPED_TRACE(p.string());
+    ImportStats stats;
+    const Trace t = load_trace(p, &stats);
+    EXPECT_TRUE(t.complete());
+    EXPECT_EQ(stats.events_read, kEvents + 1);
+    const auto& ann = t.annotations();
+    ASSERT_EQ(ann.size(), static_cast<std::size_t>(kEvents));
+    for (std::size_t i = 0; i < ann.size(); ++i) {
+      ASSERT_EQ(t.str(ann.name[i]), large.names[i]) << "event " << i;
+      ASSERT_EQ(ann.start[i], static_cast<TimeNs>(10'000 * i)) << "event " << i;
+    }
+    ASSERT_EQ(t.tracks().size(), 1u);
+    EXPECT_EQ(t.tracks()[0].name, "main [thread]"); // named after the events it names
+    EXPECT_EQ(t.meta_value("kineto.traceName"), "large, [trace]");
+  }
+}
+
+TEST(KinetoLargeTrace, ATruncatedFileKeepsEveryWholeEventBeforeTheCut) {
+  const LargeTrace large = large_trace(kEvents);
+  const std::size_t cut = large.text.size() * 7 / 10;
+  std::size_t whole = 0;
+  while (whole < large.element_ends.size() && large.element_ends[whole] <= cut) ++whole;
+  TempDir dir;
+  ImportStats stats;
+  const Trace t = load_trace(dir.write("cut.json", large.text.substr(0, cut)), &stats);
+  EXPECT_FALSE(t.complete());
+  EXPECT_EQ(stats.issues.count("kineto_damaged_json"), 1u);
+  // The last whole event may end just before the cut, with its comma after it: it is kept
+  // when the comma is in the file, as a comma that ends an element says it is whole.
+  const std::size_t kept = t.annotations().size();
+  EXPECT_TRUE(kept == whole || kept + 1 == whole) << kept << " of " << whole;
+  EXPECT_GT(kept, static_cast<std::size_t>(kEvents / 2));
+}
+
+TEST(KinetoLargeTrace, AMissingElementInALaterRunKeepsTheRunsBeforeIt) {
+  LargeTrace large = large_trace(kEvents);
+  const std::size_t at = large.element_ends[kEvents * 6 / 10];
+  large.text.insert(at, ", "); // "}, ,\n  {": an element is missing
+  TempDir dir;
+  ImportStats stats;
+  const Trace t = load_trace(dir.write("holed.json", large.text), &stats);
+  EXPECT_FALSE(t.complete());
+  EXPECT_EQ(stats.issues.count("kineto_damaged_json"), 1u);
+  EXPECT_EQ(t.annotations().size(), static_cast<std::size_t>(kEvents * 6 / 10 + 1));
+}
+
+// Found by fuzz_kineto_import: an events array closed by '}' before its first event made
+// the scanner hand over a run that ended before it began.
+TEST(KinetoLargeTrace, AnArrayClosedByABraceIsDamageNotARun) {
+  TempDir dir;
+  const auto first = dir.write("brace.json", "{\"traceEvents\": [}\n {\"ph\": \"X\", \"name\": \"a\"}\n ]\n}\n");
+  try {
+    load_trace(first);
+    ADD_FAILURE() << "no error";
+  } catch (const TraceError& e) {
+    EXPECT_TRUE(std::string(e.what()).starts_with(first.string() + ": not valid JSON")) << e.what();
+  }
+  // After events, the events before it are kept.
+  ImportStats stats;
+  const Trace t = load_trace(dir.write("late.json", R"json({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 2, "ts": 10, "dur": 5},
+    {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 2, "ts": 20, "dur": 5} }]})json"),
+                             &stats);
+  EXPECT_EQ(t.annotations().size(), 1u); // "b" is in the damaged rest, which simdjson refuses whole
+  EXPECT_EQ(stats.issues.count("kineto_damaged_json"), 1u);
+  EXPECT_FALSE(t.complete());
+}
+
+// Found by fuzz_kineto_import: a run simdjson refuses to start (here, bytes that are not
+// UTF-8) has no location in it to report.
+TEST(KinetoLargeTrace, ARunSimdjsonRefusesIsReportedWhereItStarts) {
+  TempDir dir;
+  const auto p = dir.write("latin1.json", std::string("[{\"ph\": \"X\", \"name\": \"caf\xe9\"}]"));
+  try {
+    load_trace(p);
+    ADD_FAILURE() << "no error";
+  } catch (const TraceError& e) {
+    EXPECT_EQ(std::string(e.what()), p.string() + ": not valid JSON (The input is not valid UTF-8 at byte 0)");
+  }
+}
+
+TEST(KinetoLargeTrace, ATrailingCommaKeepsTheEventsBeforeIt) {
+  TempDir dir;
+  ImportStats stats;
+  const Trace t = load_trace(dir.write("trailing.json", R"json({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 2, "ts": 10, "dur": 5},
+    {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 2, "ts": 20, "dur": 5},
+  ]})json"),
+                             &stats);
+  EXPECT_EQ(t.annotations().size(), 2u);
+  EXPECT_EQ(stats.issues.count("kineto_damaged_json"), 1u);
+}
+
+} // namespace
+} // namespace dreamscope::test
