@@ -17,4 +17,20 @@ filter=Kineto
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 echo "== dreamscope import $trace"
-"$build/bin/dreamscope" import --force "$trace" -o "$out/mtia.db" 2>&1 | head -1
+"$build/bin/dreamscope" import --force "$trace" -o "$out/mtia.db" >"$out/import.txt" 2>&1
+head -1 "$out/import.txt"
+# Issue 12's goals for import + HTA temporal breakdown of this trace: at most 0.2 s, and peak
+# memory at most 1.5x the uncompressed JSON. Median of RUNS (default 5) runs, peak of them.
+echo "== dreamscope analyze $trace --only hta (import + HTA temporal breakdown)"
+json_bytes=$(gzip -dc "$trace" | wc -c)
+for _ in $(seq "${RUNS:-5}"); do
+  /usr/bin/env time -f "%e %M" "$build/bin/dreamscope" analyze "$trace" --only hta 2>&1 >/dev/null | tail -1
+done | python3 -c '
+import statistics, sys
+json_bytes = int(sys.argv[1])
+runs = [line.split() for line in sys.stdin if line.strip()]
+wall = statistics.median(float(r[0]) for r in runs)
+peak = max(int(r[1]) for r in runs) * 1024
+verdict = lambda ok: "met" if ok else "missed"
+print(f"wall time  {wall:6.3f} s   (median of {len(runs)}; goal 0.2 s: {verdict(wall <= 0.2)})")
+print(f"peak RSS   {peak / 1e6:6.1f} MB  ({peak / json_bytes:.2f}x the {json_bytes / 1e6:.1f} MB of JSON; goal 1.5x: {verdict(peak <= 1.5 * json_bytes)})")' "$json_bytes"
