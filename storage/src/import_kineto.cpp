@@ -423,6 +423,19 @@ class KinetoImporter final : public KinetoJsonSink {
     }
   }
 
+  // The sort indices are never read, and a name only until the first one of its process or
+  // thread is kept: the MTIA trace repeats each 62k times, a third of its bytes.
+  bool metadata_args_wanted(const RawEvent& e) override {
+    if (e.name != "process_name" && e.name != "process_labels" && e.name != "thread_name") return false;
+    if (!e.pid.present || (e.name == "thread_name" && !e.tid.present)) return true; // args came first
+    const auto pid = as_id(e.pid);
+    if (!pid) return false; // handle_metadata reads nothing of such an event
+    if (e.name == "process_name") return !process_names_.contains(*pid);
+    if (e.name == "process_labels") return !process_labels_.contains(*pid);
+    const auto tid = tid_of(e.tid);
+    return tid && !thread_names_.contains(PidTid{*pid, *tid});
+  }
+
   void handle_flow() {
     FlowEnd f;
     f.cat = event_.cat;

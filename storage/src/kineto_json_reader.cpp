@@ -314,12 +314,11 @@ void KinetoJsonReader::read_events(od::array& events, od::document& doc) {
   }
 }
 
-// A metadata event whose args nothing reads (the sort indices: two of every five "M" events
-// in a trace with many processes) is not parsed further; simdjson skips the object. Known
-// only when "ph" and "name" come before "args", as Kineto writes them.
+// A metadata event whose args nothing reads (the sort indices, names already known: the
+// sink says) is not parsed further; simdjson skips the object. Known only when "ph" and
+// "name" come before "args", as Kineto writes them.
 bool KinetoJsonReader::metadata_args_unused() const {
-  return event_.ph == "M" && !event_.name.empty() && event_.name != "process_name" &&
-         event_.name != "thread_name" && event_.name != "process_labels";
+  return event_.ph == "M" && !event_.name.empty() && !sink_.metadata_args_wanted(event_);
 }
 
 bool KinetoJsonReader::read_args(od::value& v) {

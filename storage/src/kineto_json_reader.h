@@ -33,6 +33,9 @@ class KinetoJsonSink {
   virtual void handle_event() = 0; // the RawEvent given to the reader holds the element
   // A top-level field other than traceEvents (deviceProperties, distributedInfo, ...).
   virtual void top_level_field(std::string_view key, od::value& value, od::document& doc) = 0;
+  // Whether the args of this metadata event ("ph": "M", its fields before "args" read) are
+  // of use: simdjson skips those that are not without parsing them.
+  virtual bool metadata_args_wanted(const RawEvent& event) = 0;
 
  protected:
   ~KinetoJsonSink() = default;

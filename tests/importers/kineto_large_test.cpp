@@ -158,5 +158,29 @@ TEST(KinetoLargeTrace, ATrailingCommaKeepsTheEventsBeforeIt) {
   EXPECT_EQ(stats.issues.count("kineto_damaged_json"), 1u);
 }
 
+// The args of a name already known are skipped unparsed; that must not lose a name whose
+// args come before its pid, nor let a repeated name replace the first.
+TEST(KinetoLargeTrace, RepeatedAndReorderedMetadataKeepsTheFirstNames) {
+  TempDir dir;
+  const Trace t = load_trace(dir.write("meta.json", R"json({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 2, "ts": 10, "dur": 5},
+    {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 3, "tid": 4, "ts": 10, "dur": 5},
+    {"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "first"}},
+    {"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "second"}},
+    {"name": "thread_name", "ph": "M", "pid": 1, "tid": 2, "args": {"name": "main"}},
+    {"name": "thread_name", "ph": "M", "pid": 1, "tid": 2, "args": {"name": "again"}},
+    {"args": {"name": "early args"}, "name": "thread_name", "ph": "M", "pid": 3, "tid": 4},
+    {"args": {"name": "proc 3"}, "ph": "M", "name": "process_name", "pid": 3, "tid": 0},
+    {"name": "process_name", "ph": "M", "pid": 3, "tid": 0, "args": {"name": "late"}}
+  ]})json"));
+  ASSERT_EQ(t.processes().size(), 2u);
+  ASSERT_EQ(t.tracks().size(), 2u);
+  for (const auto& track : t.tracks()) {
+    const std::int64_t pid = t.processes()[track.process].pid;
+    EXPECT_EQ(track.name, pid == 1 ? "main" : "early args");
+    EXPECT_EQ(t.processes()[track.process].name, pid == 1 ? "first" : "proc 3");
+  }
+}
+
 } // namespace
 } // namespace dreamscope::test
