@@ -24,8 +24,6 @@
 
 namespace dreamscope::kineto {
 
-namespace od = simdjson::ondemand;
-
 // What the reader hands over. The strings of the event are views into the text, valid until
 // the next event; what outlives it must be copied, as the text is given back run by run.
 class KinetoJsonSink {
