@@ -436,6 +436,9 @@ class KinetoImporter final : public KinetoJsonSink {
     return tid && !thread_names_.contains(PidTid{*pid, *tid});
   }
 
+  // handle_metadata keeps the first name of each process and thread, and counts nothing.
+  bool repeat_changes_nothing(const RawEvent& e) override { return e.ph == "M"; }
+
   void handle_flow() {
     FlowEnd f;
     f.cat = event_.cat;

@@ -191,7 +191,10 @@ const char* ArrayRuns::next_separator(const char* from) {
           empty_element_ = true;
           return at;
         }
-        if (at > run_start_) last_comma_ = at;
+        if (at > run_start_) {
+          last_comma_ = at;
+          if (separators_.empty() || at > separators_.back()) separators_.push_back(at);
+        }
         if (at >= from) return at; // a comma between two elements
       }
     }
@@ -204,6 +207,7 @@ const char* ArrayRuns::next_separator(const char* from) {
 }
 
 bool ArrayRuns::next(const char*& first, const char*& last) {
+  separators_.clear();
   if (done_) return false;
   const char* start = run_start_;
   if (at_close_) {
@@ -228,6 +232,7 @@ bool ArrayRuns::next(const char*& first, const char*& last) {
       last = last_comma_;
       while (last > first && is_space(last[-1])) --last;
       position_ = skip_space(last_comma_ + 1, end_);
+      drop_separators_from(last);
       return true;
     }
     position_ = start;
@@ -237,10 +242,16 @@ bool ArrayRuns::next(const char*& first, const char*& last) {
     at_close_ = true;
     run_start_ = separator;
     if (last == first) return next(first, last); // an empty array, or a trailing comma
+    drop_separators_from(last);
     return true;
   }
   run_start_ = skip_space(separator + 1, end_);
+  drop_separators_from(last);
   return true;
+}
+
+void ArrayRuns::drop_separators_from(const char* end) {
+  while (!separators_.empty() && separators_.back() >= end) separators_.pop_back();
 }
 
 } // namespace dreamscope::json_split

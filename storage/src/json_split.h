@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <string_view>
+#include <vector>
 
 namespace dreamscope::json_split {
 
@@ -55,11 +56,16 @@ class ArrayRuns {
   const char* position() const { return position_; }
   // Where the next scan starts: no byte before it is read again.
   const char* resume_point() const { return scan_; }
+  // The commas between the elements of the run next() gave last, in order: the scan finds
+  // them anyway, and with them a reader sees each element's text before parsing the run.
+  const std::vector<const char*>& separators() const { return separators_; }
 
  private:
   // Scans from scan_ to the first comma or closing bracket at the array's own depth at or
   // after `from`; nullptr where the text ends first.
   const char* next_separator(const char* from);
+  // Forgets the separators at or after `end`, the end of the run given.
+  void drop_separators_from(const char* end);
 
   const char* end_;
   std::size_t bytes_;
@@ -74,6 +80,7 @@ class ArrayRuns {
   bool at_close_ = false;      // run_start_ is the array's ']'
   bool empty_element_ = false; // the scan stopped at a comma with no element before it
   const char* last_comma_ = nullptr; // the last comma seen that ends an element
+  std::vector<const char*> separators_;
 };
 
 } // namespace dreamscope::json_split

@@ -4,6 +4,7 @@
 #include "json_split.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 namespace dreamscope::kineto {
@@ -67,7 +68,7 @@ const char* KinetoJsonReader::read_event_array(char* open) {
   json_split::ArrayRuns runs(open, text_end_, kEventRunBytes);
   const char *first = nullptr, *last = nullptr;
   while (runs.next(first, last)) {
-    read_event_run(const_cast<char*>(first) - 1, const_cast<char*>(last));
+    read_event_run(const_cast<char*>(first) - 1, const_cast<char*>(last), runs.separators(), runs.resume_point());
     if (stopped_) return nullptr;
     // What was read is not read again (names and categories were copied): its pages go
     // back, and an import holds the text of a run at a time, not the whole file's.
@@ -79,8 +80,11 @@ const char* KinetoJsonReader::read_event_array(char* open) {
 }
 
 // The elements between the separator bytes `open` and `close`, as the array they are.
-void KinetoJsonReader::read_event_run(char* open, char* close) {
+// `separators`: the commas between them; the scanner reads the text from `rescanned` on again.
+void KinetoJsonReader::read_event_run(char* open, char* close, const std::vector<const char*>& separators,
+                                      const char* rescanned) {
   if (close <= open) return; // not a run (json_split never gives one)
+  blank_repeated_elements(open + 1, close, separators, rescanned);
   const char saved_open = *open, saved_close = *close;
   *open = '[';
   *close = ']';
@@ -98,9 +102,69 @@ void KinetoJsonReader::read_event_run(char* open, char* close) {
     json_error(error, doc);
   } else {
     read_events(events, doc);
+    if (!stopped_) count_skipped_before(run_elements_.size());
   }
+  run_elements_.clear();
   *open = saved_open;
   *close = saved_close;
+}
+
+// Elements that repeat, byte for byte, one whose repetition changes nothing become spaces,
+// with a comma next to them, before simdjson sees the run: the MTIA trace writes each name of
+// a process or thread 62k times, 310k of its 456k events. What simdjson does see is listed
+// in run_elements_, with the count of elements skipped before each (read_events counts them).
+// Text from `rescanned` on stays as it is: the scanner's state there is that of the text as
+// it was, and it reads that part again to find the next run.
+void KinetoJsonReader::blank_repeated_elements(char* first, char* last, const std::vector<const char*>& separators,
+                                               const char* rescanned) {
+  run_elements_.clear();
+  run_skipped_before_.clear();
+  run_element_ = 0;
+  std::uint32_t skipped = 0;
+  char* kept_comma = nullptr; // the comma after the last element kept, while none follows it
+  char* start = first;
+  for (std::size_t i = 0; i <= separators.size(); ++i) {
+    char* const end = i < separators.size() ? const_cast<char*>(separators[i]) : last;
+    const std::string_view text = trim(std::string_view(start, static_cast<std::size_t>(end - start)));
+    if (end < rescanned && repeated_.contains(text)) {
+      // Its comma goes with it: the one after it, or for the run's last element the comma
+      // after the element kept before it.
+      std::fill(start, end, ' ');
+      if (end != last) {
+        *end = ' ';
+      } else if (kept_comma) {
+        *kept_comma = ' ';
+      }
+      ++skipped;
+    } else {
+      run_elements_.push_back(text);
+      run_skipped_before_.push_back(skipped);
+      skipped = 0;
+      kept_comma = end != last ? end : nullptr;
+    }
+    if (end != last) start = end + 1;
+  }
+  run_skipped_before_.push_back(skipped);
+}
+
+// Counts the skipped elements before the run's element `element` (its count past the last
+// element's: those after it).
+void KinetoJsonReader::count_skipped_before(std::size_t element) {
+  if (element < run_skipped_before_.size()) stats_.events_read += run_skipped_before_[element];
+}
+
+bool KinetoJsonReader::RepeatedTexts::contains(std::string_view text) const {
+  if (text.size() >= kMaxLength) return false;
+  for (const std::string& known : by_length_[text.size()]) {
+    if (std::memcmp(known.data(), text.data(), text.size()) == 0) return true;
+  }
+  return false;
+}
+
+void KinetoJsonReader::RepeatedTexts::add(std::string_view text) {
+  if (text.size() >= kMaxLength) return;
+  std::vector<std::string>& same_length = by_length_[text.size()];
+  if (same_length.size() < kMaxPerLength && !contains(text)) same_length.emplace_back(text);
 }
 
 // One top-level field, as the object {key: value} alone.
@@ -270,6 +334,12 @@ void KinetoJsonReader::read_events(od::array& events, od::document& doc) {
     od::value v;
     simdjson::error_code error = element.get(v);
     if (error) return json_error(error, doc);
+    // In a run: the element's text, and the repeats skipped before it.
+    std::string_view element_text;
+    if (run_element_ < run_elements_.size()) {
+      count_skipped_before(run_element_);
+      element_text = run_elements_[run_element_++];
+    }
     ++stats_.events_read;
     od::object obj;
     if (v.get_object().get(obj)) {
@@ -307,8 +377,12 @@ void KinetoJsonReader::read_events(od::array& events, od::document& doc) {
         bad_field = true;
       }
     }
-    if (!bad_field) sink_.handle_event();
-    if ((stats_.events_read & 0xffff) == 0 && progress_) {
+    if (!bad_field) {
+      sink_.handle_event();
+      if (!element_text.empty() && sink_.repeat_changes_nothing(event_)) repeated_.add(element_text);
+    }
+    if (stats_.events_read >= next_progress_ && progress_) {
+      next_progress_ = stats_.events_read + 0x10000;
       progress_(ImportProgress{offset(doc), bytes_total_});
     }
   }

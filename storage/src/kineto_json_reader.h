@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dreamscope::kineto {
 
@@ -34,6 +35,9 @@ class KinetoJsonSink {
   // Whether the args of this metadata event ("ph": "M", its fields before "args" read) are
   // of use: simdjson skips those that are not without parsing them.
   virtual bool metadata_args_wanted(const RawEvent& event) = 0;
+  // Whether handing over this event, just handled, again would change nothing: the reader
+  // then skips elements written byte for byte as this one was, unparsed, and only counts them.
+  virtual bool repeat_changes_nothing(const RawEvent& event) = 0;
 
  protected:
   ~KinetoJsonSink() = default;
@@ -62,7 +66,10 @@ class KinetoJsonReader {
   [[noreturn]] void fail(const std::string& what) const;
   bool read_in_pieces(char* open);
   const char* read_event_array(char* open);
-  void read_event_run(char* open, char* close);
+  void read_event_run(char* open, char* close, const std::vector<const char*>& separators, const char* rescanned);
+  void blank_repeated_elements(char* first, char* last, const std::vector<const char*>& separators,
+                               const char* rescanned);
+  void count_skipped_before(std::size_t element);
   void read_field_alone(std::string_view raw_key, const char* value, const char* value_end);
   void damaged(const char* at, const char* what);
   void read_whole_document(char first);
@@ -76,6 +83,19 @@ class KinetoJsonReader {
 
   // Events are parsed in runs of about this many bytes (read_in_pieces).
   static constexpr std::size_t kEventRunBytes = std::size_t{256} << 10;
+
+  // Texts of elements whose repetition changes nothing (KinetoJsonSink::repeat_changes_nothing),
+  // found by length first: most elements have a length no such text has, and cost a lookup.
+  // Bounded, so that a trace of many distinct metadata events pays little for it.
+  class RepeatedTexts {
+   public:
+    bool contains(std::string_view text) const;
+    void add(std::string_view text);
+
+   private:
+    static constexpr std::size_t kMaxLength = 512, kMaxPerLength = 4;
+    std::vector<std::vector<std::string>> by_length_ = std::vector<std::vector<std::string>>(kMaxLength);
+  };
 
   const std::filesystem::path& path_;
   ImportStats& stats_;
@@ -97,6 +117,13 @@ class KinetoJsonReader {
   std::deque<simdjson::padded_string> kept_documents_;
   std::uint64_t bytes_total_ = 0;
   bool stopped_ = false, saw_events_ = false;
+  std::uint64_t next_progress_ = 0x10000;
+  RepeatedTexts repeated_;
+  // The run being read: the text of each element simdjson sees, and how many elements
+  // skipped as repeats come before each of them (one more entry: those after the last).
+  std::vector<std::string_view> run_elements_;
+  std::vector<std::uint32_t> run_skipped_before_;
+  std::size_t run_element_ = 0; // the next element of the run that read_events reads
 };
 
 } // namespace dreamscope::kineto

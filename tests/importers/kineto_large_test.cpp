@@ -182,5 +182,53 @@ TEST(KinetoLargeTrace, RepeatedAndReorderedMetadataKeepsTheFirstNames) {
   }
 }
 
+// Metadata written again and again, as the MTIA trace does (each name 62k times): repeats
+// after the first are skipped unparsed, and must still be counted in place, lose no event
+// between them, and leave the text that the run scanner reads again intact (a repeat that
+// ends in the scanner's last block must stay, or the scan resumes inside a string).
+TEST(KinetoLargeTrace, RepeatedMetadataIsSkippedButCountedInPlace) {
+  const std::string process_name = "proc \"one\", [x] {y}";
+  const std::string thread_name = "main \\ [thread], \"t\"";
+  const std::string repeats =
+      "  {\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 0, \"args\": {\"name\": " +
+      json_string(process_name) + "}},\n" +
+      "  {\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 2, \"args\": {\"name\": " +
+      json_string(thread_name) + "}},\n" +
+      "  {\"name\": \"thread_sort_index\", \"ph\": \"M\", \"pid\": 1, \"tid\": 2, \"args\": {\"sort_index\": 4}},\n";
+  // Each complete event is followed by the three repeats; one event in a late run has a field
+  // of the wrong type, so that its number says whether the skipped elements were counted.
+  constexpr int kOps = 12000, kOdd = 10001;
+  std::string text = "{\"traceEvents\": [\n";
+  std::vector<std::string> names;
+  for (int i = 0; i < kOps; ++i) {
+    if (i == kOdd) {
+      text += "  {\"ph\": 5, \"name\": \"odd\"},\n";
+    } else {
+      names.push_back(tricky_name(i));
+      text += "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": " + json_string(names.back()) +
+              ", \"pid\": 1, \"tid\": 2, \"ts\": " + std::to_string(10 * i) + ", \"dur\": 5},\n";
+    }
+    text += repeats;
+  }
+  text += "  {\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 0, \"args\": {\"name\": \"late\"}}\n]}\n";
+  ASSERT_GT(text.size(), std::size_t{3} << 20);
+  TempDir dir;
+  ImportStats stats;
+  const Trace t = load_trace(dir.write("repeats.json", text), &stats);
+  EXPECT_TRUE(stats.issues.count("kineto_damaged_json") == 0);
+  EXPECT_EQ(stats.events_read, static_cast<std::uint64_t>(4 * kOps + 1));
+  const auto odd = stats.issues.find("kineto_field_wrong_type");
+  ASSERT_NE(odd, stats.issues.end());
+  EXPECT_EQ(odd->second.count, 1);
+  EXPECT_EQ(odd->second.example, "field 'ph' of element #" + std::to_string(4 * kOdd + 1));
+  const auto& ann = t.annotations();
+  ASSERT_EQ(ann.size(), names.size());
+  for (std::size_t i = 0; i < ann.size(); ++i) ASSERT_EQ(t.str(ann.name[i]), names[i]) << "event " << i;
+  ASSERT_EQ(t.processes().size(), 1u);
+  EXPECT_EQ(t.processes()[0].name, process_name);
+  ASSERT_EQ(t.tracks().size(), 1u);
+  EXPECT_EQ(t.tracks()[0].name, thread_name);
+}
+
 } // namespace
 } // namespace dreamscope::test
