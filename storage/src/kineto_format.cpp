@@ -2,9 +2,11 @@
 
 #include "dreamscope/limits.h"
 
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <utility>
 
 namespace dreamscope::kineto {
@@ -149,35 +151,67 @@ bool is_json_number(std::string_view s) {
   return i == s.size();
 }
 
+namespace {
+
+// What a byte of raw JSON text is to is_valid_json_text, outside strings.
+enum class JsonByte : std::uint8_t { Token, Space, Open, Close, Quote };
+
+constexpr std::array<JsonByte, 256> kJsonBytes = [] {
+  std::array<JsonByte, 256> t{};
+  t.fill(JsonByte::Token);
+  for (unsigned char c : std::string_view(" \n\r\t,:")) t[c] = JsonByte::Space;
+  t['['] = t['{'] = JsonByte::Open;
+  t[']'] = t['}'] = JsonByte::Close;
+  t['"'] = JsonByte::Quote;
+  return t;
+}();
+
+} // namespace
+
+// Called on every compound arg of every event (shapes, types, strides): a table walk, with
+// the open brackets in a string that holds 15 of them without allocating.
 bool is_valid_json_text(std::string_view s) {
-  std::vector<char> open;
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const char c = s[i];
-    if (c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == ',' || c == ':') {
-      ++i;
-    } else if (c == '[' || c == '{') {
-      open.push_back(c == '[' ? ']' : '}');
-      ++i;
-    } else if (c == ']' || c == '}') {
-      if (open.empty() || open.back() != c) return false;
-      open.pop_back();
-      ++i;
-    } else if (c == '"') {
-      for (++i; i < s.size() && s[i] != '"'; ++i) {
-        if (s[i] == '\\') ++i;
+  std::string closers;
+  const char* p = s.data();
+  const char* const end = p + s.size();
+  while (p < end) {
+    const char c = *p;
+    switch (kJsonBytes[static_cast<unsigned char>(c)]) {
+      case JsonByte::Space:
+        ++p;
+        break;
+      case JsonByte::Open:
+        closers.push_back(c == '[' ? ']' : '}');
+        ++p;
+        break;
+      case JsonByte::Close:
+        if (closers.empty() || closers.back() != c) return false;
+        closers.pop_back();
+        ++p;
+        break;
+      case JsonByte::Quote:
+        for (++p; p < end && *p != '"'; ++p) {
+          if (*p == '\\') ++p;
+        }
+        if (p >= end) return false;
+        ++p;
+        break;
+      case JsonByte::Token: {
+        // A token ends at a space, comma, colon or closing bracket only: "1[" is one token.
+        const char* token_end = p + 1;
+        while (token_end < end) {
+          const JsonByte b = kJsonBytes[static_cast<unsigned char>(*token_end)];
+          if (b == JsonByte::Space || b == JsonByte::Close) break;
+          ++token_end;
+        }
+        const std::string_view token(p, static_cast<std::size_t>(token_end - p));
+        if (token != "true" && token != "false" && token != "null" && !is_json_number(token)) return false;
+        p = token_end;
+        break;
       }
-      if (i >= s.size()) return false;
-      ++i;
-    } else {
-      std::size_t end = i;
-      while (end < s.size() && std::string_view(" \n\r\t,:]}").find(s[end]) == std::string_view::npos) ++end;
-      const std::string_view token = s.substr(i, end - i);
-      if (token != "true" && token != "false" && token != "null" && !is_json_number(token)) return false;
-      i = end;
     }
   }
-  return open.empty();
+  return closers.empty();
 }
 
 CopyKind copy_kind_from_text(std::string_view s) {

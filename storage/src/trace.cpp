@@ -346,17 +346,46 @@ std::size_t Trace::memory_bytes() const {
 // --- TraceBuilder ---------------------------------------------------------------------
 
 TraceBuilder::TraceBuilder() {
-  string_ids_.emplace(std::string(), 0);
+  string_hashes_.push_back(std::hash<std::string_view>{}(std::string_view()));
+  grow_string_slots();
   trace_.launch_configs_.push_back(LaunchConfig{}); // index 0: no launch configuration
 }
 
 StringId TraceBuilder::intern(std::string_view s) {
-  auto it = string_ids_.find(s);
-  if (it != string_ids_.end()) return it->second;
-  auto id = static_cast<StringId>(trace_.strings_.size());
+  const std::uint64_t hash = std::hash<std::string_view>{}(s);
+  const std::size_t mask = string_slots_.size() - 1;
+  for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
+    const StringId slot = string_slots_[i];
+    if (slot == 0) break;
+    const StringId id = slot - 1;
+    if (string_hashes_[id] == hash && trace_.strings_[id] == s) return id;
+  }
+  const auto id = static_cast<StringId>(trace_.strings_.size());
   trace_.strings_.emplace_back(s);
-  string_ids_.emplace(std::string(s), id);
+  string_hashes_.push_back(hash);
+  // At most half the slots full: the probes stay short.
+  if (2 * trace_.strings_.size() > string_slots_.size()) {
+    grow_string_slots();
+  } else {
+    for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
+      if (string_slots_[i] == 0) {
+        string_slots_[i] = id + 1;
+        break;
+      }
+    }
+  }
   return id;
+}
+
+// Doubles the slots (1024 at first) and places every string again.
+void TraceBuilder::grow_string_slots() {
+  string_slots_.assign(std::max<std::size_t>(1024, 2 * string_slots_.size()), 0);
+  const std::size_t mask = string_slots_.size() - 1;
+  for (std::size_t id = 0; id < string_hashes_.size(); ++id) {
+    std::size_t i = string_hashes_[id] & mask;
+    while (string_slots_[i] != 0) i = (i + 1) & mask;
+    string_slots_[i] = static_cast<StringId>(id + 1);
+  }
 }
 
 void TraceBuilder::set_meta(const std::string& key, std::string value) { trace_.meta_[key] = std::move(value); }
@@ -665,7 +694,8 @@ Trace TraceBuilder::build() && {
   t.dropped_events_ = meta_integer("dropped_events", 0);
   t.tracer_writer_cpu_ns_ = meta_integer("tracer_writer_cpu_ns", kNoValue);
 
-  string_ids_.clear();
+  string_slots_ = {};
+  string_hashes_ = {};
   launch_ids_.clear();
   return std::move(trace_);
 }

@@ -541,12 +541,13 @@ class TraceBuilder {
   void repair_strings();
 
   Trace trace_;
-  // Heterogeneous lookup: interning a string_view that is already there allocates nothing.
-  struct StringHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  std::unordered_map<std::string, StringId, StringHash, std::equal_to<>> string_ids_;
+  // Interned strings, by open addressing over their ids: slot i holds an id + 1 (0: empty),
+  // the slots a power of two, each string's hash kept by its id. An importer interns every
+  // name, category, arg key and arg text (1.4 M lookups for the MTIA trace's 7 k strings);
+  // std::unordered_map spent a division, two pointer chases and a copy of each string on it.
+  std::vector<StringId> string_slots_;
+  std::vector<std::uint64_t> string_hashes_;
+  void grow_string_slots();
   std::unordered_map<std::string, std::uint32_t> launch_ids_;
   std::map<std::pair<std::uint32_t, std::int64_t>, TrackId> thread_tracks_, stream_tracks_;
   std::string origin_ = "trace";
