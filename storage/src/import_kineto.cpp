@@ -348,11 +348,24 @@ class KinetoImporter final : public KinetoJsonSink {
 
   void add_arg(EventTable table, EventIndex row, const RawArg& a) {
     EventArg arg{.key = builder_.intern(a.key)};
-    if (!type_arg(a.value, arg)) {
+    bool well_formed = true;
+    if (a.value.type == od::json_type::number || a.value.type == od::json_type::string) {
+      well_formed = type_arg(a.value, arg);
+      if (arg.type == ArgType::String) arg.text = builder_.intern(a.value.text);
+    } else {
+      // Arrays, objects and literals: the same few texts recur (shapes, types), so whether
+      // a text is well-formed JSON is decided once per interned text.
+      arg.text = builder_.intern(a.value.text);
+      if (arg.text >= json_text_valid_.size()) json_text_valid_.resize(arg.text + 1, kUnchecked);
+      std::int8_t& valid = json_text_valid_[arg.text];
+      if (valid == kUnchecked) valid = is_valid_json_text(a.value.text) ? 1 : 0;
+      well_formed = valid == 1;
+      arg.type = well_formed ? ArgType::Json : ArgType::String;
+    }
+    if (!well_formed) {
       stats_.note("kineto_bad_number_token", "arg '" + std::string(a.key.substr(0, 80)) + "' = " +
                                                  std::string(a.value.text.substr(0, 40)) + " in " + example());
     }
-    if (arg.type == ArgType::String || arg.type == ArgType::Json) arg.text = builder_.intern(a.value.text);
     builder_.add_arg(table, row, arg);
   }
 
@@ -590,6 +603,9 @@ class KinetoImporter final : public KinetoJsonSink {
   TraceBuilder builder_;
   StringId pytorch_ = 0;
   std::vector<bool> consumed_;
+  // By the StringId of a compound arg's text: 1 well-formed JSON, 0 not, kUnchecked not yet known.
+  static constexpr std::int8_t kUnchecked = -1;
+  std::vector<std::int8_t> json_text_valid_;
   bool ns_precision_ = false;
   std::int64_t input_cpu_events_ = 0, input_gpu_events_ = 0; // complete events by side, kept or not
   std::string distributed_info_;

@@ -64,6 +64,7 @@ class ArrayRuns {
   // Scans from scan_ to the first comma or closing bracket at the array's own depth at or
   // after `from`; nullptr where the text ends first.
   const char* next_separator(const char* from);
+  const char* element_separator(const char* at, const char* from);
   // Forgets the separators at or after `end`, the end of the run given.
   void drop_separators_from(const char* end);
 
