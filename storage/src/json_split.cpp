@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <cstring>
 
-#if defined(__SSE2__)
+#if defined(__x86_64__)
+#include <immintrin.h>
+#elif defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
@@ -100,17 +102,20 @@ struct BlockMasks {
 BlockMasks masks_of(const char* block) {
   BlockMasks m;
 #if defined(__SSE2__)
+  // '[' and '{' differ in bit 5 only, as do ']' and '}': one compare each after setting it.
+  const __m128i bit5 = _mm_set1_epi8(0x20);
   for (int part = 0; part < 4; ++part) {
     const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 16 * part));
-    auto mask = [&](char c) {
-      return static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, _mm_set1_epi8(c)))))
+    const __m128i folded = _mm_or_si128(bytes, bit5);
+    auto mask = [&](__m128i in, char c) {
+      return static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(in, _mm_set1_epi8(c)))))
              << (16 * part);
     };
-    m.quote |= mask('"');
-    m.backslash |= mask('\\');
-    m.open |= mask('{') | mask('[');
-    m.close |= mask('}') | mask(']');
-    m.comma |= mask(',');
+    m.quote |= mask(bytes, '"');
+    m.backslash |= mask(bytes, '\\');
+    m.open |= mask(folded, '{');
+    m.close |= mask(folded, '}');
+    m.comma |= mask(bytes, ',');
   }
 #else
   for (int i = 0; i < 64; ++i) {
@@ -127,6 +132,39 @@ BlockMasks masks_of(const char* block) {
 #endif
   return m;
 }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define DREAMSCOPE_HAVE_AVX2_MASKS 1
+// The same masks 32 bytes at a time, for CPUs with AVX2 (chosen at run time).
+__attribute__((target("avx2"))) BlockMasks masks_of_avx2(const char* block) {
+  BlockMasks m;
+  const __m256i bit5 = _mm256_set1_epi8(0x20);
+  for (int part = 0; part < 2; ++part) {
+    const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 32 * part));
+    const __m256i folded = _mm256_or_si256(bytes, bit5);
+    const int shift = 32 * part;
+    // No lambda: it would not inherit the function's target.
+    m.quote |= std::uint64_t{static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(bytes, _mm256_set1_epi8('"'))))} << shift;
+    m.backslash |= std::uint64_t{static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(bytes, _mm256_set1_epi8('\\'))))} << shift;
+    m.open |= std::uint64_t{static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(folded, _mm256_set1_epi8('{'))))} << shift;
+    m.close |= std::uint64_t{static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(folded, _mm256_set1_epi8('}'))))} << shift;
+    m.comma |= std::uint64_t{static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(bytes, _mm256_set1_epi8(','))))} << shift;
+  }
+  return m;
+}
+#endif
+
+using MasksFn = BlockMasks (*)(const char*);
+
+MasksFn best_masks() {
+#if defined(DREAMSCOPE_HAVE_AVX2_MASKS)
+  __builtin_cpu_init(); // this runs among the static constructors, maybe before libgcc's
+  if (__builtin_cpu_supports("avx2")) return masks_of_avx2;
+#endif
+  return masks_of;
+}
+
+const MasksFn block_masks = best_masks();
 
 // Bit i: the xor of bits 0..i. Over the unescaped quotes: inside a string (its opening quote
 // included, its closing quote not).
@@ -159,7 +197,7 @@ const char* ArrayRuns::next_separator(const char* from) {
       std::memcpy(tail, scan_, static_cast<std::size_t>(end_ - scan_));
       block = tail;
     }
-    const BlockMasks m = masks_of(block);
+    const BlockMasks m = block_masks(block);
     // Escaped bytes: each backslash not itself escaped escapes the byte after it. Backslashes
     // are rare in traces, so they are followed one by one.
     std::uint64_t escaped = escaped_ ? 1 : 0;

@@ -64,7 +64,40 @@ std::optional<double> parse_double(std::string_view s) {
 // A JSON number of microseconds as exact nanoseconds: the decimal text is scaled by 1000
 // as digits, so "1234.567" is 1234567 ns, not the 1234566.99... a double would give.
 // Digits past the nanosecond are rounded half away from zero.
+namespace {
+
+std::optional<TimeNs> parse_us_as_ns_any(std::string_view s);
+
+} // namespace
+
 std::optional<TimeNs> parse_us_as_ns(std::string_view s) {
+  // Every ts and dur goes through here. Kineto writes at most 3 decimals of a µs, which fit in
+  // 64 bits as they are: "1234.567" → 1234 * 1000 + 567. Anything else (more digits, an
+  // exponent, junk) takes the general way below.
+  const char* p = s.data();
+  const char* const end = p + s.size();
+  const bool negative = p < end && *p == '-';
+  if (negative) ++p;
+  const char* const digits_start = p;
+  std::int64_t whole = 0;
+  while (p < end && *p >= '0' && *p <= '9' && p - digits_start < 15) whole = whole * 10 + (*p++ - '0');
+  bool any = p > digits_start;
+  std::int64_t ns = whole * 1000;
+  if (p < end && *p == '.') {
+    ++p;
+    std::int64_t scale = 100;
+    for (int n = 0; n < 3 && p < end && *p >= '0' && *p <= '9'; ++n, ++p, scale /= 10) {
+      ns += (*p - '0') * scale;
+      any = true;
+    }
+  }
+  if (p != end || !any) return parse_us_as_ns_any(s);
+  return negative ? -ns : ns;
+}
+
+namespace {
+
+std::optional<TimeNs> parse_us_as_ns_any(std::string_view s) {
   bool negative = false;
   std::size_t i = 0;
   if (i < s.size() && s[i] == '-') {
@@ -115,6 +148,8 @@ std::optional<TimeNs> parse_us_as_ns(std::string_view s) {
   auto v = static_cast<std::int64_t>(digits);
   return negative ? -v : v;
 }
+
+} // namespace
 
 // "[512, 1, 1]" → {512, 1, 1}; missing entries stay 0.
 void parse_dim3(std::string_view s, std::int32_t out[3]) {

@@ -1,0 +1,66 @@
+// The number formats of Kineto traces (storage/src/kineto_format.h): microsecond times as
+// exact nanoseconds, whichever way a profiler version wrote them, and the JSON validity of
+// compound args.
+#include "kineto_format.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+
+namespace dreamscope::kineto {
+namespace {
+
+TEST(KinetoTimeFormat, MicrosecondsBecomeExactNanoseconds) {
+  EXPECT_EQ(parse_us_as_ns("0"), 0);
+  EXPECT_EQ(parse_us_as_ns("1234"), 1'234'000);
+  EXPECT_EQ(parse_us_as_ns("1234.5"), 1'234'500);
+  EXPECT_EQ(parse_us_as_ns("1234.567"), 1'234'567);
+  EXPECT_EQ(parse_us_as_ns("-1234.567"), -1'234'567);
+  EXPECT_EQ(parse_us_as_ns(".5"), 500);
+  EXPECT_EQ(parse_us_as_ns("5."), 5'000);
+  EXPECT_EQ(parse_us_as_ns("1700000000123456.789"), 1'700'000'000'123'456'789); // 16 digits before the point
+  // Past the nanosecond: rounded half away from zero.
+  EXPECT_EQ(parse_us_as_ns("1234.5674"), 1'234'567);
+  EXPECT_EQ(parse_us_as_ns("1234.5675"), 1'234'568);
+  EXPECT_EQ(parse_us_as_ns("-0.0005"), -1);
+  EXPECT_EQ(parse_us_as_ns("1.5e3"), 1'500'000);
+  EXPECT_EQ(parse_us_as_ns("15E-1"), 1'500);
+  EXPECT_EQ(parse_us_as_ns("1e+2"), 100'000);
+  for (const char* bad : {"", "-", ".", "12a", "1.2.3", "--1", "1e", "0x10", "9999999999999999999"}) {
+    EXPECT_FALSE(parse_us_as_ns(bad).has_value()) << bad;
+  }
+}
+
+// Random times as Kineto writes them (whole µs with 0 to 3 decimals, of every magnitude up to
+// a Unix-epoch timestamp) against the arithmetic they stand for.
+TEST(KinetoTimeFormat, EveryKinetoTimeOfEveryMagnitude) {
+  std::mt19937_64 rng(7);
+  for (int n = 0; n < 100'000; ++n) {
+    const std::int64_t whole = static_cast<std::int64_t>(rng() % 2'000'000'000'000'000) >> (rng() % 50);
+    const int decimals = static_cast<int>(rng() % 4);
+    const std::int64_t fraction = decimals == 0 ? 0 : static_cast<std::int64_t>(rng() % (decimals == 1 ? 10 : decimals == 2 ? 100 : 1000));
+    std::string text = std::to_string(whole);
+    if (decimals > 0) {
+      std::string f = std::to_string(fraction);
+      text += "." + std::string(static_cast<std::size_t>(decimals) - f.size(), '0') + f;
+    }
+    const std::int64_t scale = decimals == 0 ? 0 : decimals == 1 ? 100 : decimals == 2 ? 10 : 1;
+    const bool negative = rng() % 5 == 0;
+    const std::int64_t ns = whole * 1000 + fraction * scale;
+    ASSERT_EQ(parse_us_as_ns((negative ? "-" : "") + text), negative ? -ns : ns) << text;
+  }
+}
+
+TEST(KinetoArgFormat, CompoundArgsAreCheckedAsJson) {
+  for (const char* good : {"[]", "{}", "[[1, 2], [3]]", R"({"a": [1.5e3, -2, true, null], "b": "x]"})", "[\"\\\"]\"]", "true"}) {
+    EXPECT_TRUE(is_valid_json_text(good)) << good;
+  }
+  for (const char* bad : {"[", "]", "[}", "{]", "[512c]", "[1[2]]", "[\"open]", "[tru]", "[1}", "[1 \"a\"x]"}) {
+    EXPECT_FALSE(is_valid_json_text(bad)) << bad;
+  }
+}
+
+} // namespace
+} // namespace dreamscope::kineto
