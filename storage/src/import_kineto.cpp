@@ -342,12 +342,13 @@ class KinetoImporter final : public KinetoJsonSink {
     }
     ++stats_.events_kept;
     for (std::size_t i = 0; i < event_.args.size(); ++i) {
-      if (!consumed_[i]) add_arg(table, row, event_.args[i]);
+      if (!consumed_[i]) add_arg(table, row, event_.args[i], i);
     }
   }
 
-  void add_arg(EventTable table, EventIndex row, const RawArg& a) {
-    EventArg arg{.key = builder_.intern(a.key)};
+  // `position`: the arg's place among its event's args.
+  void add_arg(EventTable table, EventIndex row, const RawArg& a, std::size_t position) {
+    EventArg arg{.key = arg_key(a.key, position)};
     bool well_formed = true;
     if (a.value.type == od::json_type::number || a.value.type == od::json_type::string) {
       well_formed = type_arg(a.value, arg);
@@ -367,6 +368,18 @@ class KinetoImporter final : public KinetoJsonSink {
                                                  std::string(a.value.text.substr(0, 40)) + " in " + example());
     }
     builder_.add_arg(table, row, arg);
+  }
+
+  // Events of a kind write the same keys in the same order: the key last seen at a position
+  // is compared before the whole string table is searched.
+  StringId arg_key(std::string_view key, std::size_t position) {
+    if (position >= last_arg_keys_.size()) last_arg_keys_.resize(position + 1);
+    auto& [text, id] = last_arg_keys_[position];
+    if (key != text) {
+      id = builder_.intern(key);
+      text = key;
+    }
+    return id;
   }
 
   TrackId cpu_track(std::int64_t pid, std::int64_t tid) {
@@ -603,6 +616,7 @@ class KinetoImporter final : public KinetoJsonSink {
   TraceBuilder builder_;
   StringId pytorch_ = 0;
   std::vector<bool> consumed_;
+  std::vector<std::pair<std::string, StringId>> last_arg_keys_; // by position (arg_key)
   // By the StringId of a compound arg's text: 1 well-formed JSON, 0 not, kUnchecked not yet known.
   static constexpr std::int8_t kUnchecked = -1;
   std::vector<std::int8_t> json_text_valid_;

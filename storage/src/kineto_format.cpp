@@ -72,15 +72,17 @@ std::optional<TimeNs> parse_us_as_ns_any(std::string_view s);
 
 std::optional<TimeNs> parse_us_as_ns(std::string_view s) {
   // Every ts and dur goes through here. Kineto writes at most 3 decimals of a µs, which fit in
-  // 64 bits as they are: "1234.567" → 1234 * 1000 + 567. Anything else (more digits, an
-  // exponent, junk) takes the general way below.
+  // 64 bits as they are: "1234.567" → 1234 * 1000 + 567, and a Unix-epoch time has 16 digits
+  // before the point. Anything else (more digits, an exponent, junk) takes the general way.
+  constexpr std::int64_t kMaxWhole = (std::numeric_limits<std::int64_t>::max() - 999) / 1000;
   const char* p = s.data();
   const char* const end = p + s.size();
   const bool negative = p < end && *p == '-';
   if (negative) ++p;
   const char* const digits_start = p;
   std::int64_t whole = 0;
-  while (p < end && *p >= '0' && *p <= '9' && p - digits_start < 15) whole = whole * 10 + (*p++ - '0');
+  while (p < end && *p >= '0' && *p <= '9' && p - digits_start < 16) whole = whole * 10 + (*p++ - '0');
+  if (whole > kMaxWhole) return parse_us_as_ns_any(s);
   bool any = p > digits_start;
   std::int64_t ns = whole * 1000;
   if (p < end && *p == '.') {

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -20,7 +22,11 @@ TEST(KinetoTimeFormat, MicrosecondsBecomeExactNanoseconds) {
   EXPECT_EQ(parse_us_as_ns("-1234.567"), -1'234'567);
   EXPECT_EQ(parse_us_as_ns(".5"), 500);
   EXPECT_EQ(parse_us_as_ns("5."), 5'000);
-  EXPECT_EQ(parse_us_as_ns("1700000000123456.789"), 1'700'000'000'123'456'789); // 16 digits before the point
+  EXPECT_EQ(parse_us_as_ns("1700000000123456.789"), 1'700'000'000'123'456'789); // a Unix-epoch time
+  EXPECT_EQ(parse_us_as_ns("9223372036854775.807"), std::numeric_limits<std::int64_t>::max());
+  EXPECT_EQ(parse_us_as_ns("9999999999999999"), std::nullopt); // 16 digits, past 64 bits in ns
+  EXPECT_EQ(parse_us_as_ns("12345678901234567"), std::nullopt);                  // 17 digits
+  EXPECT_EQ(parse_us_as_ns("0001234.5"), 1'234'500);                              // leading zeros
   // Past the nanosecond: rounded half away from zero.
   EXPECT_EQ(parse_us_as_ns("1234.5674"), 1'234'567);
   EXPECT_EQ(parse_us_as_ns("1234.5675"), 1'234'568);
