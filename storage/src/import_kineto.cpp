@@ -449,21 +449,13 @@ class KinetoImporter final : public KinetoJsonSink {
     }
   }
 
-  // The sort indices are never read, and a name only until the first one of its process or
-  // thread is kept: the MTIA trace repeats each 62k times, a third of its bytes.
-  bool metadata_args_wanted(const RawEvent& e) override {
-    if (e.name != "process_name" && e.name != "process_labels" && e.name != "thread_name") return false;
-    if (!e.pid.present || (e.name == "thread_name" && !e.tid.present)) return true; // args came first
-    const auto pid = as_id(e.pid);
-    if (!pid) return false; // handle_metadata reads nothing of such an event
-    if (e.name == "process_name") return !process_names_.contains(*pid);
-    if (e.name == "process_labels") return !process_labels_.contains(*pid);
-    const auto tid = tid_of(e.tid);
-    return tid && !thread_names_.contains(PidTid{*pid, *tid});
+  // The sort indices are never read: only names and labels.
+  bool metadata_args_read(std::string_view name) const override {
+    return name == "process_name" || name == "process_labels" || name == "thread_name";
   }
 
   // handle_metadata keeps the first name of each process and thread, and counts nothing.
-  bool repeat_changes_nothing(const RawEvent& e) override { return e.ph == "M"; }
+  bool repeat_changes_nothing(const RawEvent& e) const override { return e.ph == "M"; }
 
   void handle_flow() {
     FlowEnd f;

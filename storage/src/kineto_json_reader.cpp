@@ -4,14 +4,20 @@
 #include "json_split.h"
 
 #include <algorithm>
+#include <array>
+#include <condition_variable>
+#include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <mutex>
 #include <string>
+#include <thread>
 
 namespace dreamscope::kineto {
 
 KinetoJsonReader::KinetoJsonReader(const std::filesystem::path& path, ImportStats& stats,
                                    const ImportProgressFn& progress, RawEvent& event, KinetoJsonSink& sink)
-    : path_(path), stats_(stats), progress_(progress), event_(event), sink_(sink) {}
+    : path_(path), stats_(stats), progress_(progress), event_(event), sink_(sink), batch_(&own_batch_) {}
 
 void KinetoJsonReader::fail(const std::string& what) const { throw TraceError(path_.string() + ": " + what); }
 
@@ -66,23 +72,136 @@ bool KinetoJsonReader::read_in_pieces(char* open) {
 // reading stopped (damaged JSON, reported).
 const char* KinetoJsonReader::read_event_array(char* open) {
   json_split::ArrayRuns runs(open, text_end_, kEventRunBytes);
-  const char *first = nullptr, *last = nullptr;
-  while (runs.next(first, last)) {
-    read_event_run(const_cast<char*>(first) - 1, const_cast<char*>(last), runs.separators(), runs.resume_point());
-    if (stopped_) return nullptr;
-    // What was read is not read again (names and categories were copied): its pages go
-    // back, and an import holds the text of a run at a time, not the whole file's.
-    storage_->discard_below(static_cast<std::size_t>(std::min(last, runs.resume_point()) - storage_->data()));
-  }
-  if (runs.closed()) return runs.position();
+  read_count_ = stats_.events_read;
+  const char* after = reads_alongside(open) ? read_event_runs_alongside(runs) : read_event_runs_in_turn(runs);
+  if (stopped_) return nullptr;
+  if (after) return after;
   damaged(runs.position(), "an event that does not end");
   return nullptr;
 }
 
+// One run after the other, each handed over before the next is parsed. One past the array's
+// ']', or nullptr where it did not close or the reading stopped.
+const char* KinetoJsonReader::read_event_runs_in_turn(json_split::ArrayRuns& runs) {
+  const char *first = nullptr, *last = nullptr;
+  while (runs.next(first, last)) {
+    own_batch_.clear();
+    read_event_run(parser_, const_cast<char*>(first) - 1, const_cast<char*>(last), runs.separators(),
+                   runs.resume_point());
+    // What was read is not read again (names and categories were copied): its pages go
+    // back, and an import holds the text of a run at a time, not the whole file's.
+    own_batch_.give_back_below = static_cast<std::size_t>(std::min(last, runs.resume_point()) - storage_->data());
+    hand_over(own_batch_);
+    if (stopped_) return nullptr;
+  }
+  return runs.closed() ? runs.position() : nullptr;
+}
+// Whether to parse the events on a thread of their own while this one hands them over: for
+// arrays of a few runs or more, where a core is free. The two halves take about as long (the
+// JSON, and what the events mean), so an import takes about half the time on two cores.
+// Imports running side by side (a job's ranks) leave the cores to each other.
+std::atomic<unsigned> KinetoJsonReader::threads_reading_alongside_{0};
+
+bool KinetoJsonReader::reads_alongside(const char* open) const {
+  if (text_end_ - open < static_cast<std::ptrdiff_t>(4 * kEventRunBytes)) return false;
+  // DREAMSCOPE_IMPORT_THREADS: 1 reads in turn, 2 alongside whatever else runs (tests, benches).
+  const char* threads = std::getenv("DREAMSCOPE_IMPORT_THREADS");
+  const std::string_view wanted = threads ? threads : "";
+  if (wanted == "1") return false;
+  if (wanted == "2") return true;
+  return threads_reading_alongside_.load() + 2 <= std::max(1u, std::thread::hardware_concurrency());
+}
+
+// The runs parsed on a thread of their own, one run ahead of this thread, which hands each
+// over as soon as it is parsed. Two batches, each with its own simdjson parser (whose strings
+// the events point into), go back and forth between the threads.
+const char* KinetoJsonReader::read_event_runs_alongside(json_split::ArrayRuns& runs) {
+  struct Slot {
+    Batch batch;
+    od::parser parser;
+    bool full = false; // parsed, not yet handed over
+  };
+  std::array<Slot, 2> slots;
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool reading_done = false, cancelled = false;
+  std::exception_ptr reading_failure;
+  threads_reading_alongside_ += 2;
+
+  std::thread reading([&] {
+    try {
+      const char *first = nullptr, *last = nullptr;
+      for (std::size_t k = 0;; ++k) {
+        Slot& slot = slots[k % 2];
+        {
+          std::unique_lock lock(mutex);
+          changed.wait(lock, [&] { return !slot.full || cancelled; });
+          if (cancelled) break;
+        }
+        if (!runs.next(first, last)) break;
+        batch_ = &slot.batch;
+        slot.batch.clear();
+        read_event_run(slot.parser, const_cast<char*>(first) - 1, const_cast<char*>(last), runs.separators(),
+                       runs.resume_point());
+        slot.batch.give_back_below = static_cast<std::size_t>(std::min(last, runs.resume_point()) - storage_->data());
+        const bool damaged = slot.batch.error;
+        {
+          std::lock_guard lock(mutex);
+          slot.full = true;
+        }
+        changed.notify_all();
+        if (damaged) break;
+      }
+    } catch (...) {
+      reading_failure = std::current_exception();
+    }
+    {
+      std::lock_guard lock(mutex);
+      reading_done = true;
+    }
+    changed.notify_all();
+  });
+
+  auto stop_reading = [&] {
+    {
+      std::lock_guard lock(mutex);
+      cancelled = true;
+    }
+    changed.notify_all();
+    reading.join();
+    threads_reading_alongside_ -= 2;
+    batch_ = &own_batch_;
+  };
+  try {
+    for (std::size_t k = 0;; ++k) {
+      Slot& slot = slots[k % 2];
+      {
+        std::unique_lock lock(mutex);
+        changed.wait(lock, [&] { return slot.full || reading_done; });
+        if (!slot.full) break; // the reading ended, and every run it parsed is handed over
+      }
+      hand_over(slot.batch);
+      {
+        std::lock_guard lock(mutex);
+        slot.full = false;
+      }
+      changed.notify_all();
+      if (stopped_) break;
+    }
+  } catch (...) {
+    stop_reading();
+    throw;
+  }
+  stop_reading();
+  if (reading_failure) std::rethrow_exception(reading_failure);
+  if (stopped_) return nullptr;
+  return runs.closed() ? runs.position() : nullptr;
+}
+
 // The elements between the separator bytes `open` and `close`, as the array they are.
 // `separators`: the commas between them; the scanner reads the text from `rescanned` on again.
-void KinetoJsonReader::read_event_run(char* open, char* close, const std::vector<const char*>& separators,
-                                      const char* rescanned) {
+void KinetoJsonReader::read_event_run(od::parser& parser, char* open, char* close,
+                                      const std::vector<const char*>& separators, const char* rescanned) {
   if (close <= open) return; // not a run (json_split never gives one)
   blank_repeated_elements(open + 1, close, separators, rescanned);
   const char saved_open = *open, saved_close = *close;
@@ -93,22 +212,23 @@ void KinetoJsonReader::read_event_run(char* open, char* close, const std::vector
   od::document doc;
   od::array events;
   const simdjson::padded_string_view json(open, length, static_cast<std::size_t>(storage_end_ - open));
-  simdjson::error_code error = parser_.iterate(json).get(doc);
+  simdjson::error_code error = parser.iterate(json).get(doc);
   if (!error) {
     doc_started_ = true;
     error = doc.get_array().get(events);
   }
   if (error) {
-    json_error(error, doc);
+    read_error(error, doc);
   } else {
     read_events(events, doc);
-    if (!stopped_) count_skipped_before(run_elements_.size());
+    if (!batch_->error) read_count_ += run_skipped_before_.back(); // the repeats after the last element read
   }
+  batch_->read_after = read_count_;
+  batch_->bytes_done = static_cast<std::uint64_t>(close - text_);
   run_elements_.clear();
   *open = saved_open;
   *close = saved_close;
 }
-
 // Elements that repeat, byte for byte, one whose repetition changes nothing become spaces,
 // with a comma next to them, before simdjson sees the run: the MTIA trace writes each name of
 // a process or thread 62k times, 310k of its 456k events. What simdjson does see is listed
@@ -145,12 +265,6 @@ void KinetoJsonReader::blank_repeated_elements(char* first, char* last, const st
     if (end != last) start = end + 1;
   }
   run_skipped_before_.push_back(skipped);
-}
-
-// Counts the skipped elements before the run's element `element` (its count past the last
-// element's: those after it).
-void KinetoJsonReader::count_skipped_before(std::size_t element) {
-  if (element < run_skipped_before_.size()) stats_.events_read += run_skipped_before_[element];
 }
 
 bool KinetoJsonReader::RepeatedTexts::contains(std::string_view text) const {
@@ -208,7 +322,7 @@ void KinetoJsonReader::damaged(const char* at, const char* what) {
   if (auto error = parser_.iterate(padded).get(doc)) return json_error(error, doc);
   doc_started_ = true;
   if (auto error = doc.get_array().get(events)) return json_error(error, doc);
-  read_events(events, doc);
+  read_in_turn(events, doc);
   if (!stopped_) json_error(simdjson::TAPE_ERROR, doc, what);
 }
 
@@ -225,7 +339,7 @@ void KinetoJsonReader::read_whole_document(char first) {
     od::array events;
     if (doc.get_array().get(events)) fail("not valid JSON (top-level array)");
     saw_events_ = true;
-    read_events(events, doc);
+    read_in_turn(events, doc);
     return;
   }
   od::object root;
@@ -247,7 +361,7 @@ void KinetoJsonReader::top_level_field(std::string_view key, od::value& value, o
     od::array events;
     if (value.get_array().get(events)) fail("traceEvents is not an array");
     saw_events_ = true;
-    read_events(events, doc);
+    read_in_turn(events, doc);
   } else {
     sink_.top_level_field(key, value, doc);
   }
@@ -283,7 +397,7 @@ void KinetoJsonReader::json_error(simdjson::error_code error, od::document& doc,
 // A key as written in the document, without simdjson's unescaping copy (which the on-demand
 // front end does byte by byte in a build for any x86-64): keys rarely hold an escape, and
 // one that does is unescaped. The closing quote is there: stage 1 matched every string.
-bool KinetoJsonReader::key_of(od::field& field, std::string_view& key) {
+bool KinetoJsonReader::key_of(od::field& field, std::string_view& key) const {
   const char* raw = field.key().raw();
   const char* const end = doc_end_;
   const char* p = raw;
@@ -295,7 +409,7 @@ bool KinetoJsonReader::key_of(od::field& field, std::string_view& key) {
   return !field.unescaped_key().get(key);
 }
 
-bool KinetoJsonReader::read_value(od::value& v, JsonValue& out) {
+bool KinetoJsonReader::read_value(od::value& v, JsonValue& out) const {
   od::json_type type;
   if (v.type().get(type)) return false;
   out.type = type;
@@ -329,76 +443,79 @@ bool KinetoJsonReader::read_value(od::value& v, JsonValue& out) {
   return false;
 }
 
+// The elements of `events` into batch_, each with its number and what its reading noted;
+// on the reading thread, so the sink is not called (hand_over does that).
 void KinetoJsonReader::read_events(od::array& events, od::document& doc) {
   for (auto element : events) {
     od::value v;
     simdjson::error_code error = element.get(v);
-    if (error) return json_error(error, doc);
+    if (error) return read_error(error, doc);
     // In a run: the element's text, and the repeats skipped before it.
     std::string_view element_text;
     if (run_element_ < run_elements_.size()) {
-      count_skipped_before(run_element_);
+      read_count_ += run_skipped_before_[run_element_];
       element_text = run_elements_[run_element_++];
     }
-    ++stats_.events_read;
+    ReadEvent& item = batch_->add();
+    item.number = ++read_count_;
     od::object obj;
     if (v.get_object().get(obj)) {
       // Skip the non-object element itself; a syntax error shows up on the next step.
-      stats_.note("kineto_element_not_object", "element #" + std::to_string(stats_.events_read));
+      item.notes.push_back({"kineto_element_not_object", "element #" + std::to_string(item.number)});
       continue;
     }
-    event_.clear();
+    RawEvent& event = item.event;
     bool bad_field = false;
     for (auto field_result : obj) {
       od::field field;
-      if ((error = std::move(field_result).get(field))) return json_error(error, doc);
+      if ((error = std::move(field_result).get(field))) return read_error(error, doc);
       std::string_view key;
-      if (!key_of(field, key)) return json_error(simdjson::STRING_ERROR, doc);
+      if (!key_of(field, key)) return read_error(simdjson::STRING_ERROR, doc);
       od::value fv = field.value();
       bool ok = true;
       if (key.size() <= 4) {
-        if (key == "ph") ok = !fv.get_string().get(event_.ph);
-        else if (key == "cat") ok = !fv.get_string().get(event_.cat);
+        if (key == "ph") ok = !fv.get_string().get(event.ph);
+        else if (key == "cat") ok = !fv.get_string().get(event.cat);
         else if (key == "name") {
           ok = read_value(fv, name_value_);
-          event_.name = name_value_.text;
+          event.name = name_value_.text;
         }
-        else if (key == "pid") ok = read_value(fv, event_.pid);
-        else if (key == "tid") ok = read_value(fv, event_.tid);
-        else if (key == "ts") ok = read_value(fv, event_.ts);
-        else if (key == "dur") ok = read_value(fv, event_.dur);
-        else if (key == "id") ok = read_value(fv, event_.id);
-        else if (key == "bp") ok = !fv.get_string().get(event_.bp);
-        else if (key == "args") ok = metadata_args_unused() || read_args(fv);
+        else if (key == "pid") ok = read_value(fv, event.pid);
+        else if (key == "tid") ok = read_value(fv, event.tid);
+        else if (key == "ts") ok = read_value(fv, event.ts);
+        else if (key == "dur") ok = read_value(fv, event.dur);
+        else if (key == "id") ok = read_value(fv, event.id);
+        else if (key == "bp") ok = !fv.get_string().get(event.bp);
+        else if (key == "args") {
+          // Metadata args nothing reads (sort indices) are not parsed: simdjson skips the
+          // object. Known only when "ph" and "name" come first, as Kineto writes them.
+          const bool unread = event.ph == "M" && !event.name.empty() && !sink_.metadata_args_read(event.name);
+          ok = unread || read_args(fv, event);
+        }
       }
       if (!ok) {
-        stats_.note("kineto_field_wrong_type",
-                    "field '" + std::string(key) + "' of element #" + std::to_string(stats_.events_read));
+        item.notes.push_back({"kineto_field_wrong_type",
+                              "field '" + std::string(key) + "' of element #" + std::to_string(item.number)});
         bad_field = true;
       }
     }
     if (!bad_field) {
-      sink_.handle_event();
-      if (!element_text.empty() && sink_.repeat_changes_nothing(event_)) repeated_.add(element_text);
+      item.handed_over = true;
+      if (!element_text.empty() && sink_.repeat_changes_nothing(event)) repeated_.add(element_text);
     }
-    if (stats_.events_read >= next_progress_ && progress_) {
-      next_progress_ = stats_.events_read + 0x10000;
-      progress_(ImportProgress{offset(doc), bytes_total_});
+    if (hand_over_as_read_ && batch_->size >= kBatchEvents) {
+      batch_->read_after = read_count_;
+      batch_->bytes_done = offset(doc);
+      hand_over(*batch_);
+      batch_->clear();
     }
   }
 }
 
-// A metadata event whose args nothing reads (the sort indices, names already known: the
-// sink says) is not parsed further; simdjson skips the object. Known only when "ph" and
-// "name" come before "args", as Kineto writes them.
-bool KinetoJsonReader::metadata_args_unused() const {
-  return event_.ph == "M" && !event_.name.empty() && !sink_.metadata_args_wanted(event_);
-}
-
-bool KinetoJsonReader::read_args(od::value& v) {
+bool KinetoJsonReader::read_args(od::value& v, RawEvent& event) {
   od::object obj;
   if (v.get_object().get(obj)) {
-    event_.args_not_object = true;
+    event.args_not_object = true;
     return true;
   }
   for (auto field_result : obj) {
@@ -408,9 +525,60 @@ bool KinetoJsonReader::read_args(od::value& v) {
     if (!key_of(field, a.key)) return false;
     od::value av = field.value();
     if (!read_value(av, a.value)) return false;
-    event_.args.push_back(a);
+    event.args.push_back(a);
   }
   return true;
+}
+
+// A syntax error while reading events: the batch ends with it (hand_over reports it).
+void KinetoJsonReader::read_error(simdjson::error_code error, od::document& doc, const char* what) {
+  batch_->error = true;
+  batch_->error_message = what ? std::string(what) : std::string(simdjson::error_message(error));
+  batch_->error_offset = offset(doc);
+}
+
+// The events of a document read here and now (all of it, or the rest after damage), handed
+// over every kBatchEvents: the text and simdjson's strings stay valid until the document ends.
+void KinetoJsonReader::read_in_turn(od::array& events, od::document& doc) {
+  batch_ = &own_batch_;
+  own_batch_.clear();
+  read_count_ = stats_.events_read;
+  hand_over_as_read_ = true;
+  read_events(events, doc);
+  hand_over_as_read_ = false;
+  own_batch_.read_after = read_count_;
+  own_batch_.bytes_done = offset(doc);
+  hand_over(own_batch_);
+  own_batch_.clear();
+}
+
+// On the thread that called read(): the batch's events to the sink, its notes to the stats,
+// in the document's order, then the damage that ended it, if any.
+void KinetoJsonReader::hand_over(Batch& batch) {
+  for (std::size_t i = 0; i < batch.size; ++i) {
+    ReadEvent& item = batch.events[i];
+    stats_.events_read = item.number;
+    for (ReadNote& note : item.notes) stats_.note(note.id, std::move(note.example));
+    if (!item.handed_over) continue;
+    // The sink reads event_; the swap moves views and the args' vector, nothing else.
+    std::swap(event_, item.event);
+    sink_.handle_event();
+    std::swap(event_, item.event);
+  }
+  stats_.events_read = batch.read_after;
+  if (batch.error) {
+    if (stats_.events_read == 0) {
+      fail("not valid JSON (" + batch.error_message + " at byte " +
+           std::to_string(std::min(bytes_total_, batch.error_offset)) + ")");
+    }
+    stats_.note("kineto_damaged_json", batch.error_message + " after event #" + std::to_string(stats_.events_read));
+    stopped_ = true;
+  }
+  if (batch.give_back_below > 0) storage_->discard_below(batch.give_back_below);
+  if (stats_.events_read >= next_progress_ && progress_) {
+    next_progress_ = stats_.events_read + 0x10000;
+    progress_(ImportProgress{std::min(bytes_total_, batch.bytes_done), bytes_total_});
+  }
 }
 
 } // namespace dreamscope::kineto

@@ -12,10 +12,12 @@
 
 #include "dreamscope/importers.h"
 #include "import_input.h"
+#include "json_split.h"
 #include "kineto_format.h"
 
 #include <simdjson.h>
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
@@ -27,17 +29,20 @@ namespace dreamscope::kineto {
 
 // What the reader hands over. The strings of the event are views into the text, valid until
 // the next event; what outlives it must be copied, as the text is given back run by run.
+// The reader may parse on a thread of its own: handle_event and top_level_field are always
+// called on the thread that called read(), in the document's order; the two questions below
+// may be asked from the reading thread, and must depend on the event alone.
 class KinetoJsonSink {
  public:
   virtual void handle_event() = 0; // the RawEvent given to the reader holds the element
   // A top-level field other than traceEvents (deviceProperties, distributedInfo, ...).
   virtual void top_level_field(std::string_view key, od::value& value, od::document& doc) = 0;
-  // Whether the args of this metadata event ("ph": "M", its fields before "args" read) are
-  // of use: simdjson skips those that are not without parsing them.
-  virtual bool metadata_args_wanted(const RawEvent& event) = 0;
-  // Whether handing over this event, just handled, again would change nothing: the reader
+  // Whether the args of metadata events ("ph": "M") of this name are read at all: simdjson
+  // skips those that are not without parsing them.
+  virtual bool metadata_args_read(std::string_view name) const = 0;
+  // Whether handing over this event again, once handled, would change nothing: the reader
   // then skips elements written byte for byte as this one was, unparsed, and only counts them.
-  virtual bool repeat_changes_nothing(const RawEvent& event) = 0;
+  virtual bool repeat_changes_nothing(const RawEvent& event) const = 0;
 
  protected:
   ~KinetoJsonSink() = default;
@@ -57,7 +62,7 @@ class KinetoJsonReader {
 
   // For the sink's own reading of a value: its type and text (strings unescaped, others as
   // written). False where simdjson cannot read it.
-  bool read_value(od::value& v, JsonValue& out);
+  bool read_value(od::value& v, JsonValue& out) const;
   // A syntax error in `doc`: fails the import before any event was read, else counts it and
   // stops the reading. `what` replaces simdjson's wording.
   void json_error(simdjson::error_code error, od::document& doc, const char* what = nullptr);
@@ -66,21 +71,62 @@ class KinetoJsonReader {
   [[noreturn]] void fail(const std::string& what) const;
   bool read_in_pieces(char* open);
   const char* read_event_array(char* open);
-  void read_event_run(char* open, char* close, const std::vector<const char*>& separators, const char* rescanned);
+  // The events of a document or run, read into batch_ (and handed over from there).
+  void read_events(od::array& events, od::document& doc);
+  bool read_args(od::value& v, RawEvent& event);
+  void read_error(simdjson::error_code error, od::document& doc, const char* what = nullptr);
+  // A run of elements, parsed by `parser` into batch_ (see read_event_array).
+  void read_event_run(od::parser& parser, char* open, char* close, const std::vector<const char*>& separators,
+                      const char* rescanned);
   void blank_repeated_elements(char* first, char* last, const std::vector<const char*>& separators,
                                const char* rescanned);
-  void count_skipped_before(std::size_t element);
+  const char* read_event_runs_in_turn(json_split::ArrayRuns& runs);
+  const char* read_event_runs_alongside(json_split::ArrayRuns& runs);
+  bool reads_alongside(const char* open) const;
   void read_field_alone(std::string_view raw_key, const char* value, const char* value_end);
   void damaged(const char* at, const char* what);
   void read_whole_document(char first);
   void top_level_field(std::string_view key, od::value& value, od::document& doc);
   void enter_document(const char* text, std::size_t length, std::uint64_t offset);
   std::uint64_t offset(od::document& doc) const;
-  bool key_of(od::field& field, std::string_view& key);
-  void read_events(od::array& events, od::document& doc);
-  bool metadata_args_unused() const;
-  bool read_args(od::value& v);
+  bool key_of(od::field& field, std::string_view& key) const;
 
+  // Events read but not yet handed over, with what the reading noted between them. The sink
+  // gets them from hand_over(), on the thread that called read().
+  struct ReadNote {
+    const char* id;
+    std::string example;
+  };
+  struct ReadEvent {
+    RawEvent event;
+    std::uint64_t number = 0;    // the element's number in the array (events_read once read)
+    bool handed_over = false;    // false: a field of the wrong type, or not an object
+    std::vector<ReadNote> notes; // before the event, in order
+  };
+  struct Batch {
+    std::vector<ReadEvent> events; // events[0, size) hold this batch
+    std::size_t size = 0;
+    std::uint64_t read_after = 0;   // events_read once the batch is handed over
+    std::uint64_t bytes_done = 0;   // where the reading is in the file, for progress
+    bool error = false;             // the reading stopped after these events: damaged JSON
+    std::string error_message;
+    std::uint64_t error_offset = 0;
+    std::size_t give_back_below = 0; // text below this offset is read (0: nothing)
+    void clear() { size = 0; error = false; error_message.clear(); give_back_below = 0; }
+    ReadEvent& add() {
+      if (size == events.size()) events.emplace_back();
+      ReadEvent& e = events[size++];
+      e.event.clear();
+      e.notes.clear();
+      e.handed_over = false;
+      return e;
+    }
+  };
+  void hand_over(Batch& batch);
+  void read_in_turn(od::array& events, od::document& doc);
+  // Events in a batch read in turn before it is handed over (a run holds a few thousand).
+  static constexpr std::size_t kBatchEvents = 4096;
+  static std::atomic<unsigned> threads_reading_alongside_; // over every import in the process
   // Events are parsed in runs of about this many bytes (read_in_pieces).
   static constexpr std::size_t kEventRunBytes = std::size_t{256} << 10;
 
@@ -118,6 +164,10 @@ class KinetoJsonReader {
   std::uint64_t bytes_total_ = 0;
   bool stopped_ = false, saw_events_ = false;
   std::uint64_t next_progress_ = 0x10000;
+  std::uint64_t read_count_ = 0; // elements read so far, as the reading (maybe ahead) counts them
+  Batch* batch_ = nullptr;       // the batch read_events fills
+  Batch own_batch_;              // for reading in turn
+  bool hand_over_as_read_ = false; // read_in_turn: batches go to the sink as they fill
   RepeatedTexts repeated_;
   // The run being read: the text of each element simdjson sees, and how many elements
   // skipped as repeats come before each of them (one more entry: those after the last).

@@ -7,6 +7,7 @@
 
 #include <dreamscope/trace_file.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -60,7 +61,20 @@ LargeTrace large_trace(int events) {
 
 constexpr int kEvents = 16000; // about 3.3 MB: a dozen runs, and a buffer large enough to map
 
-TEST(KinetoLargeTrace, ManyRunsKeepEveryEventInOrderWithItsExactName) {
+// Every test runs twice: with the runs parsed on a thread of their own while this one hands
+// them over, and one after the other (kineto_json_reader.cpp, reads_alongside).
+class KinetoLargeTrace : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override { ::setenv("DREAMSCOPE_IMPORT_THREADS", GetParam(), 1); }
+  void TearDown() override { ::unsetenv("DREAMSCOPE_IMPORT_THREADS"); }
+};
+
+INSTANTIATE_TEST_SUITE_P(Reading, KinetoLargeTrace, ::testing::Values("2", "1"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param) == "2" ? "Alongside" : "InTurn";
+                         });
+
+TEST_P(KinetoLargeTrace, ManyRunsKeepEveryEventInOrderWithItsExactName) {
   const LargeTrace large = large_trace(kEvents);
   ASSERT_GT(large.text.size(), std::size_t{3} << 20); // mapped, and given back as it is read
   TempDir dir;
@@ -82,7 +96,7 @@ TEST(KinetoLargeTrace, ManyRunsKeepEveryEventInOrderWithItsExactName) {
   }
 }
 
-TEST(KinetoLargeTrace, ATruncatedFileKeepsEveryWholeEventBeforeTheCut) {
+TEST_P(KinetoLargeTrace, ATruncatedFileKeepsEveryWholeEventBeforeTheCut) {
   const LargeTrace large = large_trace(kEvents);
   const std::size_t cut = large.text.size() * 7 / 10;
   std::size_t whole = 0;
@@ -99,7 +113,7 @@ TEST(KinetoLargeTrace, ATruncatedFileKeepsEveryWholeEventBeforeTheCut) {
   EXPECT_GT(kept, static_cast<std::size_t>(kEvents / 2));
 }
 
-TEST(KinetoLargeTrace, AMissingElementInALaterRunKeepsTheRunsBeforeIt) {
+TEST_P(KinetoLargeTrace, AMissingElementInALaterRunKeepsTheRunsBeforeIt) {
   LargeTrace large = large_trace(kEvents);
   const std::size_t at = large.element_ends[kEvents * 6 / 10];
   large.text.insert(at, ", "); // "}, ,\n  {": an element is missing
@@ -113,7 +127,7 @@ TEST(KinetoLargeTrace, AMissingElementInALaterRunKeepsTheRunsBeforeIt) {
 
 // Found by fuzz_kineto_import: an events array closed by '}' before its first event made
 // the scanner hand over a run that ended before it began.
-TEST(KinetoLargeTrace, AnArrayClosedByABraceIsDamageNotARun) {
+TEST_P(KinetoLargeTrace, AnArrayClosedByABraceIsDamageNotARun) {
   TempDir dir;
   const auto first = dir.write("brace.json", "{\"traceEvents\": [}\n {\"ph\": \"X\", \"name\": \"a\"}\n ]\n}\n");
   try {
@@ -135,7 +149,7 @@ TEST(KinetoLargeTrace, AnArrayClosedByABraceIsDamageNotARun) {
 
 // Found by fuzz_kineto_import: a run simdjson refuses to start (here, bytes that are not
 // UTF-8) has no location in it to report.
-TEST(KinetoLargeTrace, ARunSimdjsonRefusesIsReportedWhereItStarts) {
+TEST_P(KinetoLargeTrace, ARunSimdjsonRefusesIsReportedWhereItStarts) {
   TempDir dir;
   const auto p = dir.write("latin1.json", std::string("[{\"ph\": \"X\", \"name\": \"caf\xe9\"}]"));
   try {
@@ -146,7 +160,31 @@ TEST(KinetoLargeTrace, ARunSimdjsonRefusesIsReportedWhereItStarts) {
   }
 }
 
-TEST(KinetoLargeTrace, ATrailingCommaKeepsTheEventsBeforeIt) {
+// The same in a trace of many runs: the error is raised on the importing thread, after the
+// thread that parses the runs has stopped.
+TEST_P(KinetoLargeTrace, AFirstRunSimdjsonRefusesFailsTheImport) {
+  LargeTrace large = large_trace(kEvents);
+  large.text.insert(large.element_ends[3] - 3, "\xe9");
+  TempDir dir;
+  const auto p = dir.write("latin1_large.json", large.text);
+  try {
+    load_trace(p);
+    ADD_FAILURE() << "no error";
+  } catch (const TraceError& e) {
+    EXPECT_TRUE(std::string(e.what()).starts_with(p.string() + ": not valid JSON (The input is not valid UTF-8"))
+        << e.what();
+  }
+  // In a later run, the runs before it are kept.
+  large = large_trace(kEvents);
+  large.text.insert(large.element_ends[kEvents / 2] - 3, "\xe9");
+  ImportStats stats;
+  const Trace t = load_trace(dir.write("latin1_late.json", large.text), &stats);
+  EXPECT_EQ(stats.issues.count("kineto_damaged_json"), 1u);
+  EXPECT_GT(t.annotations().size(), static_cast<std::size_t>(kEvents / 3));
+  EXPECT_LT(t.annotations().size(), static_cast<std::size_t>(kEvents / 2));
+}
+
+TEST_P(KinetoLargeTrace, ATrailingCommaKeepsTheEventsBeforeIt) {
   TempDir dir;
   ImportStats stats;
   const Trace t = load_trace(dir.write("trailing.json", R"json({"traceEvents": [
@@ -160,7 +198,7 @@ TEST(KinetoLargeTrace, ATrailingCommaKeepsTheEventsBeforeIt) {
 
 // The args of a name already known are skipped unparsed; that must not lose a name whose
 // args come before its pid, nor let a repeated name replace the first.
-TEST(KinetoLargeTrace, RepeatedAndReorderedMetadataKeepsTheFirstNames) {
+TEST_P(KinetoLargeTrace, RepeatedAndReorderedMetadataKeepsTheFirstNames) {
   TempDir dir;
   const Trace t = load_trace(dir.write("meta.json", R"json({"traceEvents": [
     {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 2, "ts": 10, "dur": 5},
@@ -186,7 +224,7 @@ TEST(KinetoLargeTrace, RepeatedAndReorderedMetadataKeepsTheFirstNames) {
 // after the first are skipped unparsed, and must still be counted in place, lose no event
 // between them, and leave the text that the run scanner reads again intact (a repeat that
 // ends in the scanner's last block must stay, or the scan resumes inside a string).
-TEST(KinetoLargeTrace, RepeatedMetadataIsSkippedButCountedInPlace) {
+TEST_P(KinetoLargeTrace, RepeatedMetadataIsSkippedButCountedInPlace) {
   const std::string process_name = "proc \"one\", [x] {y}";
   const std::string thread_name = "main \\ [thread], \"t\"";
   const std::string repeats =
