@@ -136,7 +136,7 @@ BlockMasks masks_of(const char* block) {
 #if defined(__x86_64__) && defined(__GNUC__)
 #define DREAMSCOPE_HAVE_AVX2_MASKS 1
 // The same masks 32 bytes at a time, for CPUs with AVX2 (chosen at run time).
-__attribute__((target("avx2"))) BlockMasks masks_of_avx2(const char* block) {
+__attribute__((target("avx2"))) inline BlockMasks masks_of_avx2(const char* block) {
   BlockMasks m;
   const __m256i bit5 = _mm256_set1_epi8(0x20);
   for (int part = 0; part < 2; ++part) {
@@ -154,21 +154,9 @@ __attribute__((target("avx2"))) BlockMasks masks_of_avx2(const char* block) {
 }
 #endif
 
-using MasksFn = BlockMasks (*)(const char*);
-
-MasksFn best_masks() {
-#if defined(DREAMSCOPE_HAVE_AVX2_MASKS)
-  __builtin_cpu_init(); // this runs among the static constructors, maybe before libgcc's
-  if (__builtin_cpu_supports("avx2")) return masks_of_avx2;
-#endif
-  return masks_of;
-}
-
-const MasksFn block_masks = best_masks();
-
 // Bit i: the xor of bits 0..i. Over the unescaped quotes: inside a string (its opening quote
 // included, its closing quote not).
-std::uint64_t prefix_xor(std::uint64_t x) {
+inline std::uint64_t prefix_xor(std::uint64_t x) {
   x ^= x << 1;
   x ^= x << 2;
   x ^= x << 4;
@@ -178,16 +166,85 @@ std::uint64_t prefix_xor(std::uint64_t x) {
   return x;
 }
 
+// What ArrayRuns needs of a 64-byte block: its brackets and commas outside strings, the
+// string and escape state after it, and, where the array cannot close in it (more brackets
+// open before it than close in it), the commas at the array's own depth.
+struct BlockScan {
+  std::uint64_t open = 0, close = 0, comma = 0;
+  bool may_close = false;
+  std::uint64_t separators = 0; // commas at depth 1; where !may_close
+  std::size_t depth_after = 0;  // where !may_close
+  bool in_string_after = false, escaped_after = false;
+};
+
+template <BlockMasks (*Masks)(const char*)>
+inline __attribute__((always_inline)) BlockScan scan_block(const char* block, bool in_string_before,
+                                                           bool escaped_before, std::size_t depth) {
+  const BlockMasks m = Masks(block);
+  BlockScan scan;
+  // Escaped bytes: each backslash not itself escaped escapes the byte after it. Backslashes
+  // are rare in traces, so they are followed one by one.
+  std::uint64_t escaped = escaped_before ? 1 : 0;
+  for (std::uint64_t b = m.backslash & ~escaped; b != 0;) {
+    const int i = __builtin_ctzll(b);
+    if (i == 63) {
+      scan.escaped_after = true;
+      break;
+    }
+    escaped |= std::uint64_t{2} << i;
+    b &= ~((std::uint64_t{4} << i) - 1); // past the backslash and the byte it escapes
+  }
+  const std::uint64_t in_string = prefix_xor(m.quote & ~escaped) ^ (in_string_before ? ~std::uint64_t{0} : 0);
+  scan.in_string_after = (in_string >> 63) & 1;
+  scan.open = m.open & ~in_string;
+  scan.close = m.close & ~in_string;
+  scan.comma = m.comma & ~in_string;
+  const auto count = [](std::uint64_t x) { return static_cast<std::size_t>(__builtin_popcountll(x)); };
+  scan.may_close = depth <= count(scan.close);
+  if (!scan.may_close) {
+    // The depth at each comma is the brackets opened before it less those closed: two
+    // popcounts, not a branch per bracket. Most commas are inside events (between fields,
+    // in args).
+    for (std::uint64_t bits = scan.comma; bits != 0; bits &= bits - 1) {
+      const int i = __builtin_ctzll(bits);
+      const std::uint64_t before = (std::uint64_t{1} << i) - 1;
+      if (depth + count(scan.open & before) - count(scan.close & before) == 1) scan.separators |= std::uint64_t{1} << i;
+    }
+    scan.depth_after = depth + count(scan.open) - count(scan.close);
+  }
+  return scan;
+}
+
+BlockScan scan_block_baseline(const char* block, bool in_string, bool escaped, std::size_t depth) {
+  return scan_block<masks_of>(block, in_string, escaped, depth);
+}
+
+#if defined(DREAMSCOPE_HAVE_AVX2_MASKS)
+// For CPUs with AVX2 (and so popcnt, which the baseline target lacks); chosen at run time by
+// a pointer set at start-up, not an ifunc, which sanitizers' start-up does not survive.
+__attribute__((target("avx2,popcnt"))) BlockScan scan_block_avx2(const char* block, bool in_string, bool escaped,
+                                                                  std::size_t depth) {
+  return scan_block<masks_of_avx2>(block, in_string, escaped, depth);
+}
+#endif
+
+using ScanBlockFn = BlockScan (*)(const char*, bool, bool, std::size_t);
+
+ScanBlockFn best_scan_block() {
+#if defined(DREAMSCOPE_HAVE_AVX2_MASKS)
+  __builtin_cpu_init(); // this runs among the static constructors, maybe before libgcc's
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt")) return scan_block_avx2;
+#endif
+  return scan_block_baseline;
+}
+
+const ScanBlockFn scan_block_fn = best_scan_block();
+
 } // namespace
 
 ArrayRuns::ArrayRuns(const char* open, const char* end, std::size_t bytes)
     : end_(end), bytes_(bytes), run_start_(skip_space(open + 1, end)), scan_(open + 1) {}
 
-// With the popcnt instruction where the CPU has it (every x86-64 since 2008; the baseline
-// target lacks it): the comma loop below counts bits for each comma.
-#if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target_clones("popcnt", "default")))
-#endif
 const char* ArrayRuns::next_separator(const char* from) {
   while (scan_ < end_) {
     const char* block = scan_;
@@ -197,48 +254,23 @@ const char* ArrayRuns::next_separator(const char* from) {
       std::memcpy(tail, scan_, static_cast<std::size_t>(end_ - scan_));
       block = tail;
     }
-    const BlockMasks m = block_masks(block);
-    // Escaped bytes: each backslash not itself escaped escapes the byte after it. Backslashes
-    // are rare in traces, so they are followed one by one.
-    std::uint64_t escaped = escaped_ ? 1 : 0;
-    bool carry = false;
-    for (std::uint64_t b = m.backslash & ~escaped; b != 0;) {
-      const int i = __builtin_ctzll(b);
-      if (i == 63) {
-        carry = true;
-        break;
-      }
-      escaped |= std::uint64_t{2} << i;
-      b &= ~((std::uint64_t{4} << i) - 1); // past the backslash and the byte it escapes
-    }
-    const std::uint64_t quotes = m.quote & ~escaped;
-    const std::uint64_t in_string = prefix_xor(quotes) ^ (in_string_ ? ~std::uint64_t{0} : 0);
-    const std::uint64_t open = m.open & ~in_string, close = m.close & ~in_string, comma = m.comma & ~in_string;
+    const BlockScan scan = scan_block_fn(block, in_string_, escaped_, depth_);
     // A separator found inside this block is returned with the state left at the block's
     // start: the next call scans the block again, from a later `from`.
     std::size_t depth = depth_;
-    if (depth > static_cast<std::size_t>(__builtin_popcountll(close))) {
-      // The array cannot close in this block, and only commas can be separators: the depth
-      // at each comma is counted from the brackets before it, without a branch per bracket.
-      // Most commas are inside events (between fields, in args), and cost a few instructions.
-      for (std::uint64_t bits = comma; bits != 0; bits &= bits - 1) {
-        const int i = __builtin_ctzll(bits);
-        const std::uint64_t before = (std::uint64_t{1} << i) - 1;
-        if (depth + static_cast<std::size_t>(__builtin_popcountll(open & before)) -
-                static_cast<std::size_t>(__builtin_popcountll(close & before)) != 1) {
-          continue;
-        }
-        if (const char* at = element_separator(scan_ + i, from)) return at;
+    if (!scan.may_close) {
+      for (std::uint64_t bits = scan.separators; bits != 0; bits &= bits - 1) {
+        if (const char* at = element_separator(scan_ + __builtin_ctzll(bits), from)) return at;
       }
-      depth += static_cast<std::size_t>(__builtin_popcountll(open)) - static_cast<std::size_t>(__builtin_popcountll(close));
+      depth = scan.depth_after;
     } else {
-      for (std::uint64_t bits = open | close | comma; bits != 0; bits &= bits - 1) {
+      for (std::uint64_t bits = scan.open | scan.close | scan.comma; bits != 0; bits &= bits - 1) {
         const int i = __builtin_ctzll(bits);
         const std::uint64_t bit = std::uint64_t{1} << i;
         const char* at = scan_ + i;
-        if (open & bit) {
+        if (scan.open & bit) {
           ++depth;
-        } else if (close & bit) {
+        } else if (scan.close & bit) {
           if (--depth == 0) return at; // the array's own ']'
         } else if (depth == 1) {
           if (const char* found = element_separator(at, from)) return found;
@@ -246,8 +278,8 @@ const char* ArrayRuns::next_separator(const char* from) {
       }
     }
     depth_ = depth;
-    in_string_ = (in_string >> 63) & 1;
-    escaped_ = carry;
+    in_string_ = scan.in_string_after;
+    escaped_ = scan.escaped_after;
     scan_ += 64;
   }
   return nullptr;
