@@ -76,19 +76,22 @@ class KinetoImporter final : public KinetoJsonSink {
 
   std::string example() const {
     std::string e = "event #" + std::to_string(stats_.events_read);
-    if (!event_.name.empty()) e += " '" + std::string(event_.name.substr(0, 80)) + "'";
-    if (event_.ts.present) e += " at ts " + std::string(event_.ts.text);
+    if (!event().name.empty()) e += " '" + std::string(event().name.substr(0, 80)) + "'";
+    if (event().ts.present) e += " at ts " + std::string(event().ts.text);
     return e;
   }
 
-  void handle_event() override {
-    const std::string_view ph = event_.ph;
+  const RawEvent& event() const { return *event_; }
+
+  void handle_event(const RawEvent& element) override {
+    event_ = &element;
+    const std::string_view ph = event().ph;
     if (ph == "X") return handle_complete();
     if (ph == "M") return handle_metadata();
     if (ph == "s" || ph == "f" || ph == "t") return handle_flow();
     if (ph.empty()) {
       stats_.note("kineto_event_without_ph", example());
-    } else if (ph == "i" && event_.name == "[memory]") {
+    } else if (ph == "i" && event().name == "[memory]") {
       handle_memory(); // the TensorBoard plugin's test: phase and name, whatever the cat
     } else if (ph == "i" || ph == "I") {
       stats_.note("kineto_instant_event", example());
@@ -137,17 +140,17 @@ class KinetoImporter final : public KinetoJsonSink {
   }
 
   void handle_complete() {
-    if (event_.cat.empty()) {
+    if (event().cat.empty()) {
       return stats_.note("kineto_event_without_cat", example());
     }
-    EventClass cls = classify_category(event_.cat);
+    EventClass cls = classify_category(event().cat);
     if (cls == EventClass::ProfilerSpan) {
       // Not an event of the run, but the TensorBoard plugin draws its GPU-utilization
       // timeline over the first profiler span ("PyTorch Profiler (0)"): keep where it lies.
-      if (event_.name == "PyTorch Profiler (0)" && event_.ts.type == od::json_type::number &&
-          event_.dur.type == od::json_type::number) {
-        auto ts = parse_us_as_ns(event_.ts.text);
-        auto dur = parse_us_as_ns(event_.dur.text);
+      if (event().name == "PyTorch Profiler (0)" && event().ts.type == od::json_type::number &&
+          event().dur.type == od::json_type::number) {
+        auto ts = parse_us_as_ns(event().ts.text);
+        auto dur = parse_us_as_ns(event().dur.text);
         if (ts && dur && *dur >= 0 && time_in_range(*ts) && time_in_range(*ts + *dur)) {
           builder_.set_meta("kineto.profiler_span_ns", std::to_string(*ts) + " " + std::to_string(*ts + *dur));
         }
@@ -157,51 +160,51 @@ class KinetoImporter final : public KinetoJsonSink {
     // Which side of the file the event belongs to, so that an import that lost a whole side
     // says so (empty_import_problem) even when every such event was dropped below.
     if (cls == EventClass::Unknown) {
-      const bool on_gpu = event_.arg("device") != nullptr || event_.arg("stream") != nullptr ||
-                          (event_.tid.type == od::json_type::string && event_.tid.text.starts_with("stream "));
-      stats_.note("kineto_unknown_category", "category '" + std::string(event_.cat.substr(0, 80)) + "' in " + example());
+      const bool on_gpu = event().arg("device") != nullptr || event().arg("stream") != nullptr ||
+                          (event().tid.type == od::json_type::string && event().tid.text.starts_with("stream "));
+      stats_.note("kineto_unknown_category", "category '" + std::string(event().cat.substr(0, 80)) + "' in " + example());
       cls = on_gpu ? EventClass::GpuAnnotation : EventClass::CpuAnnotation;
     }
     const bool cpu_side =
         cls == EventClass::CpuAnnotation || cls == EventClass::RuntimeApi || cls == EventClass::DriverApi;
     ++(cpu_side ? input_cpu_events_ : input_gpu_events_);
-    if (!event_.dur.present) {
+    if (!event().dur.present) {
       return stats_.note("kineto_event_without_dur", example());
     }
-    if (!event_.ts.present) return stats_.note("kineto_event_without_ts", example());
-    if (event_.ts.type != od::json_type::number || event_.dur.type != od::json_type::number) {
+    if (!event().ts.present) return stats_.note("kineto_event_without_ts", example());
+    if (event().ts.type != od::json_type::number || event().dur.type != od::json_type::number) {
       return stats_.note("kineto_time_not_a_number", example());
     }
-    auto ts = parse_us_as_ns(event_.ts.text);
-    auto dur = parse_us_as_ns(event_.dur.text);
+    auto ts = parse_us_as_ns(event().ts.text);
+    auto dur = parse_us_as_ns(event().dur.text);
     if (!ts || !dur || !time_in_range(*ts) || !time_in_range(*dur) || !time_in_range(*ts + *dur)) {
       return stats_.note("kineto_time_out_of_range", example());
     }
     if (*dur < 0) return stats_.note("kineto_negative_dur", example());
-    note_precision(event_.ts);
-    note_precision(event_.dur);
-    if (event_.args_not_object) {
+    note_precision(event().ts);
+    note_precision(event().dur);
+    if (event().args_not_object) {
       stats_.note("kineto_args_not_object", example());
     }
     const TimeNs start = *ts, end = *ts + *dur;
 
     // PyTorch 1.8-1.10 wrote pid and tid as strings of digits ("tid": "25738").
-    auto pid = as_id(event_.pid);
+    auto pid = as_id(event().pid);
     std::optional<std::int64_t> tid_stream;
-    std::optional<std::int64_t> tid = tid_of(event_.tid, &tid_stream);
+    std::optional<std::int64_t> tid = tid_of(event().tid, &tid_stream);
     if (!pid || !tid) {
       return stats_.note("kineto_bad_pid_tid", example());
     }
 
-    const StringId name = builder_.intern(event_.name);
-    consumed_.assign(event_.args.size(), false);
+    const StringId name = builder_.intern(event().name);
+    consumed_.assign(event().args.size(), false);
     // The last value of a key written twice, as RawEvent::arg; the other copies go too.
     auto take = [&](std::string_view key) -> const JsonValue* {
       const JsonValue* value = nullptr;
-      for (std::size_t i = 0; i < event_.args.size(); ++i) {
-        if (event_.args[i].key == key) {
+      for (std::size_t i = 0; i < event().args.size(); ++i) {
+        if (event().args[i].key == key) {
           consumed_[i] = true;
-          value = &event_.args[i].value;
+          value = &event().args[i].value;
         }
       }
       return value;
@@ -218,7 +221,7 @@ class KinetoImporter final : public KinetoJsonSink {
       case EventClass::CpuAnnotation: {
         TrackId track = cpu_track(*pid, *tid);
         AnnotationRecord a{.track = track, .start = start, .end = end, .name = name, .domain = pytorch_,
-                           .category = builder_.intern(event_.cat)};
+                           .category = builder_.intern(event().cat)};
         a.external_id = take_external_id();
         table = EventTable::Annotation;
         row = builder_.add(a);
@@ -228,16 +231,16 @@ class KinetoImporter final : public KinetoJsonSink {
       case EventClass::DriverApi: {
         TrackId track = cpu_track(*pid, *tid);
         CudaApiRecord r{.track = track, .start = start, .end = end, .name = name};
-        if (runs_nothing_on_gpu(event_.name)) flows_.note_call_without_gpu_work(*pid, *tid, start);
+        if (runs_nothing_on_gpu(event().name)) flows_.note_call_without_gpu_work(*pid, *tid, start);
         r.kind = cls == EventClass::DriverApi ? ApiKind::Driver : ApiKind::Runtime;
         r.correlation = as_int(take("correlation")).value_or(kNoValue);
         r.external_id = take_external_id();
-        if (auto cbid = as_int(event_.arg("cbid"))) {
+        if (auto cbid = as_int(event().arg("cbid"))) {
           take("cbid");
           r.cbid = static_cast<std::int32_t>(*cbid);
         }
         // AMD writes the stream as "0x0"; a non-numeric stream stays an arg.
-        if (auto stream = as_int(event_.arg("stream"))) {
+        if (auto stream = as_int(event().arg("stream"))) {
           take("stream");
           r.stream = *stream;
         }
@@ -249,8 +252,8 @@ class KinetoImporter final : public KinetoJsonSink {
         // Kineto draws GPU annotations on their stream's row without naming the stream in args.
         TrackId track = gpu_track(*pid, *tid, tid_stream ? tid_stream : tid);
         AnnotationRecord a{.track = track, .start = start, .end = end, .name = name,
-                           .domain = event_.cat == "cuda_profiler_range" ? builder_.intern("cupti") : pytorch_,
-                           .category = builder_.intern(event_.cat)};
+                           .domain = event().cat == "cuda_profiler_range" ? builder_.intern("cupti") : pytorch_,
+                           .category = builder_.intern(event().cat)};
         a.external_id = take_external_id();
         table = EventTable::Annotation;
         row = builder_.add(a);
@@ -261,32 +264,32 @@ class KinetoImporter final : public KinetoJsonSink {
         GpuOpRecord g{.track = track, .start = start, .end = end, .name = name};
         g.correlation = as_int(take("correlation")).value_or(kNoValue);
         if (cls == EventClass::GpuKernel) {
-          if (const JsonValue* dir = event_.arg("direction");
-              dir && dir->type == od::json_type::string && event_.name.starts_with("dma")) {
+          if (const JsonValue* dir = event().arg("direction");
+              dir && dir->type == od::json_type::string && event().name.starts_with("dma")) {
             // MTIA's DMA engine requests are copies: direction and size, no launch config.
             take("direction");
             g.kind = GpuOpKind::Memcpy;
             g.subkind = static_cast<std::uint8_t>(copy_kind_from_text(dir->text));
-            if (auto size = as_int(event_.arg("size"))) {
+            if (auto size = as_int(event().arg("size"))) {
               take("size");
               g.bytes = *size;
             }
           } else {
             g.kind = GpuOpKind::Kernel;
-            if (const JsonValue* grid = event_.arg("grid"); grid && grid->type == od::json_type::array) {
+            if (const JsonValue* grid = event().arg("grid"); grid && grid->type == od::json_type::array) {
               take("grid");
               parse_dim3(grid->text, g.launch.grid);
             }
-            if (const JsonValue* block = event_.arg("block"); block && block->type == od::json_type::array) {
+            if (const JsonValue* block = event().arg("block"); block && block->type == od::json_type::array) {
               take("block");
               parse_dim3(block->text, g.launch.block);
             }
-            if (auto regs = as_int(event_.arg("registers per thread"))) {
+            if (auto regs = as_int(event().arg("registers per thread"))) {
               take("registers per thread");
               g.launch.registers_per_thread = static_cast<std::int32_t>(*regs);
             }
             // Kineto reports static + dynamic shared memory as one sum.
-            if (auto shared = as_int(event_.arg("shared memory"))) {
+            if (auto shared = as_int(event().arg("shared memory"))) {
               take("shared memory");
               g.launch.shared_memory_static = static_cast<std::int32_t>(std::max<std::int64_t>(*shared, 0));
             } else if (g.launch != LaunchConfig{}) {
@@ -295,28 +298,28 @@ class KinetoImporter final : public KinetoJsonSink {
           }
         } else if (cls == EventClass::GpuMemcpy) {
           g.kind = GpuOpKind::Memcpy;
-          CopyKind kind = copy_kind_from_text(event_.name);
+          CopyKind kind = copy_kind_from_text(event().name);
           if (kind == CopyKind::Unknown) {
-            if (const JsonValue* k = event_.arg("kind"); k && k->type == od::json_type::string) {
+            if (const JsonValue* k = event().arg("kind"); k && k->type == od::json_type::string) {
               kind = copy_kind_from_text(k->text);
               if (kind != CopyKind::Unknown) take("kind");
             }
           }
           g.subkind = static_cast<std::uint8_t>(kind);
-          if (auto bytes = as_int(event_.arg("bytes"))) {
+          if (auto bytes = as_int(event().arg("bytes"))) {
             take("bytes");
             g.bytes = *bytes;
           }
         } else if (cls == EventClass::GpuMemset) {
           g.kind = GpuOpKind::Memset;
-          if (auto bytes = as_int(event_.arg("bytes"))) {
+          if (auto bytes = as_int(event().arg("bytes"))) {
             take("bytes");
             g.bytes = *bytes;
           }
         } else {
           g.kind = GpuOpKind::Sync;
-          g.subkind = static_cast<std::uint8_t>(sync_kind_from_text(event_.name));
-          if (auto ev = as_int(event_.arg("wait_on_cuda_event_id")); ev && *ev >= 0) {
+          g.subkind = static_cast<std::uint8_t>(sync_kind_from_text(event().name));
+          if (auto ev = as_int(event().arg("wait_on_cuda_event_id")); ev && *ev >= 0) {
             take("wait_on_cuda_event_id");
             g.event = *ev;
           }
@@ -325,8 +328,8 @@ class KinetoImporter final : public KinetoJsonSink {
           // Each such record is an event of its own, named by that id (the wait is on that
           // record, whatever else recorded the same CUDA event): both calls get it as their
           // event, the record its stream, and the wait the stream it is on.
-          const auto record = as_int(event_.arg("wait_on_cuda_event_record_corr_id"));
-          const auto on_stream = as_int(event_.arg("wait_on_stream"));
+          const auto record = as_int(event().arg("wait_on_cuda_event_record_corr_id"));
+          const auto on_stream = as_int(event().arg("wait_on_stream"));
           if (g.correlation != kNoValue && record && *record >= 0 && on_stream && *on_stream >= 0) {
             const std::int64_t waiting = builder_.tracks()[track].stream;
             call_targets_.push_back({.correlation = g.correlation,
@@ -341,8 +344,8 @@ class KinetoImporter final : public KinetoJsonSink {
       }
     }
     ++stats_.events_kept;
-    for (std::size_t i = 0; i < event_.args.size(); ++i) {
-      if (!consumed_[i]) add_arg(table, row, event_.args[i], i);
+    for (std::size_t i = 0; i < event().args.size(); ++i) {
+      if (!consumed_[i]) add_arg(table, row, event().args[i], i);
     }
   }
 
@@ -395,10 +398,10 @@ class KinetoImporter final : public KinetoJsonSink {
   // args.stream, else the 2021 format's "stream N" tid; a GPU event with neither (MTIA's
   // DMA_REQUEST row) goes on its device's stream-less track, which HTA calls stream -1.
   TrackId gpu_track(std::int64_t pid, std::int64_t tid, std::optional<std::int64_t> tid_stream) {
-    std::int64_t device = as_int(event_.arg("device")).value_or(pid);
-    if (event_.arg("device")) consume("device");
+    std::int64_t device = as_int(event().arg("device")).value_or(pid);
+    if (event().arg("device")) consume("device");
     std::int64_t stream = kNoValue;
-    if (auto s = as_int(event_.arg("stream"))) {
+    if (auto s = as_int(event().arg("stream"))) {
       consume("stream");
       stream = *s;
     } else if (tid_stream) {
@@ -410,24 +413,24 @@ class KinetoImporter final : public KinetoJsonSink {
   }
 
   void consume(std::string_view key) {
-    for (std::size_t i = 0; i < event_.args.size(); ++i) {
-      if (event_.args[i].key == key) consumed_[i] = true;
+    for (std::size_t i = 0; i < event().args.size(); ++i) {
+      if (event().args[i].key == key) consumed_[i] = true;
     }
   }
 
   // An allocation or release (PyTorch's profile_memory): kept on the thread that made it.
   // Its ts does not decide kineto.ts_precision, which is HTA's, and HTA drops instant events.
   void handle_memory() {
-    if (!event_.ts.present) return stats_.note("kineto_event_without_ts", example());
-    if (event_.ts.type != od::json_type::number) return stats_.note("kineto_time_not_a_number", example());
-    const auto ts = parse_us_as_ns(event_.ts.text);
+    if (!event().ts.present) return stats_.note("kineto_event_without_ts", example());
+    if (event().ts.type != od::json_type::number) return stats_.note("kineto_time_not_a_number", example());
+    const auto ts = parse_us_as_ns(event().ts.text);
     if (!ts || !time_in_range(*ts)) return stats_.note("kineto_time_out_of_range", example());
-    const auto pid = as_id(event_.pid);
-    const auto tid = tid_of(event_.tid);
+    const auto pid = as_id(event().pid);
+    const auto tid = tid_of(event().tid);
     if (!pid || !tid) return stats_.note("kineto_bad_pid_tid", example());
-    if (event_.args_not_object) stats_.note("kineto_args_not_object", example());
+    if (event().args_not_object) stats_.note("kineto_args_not_object", example());
     std::string_view bad;
-    std::optional<MemoryEventRecord> m = memory_event_args(event_, bad);
+    std::optional<MemoryEventRecord> m = memory_event_args(event(), bad);
     if (!m) return stats_.note("kineto_memory_event_bad_arg", "'" + std::string(bad) + "' of " + example());
     m->track = cpu_track(*pid, *tid);
     m->time = *ts;
@@ -436,16 +439,16 @@ class KinetoImporter final : public KinetoJsonSink {
   }
 
   void handle_metadata() {
-    auto pid = as_id(event_.pid);
+    auto pid = as_id(event().pid);
     if (!pid) return; // Kineto's "Spans"/"Traces" pseudo-processes
-    const JsonValue* name = event_.arg("name");
-    const JsonValue* labels = event_.arg("labels");
-    if (event_.name == "process_name" && name && name->type == od::json_type::string) {
+    const JsonValue* name = event().arg("name");
+    const JsonValue* labels = event().arg("labels");
+    if (event().name == "process_name" && name && name->type == od::json_type::string) {
       process_names_.try_emplace(*pid, name->text);
-    } else if (event_.name == "process_labels" && labels && labels->type == od::json_type::string) {
+    } else if (event().name == "process_labels" && labels && labels->type == od::json_type::string) {
       process_labels_.try_emplace(*pid, labels->text);
-    } else if (event_.name == "thread_name" && name && name->type == od::json_type::string) {
-      if (auto tid = tid_of(event_.tid)) thread_names_.try_emplace(PidTid{*pid, *tid}, name->text);
+    } else if (event().name == "thread_name" && name && name->type == od::json_type::string) {
+      if (auto tid = tid_of(event().tid)) thread_names_.try_emplace(PidTid{*pid, *tid}, name->text);
     }
   }
 
@@ -459,18 +462,18 @@ class KinetoImporter final : public KinetoJsonSink {
 
   void handle_flow() {
     FlowEnd f;
-    f.cat = event_.cat;
-    f.phase = event_.ph[0];
+    f.cat = event().cat;
+    f.phase = event().ph[0];
     f.event_number = stats_.events_read;
-    auto id = as_id(event_.id);
-    if (!id && event_.id.present && event_.id.type == od::json_type::string && !event_.id.text.empty()) {
+    auto id = as_id(event().id);
+    if (!id && event().id.present && event().id.type == od::json_type::string && !event().id.text.empty()) {
       // An id that is a string but not a number: both ends carry the same text.
-      id = flows_.id_of_text(event_.id.text);
+      id = flows_.id_of_text(event().id.text);
     }
-    auto pid = as_id(event_.pid);
-    auto tid = tid_of(event_.tid);
+    auto pid = as_id(event().pid);
+    auto tid = tid_of(event().tid);
     std::optional<TimeNs> ts;
-    if (event_.ts.type == od::json_type::number) ts = parse_us_as_ns(event_.ts.text);
+    if (event().ts.type == od::json_type::number) ts = parse_us_as_ns(event().ts.text);
     if (!id || !pid || !tid || !ts || !time_in_range(*ts)) return stats_.note("kineto_flow_without_id", example());
     if (f.phase == 't') return stats_.note("kineto_flow_step", example());
     f.id = *id;
@@ -602,8 +605,8 @@ class KinetoImporter final : public KinetoJsonSink {
   const std::filesystem::path& path_;
   ImportStats& stats_;
   const ImportProgressFn& progress_;
-  RawEvent event_;
-  KinetoJsonReader reader_{path_, stats_, progress_, event_, *this};
+  const RawEvent* event_ = nullptr; // the event handle_event is given, while it runs
+  KinetoJsonReader reader_{path_, stats_, progress_, *this};
 
   TraceBuilder builder_;
   StringId pytorch_ = 0;

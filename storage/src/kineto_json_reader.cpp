@@ -16,8 +16,8 @@
 namespace dreamscope::kineto {
 
 KinetoJsonReader::KinetoJsonReader(const std::filesystem::path& path, ImportStats& stats,
-                                   const ImportProgressFn& progress, RawEvent& event, KinetoJsonSink& sink)
-    : path_(path), stats_(stats), progress_(progress), event_(event), sink_(sink), batch_(&own_batch_) {}
+                                   const ImportProgressFn& progress, KinetoJsonSink& sink)
+    : path_(path), stats_(stats), progress_(progress), sink_(sink), batch_(&own_batch_) {}
 
 void KinetoJsonReader::fail(const std::string& what) const { throw TraceError(path_.string() + ": " + what); }
 
@@ -559,11 +559,7 @@ void KinetoJsonReader::hand_over(Batch& batch) {
     ReadEvent& item = batch.events[i];
     stats_.events_read = item.number;
     for (ReadNote& note : item.notes) stats_.note(note.id, std::move(note.example));
-    if (!item.handed_over) continue;
-    // The sink reads event_; the swap moves views and the args' vector, nothing else.
-    std::swap(event_, item.event);
-    sink_.handle_event();
-    std::swap(event_, item.event);
+    if (item.handed_over) sink_.handle_event(item.event);
   }
   stats_.events_read = batch.read_after;
   if (batch.error) {

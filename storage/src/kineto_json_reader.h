@@ -27,14 +27,14 @@
 
 namespace dreamscope::kineto {
 
-// What the reader hands over. The strings of the event are views into the text, valid until
+// What the reader hands over. The strings of an event are views into the text, valid until
 // the next event; what outlives it must be copied, as the text is given back run by run.
 // The reader may parse on a thread of its own: handle_event and top_level_field are always
 // called on the thread that called read(), in the document's order; the two questions below
 // may be asked from the reading thread, and must depend on the event alone.
 class KinetoJsonSink {
  public:
-  virtual void handle_event() = 0; // the RawEvent given to the reader holds the element
+  virtual void handle_event(const RawEvent& event) = 0;
   // A top-level field other than traceEvents (deviceProperties, distributedInfo, ...).
   virtual void top_level_field(std::string_view key, od::value& value, od::document& doc) = 0;
   // Whether the args of metadata events ("ph": "M") of this name are read at all: simdjson
@@ -51,7 +51,7 @@ class KinetoJsonSink {
 class KinetoJsonReader {
  public:
   KinetoJsonReader(const std::filesystem::path& path, ImportStats& stats, const ImportProgressFn& progress,
-                   RawEvent& event, KinetoJsonSink& sink);
+                   KinetoJsonSink& sink);
 
   // Reads the document of `input` that starts at byte `first` ('{' or '['), after a byte
   // order mark of `bom` bytes. Whether it had a traceEvents array. Throws TraceError naming
@@ -146,7 +146,6 @@ class KinetoJsonReader {
   const std::filesystem::path& path_;
   ImportStats& stats_;
   const ImportProgressFn& progress_;
-  RawEvent& event_;
   KinetoJsonSink& sink_;
   JsonValue name_value_;
   od::parser parser_;
