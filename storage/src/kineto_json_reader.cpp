@@ -71,7 +71,10 @@ bool KinetoJsonReader::read_in_pieces(char* open) {
 // The events of the array that opens at `open`; one past its ']', or nullptr where the
 // reading stopped (damaged JSON, reported).
 const char* KinetoJsonReader::read_event_array(char* open) {
-  json_split::ArrayRuns runs(open, text_end_, kEventRunBytes);
+  if (const char* bytes = std::getenv("DREAMSCOPE_IMPORT_RUN_BYTES")) {
+    run_bytes_ = std::clamp<std::size_t>(std::strtoull(bytes, nullptr, 10), 1, kEventRunBytes);
+  }
+  json_split::ArrayRuns runs(open, text_end_, run_bytes_);
   read_count_ = stats_.events_read;
   const char* after = reads_alongside(open) ? read_event_runs_alongside(runs) : read_event_runs_in_turn(runs);
   if (stopped_) return nullptr;
@@ -103,7 +106,7 @@ const char* KinetoJsonReader::read_event_runs_in_turn(json_split::ArrayRuns& run
 std::atomic<unsigned> KinetoJsonReader::threads_reading_alongside_{0};
 
 bool KinetoJsonReader::reads_alongside(const char* open) const {
-  if (text_end_ - open < static_cast<std::ptrdiff_t>(4 * kEventRunBytes)) return false;
+  if (text_end_ - open < static_cast<std::ptrdiff_t>(4 * run_bytes_)) return false;
   // DREAMSCOPE_IMPORT_THREADS: 1 reads in turn, 2 alongside whatever else runs (tests, benches).
   const char* threads = std::getenv("DREAMSCOPE_IMPORT_THREADS");
   const std::string_view wanted = threads ? threads : "";

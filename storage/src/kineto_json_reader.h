@@ -127,8 +127,10 @@ class KinetoJsonReader {
   // Events in a batch read in turn before it is handed over (a run holds a few thousand).
   static constexpr std::size_t kBatchEvents = 4096;
   static std::atomic<unsigned> threads_reading_alongside_; // over every import in the process
-  // Events are parsed in runs of about this many bytes (read_in_pieces).
+  // Events are parsed in runs of about this many bytes (read_in_pieces), unless
+  // DREAMSCOPE_IMPORT_RUN_BYTES says otherwise (tests and fuzzing, for many runs in a small file).
   static constexpr std::size_t kEventRunBytes = std::size_t{256} << 10;
+  std::size_t run_bytes_ = kEventRunBytes;
 
   // Texts of elements whose repetition changes nothing (KinetoJsonSink::repeat_changes_nothing),
   // found by length first: most elements have a length no such text has, and cost a lookup.
