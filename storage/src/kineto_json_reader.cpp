@@ -427,8 +427,20 @@ bool KinetoJsonReader::read_value(od::value& v, JsonValue& out) const {
   out.type = type;
   out.present = true;
   switch (type) {
-    case od::json_type::string:
+    case od::json_type::string: {
+      // As key_of: a string without escapes (nearly all) is a view of the text as written,
+      // not a copy simdjson unescapes byte by byte. raw_json_token does not consume the
+      // value (what is not consumed, the iteration skips).
+      const std::string_view token = v.raw_json_token();
+      const char* const start = token.data() + 1;
+      const char* p = start;
+      while (p < doc_end_ && *p != '"' && *p != '\\') ++p;
+      if (p < doc_end_ && *p == '"') {
+        out.text = std::string_view(start, static_cast<std::size_t>(p - start));
+        return true;
+      }
       return !v.get_string().get(out.text);
+    }
     case od::json_type::number:
     case od::json_type::boolean:
     case od::json_type::null: {
