@@ -89,12 +89,7 @@ const char* KinetoJsonReader::read_event_array(char* open) {
 const char* KinetoJsonReader::read_event_runs_in_turn(json_split::ArrayRuns& runs) {
   const char *first = nullptr, *last = nullptr;
   while (runs.next(first, last)) {
-    own_batch_.clear();
-    read_event_run(parser_, const_cast<char*>(first) - 1, const_cast<char*>(last), runs.separators(),
-                   runs.resume_point());
-    // What was read is not read again (names and categories were copied): its pages go
-    // back, and an import holds the text of a run at a time, not the whole file's.
-    own_batch_.give_back_below = static_cast<std::size_t>(std::min(last, runs.resume_point()) - storage_->data());
+    read_event_run(parser_, runs, first, last);
     hand_over(own_batch_);
     if (stopped_) return nullptr;
   }
@@ -146,10 +141,7 @@ const char* KinetoJsonReader::read_event_runs_alongside(json_split::ArrayRuns& r
         }
         if (!runs.next(first, last)) break;
         batch_ = &slot.batch;
-        slot.batch.clear();
-        read_event_run(slot.parser, const_cast<char*>(first) - 1, const_cast<char*>(last), runs.separators(),
-                       runs.resume_point());
-        slot.batch.give_back_below = static_cast<std::size_t>(std::min(last, runs.resume_point()) - storage_->data());
+        read_event_run(slot.parser, runs, first, last);
         const bool damaged = slot.batch.error;
         {
           std::lock_guard lock(mutex);
@@ -210,12 +202,19 @@ const char* KinetoJsonReader::read_event_runs_alongside(json_split::ArrayRuns& r
   return runs.closed() ? runs.position() : nullptr;
 }
 
-// The elements between the separator bytes `open` and `close`, as the array they are.
-// `separators`: the commas between them; the scanner reads the text from `rescanned` on again.
-void KinetoJsonReader::read_event_run(od::parser& parser, char* open, char* close,
-                                      const std::vector<const char*>& separators, const char* rescanned) {
+// The run from `first` to `last` that runs.next() gave, into a cleared batch_: its elements
+// and the separator bytes around them parsed as the array they are, with `parser`.
+void KinetoJsonReader::read_event_run(od::parser& parser, const json_split::ArrayRuns& runs, const char* first,
+                                      const char* last) {
+  batch_->clear();
+  batch_->read_after = read_count_;
+  // What was read is not read again (names and categories were copied): its pages go back
+  // once the batch is handed over, and an import holds the text of a run at a time.
+  batch_->give_back_below = static_cast<std::size_t>(std::min(last, runs.resume_point()) - storage_->data());
+  char* const open = const_cast<char*>(first) - 1;
+  char* const close = const_cast<char*>(last);
   if (close <= open) return; // not a run (json_split never gives one)
-  blank_repeated_elements(open + 1, close, separators, rescanned);
+  blank_repeated_elements(open + 1, close, runs.separators(), runs.resume_point());
   const char saved_open = *open, saved_close = *close;
   *open = '[';
   *close = ']';
@@ -241,6 +240,7 @@ void KinetoJsonReader::read_event_run(od::parser& parser, char* open, char* clos
   *open = saved_open;
   *close = saved_close;
 }
+
 // Elements that repeat, byte for byte, one whose repetition changes nothing become spaces,
 // with a comma next to them, before simdjson sees the run: the MTIA trace writes each name of
 // a process or thread 62k times, 310k of its 456k events. What simdjson does see is listed
@@ -398,27 +398,31 @@ std::uint64_t KinetoJsonReader::offset(od::document& doc) const {
 // read so far are kept and the rest is reported lost, as a truncated trace is still useful.
 // Either way the caller stops reading: nothing after a syntax error can be trusted.
 void KinetoJsonReader::json_error(simdjson::error_code error, od::document& doc, const char* what) {
-  const std::string message = what ? std::string(what) : std::string(simdjson::error_message(error));
+  report_damage(what ? std::string(what) : std::string(simdjson::error_message(error)), offset(doc));
+}
+
+void KinetoJsonReader::report_damage(const std::string& message, std::uint64_t at) {
   if (stats_.events_read == 0) {
-    fail("not valid JSON (" + message + " at byte " + std::to_string(offset(doc)) + ")");
+    fail("not valid JSON (" + message + " at byte " + std::to_string(std::min(bytes_total_, at)) + ")");
   }
   stats_.note("kineto_damaged_json", message + " after event #" + std::to_string(stats_.events_read));
   stopped_ = true;
 }
 
-// A key as written in the document, without simdjson's unescaping copy (which the on-demand
-// front end does byte by byte in a build for any x86-64): keys rarely hold an escape, and
-// one that does is unescaped. The closing quote is there: stage 1 matched every string.
+// The string whose text starts at `start` (after its opening quote) as written in the
+// document, where it holds no escape: nearly every key and value of a trace. simdjson's
+// unescaping copy, which the on-demand front end does byte by byte in a build for any
+// x86-64, is then not needed. The closing quote is there: stage 1 matched every string.
+bool KinetoJsonReader::string_as_written(const char* start, std::string_view& text) const {
+  const char* p = start;
+  while (p < doc_end_ && *p != '"' && *p != '\\') ++p;
+  if (p >= doc_end_ || *p != '"') return false;
+  text = std::string_view(start, static_cast<std::size_t>(p - start));
+  return true;
+}
+
 bool KinetoJsonReader::key_of(od::field& field, std::string_view& key) const {
-  const char* raw = field.key().raw();
-  const char* const end = doc_end_;
-  const char* p = raw;
-  while (p < end && *p != '"' && *p != '\\') ++p;
-  if (p < end && *p == '"') {
-    key = std::string_view(raw, static_cast<std::size_t>(p - raw));
-    return true;
-  }
-  return !field.unescaped_key().get(key);
+  return string_as_written(field.key().raw(), key) || !field.unescaped_key().get(key);
 }
 
 bool KinetoJsonReader::read_value(od::value& v, JsonValue& out) const {
@@ -427,20 +431,9 @@ bool KinetoJsonReader::read_value(od::value& v, JsonValue& out) const {
   out.type = type;
   out.present = true;
   switch (type) {
-    case od::json_type::string: {
-      // As key_of: a string without escapes (nearly all) is a view of the text as written,
-      // not a copy simdjson unescapes byte by byte. raw_json_token does not consume the
-      // value (what is not consumed, the iteration skips).
-      const std::string_view token = v.raw_json_token();
-      const char* const start = token.data() + 1;
-      const char* p = start;
-      while (p < doc_end_ && *p != '"' && *p != '\\') ++p;
-      if (p < doc_end_ && *p == '"') {
-        out.text = std::string_view(start, static_cast<std::size_t>(p - start));
-        return true;
-      }
-      return !v.get_string().get(out.text);
-    }
+    case od::json_type::string:
+      // raw_json_token does not consume the value (what is not consumed, the iteration skips).
+      return string_as_written(v.raw_json_token().data() + 1, out.text) || !v.get_string().get(out.text);
     case od::json_type::number:
     case od::json_type::boolean:
     case od::json_type::null: {
@@ -527,12 +520,8 @@ void KinetoJsonReader::read_events(od::array& events, od::document& doc) {
       item.handed_over = true;
       if (!element_text.empty() && sink_.repeat_changes_nothing(event)) repeated_.add(element_text);
     }
-    if (hand_over_as_read_ && batch_->size >= kBatchEvents) {
-      batch_->read_after = read_count_;
-      batch_->bytes_done = offset(doc);
-      hand_over(*batch_);
-      batch_->clear();
-    }
+    // Read on this thread (not into a slot of the reading thread's): hand over as it fills.
+    if (batch_ == &own_batch_ && batch_->size >= kBatchEvents) hand_over_read(doc);
   }
 }
 
@@ -567,9 +556,12 @@ void KinetoJsonReader::read_in_turn(od::array& events, od::document& doc) {
   batch_ = &own_batch_;
   own_batch_.clear();
   read_count_ = stats_.events_read;
-  hand_over_as_read_ = true;
   read_events(events, doc);
-  hand_over_as_read_ = false;
+  hand_over_read(doc);
+}
+
+// own_batch_ as read so far in `doc`, handed over and cleared.
+void KinetoJsonReader::hand_over_read(od::document& doc) {
   own_batch_.read_after = read_count_;
   own_batch_.bytes_done = offset(doc);
   hand_over(own_batch_);
@@ -586,14 +578,7 @@ void KinetoJsonReader::hand_over(Batch& batch) {
     if (item.handed_over) sink_.handle_event(item.event);
   }
   stats_.events_read = batch.read_after;
-  if (batch.error) {
-    if (stats_.events_read == 0) {
-      fail("not valid JSON (" + batch.error_message + " at byte " +
-           std::to_string(std::min(bytes_total_, batch.error_offset)) + ")");
-    }
-    stats_.note("kineto_damaged_json", batch.error_message + " after event #" + std::to_string(stats_.events_read));
-    stopped_ = true;
-  }
+  if (batch.error) report_damage(batch.error_message, batch.error_offset);
   if (batch.give_back_below > 0) storage_->discard_below(batch.give_back_below);
   if (stats_.events_read >= next_progress_ && progress_) {
     next_progress_ = stats_.events_read + 0x10000;

@@ -1,7 +1,8 @@
 // Reading a PyTorch profiler (Kineto) JSON document: the JSON side of import_kineto.cpp, which
 // keeps what the events mean. simdjson's on-demand parser reads each traceEvents element
-// field by field into a RawEvent and hands it to the sink at once; the other top-level
-// fields go to the sink as values. No document tree is built.
+// field by field into a RawEvent, in batches that the sink gets in the document's order (the
+// parsing may run on a thread of its own, a run ahead); the other top-level fields go to the
+// sink as values. No document tree is built.
 //
 // The events go to simdjson in runs of 256 kB (json_split.h), so that its index of the text,
 // 4 bytes per structural character, stays a few MB instead of most of the file's size, and
@@ -76,8 +77,7 @@ class KinetoJsonReader {
   bool read_args(od::value& v, RawEvent& event);
   void read_error(simdjson::error_code error, od::document& doc, const char* what = nullptr);
   // A run of elements, parsed by `parser` into batch_ (see read_event_array).
-  void read_event_run(od::parser& parser, char* open, char* close, const std::vector<const char*>& separators,
-                      const char* rescanned);
+  void read_event_run(od::parser& parser, const json_split::ArrayRuns& runs, const char* first, const char* last);
   void blank_repeated_elements(char* first, char* last, const std::vector<const char*>& separators,
                                const char* rescanned);
   const char* read_event_runs_in_turn(json_split::ArrayRuns& runs);
@@ -89,7 +89,9 @@ class KinetoJsonReader {
   void top_level_field(std::string_view key, od::value& value, od::document& doc);
   void enter_document(const char* text, std::size_t length, std::uint64_t offset);
   std::uint64_t offset(od::document& doc) const;
+  bool string_as_written(const char* start, std::string_view& text) const;
   bool key_of(od::field& field, std::string_view& key) const;
+  void report_damage(const std::string& message, std::uint64_t at);
 
   // Events read but not yet handed over, with what the reading noted between them. The sink
   // gets them from hand_over(), on the thread that called read().
@@ -124,6 +126,7 @@ class KinetoJsonReader {
   };
   void hand_over(Batch& batch);
   void read_in_turn(od::array& events, od::document& doc);
+  void hand_over_read(od::document& doc);
   // Events in a batch read in turn before it is handed over (a run holds a few thousand).
   static constexpr std::size_t kBatchEvents = 4096;
   static std::atomic<unsigned> threads_reading_alongside_; // over every import in the process
@@ -168,7 +171,6 @@ class KinetoJsonReader {
   std::uint64_t read_count_ = 0; // elements read so far, as the reading (maybe ahead) counts them
   Batch* batch_ = nullptr;       // the batch read_events fills
   Batch own_batch_;              // for reading in turn
-  bool hand_over_as_read_ = false; // read_in_turn: batches go to the sink as they fill
   RepeatedTexts repeated_;
   // The run being read: the text of each element simdjson sees, and how many elements
   // skipped as repeats come before each of them (one more entry: those after the last).
