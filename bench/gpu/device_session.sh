@@ -1,151 +1,232 @@
 #!/usr/bin/env bash
-# Everything issues 3 and 5 need a GPU for, in one script for one call on a lent GPU machine
+# Everything issue 15 needs a GPU for, in one script for one call on a lent GPU machine
 # (docs/gpu.md). Runs from the repository root there, on the bundle scripts/device-bundle.sh
-# made here (carried as build/device), and writes under $OUT:
-#   summary.txt                 the figures, also printed last
+# made here (carried as build/device), and writes under $OUT (at most 8 files come back):
+#   summary.txt                       the figures, also printed last
 #   cuda_train.db, pytorch_train.db   small real traces, to commit under tests/data/gpu/
-#   *.log                       each step's full output
+#   baselines.tgz                     the traces the predictions were made from
+#   logs.tgz                          each step's full output
 #
 #   bash bench/gpu/device_session.sh                 # every step
-#   bash bench/gpu/device_session.sh tests fixtures  # some: tests fixtures overhead amp workers
+#   bash bench/gpu/device_session.sh tests fixtures  # some of them
+#   DEADLINE_S=400 bash bench/gpu/device_session.sh  # skip what would not end in time
 #
 # Steps: tests      the tracer's process tests, the GPU one included (it skips without a GPU)
 #        fixtures   cuda_train and samples/pytorch/train.py traced, replayed (baseline error)
-#        overhead   traced / untraced, median of 5 (cuda_train) and of 3 (train.py)
-#        amp        train.py traced in FP32, `amp` predicted, run with torch.autocast, compared
+#        overhead   traced / untraced median step (cuda_train, train.py), and each traced
+#                   run's `replay --correct-overhead` against the untraced median
+#        amp        train.py traced in FP32; `amp` and `cuda-graphs` predicted from that trace,
+#                   run with --amp and with --cuda-graphs, compared
+#        fused      train.py traced with a for-loop SGD; `fused-optimizer` predicted, run fused
 #        workers    train.py traced with 0 loader workers, `data workers=4` predicted, run, compared
+#        cpu        the CPU-side accuracy on this machine's cores: bench/whatif_accuracy.sh and
+#                   bench/graph/overhead_correction.sh with two loader threads
+# Each step starts only if its usual time fits before the deadline (DEADLINE_S seconds after
+# the start, default 1e9) and every program runs under `timeout`, so one that hangs costs its
+# limit, not the session.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 B=${BUNDLE:-build/device}
 OUT=${OUT:-/tmp/dreamscope-device}
+RUNS=${RUNS:-3}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # cuda_train's cuBLAS and CUDA runtime are the machine's, wherever its toolkit keeps them.
 for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
   [ -d "$d" ] && LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"
 done
+export PYTHONUNBUFFERED=1
 DS="$PWD/$B/bin/dreamscope"
 PY=${PYTHON:-python3}
-STEPS_WANTED=${*:-tests fixtures overhead amp workers}
+STEPS_WANTED=${*:-tests fixtures overhead amp fused workers cpu}
+started=$(date +%s)
+deadline=$((started + ${DEADLINE_S:-1000000000}))
+work=$(mktemp -d)
+logs=$work/logs
+keep=$work/baselines
+mkdir -p "$logs" "$keep"
 summary="$OUT/summary.txt"
 : >"$summary"
 say() { echo "$*" | tee -a "$summary"; }
-wants() { [[ " $STEPS_WANTED " == *" $1 "* ]]; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+pack() {
+  tar -czf "$OUT/logs.tgz" -C "$work" logs 2>/dev/null
+  [ -n "$(ls -A "$keep")" ] && tar -czf "$OUT/baselines.tgz" -C "$work" baselines 2>/dev/null
+}
+trap 'pack; rm -rf "$work"' EXIT
+# step NAME SECONDS: whether NAME was asked for and its usual SECONDS fit before the deadline.
+step() {
+  [[ " $STEPS_WANTED " == *" $1 "* ]] || return 1
+  local left=$((deadline - $(date +%s)))
+  if ((left < $2)); then
+    say "== $1: skipped, ${left} s left before the deadline and it takes about $2 s"
+    return 1
+  fi
+  step_started=$(date +%s)
+  say "== $1 (at +$((step_started - started)) s)"
+}
+took() { say "   ($1 took $(($(date +%s) - step_started)) s)"; }
 
 say "== machine"
-say "$(nvidia-smi -L 2>&1 | head -2)"
-say "$($PY -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0))' 2>&1 | tail -1)"
-say "cores $(nproc)"
+say "$(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader 2>&1 | head -2)"
+say "$(timeout 120 $PY -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0))' 2>&1 | tail -1)"
+say "cores $(nproc), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 # A library the bundle lacks and the machine does not have shows here first.
 for f in "$B"/bin/* "$B"/lib/libdreamscope-tracer.so "$B/tests/tracer_process_tests"; do
   echo "== $f"
   ldd "$f" 2>&1
-done >"$OUT/ldd.txt"
-missing=$(grep -c "not found" "$OUT/ldd.txt")
-say "libraries not found: $missing$([ "$missing" -gt 0 ] && echo " (see ldd.txt: $(grep "not found" "$OUT/ldd.txt" | sort -u | tr -s ' \t' ' ' | tr '\n' ';'))")"
+done >"$logs/ldd.txt"
+missing=$(grep -c "not found" "$logs/ldd.txt")
+say "libraries not found: $missing$([ "$missing" -gt 0 ] && echo " ($(grep "not found" "$logs/ldd.txt" | sort -u | tr -s ' \t' ' ' | tr '\n' ';'))")"
 
 # Prints the median of the numbers on stdin.
-median() { $PY -c 'import statistics, sys; print(round(statistics.median(float(x) for x in sys.stdin.read().split())))'; }
+median() { $PY -c 'import statistics, sys; v = [float(x) for x in sys.stdin.read().split()]; print(round(statistics.median(v)) if v else 0)'; }
 # median_step_ns of one run of a command (its own measurement, CUDA-synchronized per step).
-step_ns() { "$@" 2>>"$OUT/runs.log" | awk '/^median_step_ns/ {print $2}'; }
+step_ns() { timeout 120 "$@" 2>>"$logs/runs.log" | tee -a "$logs/runs.log" | awk '/^median_step_ns/ {print $2}'; }
 # Wall nanoseconds of one run of a command.
-wall() { local t0; t0=$(date +%s%N); "$@" >>"$OUT/runs.log" 2>&1; echo $(($(date +%s%N) - t0)); }
+wall() { local t0; t0=$(date +%s%N); timeout 120 "$@" >>"$logs/runs.log" 2>&1; echo $(($(date +%s%N) - t0)); }
+# traced OUT.db COMMAND...: the command traced into OUT.db; prints its median_step_ns.
+traced() {
+  local db=$1
+  shift
+  step_ns "$DS" trace -f -o "$db" -- "$@"
+}
 # The median step time a what-if predicts: predict TRACE SCENARIO-ARGS...
 predict() {
   local trace=$1
   shift
-  "$DS" whatif "$trace" --format json --no-data-stalls "$@" 2>>"$OUT/whatif.log" |
-    $PY -c 'import json, sys; print(round(json.load(sys.stdin)["predictions"][-1]["predicted_step_ns"]))'
+  timeout 120 "$DS" whatif "$trace" --format json --no-data-stalls "$@" 2>>"$logs/whatif.log" |
+    $PY -c 'import json, sys; print(round(json.load(sys.stdin)["predictions"][-1]["predicted_step_ns"]))' 2>>"$logs/whatif.log"
 }
-pct() { $PY -c "import sys; m, p = float(sys.argv[1]), float(sys.argv[2]); print(f'{100 * (p - m) / m:+.1f} %')" "$1" "$2"; }
+# The replayed median step of a trace, with --correct-overhead: corrected TRACE.
+corrected() {
+  timeout 120 "$DS" replay "$1" --correct-overhead --format json 2>>"$logs/replay.log" |
+    $PY -c 'import json, statistics, sys; print(round(statistics.median(s["predicted_ns"] for s in json.load(sys.stdin)["steps"])))' 2>>"$logs/replay.log"
+}
+pct() { $PY -c "import sys; m, p = float(sys.argv[1]), float(sys.argv[2]); print(f'{100 * (p - m) / m:+.1f} %' if m else 'n/a')" "$1" "${2:-0}"; }
+us() { echo "$((${1:-0} / 1000)) us"; }
+# measure NAME COMMAND...: RUNS untraced runs; sets m_NAME to their median step and lists them.
+measure() {
+  local name=$1 v=()
+  shift
+  for ((r = 0; r < RUNS; ++r)); do v+=("$(step_ns "$@")"); done
+  printf -v "m_$name" '%s' "$(printf '%s\n' "${v[@]}" | median)"
+  echo "   $name runs: ${v[*]}" >>"$summary"
+}
 train=(samples/pytorch/train.py)
 
-if wants tests; then
-  say "== tracer process tests (GPU test included)"
+if step tests 60; then
   DREAMSCOPE_TEST_BIN_DIR="$PWD/$B/bin" DREAMSCOPE_TEST_PROGRAMS="$PWD/$B/tests/programs" \
     DREAMSCOPE_TEST_CUDA_TRAIN="$PWD/$B/bin/cuda_train" \
-    "$B/tests/tracer_process_tests" >"$OUT/tests.log" 2>&1
-  say "exit $? : $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/tests.log" | tr '\n' ' ')"
-  grep -E '^\[  FAILED  \]|Skipped|SKIPPED' "$OUT/tests.log" | head -20 | tee -a "$summary"
+    timeout 240 "$B/tests/tracer_process_tests" >"$logs/tests.log" 2>&1
+  say "exit $? : $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$logs/tests.log" | tr '\n' ' ')"
+  grep -E '^\[  FAILED  \]|^\[  SKIPPED \] [A-Z]|Failure|error:' "$logs/tests.log" | head -20 | tee -a "$summary"
+  took tests
 fi
 
-if wants fixtures; then
-  say "== fixtures"
-  "$DS" trace -f -o "$OUT/cuda_train.db" -- "$B/bin/cuda_train" --steps 20 --batch-size 128 --input-dim 256 \
-    --hidden 512 >"$OUT/fixture_cuda.log" 2>&1
+if step fixtures 40; then
+  timeout 120 "$DS" trace -f -o "$OUT/cuda_train.db" -- "$B/bin/cuda_train" --steps 20 --batch-size 128 \
+    --input-dim 256 --hidden 512 >"$logs/fixture_cuda.log" 2>&1
   say "cuda_train.db: exit $?, $(du -h "$OUT/cuda_train.db" 2>/dev/null | cut -f1)"
-  "$DS" trace -f -o "$OUT/pytorch_train.db" -- "$PY" "${train[@]}" --steps 20 --workers 2 --emit-nvtx \
-    >"$OUT/fixture_torch.log" 2>&1
+  timeout 120 "$DS" trace -f -o "$OUT/pytorch_train.db" -- "$PY" "${train[@]}" --steps 20 --workers 2 --emit-nvtx \
+    >"$logs/fixture_torch.log" 2>&1
   say "pytorch_train.db: exit $?, $(du -h "$OUT/pytorch_train.db" 2>/dev/null | cut -f1)"
   for f in cuda_train pytorch_train; do
-    "$DS" info "$OUT/$f.db" >"$OUT/$f.info.txt" 2>&1
-    "$DS" replay "$OUT/$f.db" >"$OUT/$f.replay.txt" 2>&1
-    say "$f replay: $(grep -E '^run ' "$OUT/$f.replay.txt")"
+    timeout 60 "$DS" info "$OUT/$f.db" >"$logs/$f.info.txt" 2>&1
+    grep -iE 'kernel|memcpy|sync|dropped|complete|warning' "$logs/$f.info.txt" | head -12 | sed 's/^/   /' >>"$summary"
+    timeout 60 "$DS" replay "$OUT/$f.db" >"$logs/$f.replay.txt" 2>&1
+    say "$f replay: $(grep -E '^(run|median step|mean step)' "$logs/$f.replay.txt" | tr '\n' ' ')"
   done
+  took fixtures
 fi
 
-if wants overhead; then
-  say "== tracer overhead (wall time of the whole run, and the program's own median step)"
+if step overhead 110; then
+  say "-- tracer overhead: the program's own median step, traced / untraced, and replay --correct-overhead"
   cu=("$B/bin/cuda_train" --steps 200)
   wall "${cu[@]}" >/dev/null # warm-up: module load, clocks
-  uw=() tw=() us=() ts=()
-  for _ in 1 2 3 4 5; do
+  uw=() tw=() us_=() ts=() cs=()
+  for i in 1 2 3 4 5; do
     uw+=("$(wall "${cu[@]}")")
     tw+=("$(wall "$DS" trace -f -o "$work/o.db" -- "${cu[@]}")")
-    us+=("$(step_ns "${cu[@]}")")
-    ts+=("$(step_ns "$DS" trace -f -o "$work/o.db" -- "${cu[@]}")")
+    us_+=("$(step_ns "${cu[@]}")")
+    ts+=("$(traced "$work/c$i.db" "${cu[@]}")")
+    cs+=("$(corrected "$work/c$i.db")")
   done
-  $PY - "${uw[*]}" "${tw[*]}" "${us[*]}" "${ts[*]}" <<'PY' | tee -a "$summary"
-import statistics, sys
-uw, tw, us, ts = ([float(x) for x in a.split()] for a in sys.argv[1:5])
-print(f"cuda_train --steps 200: wall traced/untraced {statistics.median(tw) / statistics.median(uw):.3f} "
-      f"({statistics.median(uw) / 1e9:.2f} s untraced), median step traced/untraced {statistics.median(ts) / statistics.median(us):.3f}")
+  cp "$work/c1.db" "$keep/cuda_train_200.db" 2>/dev/null
+  $PY - "${uw[*]}" "${tw[*]}" "${us_[*]}" "${ts[*]}" "${cs[*]}" <<'PY' | tee -a "$summary"
+import statistics as st, sys
+uw, tw, us, ts, cs = ([float(x) for x in a.split()] for a in sys.argv[1:6])
+mu = st.median(us)
+print(f"cuda_train --steps 200: wall traced/untraced {st.median(tw) / st.median(uw):.3f} ({st.median(uw) / 1e9:.2f} s untraced); "
+      f"median step traced/untraced {st.median(ts) / mu:.3f} ({mu / 1e3:.1f} us untraced); "
+      f"replay --correct-overhead median {st.median(cs) / 1e3:.1f} us: {100 * (st.median(cs) - mu) / mu:+.1f} % "
+      f"(runs {' '.join(f'{100 * (c - mu) / mu:+.1f}' for c in cs)})")
 PY
-  uw=() tw=() us=() ts=()
-  for _ in 1 2 3; do
-    us+=("$(step_ns "$PY" "${train[@]}" --steps 100 --workers 2)")
-    ts+=("$(step_ns "$DS" trace -f -o "$work/o.db" -- "$PY" "${train[@]}" --steps 100 --workers 2)")
+  us_=() ts=() cs=()
+  for i in 1 2 3; do
+    us_+=("$(step_ns "$PY" "${train[@]}" --steps 100 --workers 2)")
+    ts+=("$(traced "$work/t$i.db" "$PY" "${train[@]}" --steps 100 --workers 2)")
+    cs+=("$(corrected "$work/t$i.db")")
   done
-  $PY - "${us[*]}" "${ts[*]}" <<'PY' | tee -a "$summary"
-import statistics, sys
-us, ts = ([float(x) for x in a.split()] for a in sys.argv[1:3])
-print(f"train.py --steps 100 --workers 2: median step traced/untraced {statistics.median(ts) / statistics.median(us):.3f} "
-      f"({statistics.median(us) / 1e3:.0f} us untraced)")
+  cp "$work/t1.db" "$keep/train_100.db" 2>/dev/null
+  $PY - "${us_[*]}" "${ts[*]}" "${cs[*]}" <<'PY' | tee -a "$summary"
+import statistics as st, sys
+us, ts, cs = ([float(x) for x in a.split()] for a in sys.argv[1:4])
+mu = st.median(us)
+print(f"train.py --steps 100 --workers 2: median step traced/untraced {st.median(ts) / mu:.3f} ({mu / 1e3:.0f} us untraced); "
+      f"replay --correct-overhead median {st.median(cs) / 1e3:.0f} us: {100 * (st.median(cs) - mu) / mu:+.1f} % "
+      f"(runs {' '.join(f'{100 * (c - mu) / mu:+.1f}' for c in cs)}; untraced {' '.join(f'{u / 1e3:.0f}' for u in us)}, "
+      f"traced {' '.join(f'{t / 1e3:.0f}' for t in ts)} us)")
 PY
+  took overhead
 fi
 
-if wants amp; then
-  say "== amp: predicted from an FP32 trace, against train.py --amp"
+if step amp 100; then
+  say "-- amp and cuda-graphs: predicted from an FP32 trace, against train.py --amp and --cuda-graphs"
   args=(--steps 60 --workers 4 --batch-size 256)
-  "$DS" trace -f -o "$work/fp32.db" -- "$PY" "${train[@]}" "${args[@]}" >"$OUT/amp_trace.log" 2>&1
-  fp32=() amp=()
-  for _ in 1 2 3; do
-    fp32+=("$(step_ns "$PY" "${train[@]}" "${args[@]}")")
-    amp+=("$(step_ns "$PY" "${train[@]}" "${args[@]}" --amp)")
-  done
-  m_fp32=$(printf '%s\n' "${fp32[@]}" | median)
-  m_amp=$(printf '%s\n' "${amp[@]}" | median)
-  p_amp=$(predict "$work/fp32.db" -s amp)
-  say "untraced FP32 $((m_fp32 / 1000)) us, untraced --amp $((m_amp / 1000)) us, predicted amp $((p_amp / 1000)) us: error $(pct "$m_amp" "$p_amp")"
-  "$DS" whatif "$work/fp32.db" -s amp >"$OUT/amp_whatif.txt" 2>&1
+  traced "$keep/fp32.db" "$PY" "${train[@]}" "${args[@]}" >/dev/null
+  measure fp32 "$PY" "${train[@]}" "${args[@]}"
+  measure amp "$PY" "${train[@]}" "${args[@]}" --amp
+  measure graphs "$PY" "${train[@]}" "${args[@]}" --cuda-graphs
+  p_amp=$(predict "$keep/fp32.db" -s amp)
+  p_graphs=$(predict "$keep/fp32.db" -s cuda-graphs)
+  say "FP32 $(us "$m_fp32"); --amp $(us "$m_amp"), predicted $(us "$p_amp"): error $(pct "$m_amp" "$p_amp")"
+  say "--cuda-graphs $(us "$m_graphs"), predicted $(us "$p_graphs"): error $(pct "$m_graphs" "$p_graphs")"
+  timeout 60 "$DS" whatif "$keep/fp32.db" -s amp -s cuda-graphs >"$logs/amp_whatif.txt" 2>&1
+  took amp
 fi
 
-if wants workers; then
-  say "== DataLoader workers 0 -> 4: predicted from a 0-worker trace, against a 4-worker run"
+if step fused 60; then
+  say "-- fused-optimizer: predicted from a for-loop SGD trace, against --optimizer fused"
+  args=(--steps 60 --workers 4 --batch-size 256)
+  traced "$keep/forloop.db" "$PY" "${train[@]}" "${args[@]}" --optimizer for-loop >/dev/null
+  measure forloop "$PY" "${train[@]}" "${args[@]}" --optimizer for-loop
+  measure fusedrun "$PY" "${train[@]}" "${args[@]}" --optimizer fused
+  p_fused=$(predict "$keep/forloop.db" -s fused-optimizer)
+  say "for-loop $(us "$m_forloop"); fused $(us "$m_fusedrun"), predicted $(us "$p_fused"): error $(pct "$m_fusedrun" "$p_fused")"
+  timeout 60 "$DS" whatif "$keep/forloop.db" -s fused-optimizer >"$logs/fused_whatif.txt" 2>&1
+  took fused
+fi
+
+if step workers 60; then
+  say "-- DataLoader workers 0 -> 4: predicted from a 0-worker trace, against a 4-worker run"
   args=(--steps 60 --batch-size 256 --fetch-delay-ms 5)
-  "$DS" trace -f -o "$work/w0.db" -- "$PY" "${train[@]}" "${args[@]}" --workers 0 >"$OUT/workers_trace.log" 2>&1
-  w0=() w4=()
-  for _ in 1 2 3; do
-    w0+=("$(step_ns "$PY" "${train[@]}" "${args[@]}" --workers 0)")
-    w4+=("$(step_ns "$PY" "${train[@]}" "${args[@]}" --workers 4)")
-  done
-  m0=$(printf '%s\n' "${w0[@]}" | median)
-  m4=$(printf '%s\n' "${w4[@]}" | median)
-  p4=$(predict "$work/w0.db" -s data -p workers=4 -p cores="$(nproc)")
-  say "untraced 0 workers $((m0 / 1000)) us, 4 workers $((m4 / 1000)) us, predicted 4 workers $((p4 / 1000)) us: error $(pct "$m4" "$p4")"
-  "$DS" whatif "$work/w0.db" -s data -p workers=4 -p cores="$(nproc)" >"$OUT/workers_whatif.txt" 2>&1
+  traced "$keep/w0.db" "$PY" "${train[@]}" "${args[@]}" --workers 0 >/dev/null
+  measure w0 "$PY" "${train[@]}" "${args[@]}" --workers 0
+  measure w4 "$PY" "${train[@]}" "${args[@]}" --workers 4
+  p4=$(predict "$keep/w0.db" -s data -p workers=4)
+  say "0 workers $(us "$m_w0"); 4 workers $(us "$m_w4"), predicted $(us "$p4"): error $(pct "$m_w4" "$p4")"
+  timeout 60 "$DS" whatif "$keep/w0.db" -s data -p workers=4 >"$logs/workers_whatif.txt" 2>&1
+  took workers
+fi
+
+if step cpu 90; then
+  say "-- CPU-side accuracy on $(nproc) cores (cpu_train)"
+  BIN="$B/bin" RUNS=5 timeout 150 bench/whatif_accuracy.sh >"$logs/whatif_accuracy.txt" 2>&1
+  grep -vE '^dreamscope trace:' "$logs/whatif_accuracy.txt" | tail -12 | tee -a "$summary"
+  BIN="$B/bin" RUNS=5 ARGS="--workers 2" timeout 150 bench/graph/overhead_correction.sh \
+    >"$logs/overhead_correction.txt" 2>&1
+  grep -vE '^dreamscope trace:' "$logs/overhead_correction.txt" | tail -12 | tee -a "$summary"
+  took cpu
 fi
 
 echo

@@ -4,9 +4,11 @@
 
 A synthetic image dataset read through a DataLoader with worker processes (each __getitem__
 is a `fetch` + `prep` of one batch index, annotated in the worker), a small CNN, SGD. The
-main loop marks the wait for each batch (dreamscope.data_loader), each step, and forward /
-backward / optimizer; with --emit-nvtx PyTorch's own per-operator NVTX ranges are recorded
-too. Prints its median step time (CUDA-synchronized), like the other samples.
+main loop marks each step (the wait for its batch included, dreamscope.data_loader), and
+forward / backward / optimizer; with --emit-nvtx PyTorch's own per-operator NVTX ranges are
+recorded too. --amp, --optimizer fused and --cuda-graphs are the real runs that the `amp`,
+`fused-optimizer` and `cuda-graphs` what-ifs predict. Prints its median step time
+(CUDA-synchronized), like the other samples.
 """
 import argparse
 import statistics
@@ -69,6 +71,47 @@ class SmallCnn(nn.Module):
         return self.fc(x.flatten(1))
 
 
+def make_optimizer(params, kind):
+    # foreach (PyTorch's default on CUDA): a few multi-tensor kernels; for-loop: kernels per
+    # parameter, launched one by one from Python; fused: one kernel per step.
+    options = {"for-loop": {"foreach": False}, "foreach": {"foreach": True}, "fused": {"fused": True}}[kind]
+    return torch.optim.SGD(params, lr=0.01, momentum=0.9, **options)
+
+
+class CapturedStep:
+    """The whole training step (forward, loss, backward, optimizer) captured once in a CUDA
+    graph, as PyTorch's documentation does for whole-network capture: each step copies the
+    batch into static tensors and replays the graph, one launch instead of one per kernel."""
+
+    def __init__(self, model, opt, batch_size, device, amp):
+        self.x = torch.randn(batch_size, 3, 64, 64, device=device)
+        self.y = torch.randint(0, 10, (batch_size,), device=device)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):  # warm-up outside the capture: cuDNN's choices, optimizer state
+                opt.zero_grad(set_to_none=True)
+                with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
+                    loss = F.cross_entropy(model(self.x), self.y)
+                loss.backward()
+                opt.step()
+        torch.cuda.current_stream().wait_stream(side)
+        self.graph = torch.cuda.CUDAGraph()
+        opt.zero_grad(set_to_none=True)
+        with torch.cuda.graph(self.graph):
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
+                self.loss = F.cross_entropy(model(self.x), self.y)
+            self.loss.backward()
+            opt.step()
+
+    def __call__(self, x, y):
+        self.x.copy_(x, non_blocking=True)
+        self.y.copy_(y, non_blocking=True)
+        with dreamscope.operation("graph_replay"):
+            self.graph.replay()
+        return self.loss
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=50)
@@ -77,6 +120,10 @@ def main():
     p.add_argument("--fetch-delay-ms", type=float, default=0)
     p.add_argument("--emit-nvtx", action="store_true", help="also record PyTorch's per-operator NVTX ranges")
     p.add_argument("--amp", action="store_true", help="forward and loss under torch.autocast (bfloat16)")
+    p.add_argument("--optimizer", choices=["foreach", "for-loop", "fused"], default="foreach",
+                   help="SGD's implementation: multi-tensor (default), a loop over parameters, or fused")
+    p.add_argument("--cuda-graphs", action="store_true",
+                   help="capture the whole step in a CUDA graph and replay it each step")
     a = p.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("train.py: no CUDA device")
@@ -84,20 +131,29 @@ def main():
     loader = DataLoader(SyntheticImages(a.steps, a.batch_size, a.fetch_delay_ms / 1000), batch_size=None,
                         num_workers=a.workers, pin_memory=True, prefetch_factor=2 if a.workers else None)
     model = SmallCnn().to(device)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    opt = make_optimizer(model.parameters(), a.optimizer)
+    captured = CapturedStep(model, opt, a.batch_size, device, a.amp) if a.cuda_graphs else None
     step_ns = []
+    batches = iter(dreamscope.data_loader(loader))
     with torch.autograd.profiler.emit_nvtx(enabled=a.emit_nvtx):
-        for i, (x, y) in enumerate(dreamscope.data_loader(loader)):
+        for i in range(len(loader)):
+            # A step is one iteration, as PyTorch's profiler counts it: the wait for its batch
+            # included, so that a data-bound job's steps show the stall.
             t0 = time.perf_counter_ns()
             with dreamscope.step(i):
-                x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-                with dreamscope.operation("forward"), torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.amp):
-                    loss = F.cross_entropy(model(x), y)
-                with dreamscope.operation("backward"):
-                    opt.zero_grad(set_to_none=True)
-                    loss.backward()
-                with dreamscope.operation("optimizer"):
-                    opt.step()
+                x, y = next(batches)
+                if captured:
+                    loss = captured(x, y)
+                else:
+                    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+                    with dreamscope.operation("forward"), torch.autocast("cuda", dtype=torch.bfloat16,
+                                                                         enabled=a.amp):
+                        loss = F.cross_entropy(model(x), y)
+                    with dreamscope.operation("backward"):
+                        opt.zero_grad(set_to_none=True)
+                        loss.backward()
+                    with dreamscope.operation("optimizer"):
+                        opt.step()
                 torch.cuda.synchronize()
             step_ns.append(time.perf_counter_ns() - t0)
     print(f"train.py: {len(step_ns)} steps, loss {loss.item():.4f}")
