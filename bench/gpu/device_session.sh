@@ -13,10 +13,11 @@
 #
 # Steps: tests      the tracer's process tests, the GPU one included (it skips without a GPU)
 #        fixtures   cuda_train and samples/pytorch/train.py traced, replayed (baseline error)
-#        overhead   traced / untraced median step (cuda_train, train.py), and each traced
-#                   run's `replay --correct-overhead` against the untraced median
+#        overhead   traced / untraced median step (cuda_train, train.py), each traced run's
+#                   `replay --correct-overhead` against the untraced median, and train.py
+#                   traced without CUPTI (--trace nvtx), to tell where the cost is
 #        amp        train.py traced in FP32; `amp` and `cuda-graphs` predicted from that trace,
-#                   run with --amp and with --cuda-graphs, compared
+#                   run with --amp and with --cuda-graphs, compared; `gpu` to an H200 predicted
 #        fused      train.py traced with a for-loop SGD; `fused-optimizer` predicted, run fused
 #        workers    train.py traced with 0 loader workers, `data workers=4` predicted, run, compared
 #        cpu        the CPU-side accuracy on this machine's cores: bench/whatif_accuracy.sh and
@@ -136,47 +137,54 @@ if step fixtures 40; then
     timeout 60 "$DS" replay "$OUT/$f.db" >"$logs/$f.replay.txt" 2>&1
     say "$f replay: $(grep -E '^(run|median step|mean step)' "$logs/$f.replay.txt" | tr '\n' ' ')"
   done
+  if grep -q "killed by signal" "$logs/fixture_cuda.log" && command -v cuda-gdb >/dev/null; then
+    # Where a traced process dies: every thread's stack at the signal.
+    lib=$PWD/$B/lib/libdreamscope-tracer.so
+    timeout 120 cuda-gdb -batch -ex "set exec-wrapper env LD_PRELOAD=$lib CUDA_INJECTION64_PATH=$lib NVTX_INJECTION64_PATH=$lib DREAMSCOPE_OUTPUT_DIR=$work/gdb.d" \
+      -ex run -ex "thread apply all bt 40" --args "$B/bin/cuda_train" --steps 5 >"$logs/crash_gdb.txt" 2>&1
+    say "cuda_train still dies traced: stacks in logs/crash_gdb.txt"
+    grep -A12 -m1 "received signal" "$logs/crash_gdb.txt" | tee -a "$summary"
+  fi
   took fixtures
 fi
 
-if step overhead 110; then
+if step overhead 150; then
   say "-- tracer overhead: the program's own median step, traced / untraced, and replay --correct-overhead"
-  cu=("$B/bin/cuda_train" --steps 200)
-  wall "${cu[@]}" >/dev/null # warm-up: module load, clocks
-  uw=() tw=() us_=() ts=() cs=()
-  for i in 1 2 3 4 5; do
-    uw+=("$(wall "${cu[@]}")")
-    tw+=("$(wall "$DS" trace -f -o "$work/o.db" -- "${cu[@]}")")
+  # Pairs of runs, untraced then traced: the machine's state drifts between runs.
+  cu=("$B/bin/cuda_train" --steps 100)
+  step_ns "${cu[@]}" >/dev/null # warm-up: module load, clocks
+  us_=() ts=() cs=()
+  for i in 1 2 3 4 5 6 7; do
     us_+=("$(step_ns "${cu[@]}")")
     ts+=("$(traced "$work/c$i.db" "${cu[@]}")")
     cs+=("$(corrected "$work/c$i.db")")
   done
-  cp "$work/c1.db" "$keep/cuda_train_200.db" 2>/dev/null
-  $PY - "${uw[*]}" "${tw[*]}" "${us_[*]}" "${ts[*]}" "${cs[*]}" <<'PY' | tee -a "$summary"
+  cp "$work/c1.db" "$keep/cuda_train_100.db" 2>/dev/null
+  ratios() {
+    $PY - "$@" <<'PY' | tee -a "$summary"
 import statistics as st, sys
-uw, tw, us, ts, cs = ([float(x) for x in a.split()] for a in sys.argv[1:6])
+name, us, ts, cs = sys.argv[1], *([float(x) for x in a.split()] for a in sys.argv[2:5])
 mu = st.median(us)
-print(f"cuda_train --steps 200: wall traced/untraced {st.median(tw) / st.median(uw):.3f} ({st.median(uw) / 1e9:.2f} s untraced); "
-      f"median step traced/untraced {st.median(ts) / mu:.3f} ({mu / 1e3:.1f} us untraced); "
-      f"replay --correct-overhead median {st.median(cs) / 1e3:.1f} us: {100 * (st.median(cs) - mu) / mu:+.1f} % "
-      f"(runs {' '.join(f'{100 * (c - mu) / mu:+.1f}' for c in cs)})")
+print(f"{name}: median step traced/untraced {st.median(ts) / mu:.3f} ({mu / 1e3:.1f} us untraced); "
+      f"replay --correct-overhead median {st.median(cs) / 1e3:.1f} us: {100 * (st.median(cs) - mu) / mu:+.1f} %\n"
+      f"   untraced {' '.join(f'{u / 1e3:.0f}' for u in us)}; traced {' '.join(f'{t / 1e3:.0f}' for t in ts)}; "
+      f"corrected {' '.join(f'{c / 1e3:.0f}' for c in cs)} us")
 PY
-  us_=() ts=() cs=()
-  for i in 1 2 3; do
-    us_+=("$(step_ns "$PY" "${train[@]}" --steps 100 --workers 2)")
-    ts+=("$(traced "$work/t$i.db" "$PY" "${train[@]}" --steps 100 --workers 2)")
+  }
+  ratios "cuda_train --steps 100" "${us_[*]}" "${ts[*]}" "${cs[*]}"
+  us_=() ts=() cs=() ns=()
+  for i in 1 2 3 4; do
+    us_+=("$(step_ns "$PY" "${train[@]}" --steps 60 --workers 2)")
+    ts+=("$(traced "$work/t$i.db" "$PY" "${train[@]}" --steps 60 --workers 2)")
     cs+=("$(corrected "$work/t$i.db")")
   done
-  cp "$work/t1.db" "$keep/train_100.db" 2>/dev/null
-  $PY - "${us_[*]}" "${ts[*]}" "${cs[*]}" <<'PY' | tee -a "$summary"
-import statistics as st, sys
-us, ts, cs = ([float(x) for x in a.split()] for a in sys.argv[1:4])
-mu = st.median(us)
-print(f"train.py --steps 100 --workers 2: median step traced/untraced {st.median(ts) / mu:.3f} ({mu / 1e3:.0f} us untraced); "
-      f"replay --correct-overhead median {st.median(cs) / 1e3:.0f} us: {100 * (st.median(cs) - mu) / mu:+.1f} % "
-      f"(runs {' '.join(f'{100 * (c - mu) / mu:+.1f}' for c in cs)}; untraced {' '.join(f'{u / 1e3:.0f}' for u in us)}, "
-      f"traced {' '.join(f'{t / 1e3:.0f}' for t in ts)} us)")
-PY
+  # Where the cost is: the same run traced without CUPTI (annotations only).
+  for i in 1 2; do ns+=("$(step_ns "$DS" trace --trace nvtx -f -o "$work/n$i.db" -- "$PY" "${train[@]}" --steps 60 --workers 2)"); done
+  cp "$work/t1.db" "$keep/train_60.db" 2>/dev/null
+  ratios "train.py --steps 60 --workers 2" "${us_[*]}" "${ts[*]}" "${cs[*]}"
+  say "   traced with --trace nvtx (no CUPTI): $(printf '%s\n' "${ns[@]}" | median | awk '{print int($1 / 1000)}') us (runs ${ns[*]})"
+  timeout 60 "$DS" replay "$work/t1.db" --correct-overhead --format json 2>&1 | $PY -c 'import json, sys; print("   overhead", json.load(sys.stdin)["overhead"])' 2>&1 | tee -a "$summary"
+  timeout 60 "$DS" info "$work/t1.db" >"$logs/train_60.info.txt" 2>&1
   took overhead
 fi
 
@@ -191,6 +199,7 @@ if step amp 100; then
   p_graphs=$(predict "$keep/fp32.db" -s cuda-graphs)
   say "FP32 $(us "$m_fp32"); --amp $(us "$m_amp"), predicted $(us "$p_amp"): error $(pct "$m_amp" "$p_amp")"
   say "--cuda-graphs $(us "$m_graphs"), predicted $(us "$p_graphs"): error $(pct "$m_graphs" "$p_graphs")"
+  for d in H200 H100; do say "gpu -p device=$d from this trace: $(us "$(predict "$keep/fp32.db" -s gpu -p device=$d)")"; done
   timeout 60 "$DS" whatif "$keep/fp32.db" -s amp -s cuda-graphs >"$logs/amp_whatif.txt" 2>&1
   took amp
 fi
@@ -219,11 +228,11 @@ if step workers 60; then
   took workers
 fi
 
-if step cpu 90; then
+if step cpu 70; then
   say "-- CPU-side accuracy on $(nproc) cores (cpu_train)"
-  BIN="$B/bin" RUNS=5 timeout 150 bench/whatif_accuracy.sh >"$logs/whatif_accuracy.txt" 2>&1
+  BIN="$B/bin" RUNS=${CPU_RUNS:-5} timeout 150 bench/whatif_accuracy.sh >"$logs/whatif_accuracy.txt" 2>&1
   grep -vE '^dreamscope trace:' "$logs/whatif_accuracy.txt" | tail -12 | tee -a "$summary"
-  BIN="$B/bin" RUNS=5 ARGS="--workers 2" timeout 150 bench/graph/overhead_correction.sh \
+  BIN="$B/bin" RUNS=${CPU_RUNS:-5} ARGS="--workers 2" timeout 150 bench/graph/overhead_correction.sh \
     >"$logs/overhead_correction.txt" 2>&1
   grep -vE '^dreamscope trace:' "$logs/overhead_correction.txt" | tail -12 | tee -a "$summary"
   took cpu

@@ -55,6 +55,11 @@ TEST(CpuTrainTrace, EveryPhaseOfEveryBatchOnItsThread) {
   std::set<TrackId> loaded;
   std::int64_t load_events = 0, timed_calls = 0;
   const bool schedstats = std::filesystem::exists("/proc/self/schedstat");
+  // schedstat's CPU time of a running thread is brought up to date at scheduler ticks and
+  // context switches, so a reading lags by up to a tick: 10 ms where the kernel runs at
+  // 100 Hz (an H100 machine's Firecracker kernel read 12.3 ms in a 10.5 ms window).
+  constexpr std::int64_t kSchedstatLagNs = 10'000'000;
+  std::map<TrackId, std::int64_t> cpu_by_track, length_by_track;
   for (const ThreadLoadRecord& l : t.thread_loads()) {
     loaded.insert(l.track);
     EXPECT_LT(l.start, l.end);
@@ -63,8 +68,13 @@ TEST(CpuTrainTrace, EveryPhaseOfEveryBatchOnItsThread) {
     if (schedstats) {
       EXPECT_NE(l.cpu_ns, kNoValue);
       EXPECT_GE(l.runqueue_ns, 0);
-      EXPECT_LE(l.cpu_ns, l.end - l.start + 2'000'000) << "more CPU than the window's length";
+      EXPECT_LE(l.cpu_ns, l.end - l.start + kSchedstatLagNs) << "more CPU than the window's length";
+      cpu_by_track[l.track] += l.cpu_ns;
+      length_by_track[l.track] += l.end - l.start;
     }
+  }
+  for (const auto& [track, cpu] : cpu_by_track) {
+    EXPECT_LE(cpu, length_by_track[track] + kSchedstatLagNs) << "more CPU than the windows' length";
   }
   // A thread's windows begin when the writer first sees it: one whose whole life fell between
   // two drains (a loader of this 56 ms run, sometimes) has none. The training thread, there

@@ -211,7 +211,7 @@ TEST(UnwritableOutput, DiskFullStopsRecordingNotTheProgram) {
 
 TEST(UnwritableOutput, TracerAloneWarnsAndTheProgramKeepsItsExitCode) {
   // Without the CLI: the part folder is under a regular file, so no part can be created.
-  const std::string lib = std::string(DREAMSCOPE_BIN_DIR) + "/../lib/libdreamscope-tracer.so";
+  const std::string lib = bin("../lib/libdreamscope-tracer.so");
   RunResult r = run({program("crash"), "10", "exit:3"},
                     {{"LD_PRELOAD", lib}, {"NVTX_INJECTION64_PATH", lib}, {"DREAMSCOPE_OUTPUT_DIR", "/etc/hostname/parts"}});
   EXPECT_EQ(r.exit_code, 3) << r.output;

@@ -21,21 +21,34 @@ constexpr std::size_t kMaxBuffers = 32;
 struct Completed {
   std::uint8_t* buffer;
   std::size_t valid;
-  CUcontext context;
-  std::uint32_t stream;
+  std::size_t dropped; // asked for in the completion callback, while the context still exists
 };
 
-std::mutex g_mu; // the pool and the completed queue; never held across a CUPTI call
-// Held across the writer's periodic flush; the exit handler takes it to stop them before
-// the CUDA runtime tears down.
-std::mutex g_flush_mu;
-bool g_exiting = false;
-std::vector<std::uint8_t*> g_free;
-std::size_t g_allocated = 0;
-std::vector<Completed> g_completed;
-std::atomic<bool> g_active{false};
-std::unique_ptr<CuptiDecoder> g_decoder;
-TraceTarget* g_decoder_target = nullptr;
+// Everything here outlives the process's static destructors, which is why it is allocated
+// and never freed: at exit, CUPTI hands buffers over and the writer decodes them after the
+// destructors of this library's statics have run (the exit handler that closes the part was
+// registered before them). A destroyed vector still took the buffers and the writer decoded
+// freed memory: every traced CUDA process died of SIGSEGV at exit on the first real GPU.
+struct CuptiState {
+  std::mutex mu; // the pool and the completed queue; never held across a CUPTI call
+  // Held across the writer's periodic flush; the exit handler takes it to stop them before
+  // the CUDA runtime tears down.
+  std::mutex flush_mu;
+  // Set once the last flush ran, from the exit handler that CUPTI's start registered: the
+  // CUDA runtime's own exit handlers run after it, and no CUPTI call is made after them.
+  bool exiting = false;
+  std::vector<std::uint8_t*> free;
+  std::size_t allocated = 0;
+  std::vector<Completed> completed;
+  std::atomic<bool> active{false};
+  std::unique_ptr<CuptiDecoder> decoder;
+  TraceTarget* decoder_target = nullptr;
+};
+
+CuptiState& state() {
+  static CuptiState* s = new CuptiState;
+  return *s;
+}
 
 std::string result_text(CUptiResult r) {
   const char* s = nullptr;
@@ -45,17 +58,18 @@ std::string result_text(CUptiResult r) {
 
 void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
   *max_records = 0;
-  std::lock_guard lock(g_mu);
-  if (!g_free.empty()) {
-    *buffer = g_free.back();
-    g_free.pop_back();
+  CuptiState& st = state();
+  std::lock_guard lock(st.mu);
+  if (!st.free.empty()) {
+    *buffer = st.free.back();
+    st.free.pop_back();
     *size = kBufferBytes;
     return;
   }
-  if (g_allocated < kMaxBuffers) {
+  if (st.allocated < kMaxBuffers) {
     *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(8, kBufferBytes));
     if (*buffer) {
-      ++g_allocated;
+      ++st.allocated;
       *size = kBufferBytes;
       return;
     }
@@ -67,8 +81,11 @@ void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::si
 // CUPTI's thread: hand the buffer over and return; decoding happens on the writer thread.
 void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream, std::uint8_t* buffer, std::size_t,
                                std::size_t valid) {
-  std::lock_guard lock(g_mu);
-  g_completed.push_back(Completed{buffer, valid, context, stream});
+  std::size_t dropped = 0;
+  if (cuptiActivityGetNumDroppedRecords(context, stream, &dropped) != CUPTI_SUCCESS) dropped = 0;
+  CuptiState& st = state();
+  std::lock_guard lock(st.mu);
+  st.completed.push_back(Completed{buffer, valid, dropped});
 }
 
 std::uint64_t CUPTIAPI timestamp() { return static_cast<std::uint64_t>(monotonic_ns()); }
@@ -90,7 +107,8 @@ bool next_record(std::uint8_t* buffer, std::size_t valid, CUpti_Activity** recor
 }
 
 void start() {
-  if (g_active.load() || !tracer_start() || !tracer_config().cuda) return;
+  CuptiState& st = state();
+  if (st.active.load() || !tracer_start() || !tracer_config().cuda) return;
   CUptiResult r = cuptiActivityRegisterTimestampCallback(timestamp);
   if (r != CUPTI_SUCCESS) {
     tracer_add_warning("CUPTI refused the tracer's clock (" + result_text(r) +
@@ -123,15 +141,15 @@ void start() {
                          result_text(r));
     }
   }
-  g_active.store(true);
+  st.active.store(true);
   // As CUPTI's own injection sample does: flush while the CUDA runtime is still up, since
   // its exit handlers, registered after the tracer's, run before the tracer's final close.
   std::atexit([] {
-    {
-      std::lock_guard lock(g_flush_mu);
-      g_exiting = true;
-    }
-    cupti_flush_all();
+    CuptiState& s = state();
+    std::lock_guard lock(s.flush_mu);
+    if (s.exiting) return;
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    s.exiting = true;
   });
   g_hot.external_push.store(external_push);
   g_hot.external_pop.store(external_pop);
@@ -140,53 +158,59 @@ void start() {
 } // namespace
 
 std::uint64_t cupti_drain(TraceTarget& target, bool all_api, bool final) {
+  CuptiState& st = state();
   std::vector<Completed> work;
   {
-    std::lock_guard lock(g_mu);
-    work.swap(g_completed);
+    std::lock_guard lock(st.mu);
+    work.swap(st.completed);
   }
   if (work.empty()) {
-    if (final && g_decoder && g_decoder_target == &target) g_decoder->finish();
+    if (final && st.decoder && st.decoder_target == &target) st.decoder->finish();
     return 0;
   }
-  if (!g_decoder || g_decoder_target != &target) {
-    g_decoder = std::make_unique<CuptiDecoder>(target, CuptiDecoderOptions{all_api, callback_name});
-    g_decoder_target = &target;
+  if (!st.decoder || st.decoder_target != &target) {
+    st.decoder = std::make_unique<CuptiDecoder>(target, CuptiDecoderOptions{all_api, callback_name});
+    st.decoder_target = &target;
   }
   std::uint64_t dropped = 0;
   for (const auto& c : work) {
-    if (c.buffer && c.valid > 0) g_decoder->decode_buffer(c.buffer, c.valid, next_record);
-    std::size_t n = 0;
-    if (cuptiActivityGetNumDroppedRecords(c.context, c.stream, &n) == CUPTI_SUCCESS) dropped += n;
-    std::lock_guard lock(g_mu);
-    if (c.buffer) g_free.push_back(c.buffer);
+    if (c.buffer && c.valid > 0) st.decoder->decode_buffer(c.buffer, c.valid, next_record);
+    dropped += c.dropped;
+    std::lock_guard lock(st.mu);
+    if (c.buffer) st.free.push_back(c.buffer);
   }
-  if (final) g_decoder->finish();
+  if (final) st.decoder->finish();
   return dropped;
 }
 
+// Once the exit handler's flush ran, the CUDA runtime may be gone: what CUPTI had is
+// already handed over, and a flush now could crash the exiting process.
 void cupti_flush_all() {
-  if (g_active.load()) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  CuptiState& st = state();
+  std::lock_guard lock(st.flush_mu);
+  if (st.active.load() && !st.exiting) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
 
 void cupti_flush_completed() {
-  std::lock_guard lock(g_flush_mu);
-  if (g_active.load() && !g_exiting) cuptiActivityFlushAll(0);
+  CuptiState& st = state();
+  std::lock_guard lock(st.flush_mu);
+  if (st.active.load() && !st.exiting) cuptiActivityFlushAll(0);
 }
 
-bool cupti_active() { return g_active.load(); }
+bool cupti_active() { return state().active.load(); }
 
-std::mutex& cupti_flush_mutex() { return g_flush_mu; }
-std::mutex& cupti_queue_mutex() { return g_mu; }
+std::mutex& cupti_flush_mutex() { return state().flush_mu; }
+std::mutex& cupti_queue_mutex() { return state().mu; }
 
 void cupti_forget_after_fork() {
-  g_active.store(false);
+  CuptiState& st = state();
+  st.active.store(false);
   g_hot.external_push.store(nullptr);
   g_hot.external_pop.store(nullptr);
-  std::lock_guard lock(g_mu);
-  g_completed.clear();
-  g_decoder.release(); // bound to the parent's part file
-  g_decoder_target = nullptr;
+  std::lock_guard lock(st.mu);
+  st.completed.clear();
+  st.decoder.release(); // bound to the parent's part file
+  st.decoder_target = nullptr;
 }
 
 } // namespace dreamscope::tracer
