@@ -187,10 +187,28 @@ TEST_F(CuptiDecoderTest, ThreadIdsMatchTheTracersThreadsByTidOrPthread) {
   const std::uint32_t process = writer.add_process(ProcessInfo{.pid = 1});
   TraceTarget target(writer, process);
   const TrackId by_tid = target.thread_track(100, 0xABCDEF0012345678ull, "worker");
-  EXPECT_EQ(target.cupti_thread_track(100), by_tid);
-  EXPECT_EQ(target.cupti_thread_track(0x12345678u), by_tid) << "a pthread_t truncated to 32 bits";
-  EXPECT_NE(target.cupti_thread_track(555), by_tid);
+  EXPECT_EQ(target.cupti_thread_track(100, true), by_tid);
+  EXPECT_EQ(target.cupti_thread_track(100, false), by_tid);
+  EXPECT_EQ(target.cupti_thread_track(0x12345678u, false), by_tid) << "a pthread_t truncated to 32 bits";
+  EXPECT_NE(target.cupti_thread_track(0x12345678u, true), by_tid) << "an OS thread id is never a pthread_t";
+  EXPECT_NE(target.cupti_thread_track(555, false), by_tid);
   writer.close();
+}
+
+// PyTorch's main thread initializes CUDA before it records a range: CUPTI's records of its
+// calls reach the writer first. With OS thread ids, the thread's own events find the track
+// those calls made (with pthread_self() values they found a track of their own: the first
+// H100 traces).
+TEST_F(CuptiDecoderTest, ApiCallsBeforeTheThreadsFirstRangeShareItsTrack) {
+  TraceWriter writer(path_);
+  const std::uint32_t process = writer.add_process(ProcessInfo{.pid = 1});
+  TraceTarget target(writer, process);
+  const TrackId from_cupti = target.cupti_thread_track(4242, true);
+  EXPECT_EQ(target.thread_track(4242, 0x7F00DEADBEEFull, "python3"), from_cupti);
+  writer.close();
+  Trace t = read_trace(path_);
+  ASSERT_LT(from_cupti, t.tracks().size());
+  EXPECT_EQ(t.tracks()[from_cupti].name, "python3") << "the thread's name, once it is known";
 }
 
 constexpr std::uint32_t kInvalid = CUPTI_SYNCHRONIZATION_INVALID_VALUE;

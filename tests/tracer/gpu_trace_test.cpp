@@ -59,6 +59,24 @@ TEST(GpuTrace, CudaTrainKernelsCopiesSyncsAndTheirLaunches) {
   std::size_t linked = 0;
   for (std::size_t i = 0; i < t.cuda_api().size(); ++i) linked += range_ids.count(t.cuda_api().external_id[i]);
   EXPECT_GT(linked, 0u);
+  // ... and are on that range's thread: CUPTI reports OS thread ids, not pthread_self()
+  // values that name no thread (the first H100 traces had every call of the main thread on a
+  // track of its own).
+  std::map<std::int64_t, TrackId> range_track;
+  for (std::size_t i = 0; i < t.annotations().size(); ++i) {
+    if (t.annotations().external_id[i] != kNoValue) range_track[t.annotations().external_id[i]] = t.annotations().track[i];
+  }
+  for (std::size_t i = 0; i < t.cuda_api().size(); ++i) {
+    const auto r = range_track.find(t.cuda_api().external_id[i]);
+    if (r != range_track.end()) {
+      EXPECT_EQ(t.cuda_api().track[i], r->second) << t.str(t.cuda_api().name[i]);
+    }
+  }
+  for (const TrackInfo& track : t.tracks()) {
+    if (track.kind == TrackKind::CpuThread) {
+      EXPECT_LT(track.tid, 1 << 22) << "not an OS thread id (pid_max is 2^22)";
+    }
+  }
 
   // Every wait of the copy/compute handshake resolves: the event recorded on the copy
   // stream, the compute stream's wait for it, the synchronize on the compute stream.

@@ -140,7 +140,7 @@ void CuptiDecoder::decode(const CUpti_Activity* record) {
         forget_correlation(a.correlationId);
         return;
       }
-      pending_api_.push_back(PendingApi{CudaApiRecord{.track = target_.cupti_thread_track(a.threadId),
+      pending_api_.push_back(PendingApi{CudaApiRecord{.track = target_.cupti_thread_track(a.threadId, options_.system_thread_ids),
                                                       .start = ns(a.start), .end = ns(a.end), .name = name,
                                                       .cbid = static_cast<std::int32_t>(a.cbid),
                                                       .kind = runtime ? ApiKind::Runtime : ApiKind::Driver,
@@ -166,10 +166,10 @@ void CuptiDecoder::decode(const CUpti_Activity* record) {
         default: break;
       }
       const TrackId track = o.objectKind == CUPTI_ACTIVITY_OBJECT_THREAD
-                                ? target_.cupti_thread_track(o.objectId.pt.threadId)
+                                ? target_.cupti_thread_track(o.objectId.pt.threadId, options_.system_thread_ids)
                                 : o.objectKind == CUPTI_ACTIVITY_OBJECT_DEVICE
                                       ? target_.stream_track(o.objectId.dcs.deviceId, CUPTI_INVALID_STREAM_ID)
-                                      : target_.cupti_thread_track(0);
+                                      : target_.cupti_thread_track(0, options_.system_thread_ids);
       target_.writer().add(OverheadRecord{.track = track, .start = ns(o.start), .end = ns(o.end),
                                           .kind = target_.intern(kind)});
       ++counts_.overheads;

@@ -21,6 +21,8 @@ struct CuptiDecoderOptions {
   bool all_api = false;
   // The API function name of a callback id (production: cuptiGetCallbackName).
   std::function<std::string(CUpti_CallbackDomain, CUpti_CallbackId)> api_name;
+  // CUPTI reports OS thread ids (cuptiSetThreadIdType(SYSTEM) succeeded), not pthread_self().
+  bool system_thread_ids = true;
 };
 
 struct CuptiDecoderCounts {

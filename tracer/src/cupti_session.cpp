@@ -41,6 +41,7 @@ struct CuptiState {
   std::size_t allocated = 0;
   std::vector<Completed> completed;
   std::atomic<bool> active{false};
+  bool system_thread_ids = false;
   std::unique_ptr<CuptiDecoder> decoder;
   TraceTarget* decoder_target = nullptr;
 };
@@ -114,6 +115,15 @@ void start() {
     tracer_add_warning("CUPTI refused the tracer's clock (" + result_text(r) +
                        "): GPU times are on CUPTI's clock and may be offset from CPU times");
   }
+  // CUPTI's default thread id is pthread_self(), which names no thread in the trace: an API
+  // call made before its thread recorded anything else (PyTorch's main thread initializing
+  // CUDA) landed on a track of its own, away from the ranges around it, on the first H100.
+  r = cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+  st.system_thread_ids = r == CUPTI_SUCCESS;
+  if (r != CUPTI_SUCCESS) {
+    tracer_add_warning("CUPTI cannot report system thread ids (" + result_text(r) +
+                       "): CUDA API calls may be on tracks of their own, apart from their threads' ranges");
+  }
   r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
   if (r != CUPTI_SUCCESS) {
     tracer_add_warning("CUPTI is not available (" + result_text(r) + "): recording NVTX and the CPU side only");
@@ -169,7 +179,7 @@ std::uint64_t cupti_drain(TraceTarget& target, bool all_api, bool final) {
     return 0;
   }
   if (!st.decoder || st.decoder_target != &target) {
-    st.decoder = std::make_unique<CuptiDecoder>(target, CuptiDecoderOptions{all_api, callback_name});
+    st.decoder = std::make_unique<CuptiDecoder>(target, CuptiDecoderOptions{all_api, callback_name, st.system_thread_ids});
     st.decoder_target = &target;
   }
   std::uint64_t dropped = 0;

@@ -6,11 +6,20 @@ namespace dreamscope::tracer {
 
 TrackId TraceTarget::thread_track(std::int64_t tid, std::uint64_t pthread_id, std::string_view name) {
   auto it = by_tid_.find(tid);
-  if (it != by_tid_.end()) return it->second;
+  if (it != by_tid_.end()) {
+    // Made by CUPTI's records of the thread's calls, before the thread recorded anything.
+    if (unnamed_.count(it->second) && !name.empty() && !thread_names_.count(tid)) {
+      writer_.rename_track(it->second, std::string(name));
+      unnamed_.erase(it->second);
+    }
+    if (pthread_id != 0) by_pthread_.emplace(static_cast<std::uint32_t>(pthread_id), it->second);
+    return it->second;
+  }
   if (auto n = thread_names_.find(tid); n != thread_names_.end()) name = n->second;
   const TrackId t = writer_.add_track(
       TrackInfo{.kind = TrackKind::CpuThread, .process = process_, .tid = tid, .name = std::string(name)});
   by_tid_.emplace(tid, t);
+  if (name.empty()) unnamed_.insert(t);
   if (pthread_id != 0) by_pthread_.emplace(static_cast<std::uint32_t>(pthread_id), t);
   return t;
 }
@@ -24,9 +33,9 @@ void TraceTarget::name_thread(std::int64_t tid, const std::string& name) {
   if (auto it = by_tid_.find(tid); it != by_tid_.end()) writer_.rename_track(it->second, name);
 }
 
-TrackId TraceTarget::cupti_thread_track(std::uint32_t thread_id) {
+TrackId TraceTarget::cupti_thread_track(std::uint32_t thread_id, bool system_ids) {
   auto it = by_tid_.find(thread_id);
-  if (it != by_tid_.end()) return it->second;
+  if (it != by_tid_.end() || system_ids) return it != by_tid_.end() ? it->second : thread_track(thread_id, 0, {});
   auto p = by_pthread_.find(thread_id);
   if (p != by_pthread_.end()) return p->second;
   return thread_track(thread_id, 0, {});

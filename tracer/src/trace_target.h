@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace dreamscope::tracer {
 
@@ -24,10 +25,12 @@ class TraceTarget {
   StringId intern(std::string_view s) { return writer_.intern(s); }
 
   // The CPU track of an OS thread, created on first use. `pthread_id` lets CUPTI's thread
-  // ids (which may be either) find the same track.
+  // ids find the same track where CUPTI reports pthread_self() values.
   TrackId thread_track(std::int64_t tid, std::uint64_t pthread_id, std::string_view name);
-  // The track for a thread id as CUPTI reports it.
-  TrackId cupti_thread_track(std::uint32_t thread_id);
+  // The track for a thread id as CUPTI reports it: the OS thread id (`system_ids`, what the
+  // tracer asks CUPTI for), else the low 32 bits of pthread_self(), which find the thread
+  // only once it recorded something of its own.
+  TrackId cupti_thread_track(std::uint32_t thread_id, bool system_ids);
   // A name the program gave a thread (nvtxNameOsThread): its track, made or to be made,
   // carries it instead of the OS's name.
   void name_thread(std::int64_t tid, const std::string& name);
@@ -49,6 +52,7 @@ class TraceTarget {
   std::uint32_t process_;
   std::unordered_map<std::int64_t, TrackId> by_tid_;
   std::unordered_map<std::uint32_t, TrackId> by_pthread_;
+  std::unordered_set<TrackId> unnamed_;
   std::unordered_map<std::int64_t, std::string> thread_names_;
   std::map<std::uint32_t, std::uint32_t> devices_;
   std::map<std::pair<std::uint32_t, std::uint32_t>, TrackId> streams_;
