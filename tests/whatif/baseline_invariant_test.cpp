@@ -9,11 +9,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <unistd.h>
+#include <vector>
 
 namespace dreamscope {
 namespace {
@@ -117,6 +119,34 @@ TEST(Baseline, ImportedPyTorchProfilerTraces) {
 }
 
 // samples/cpu_train traced by `dreamscope trace`, with several loader-worker counts.
+// The tracer's traces of real GPU runs (tests/data/gpu). Corrected for the tracer's cost, the
+// graph must still schedule every task: on the PyTorch runs, whose main and autograd threads
+// launch onto one stream, the shortened tasks let one thread's launch be issued before the
+// other's earlier one, and a sync waited for the later: 3249 tasks never ran.
+TEST(Baseline, TracedGpuRuns) {
+  const std::filesystem::path dir = std::filesystem::path(DREAMSCOPE_TEST_DATA_DIR) / "gpu";
+  std::vector<std::filesystem::path> traces;
+  for (const auto& sub : {dir, dir / "h100_whatif"}) {
+    for (const auto& e : std::filesystem::directory_iterator(sub)) {
+      if (e.path().extension() == ".db") traces.push_back(e.path());
+    }
+  }
+  std::sort(traces.begin(), traces.end());
+  ASSERT_GE(traces.size(), 7u);
+  for (const auto& path : traces) {
+    const Trace trace = read_trace(path);
+    const ReplayReport report = replay(trace);
+    EXPECT_FALSE(report.steps.empty()) << path;
+    expect_within_tolerance(path.filename().string(), report);
+    ReplayOptions corrected;
+    corrected.correct_overhead = true;
+    const ReplayReport untraced = replay(trace, corrected);
+    EXPECT_EQ(untraced.unscheduled, 0u) << path;
+    EXPECT_EQ(untraced.steps.size(), report.steps.size()) << path;
+    EXPECT_LE(untraced.predicted_span(), report.predicted_span()) << path << ": the tracer's cost removed";
+  }
+}
+
 TEST(Baseline, TracedCpuTrainRuns) {
 #ifndef DREAMSCOPE_HAVE_TRACER_PRELOAD
   GTEST_SKIP() << "this build has no LD_PRELOAD tracer (sanitizer builds leave it out)";

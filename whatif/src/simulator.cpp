@@ -71,6 +71,7 @@ class Simulation {
     }
     waiter_head_.assign(n, kNoTask);
     last_issued_.assign(g_.resource_count(), kNoTask);
+    issued_.assign(n, 0);
     barriers_.assign(g_.resource_count(), {});
     event_target_.assign(g_.event_count(), kNoTask);
 
@@ -178,9 +179,17 @@ class Simulation {
 
   // A GPU task joins its stream's queue: later syncs on the stream wait for it, and it
   // waits for the events its stream was told to wait for since the last task issued.
+  // What a sync or an event record sees as the stream's last task is the end of the run of
+  // tasks issued in stream order: when threads launch onto one stream, a prediction can
+  // issue a later task before an earlier one (PyTorch's autograd thread and its main
+  // thread, once overhead correction shortened one of them), and a sync that waited for the
+  // later one would wait for a task that runs only after the sync's own thread launches the
+  // earlier one: a deadlock.
   void issue(TaskId t) {
     const ResourceId s = g_.resource(t);
-    if (last_issued_[s] == kNoTask || t > last_issued_[s]) last_issued_[s] = t;
+    issued_[t] = 1;
+    TaskId next = last_issued_[s] == kNoTask ? g_.resource_first(s) : last_issued_[s] + 1;
+    while (next < g_.resource_end(s) && issued_[next]) last_issued_[s] = next++;
     auto& pending = barriers_[s];
     if (pending.empty()) return;
     for (TaskId target : pending) wait_for(t, target, true);
@@ -351,6 +360,7 @@ class Simulation {
   std::vector<TaskId> waiter_head_;
   std::vector<Waiter> waiters_;
   std::vector<TaskId> last_issued_, event_target_, finishing_;
+  std::vector<std::uint8_t> issued_; // GPU tasks: issued to their stream
   std::vector<std::vector<TaskId>> barriers_;
   std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> heap_;
 };
