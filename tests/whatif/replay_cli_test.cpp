@@ -105,6 +105,41 @@ TEST_F(ReplayCli, CorrectsOverheadFromCalibrationRows) {
   EXPECT_NE(bad.out.find("KIND=NANOSECONDS"), std::string::npos) << bad.out;
 }
 
+// `whatif --correct-overhead`: the scenarios start from the untraced run that replay predicts.
+TEST_F(ReplayCli, WhatIfPredictsFromTheCorrectedBaseline) {
+  TraceBuilder b;
+  const auto proc = b.add_process(ProcessInfo{.pid = 7, .name = "train"});
+  const TrackId t = b.thread_track(proc, 7, "main");
+  for (int i = 0; i < 4; ++i) {
+    AnnotationRecord a;
+    a.track = t;
+    a.name = b.intern("step");
+    a.category = b.intern("step");
+    a.payload = i;
+    a.start = i * 1000;
+    a.end = i * 1000 + 900;
+    b.add(a);
+  }
+  b.add(CalibrationRecord{.event_kind = "nvtx_range", .cost_ns = 100, .samples = 10, .method = "test"});
+  write_trace(std::move(b).build(), dir_ / "traced.db");
+  const std::string trace = (dir_ / "traced.db").string();
+  const Ran traced = run("whatif " + trace + " -s data -p synthetic=true --format json");
+  ASSERT_EQ(traced.exit_code, 0) << traced.out;
+  const auto jt = nlohmann::json::parse(traced.out);
+  EXPECT_FALSE(jt.contains("overhead_correction"));
+  EXPECT_EQ(jt["replayed_step_ns"], 900);
+  const Ran corrected = run("whatif " + trace + " -s data -p synthetic=true --correct-overhead --format json");
+  ASSERT_EQ(corrected.exit_code, 0) << corrected.out;
+  const auto jc = nlohmann::json::parse(corrected.out);
+  EXPECT_EQ(jc["overhead_correction"]["removed_ns"], 400);
+  EXPECT_EQ(jc["measured_step_ns"], 900);
+  EXPECT_EQ(jc["replayed_step_ns"], 800);
+  EXPECT_EQ(jc["predictions"][0]["predicted_step_ns"], 800);
+  const Ran text = run("whatif " + trace + " -s data --correct-overhead");
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_NE(text.out.find("untraced (predicted) 800 ns"), std::string::npos) << text.out;
+}
+
 TEST_F(ReplayCli, UnreadableTraceIsOneLineNamingTheFile) {
   const auto bad = dir_ / "not-a-trace.db";
   std::FILE* f = std::fopen(bad.c_str(), "w");

@@ -211,6 +211,7 @@ WhatIfReport run_whatif(const Trace& trace, const std::vector<ScenarioRequest>& 
                         const WhatIfOptions& options) {
   WhatIfReport report;
   DependencyGraph baseline = build_dependency_graph(trace);
+  if (options.correct_overhead) report.correction = correct_overhead(trace, baseline);
   const TaskSelection selection(trace, baseline);
   report.tasks = baseline.task_count();
 

@@ -65,10 +65,14 @@ struct WhatIfReport {
   std::vector<CriticalPathShare> baseline_critical_path; // of the median replayed step
   std::vector<Prediction> predictions; // each scenario, then the combination when more than one
   std::optional<DataStallBreakdown> data_stalls;
+  std::optional<OverheadCorrection> correction; // when WhatIfOptions::correct_overhead
 };
 
 struct WhatIfOptions {
   bool make_trace = false;  // keep the predicted Trace of the last prediction
+  // Take the tracer's cost out of the baseline before any scenario (overhead_correction.h):
+  // the predictions are then of the untraced run, and speedups are against it.
+  bool correct_overhead = false;
   bool data_stalls = true;  // when the trace has fetch/prep annotations
   std::size_t critical_path_entries = 6;
 };
