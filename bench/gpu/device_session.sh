@@ -16,9 +16,12 @@
 #        overhead   traced / untraced median step (cuda_train, train.py), each traced run's
 #                   `replay --correct-overhead` against the untraced median, and train.py
 #                   traced without CUPTI (--trace nvtx), to tell where the cost is
-#        amp        train.py traced in FP32; `amp` and `cuda-graphs` predicted from that trace,
-#                   run with --amp and with --cuda-graphs, compared; `gpu` to an H200 predicted
-#        fused      train.py traced with a for-loop SGD; `fused-optimizer` predicted, run fused
+#        amp        a GPU-bound train.py traced in FP32; `amp` predicted, run with --amp, compared;
+#                   `gpu` to an H200 and an A100 predicted
+#        graphs     a launch-bound train.py traced; `cuda-graphs` (and cuda-graphs-host.toml
+#                   beside this script) predicted, run with --cuda-graphs, compared
+#        fused      an optimizer-bound train.py traced with a for-loop SGD; `fused-optimizer`
+#                   predicted, run with the fused SGD, compared
 #        workers    train.py traced with 0 loader workers, `data workers=4` predicted, run, compared
 #        cpu        the CPU-side accuracy on this machine's cores: bench/whatif_accuracy.sh and
 #                   bench/graph/overhead_correction.sh with two loader threads
@@ -39,7 +42,7 @@ done
 export PYTHONUNBUFFERED=1
 DS="$PWD/$B/bin/dreamscope"
 PY=${PYTHON:-python3}
-STEPS_WANTED=${*:-tests fixtures overhead amp fused workers cpu}
+STEPS_WANTED=${*:-tests fixtures overhead amp graphs fused workers cpu}
 started=$(date +%s)
 deadline=$((started + ${DEADLINE_S:-1000000000}))
 work=$(mktemp -d)
@@ -188,25 +191,41 @@ PY
   took overhead
 fi
 
-if step amp 100; then
-  say "-- amp and cuda-graphs: predicted from an FP32 trace, against train.py --amp and --cuda-graphs"
-  args=(--steps 60 --workers 4 --batch-size 256)
+# Each what-if is checked where it matters: a GPU-bound job for amp and gpu (the FP32 model
+# 4x wider, 8 loader workers, so that the GPU is the bottleneck and not the input pipeline as
+# in the first H100 session), a launch-bound one for cuda-graphs (batch 16), an
+# optimizer-bound one for fused-optimizer (16 more convolutions, batch 16).
+if step amp 70; then
+  say "-- amp: predicted from an FP32 trace of a GPU-bound job, against train.py --amp"
+  args=(--steps 40 --workers 8 --batch-size 256 --width 4)
   traced "$keep/fp32.db" "$PY" "${train[@]}" "${args[@]}" >/dev/null
   measure fp32 "$PY" "${train[@]}" "${args[@]}"
   measure amp "$PY" "${train[@]}" "${args[@]}" --amp
-  measure graphs "$PY" "${train[@]}" "${args[@]}" --cuda-graphs
   p_amp=$(predict "$keep/fp32.db" -s amp)
-  p_graphs=$(predict "$keep/fp32.db" -s cuda-graphs)
-  say "FP32 $(us "$m_fp32"); --amp $(us "$m_amp"), predicted $(us "$p_amp"): error $(pct "$m_amp" "$p_amp")"
-  say "--cuda-graphs $(us "$m_graphs"), predicted $(us "$p_graphs"): error $(pct "$m_graphs" "$p_graphs")"
-  for d in H200 H100; do say "gpu -p device=$d from this trace: $(us "$(predict "$keep/fp32.db" -s gpu -p device=$d)")"; done
-  timeout 60 "$DS" whatif "$keep/fp32.db" -s amp -s cuda-graphs >"$logs/amp_whatif.txt" 2>&1
+  p_amp_c=$(predict "$keep/fp32.db" --correct-overhead -s amp)
+  say "FP32 $(us "$m_fp32"); --amp $(us "$m_amp"), predicted $(us "$p_amp"): error $(pct "$m_amp" "$p_amp"); from the corrected trace $(us "$p_amp_c"): $(pct "$m_amp" "$p_amp_c")"
+  for d in H200 A100; do say "gpu -p device=$d from this trace: $(us "$(predict "$keep/fp32.db" -s gpu -p device=$d)")"; done
+  timeout 60 "$DS" whatif "$keep/fp32.db" -s amp >"$logs/amp_whatif.txt" 2>&1
   took amp
+fi
+
+if step graphs 70; then
+  say "-- cuda-graphs: predicted from a launch-bound trace, against train.py --cuda-graphs"
+  args=(--steps 100 --workers 2 --batch-size 16)
+  traced "$keep/eager.db" "$PY" "${train[@]}" "${args[@]}" >/dev/null
+  measure eager "$PY" "${train[@]}" "${args[@]}"
+  measure graphs "$PY" "${train[@]}" "${args[@]}" --cuda-graphs
+  p_graphs=$(predict "$keep/eager.db" -s cuda-graphs)
+  p_region=$(predict "$keep/eager.db" -s cuda-graphs -p 'region=^(forward|backward|optimizer)$')
+  p_host=$(predict "$keep/eager.db" -s bench/gpu/cuda-graphs-host.toml)
+  say "eager $(us "$m_eager"); --cuda-graphs $(us "$m_graphs"); predicted: launches removed $(us "$p_graphs") ($(pct "$m_graphs" "$p_graphs")), in the region $(us "$p_region") ($(pct "$m_graphs" "$p_region")), the region's host code removed $(us "$p_host") ($(pct "$m_graphs" "$p_host"))"
+  timeout 60 "$DS" whatif "$keep/eager.db" -s cuda-graphs -s bench/gpu/cuda-graphs-host.toml >"$logs/graphs_whatif.txt" 2>&1
+  took graphs
 fi
 
 if step fused 60; then
   say "-- fused-optimizer: predicted from a for-loop SGD trace, against --optimizer fused"
-  args=(--steps 60 --workers 4 --batch-size 256)
+  args=(--steps 60 --workers 2 --batch-size 16 --depth 16)
   traced "$keep/forloop.db" "$PY" "${train[@]}" "${args[@]}" --optimizer for-loop >/dev/null
   measure forloop "$PY" "${train[@]}" "${args[@]}" --optimizer for-loop
   measure fusedrun "$PY" "${train[@]}" "${args[@]}" --optimizer fused

@@ -59,15 +59,23 @@ class SyntheticImages(Dataset):
 
 
 class SmallCnn(nn.Module):
-    def __init__(self):
+    """Two convolutions and a linear layer; `width` multiplies the channels (the GPU work grows
+    as its square), `depth` adds 3x3 convolutions at the last resolution (more parameters, so
+    more optimizer work per step)."""
+
+    def __init__(self, width=1, depth=0):
         super().__init__()
-        self.conv1 = nn.Conv2d(3, 32, 3, padding=1)
-        self.conv2 = nn.Conv2d(32, 64, 3, padding=1)
-        self.fc = nn.Linear(64 * 16 * 16, 10)
+        c1, c2 = 32 * width, 64 * width
+        self.conv1 = nn.Conv2d(3, c1, 3, padding=1)
+        self.conv2 = nn.Conv2d(c1, c2, 3, padding=1)
+        self.extra = nn.ModuleList(nn.Conv2d(c2, c2, 3, padding=1) for _ in range(depth))
+        self.fc = nn.Linear(c2 * 16 * 16, 10)
 
     def forward(self, x):
         x = F.max_pool2d(F.relu(self.conv1(x)), 2)
         x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        for conv in self.extra:
+            x = F.relu(conv(x))
         return self.fc(x.flatten(1))
 
 
@@ -124,13 +132,15 @@ def main():
                    help="SGD's implementation: multi-tensor (default), a loop over parameters, or fused")
     p.add_argument("--cuda-graphs", action="store_true",
                    help="capture the whole step in a CUDA graph and replay it each step")
+    p.add_argument("--width", type=int, default=1, help="channel multiplier: GPU work grows as its square")
+    p.add_argument("--depth", type=int, default=0, help="extra 3x3 convolutions: more parameters")
     a = p.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("train.py: no CUDA device")
     device = torch.device("cuda")
     loader = DataLoader(SyntheticImages(a.steps, a.batch_size, a.fetch_delay_ms / 1000), batch_size=None,
                         num_workers=a.workers, pin_memory=True, prefetch_factor=2 if a.workers else None)
-    model = SmallCnn().to(device)
+    model = SmallCnn(a.width, a.depth).to(device)
     opt = make_optimizer(model.parameters(), a.optimizer)
     captured = CapturedStep(model, opt, a.batch_size, device, a.amp) if a.cuda_graphs else None
     step_ns = []
