@@ -602,6 +602,34 @@ TEST(ReplayTimeline, AThreadWaitingForAnotherThreadsBurstFollowsIt) {
   EXPECT_EQ(of_annotation(g, r, annotation_row(trace, "step")), (Times{0, 1'750'000}));
 }
 
+TEST(ReplayTimeline, AForkedWorkerMovesWithItsParent) {
+  // A DataLoader worker process forked 1 µs into its parent's "forking" range: the parent's
+  // work before the fork twice as fast, and the worker starts 2 µs sooner too.
+  TraceBuilder b;
+  const auto parent = b.add_process(ProcessInfo{.pid = 100, .name = "train", .start = 0});
+  const auto child = b.add_process(ProcessInfo{.pid = 101, .parent_pid = 100, .name = "worker", .start = 5'000});
+  const TrackId main = b.thread_track(parent, 100, "train");
+  const TrackId worker = b.thread_track(child, 101, "worker");
+  auto range = [&](TrackId track, const char* name, TimeNs start, TimeNs end) {
+    AnnotationRecord a;
+    a.track = track;
+    a.name = b.intern(name);
+    a.category = b.intern("operation");
+    a.start = start;
+    a.end = end;
+    b.add(a);
+  };
+  range(main, "before", 0, 4'000);
+  range(main, "forking", 4'000, 6'000);
+  range(worker, "work", 7'000, 8'000);
+  const Trace trace = std::move(b).build();
+  expect_exact_replay(trace);
+  DependencyGraph g = build_dependency_graph(trace);
+  g.scale(g.annotation_first(annotation_row(trace, "before")), 0.5, 0);
+  const SimulationResult r = simulate(g);
+  EXPECT_EQ(of_annotation(g, r, annotation_row(trace, "work")), (Times{5'000, 6'000}));
+}
+
 TEST(ReplayTimeline, ALaunchBlockedOnAFullQueueWaitsForTheKernelThatFreedIt) {
   // The second launch takes 495 µs and returns 5 µs after the first kernel ends: the
   // device's queue was full. It is replayed as a wait for that kernel.

@@ -1,4 +1,4 @@
-// Pass 8, blocking residuals: a blocking task's measured time is part waiting, part its own
+// Pass 9, blocking residuals: a blocking task's measured time is part waiting, part its own
 // work after the wait; only the latter is its duration, as the wait comes back in replay from
 // its edges and syncs. Runs last, once every wait is known.
 //

@@ -1,4 +1,4 @@
-// Pass 7, collectives: in a trace of several ranks (docs/multi-rank.md), each rank's call of a
+// Pass 8, collectives: in a trace of several ranks (docs/multi-rank.md), each rank's call of a
 // collective cannot complete before every rank of it has arrived. Each call's last task gets a
 // collective edge from the first task of every other rank's call of the same instance
 // (dreamscope/collectives.h matches them), so that its end is the last arrival plus what it

@@ -19,6 +19,7 @@ void add_cuda_synchronization(GraphBuildState& s); // cuda_sync.cpp
 void set_launch_latencies(GraphBuildState& s);   // launch_latencies.cpp
 void add_data_pipeline(GraphBuildState& s);      // data_pipeline.cpp
 void add_inferred_waits(GraphBuildState& s);     // inferred_waits.cpp
+void add_process_starts(GraphBuildState& s);     // process_starts.cpp
 void add_collectives(GraphBuildState& s);        // collectives.cpp
 void set_blocking_residuals(GraphBuildState& s); // blocking_residuals.cpp
 
@@ -34,6 +35,7 @@ inline constexpr GraphPass kPasses[] = {
     {"launch_latencies", set_launch_latencies},
     {"data_pipeline", add_data_pipeline},
     {"inferred_waits", add_inferred_waits},
+    {"process_starts", add_process_starts},
     {"collectives", add_collectives},
     {"blocking_residuals", set_blocking_residuals},
 };
