@@ -113,8 +113,14 @@ HtaEvents prepare(const Trace& trace, const HtaOptions& options) {
     }
     auto [it, inserted] = type_of.emplace(gpu.name[i], KernelType::Other);
     if (inserted) it->second = classify_kernel(trace.str(gpu.name[i]));
+    // HTA tells copies and syncs by Kineto's names for them ("Memcpy HtoD (Pinned ->
+    // Device)", "Stream Wait Event"); other sources name them otherwise (the tracer's
+    // "memcpy HtoD", "cudaStreamWaitEvent"), so their kind says what HTA would have seen.
+    KernelType type = it->second;
+    if (gpu.kind[i] == GpuOpKind::Memcpy || gpu.kind[i] == GpuOpKind::Memset) type = KernelType::Memory;
+    if (gpu.kind[i] == GpuOpKind::Sync) type = KernelType::Other;
     UsSpan s = to_hta_us(gpu.start[i], gpu.end[i]);
-    ev.gpu.push_back({gpu.track[i], s.ts, s.end, gpu.name[i], it->second, gpu.kind[i], gpu.correlation[i], call});
+    ev.gpu.push_back({gpu.track[i], s.ts, s.end, gpu.name[i], type, gpu.kind[i], gpu.correlation[i], call});
   }
   return ev;
 }

@@ -199,5 +199,25 @@ TEST(HtaConformance, EveryVariantAnalyzes) {
   }
 }
 
+// The tracer names copies and waits as CUPTI does, not as Kineto does ("memcpy HtoD",
+// "cudaStreamWaitEvent" where Kineto writes "Memcpy HtoD (Pinned -> Device)", "Stream Wait
+// Event"): HTA's kernel types follow what each GPU operation is, as they would on Kineto's
+// trace of the same run.
+TEST(HtaConformance, TracerCopiesAreMemoryAndWaitsAreNoComputation) {
+  const fs::path trace = fs::path(DREAMSCOPE_TEST_DATA_DIR) / "gpu" / "cuda_train.db";
+  const Trace t = load_trace(trace);
+  const KernelBreakdown k = hta_kernel_breakdown(t);
+  std::map<std::string, KernelType> types;
+  for (const auto& row : k.by_name) types[row.name] = row.type;
+  EXPECT_EQ(types.at("memcpy HtoD"), KernelType::Memory);
+  EXPECT_EQ(types.at("memcpy DtoH"), KernelType::Memory);
+  EXPECT_EQ(types.at("memset"), KernelType::Memory);
+  // A wait is no kernel: HTA's breakdown has no row for it (it had one, as COMPUTATION).
+  EXPECT_FALSE(types.count("cudaStreamWaitEvent"));
+  std::size_t computation = 0;
+  for (const auto& [name, type] : types) computation += type == KernelType::Computation;
+  EXPECT_EQ(computation, types.size() - 3) << "the kernels";
+}
+
 } // namespace
 } // namespace dreamscope::analyzers
