@@ -25,10 +25,17 @@ struct Endpoint {
   EventIndex row;
 };
 
-// ProfilerStep#1, #2, ... are one operation, not one per step.
+// ProfilerStep#1, #2, ... are one operation, not one per step; and so is every call of an
+// operator whose range PyTorch's emit_nvtx named with its call's details
+// ("aten::addmm, seq = 8, op_id = 42, sizes = [[64], [64, 16384]]"): torch's getNvtxStr
+// appends each of these after the operator's name.
 std::string_view operation_name(std::string_view name) {
   if (name.starts_with(kProfilerStepPrefix)) return name.substr(0, kProfilerStepPrefix.size() - 1);
-  return name;
+  std::size_t cut = name.size();
+  for (std::string_view detail : {", seq = ", ", op_id = ", ", sizes = ", ", input_op_ids = "}) {
+    cut = std::min(cut, name.find(detail));
+  }
+  return name.substr(0, cut);
 }
 
 } // namespace

@@ -91,6 +91,20 @@ TEST(CrossStack, UnannotatedWorkIsItsOwnRow) {
   EXPECT_EQ(b.operations[0].cpu_cuda_api, 40);
 }
 
+TEST(CrossStack, EveryCallOfAnOperatorThatEmitNvtxNamedIsOneRow) {
+  // PyTorch's emit_nvtx appends the call's details to the operator's name.
+  TraceMaker m;
+  m.annotation("aten::addmm, seq = 8, op_id = 42", 0, 100);
+  m.annotation("aten::addmm, seq = 20, op_id = 97, sizes = [[10], [64, 16384], [16384, 10]]", 200, 250);
+  m.annotation("aten::relu, op_id = 7, input_op_ids = [(6, 0)]", 300, 310);
+  const Trace t = std::move(m).build();
+  const auto b = cross_stack_breakdown(t);
+  ASSERT_EQ(b.operations.size(), 2u);
+  EXPECT_EQ(op(b, "aten::addmm").instances, 2);
+  EXPECT_EQ(op(b, "aten::addmm").cpu_framework, 150);
+  EXPECT_EQ(op(b, "aten::relu").instances, 1);
+}
+
 TEST(KernelType, FollowsHtaRegexesInOrder) {
   EXPECT_EQ(classify_kernel("ncclKernel_AllReduce_RING_LL_Sum_float"), KernelType::Communication);
   EXPECT_EQ(classify_kernel("void ncclKernel_Broadcast(int)"), KernelType::Communication);
