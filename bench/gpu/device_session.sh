@@ -181,8 +181,15 @@ PY
     ts+=("$(traced "$work/t$i.db" "$PY" "${train[@]}" --steps 60 --workers 2)")
     cs+=("$(corrected "$work/t$i.db")")
   done
-  # Where the cost is: the same run traced without CUPTI (annotations only).
+  # Where the cost is: the same run traced without CUPTI (annotations only); and what the
+  # PyTorch profiler costs the same job (its trace kept: a PyTorch 2.11 fixture for the importer).
   for i in 1 2; do ns+=("$(step_ns "$DS" trace --trace nvtx -f -o "$work/n$i.db" -- "$PY" "${train[@]}" --steps 60 --workers 2)"); done
+  kt=()
+  for i in 1 2; do kt+=("$(step_ns "$PY" "${train[@]}" --steps 60 --workers 2 --torch-profiler "$work/kineto$i.json")"); done
+  gzip -c "$work/kineto1.json" >"$keep/torch_profiler_train_60.json.gz" 2>/dev/null
+  timeout 60 "$DS" info "$keep/torch_profiler_train_60.json.gz" >"$logs/torch_profiler.info.txt" 2>&1
+  info_rc=$?
+  say "   the PyTorch profiler on the same job: $(printf '%s\n' "${kt[@]}" | median | awk '{print int($1 / 1000)}') us (runs ${kt[*]}); dreamscope info on its trace: exit $info_rc"
   cp "$work/t1.db" "$keep/train_60.db" 2>/dev/null
   ratios "train.py --steps 60 --workers 2" "${us_[*]}" "${ts[*]}" "${cs[*]}"
   say "   traced with --trace nvtx (no CUPTI): $(printf '%s\n' "${ns[@]}" | median | awk '{print int($1 / 1000)}') us (runs ${ns[*]})"

@@ -11,6 +11,7 @@ recorded too. --amp, --optimizer fused and --cuda-graphs are the real runs that 
 (CUDA-synchronized), like the other samples.
 """
 import argparse
+import contextlib
 import statistics
 import time
 
@@ -134,6 +135,9 @@ def main():
                    help="capture the whole step in a CUDA graph and replay it each step")
     p.add_argument("--width", type=int, default=1, help="channel multiplier: GPU work grows as its square")
     p.add_argument("--depth", type=int, default=0, help="extra 3x3 convolutions: more parameters")
+    p.add_argument("--torch-profiler", metavar="FILE",
+                   help="run under torch.profiler (CPU and CUDA activities) and export its trace to FILE: the "
+                        "PyTorch profiler's own cost, for comparison with dreamscope's")
     a = p.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("train.py: no CUDA device")
@@ -145,7 +149,11 @@ def main():
     captured = CapturedStep(model, opt, a.batch_size, device, a.amp) if a.cuda_graphs else None
     step_ns = []
     batches = iter(dreamscope.data_loader(loader))
-    with torch.autograd.profiler.emit_nvtx(enabled=a.emit_nvtx):
+    profiler = contextlib.nullcontext()
+    if a.torch_profiler:
+        activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+        profiler = torch.profiler.profile(activities=activities)
+    with profiler as prof, torch.autograd.profiler.emit_nvtx(enabled=a.emit_nvtx):
         for i in range(len(loader)):
             # A step is one iteration, as PyTorch's profiler counts it: the wait for its batch
             # included, so that a data-bound job's steps show the stall.
@@ -166,6 +174,10 @@ def main():
                         opt.step()
                 torch.cuda.synchronize()
             step_ns.append(time.perf_counter_ns() - t0)
+            if a.torch_profiler:
+                prof.step()
+    if a.torch_profiler:
+        prof.export_chrome_trace(a.torch_profiler)
     print(f"train.py: {len(step_ns)} steps, loss {loss.item():.4f}")
     print(f"median_step_ns {statistics.median(step_ns):.0f}")
 
