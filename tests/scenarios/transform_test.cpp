@@ -392,6 +392,38 @@ TEST(Engine, CombinesScenariosAndExposesGateValues) {
 
 namespace {
 
+// PyTorch's backward(): the training thread waits in its `backward` range while the autograd
+// engine's thread, with no range of its own, launches the backward kernels. The graph links
+// the wait to that burst (a handoff and a join); selectors follow the link, so the kernels
+// are inside `backward` and in the step, as data-parallel's `after` needs them to be.
+TEST(Selectors, KernelsOfABurstHandedOverAreInsideTheWaitingThreadsRanges) {
+  dreamscope::test::HandTrace h;
+  const TrackId main = h.thread(1), autograd = h.thread(2);
+  const TrackId s = h.stream(7);
+  h.annotation(main, "step", "step", 0, 2'000'000, 0);
+  h.annotation(main, "forward", "operation", 0, 500'000);
+  h.annotation(main, "backward", "operation", 500'000, 1'800'000);
+  h.api(main, "cudaLaunchKernel", 100'000, 110'000, 1);
+  h.kernel(s, "forward_kernel", 120'000, 200'000, 1);
+  h.api(autograd, "cudaLaunchKernel", 600'000, 610'000, 2);
+  h.kernel(s, "backward_kernel_1", 620'000, 700'000, 2);
+  h.api(autograd, "cudaLaunchKernel", 1'690'000, 1'700'000, 3);
+  h.kernel(s, "backward_kernel_2", 1'710'000, 1'750'000, 3);
+  Fixture f(h.build());
+  Selector backward;
+  backward.kinds = {TaskClass::Compute};
+  backward.annotation = "^backward$";
+  EXPECT_EQ(f.names(f.selection.select(backward)), (std::vector<std::string>{"backward_kernel_1", "backward_kernel_2"}));
+  Selector in_step;
+  in_step.kinds = {TaskClass::Compute};
+  in_step.steps = std::pair<std::int64_t, std::int64_t>{0, 0};
+  EXPECT_EQ(f.selection.select(in_step).size(), 3u);
+  Selector forward;
+  forward.kinds = {TaskClass::Compute};
+  forward.annotation = "^forward$";
+  EXPECT_EQ(f.names(f.selection.select(forward)), (std::vector<std::string>{"forward_kernel"}));
+}
+
 // `compute` and `comm` split kernels by what they do, whatever library wrote the collective:
 // amp and data-parallel select compute kernels, so a traced all-reduce is neither sped up by
 // mixed precision nor taken for backward work.

@@ -64,7 +64,32 @@ TaskSelection::TaskSelection(const Trace& trace, const DependencyGraph& graph) :
     for (TaskId a = graph.api_first(*api); a <= graph.api_last(*api); ++a) is_launch_[a] = 1;
   }
 
+  // Bursts handed over: a handoff edge from the waiting task to the burst's first task, a
+  // join edge from the burst's last task (same thread) back to the waiting task.
+  handed_by_.assign(n, kNoTask);
+  {
+    const auto& edges = graph.edges();
+    std::unordered_map<TaskId, TaskId> joined_from; // waiting task -> the burst's last task
+    for (TaskId u = 0; u < n; ++u) {
+      for (auto [e, e_end] = boost::out_edges(u, edges); e != e_end; ++e) {
+        if (edges[*e].kind == EdgeKind::Join) joined_from[static_cast<TaskId>(boost::target(*e, edges))] = u;
+      }
+    }
+    for (TaskId u = 0; u < n; ++u) {
+      for (auto [e, e_end] = boost::out_edges(u, edges); e != e_end; ++e) {
+        if (edges[*e].kind != EdgeKind::Handoff) continue;
+        const auto first = static_cast<TaskId>(boost::target(*e, edges));
+        const auto join = joined_from.find(u);
+        if (join == joined_from.end() || join->second < first || graph.resource(join->second) != graph.resource(first)) {
+          continue;
+        }
+        for (TaskId t = first; t <= join->second; ++t) handed_by_[t] = u;
+      }
+    }
+  }
+
   const auto& ann = trace.annotations();
+  parent_.assign(ann.parent.begin(), ann.parent.end());
   step_of_annotation_.assign(ann.size(), kNoValue);
   std::int64_t ordinal = 0;
   // Rows are sorted by (track, start, longer first), so a parent precedes its children.
@@ -81,6 +106,31 @@ TaskSelection::TaskSelection(const Trace& trace, const DependencyGraph& graph) :
     }
   }
   std::sort(steps_.begin(), steps_.end(), [&](EventIndex a, EventIndex b) { return ann.start[a] < ann.start[b]; });
+  // A range at the top of a handed-over burst is inside what enclosed the waiting task, and
+  // so in its step. Parents come strictly earlier (start, then row), so chains end.
+  bool delegated = false;
+  for (EventIndex row = 0; row < ann.size(); ++row) {
+    if (ann.parent[row] != kNoIndex) continue;
+    const TaskId first = graph.annotation_first(row);
+    if (first == kNoTask || handed_by_[first] == kNoTask) continue;
+    const EventIndex outer = enclosing_annotation(handed_by_[first]);
+    if (outer == kNoIndex || !(ann.start[outer] < ann.start[row] || (ann.start[outer] == ann.start[row] && outer < row))) {
+      continue;
+    }
+    parent_[row] = outer;
+    delegated = true;
+  }
+  // Steps along the new links, down to each range's children; a burst inside a burst needs
+  // a pass per level.
+  for (bool changed = delegated; changed;) {
+    changed = false;
+    for (EventIndex row = 0; row < ann.size(); ++row) {
+      if (step_of_annotation_[row] != kNoValue || parent_[row] == kNoIndex) continue;
+      if (step_of_annotation_[parent_[row]] == kNoValue) continue;
+      step_of_annotation_[row] = step_of_annotation_[parent_[row]];
+      changed = true;
+    }
+  }
 
   rank_of_track_ = track_ranks(trace);
   communication_.assign(trace.strings().size(), -1);
@@ -121,7 +171,9 @@ EventIndex TaskSelection::enclosing_annotation(TaskId t) const {
   const TimeNs begin = graph_.measured_start(on_cpu);
   const TimeNs end = graph_.measured_end(on_cpu);
   const TimeNs at = end > begin ? begin + (end - begin) / 2 : begin;
-  return trace_.innermost_annotation_at(graph_.resource(on_cpu), at).value_or(kNoIndex);
+  const EventIndex own = trace_.innermost_annotation_at(graph_.resource(on_cpu), at).value_or(kNoIndex);
+  if (own == kNoIndex && !handed_by_.empty() && handed_by_[on_cpu] != kNoTask) return enclosing_annotation(handed_by_[on_cpu]);
+  return own;
 }
 
 std::int64_t TaskSelection::rank(TaskId t) const {
@@ -205,7 +257,7 @@ std::vector<TaskId> TaskSelection::select(const Selector& s) const {
                     const std::vector<StringId>& column, const NamePattern& re, bool whole) {
     std::vector<EventIndex> chain;
     bool hit = false;
-    for (EventIndex a = row; a != kNoIndex; a = ann.parent[a]) {
+    for (EventIndex a = row; a != kNoIndex; a = parent_[a]) {
       if (memo[a] >= 0) {
         hit = memo[a] != 0;
         break;
