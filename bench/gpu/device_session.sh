@@ -153,8 +153,9 @@ fi
 
 if step overhead 150; then
   say "-- tracer overhead: the program's own median step, traced / untraced, and replay --correct-overhead"
-  # Pairs of runs, untraced then traced: the machine's state drifts between runs.
-  cu=("$B/bin/cuda_train" --steps 100)
+  # Pairs of runs, untraced then traced: the machine's state drifts between runs. Without
+  # its loader's work, cuda_train's steps are its launches and its kernels.
+  cu=("$B/bin/cuda_train" --steps 200 --no-loading)
   step_ns "${cu[@]}" >/dev/null # warm-up: module load, clocks
   us_=() ts=() cs=()
   for i in 1 2 3 4 5 6 7; do
@@ -162,7 +163,7 @@ if step overhead 150; then
     ts+=("$(traced "$work/c$i.db" "${cu[@]}")")
     cs+=("$(corrected "$work/c$i.db")")
   done
-  cp "$work/c1.db" "$keep/cuda_train_100.db" 2>/dev/null
+  cp "$work/c1.db" "$keep/cuda_train_no_loading.db" 2>/dev/null
   ratios() {
     $PY - "$@" <<'PY' | tee -a "$summary"
 import statistics as st, sys
@@ -174,7 +175,7 @@ print(f"{name}: median step traced/untraced {st.median(ts) / mu:.3f} ({mu / 1e3:
       f"corrected {' '.join(f'{c / 1e3:.0f}' for c in cs)} us")
 PY
   }
-  ratios "cuda_train --steps 100" "${us_[*]}" "${ts[*]}" "${cs[*]}"
+  ratios "cuda_train --steps 200 --no-loading" "${us_[*]}" "${ts[*]}" "${cs[*]}"
   us_=() ts=() cs=() ns=()
   for i in 1 2 3 4; do
     us_+=("$(step_ns "$PY" "${train[@]}" --steps 60 --workers 2)")
