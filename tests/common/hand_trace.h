@@ -29,7 +29,12 @@ class HandTrace {
     b_.set_source(TraceSource::Tracer);
   }
 
-  TrackId thread(std::int64_t tid) { return b_.thread_track(process_, tid, "thread-" + std::to_string(tid)); }
+  TrackId thread(std::int64_t tid) { return thread(process_, tid); }
+  // Another process (a forked worker: parent_pid 1000, the first process's pid), and its threads.
+  std::uint32_t process(ProcessInfo p) { return b_.add_process(std::move(p)); }
+  TrackId thread(std::uint32_t process, std::int64_t tid) {
+    return b_.thread_track(process, tid, "thread-" + std::to_string(tid));
+  }
   TrackId stream(std::int64_t id) {
     if (device_ == kNoIndex) throw std::logic_error("a CPU-only HandTrace has no streams");
     return b_.stream_track(device_, id);

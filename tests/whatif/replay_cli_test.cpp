@@ -35,6 +35,25 @@ Ran run(const std::string& args) {
   return r;
 }
 
+// Four 900 ns steps 1 µs apart, each a range the trace's calibration says cost 100 ns.
+void write_traced_steps(const std::filesystem::path& path) {
+  TraceBuilder b;
+  const auto proc = b.add_process(ProcessInfo{.pid = 7, .name = "train"});
+  const TrackId t = b.thread_track(proc, 7, "main");
+  for (int i = 0; i < 4; ++i) {
+    AnnotationRecord a;
+    a.track = t;
+    a.name = b.intern("step");
+    a.category = b.intern("step");
+    a.payload = i;
+    a.start = i * 1000;
+    a.end = i * 1000 + 900;
+    b.add(a);
+  }
+  b.add(CalibrationRecord{.event_kind = "nvtx_range", .cost_ns = 100, .samples = 10, .method = "test"});
+  write_trace(std::move(b).build(), path);
+}
+
 class ReplayCli : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -72,21 +91,7 @@ TEST_F(ReplayCli, ReportsStepsAndWritesThePrediction) {
 }
 
 TEST_F(ReplayCli, CorrectsOverheadFromCalibrationRows) {
-  TraceBuilder b;
-  const auto proc = b.add_process(ProcessInfo{.pid = 7, .name = "train"});
-  const TrackId t = b.thread_track(proc, 7, "main");
-  for (int i = 0; i < 4; ++i) {
-    AnnotationRecord a;
-    a.track = t;
-    a.name = b.intern("step");
-    a.category = b.intern("step");
-    a.payload = i;
-    a.start = i * 1000;
-    a.end = i * 1000 + 900;
-    b.add(a);
-  }
-  b.add(CalibrationRecord{.event_kind = "nvtx_range", .cost_ns = 100, .samples = 10, .method = "test"});
-  write_trace(std::move(b).build(), dir_ / "traced.db");
+  write_traced_steps(dir_ / "traced.db");
   const Ran r = run("replay " + (dir_ / "traced.db").string() + " --correct-overhead --format json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
@@ -107,21 +112,7 @@ TEST_F(ReplayCli, CorrectsOverheadFromCalibrationRows) {
 
 // `whatif --correct-overhead`: the scenarios start from the untraced run that replay predicts.
 TEST_F(ReplayCli, WhatIfPredictsFromTheCorrectedBaseline) {
-  TraceBuilder b;
-  const auto proc = b.add_process(ProcessInfo{.pid = 7, .name = "train"});
-  const TrackId t = b.thread_track(proc, 7, "main");
-  for (int i = 0; i < 4; ++i) {
-    AnnotationRecord a;
-    a.track = t;
-    a.name = b.intern("step");
-    a.category = b.intern("step");
-    a.payload = i;
-    a.start = i * 1000;
-    a.end = i * 1000 + 900;
-    b.add(a);
-  }
-  b.add(CalibrationRecord{.event_kind = "nvtx_range", .cost_ns = 100, .samples = 10, .method = "test"});
-  write_trace(std::move(b).build(), dir_ / "traced.db");
+  write_traced_steps(dir_ / "traced.db");
   const std::string trace = (dir_ / "traced.db").string();
   const Ran traced = run("whatif " + trace + " -s data -p synthetic=true --format json");
   ASSERT_EQ(traced.exit_code, 0) << traced.out;

@@ -605,24 +605,13 @@ TEST(ReplayTimeline, AThreadWaitingForAnotherThreadsBurstFollowsIt) {
 TEST(ReplayTimeline, AForkedWorkerMovesWithItsParent) {
   // A DataLoader worker process forked 1 µs into its parent's "forking" range: the parent's
   // work before the fork twice as fast, and the worker starts 2 µs sooner too.
-  TraceBuilder b;
-  const auto parent = b.add_process(ProcessInfo{.pid = 100, .name = "train", .start = 0});
-  const auto child = b.add_process(ProcessInfo{.pid = 101, .parent_pid = 100, .name = "worker", .start = 5'000});
-  const TrackId main = b.thread_track(parent, 100, "train");
-  const TrackId worker = b.thread_track(child, 101, "worker");
-  auto range = [&](TrackId track, const char* name, TimeNs start, TimeNs end) {
-    AnnotationRecord a;
-    a.track = track;
-    a.name = b.intern(name);
-    a.category = b.intern("operation");
-    a.start = start;
-    a.end = end;
-    b.add(a);
-  };
-  range(main, "before", 0, 4'000);
-  range(main, "forking", 4'000, 6'000);
-  range(worker, "work", 7'000, 8'000);
-  const Trace trace = std::move(b).build();
+  HandTrace h("");
+  const TrackId main = h.thread(1000);
+  const auto child = h.process(ProcessInfo{.pid = 1001, .parent_pid = 1000, .name = "worker", .start = 5'000});
+  h.annotation(main, "before", "operation", 0, 4'000);
+  h.annotation(main, "forking", "operation", 4'000, 6'000);
+  h.annotation(h.thread(child, 1001), "work", "operation", 7'000, 8'000);
+  const Trace trace = h.build();
   expect_exact_replay(trace);
   DependencyGraph g = build_dependency_graph(trace);
   g.scale(g.annotation_first(annotation_row(trace, "before")), 0.5, 0);
