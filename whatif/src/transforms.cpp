@@ -172,7 +172,7 @@ EventIndex TaskSelection::enclosing_annotation(TaskId t) const {
   const TimeNs end = graph_.measured_end(on_cpu);
   const TimeNs at = end > begin ? begin + (end - begin) / 2 : begin;
   const EventIndex own = trace_.innermost_annotation_at(graph_.resource(on_cpu), at).value_or(kNoIndex);
-  if (own == kNoIndex && !handed_by_.empty() && handed_by_[on_cpu] != kNoTask) return enclosing_annotation(handed_by_[on_cpu]);
+  if (own == kNoIndex && handed_by_[on_cpu] != kNoTask) return enclosing_annotation(handed_by_[on_cpu]);
   return own;
 }
 

@@ -16,6 +16,7 @@
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace dreamscope::graph_build {
 
@@ -23,17 +24,20 @@ void add_process_starts(GraphBuildState& s) {
   const Trace& trace = s.trace;
   TaskTable& tasks = s.tasks;
   const auto& processes = trace.processes();
-  // (host, pid) -> the process's main thread (tid == pid).
-  std::map<std::pair<std::string, std::int64_t>, ResourceId> main_thread;
+  std::vector<ResourceId> threads; // of a known process
   for (ResourceId r = 0; r < tasks.resource_count(); ++r) {
     const TrackInfo& track = trace.tracks()[r];
-    if (tasks.is_stream(r) || track.kind != TrackKind::CpuThread || track.process >= processes.size()) continue;
+    if (!tasks.is_stream(r) && track.kind == TrackKind::CpuThread && track.process < processes.size()) threads.push_back(r);
+  }
+  // (host, pid) -> the process's main thread (tid == pid).
+  std::map<std::pair<std::string, std::int64_t>, ResourceId> main_thread;
+  for (ResourceId r : threads) {
+    const TrackInfo& track = trace.tracks()[r];
     const ProcessInfo& p = processes[track.process];
     if (track.tid == p.pid) main_thread.emplace(std::make_pair(p.host, p.pid), r);
   }
-  for (ResourceId r = 0; r < tasks.resource_count(); ++r) {
+  for (ResourceId r : threads) {
     const TrackInfo& track = trace.tracks()[r];
-    if (tasks.is_stream(r) || track.kind != TrackKind::CpuThread || track.process >= processes.size()) continue;
     const TaskId first = tasks.first(r);
     if (first == tasks.end(r) || tasks.gap[first] == 0) continue;
     const ProcessInfo& child = processes[track.process];
