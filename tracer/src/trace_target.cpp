@@ -34,10 +34,10 @@ void TraceTarget::name_thread(std::int64_t tid, const std::string& name) {
 }
 
 TrackId TraceTarget::cupti_thread_track(std::uint32_t thread_id, bool system_ids) {
-  auto it = by_tid_.find(thread_id);
-  if (it != by_tid_.end() || system_ids) return it != by_tid_.end() ? it->second : thread_track(thread_id, 0, {});
-  auto p = by_pthread_.find(thread_id);
-  if (p != by_pthread_.end()) return p->second;
+  if (auto it = by_tid_.find(thread_id); it != by_tid_.end()) return it->second;
+  if (!system_ids) {
+    if (auto p = by_pthread_.find(thread_id); p != by_pthread_.end()) return p->second;
+  }
   return thread_track(thread_id, 0, {});
 }
 

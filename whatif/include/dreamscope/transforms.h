@@ -70,9 +70,6 @@ class TaskSelection {
   // thread running backward() for the training thread) with no annotation of its own is
   // inside what enclosed the waiting task.
   EventIndex enclosing_annotation(TaskId t) const;
-  // An annotation's enclosing one: on its own thread, or for a range that begins such a
-  // burst at the top of its thread, what enclosed the waiting task. kNoIndex at the top.
-  EventIndex parent_annotation(EventIndex row) const { return parent_[row]; }
 
  private:
   TrackId context_track(TaskId t) const;
@@ -89,7 +86,9 @@ class TaskSelection {
   std::vector<EventIndex> steps_;
   std::vector<std::int64_t> step_of_annotation_; // per annotation row; kNoValue outside steps
   std::vector<TaskId> handed_by_;   // per task: the waiting task of the burst it is in, or kNoTask
-  std::vector<EventIndex> parent_;  // per annotation row: parent_annotation()
+  // Per annotation row, its enclosing one: on its own thread, or for a range at the top of a
+  // handed-over burst, what enclosed the waiting task. kNoIndex at the top.
+  std::vector<EventIndex> parent_;
   std::vector<std::vector<StringId>> track_categories_; // distinct annotation categories per track
   std::vector<std::int64_t> rank_of_track_;
   // Per kernel name: a communication kernel? (-1: not asked yet.) Asked for every kernel.
