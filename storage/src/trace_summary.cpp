@@ -20,6 +20,7 @@ TraceSummary summarize(const Trace& trace, std::size_t top_kernels) {
     if (c.event_kind == "nvtx_range") s.range_cost_ns = c.cost_ns;
     if (c.event_kind == "nvtx_range_timed") s.range_timed_at_start_ns = c.cost_ns;
     if (c.event_kind == "nvtx_range_in_work") s.range_in_work_at_start_ns = c.cost_ns;
+    if (c.event_kind == "clock_read") s.clock_read_ns = c.cost_ns;
   }
   double timed = 0;
   std::int64_t timed_calls = 0;

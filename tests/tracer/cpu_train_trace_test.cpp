@@ -49,7 +49,7 @@ TEST(CpuTrainTrace, EveryPhaseOfEveryBatchOnItsThread) {
     EXPECT_GT(c.cost_ns, 0) << c.event_kind;
   }
   EXPECT_EQ(calibrated, (std::set<std::string>{"nvtx_range", "nvtx_mark", "nvtx_range_timed", "nvtx_mark_timed",
-                                               "nvtx_range_in_work", "nvtx_mark_in_work"}));
+                                               "nvtx_range_in_work", "nvtx_mark_in_work", "clock_read"}));
   // Every thread that recorded has its load: windows inside the run, the events it recorded
   // in them, and (where the kernel keeps schedstats) the CPU it got and its waits for a core.
   std::set<TrackId> loaded;

@@ -78,6 +78,7 @@ struct TraceSummary {
   double range_timed_at_start_ns = -1;
   double range_in_work_at_start_ns = -1;
   double range_timed_in_run_ns = -1;
+  double clock_read_ns = -1; // two back-to-back reads of the tracer's clock, at start-up
   std::int64_t threads_cpu_ns = kNoValue;
   std::int64_t threads_runqueue_ns = kNoValue;
   std::string schema_version;

@@ -30,6 +30,10 @@ struct OverheadCosts {
   // window of the run whose timing reads k times this had costs k times range_ns.
   double range_timed_ns = 0;
   double marker_timed_ns = 0;
+  // How far apart two back-to-back reads of the tracer's clock are: "clock_read" (0: not
+  // measured). Where it is known, a window's cost is its timing less this much per range
+  // (half per mark): docs/simulation.md.
+  double clock_read_ns = 0;
   bool empty() const { return range_ns <= 0 && marker_ns <= 0 && cuda_api_ns <= 0; }
 };
 
