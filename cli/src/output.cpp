@@ -62,8 +62,9 @@ void write_output(const std::string& path, const std::string& text) {
   if (!ok) throw TraceError(path + ": cannot write: " + std::strerror(err ? err : errno));
 }
 
-Trace open_trace(const std::string& path, bool allow_empty, ImportStats* stats, const ImportProgressFn& progress) {
-  Trace trace = load_trace(path, stats, progress);
+Trace open_trace(const std::string& path, bool allow_empty, ImportStats* stats, const ImportProgressFn& progress,
+                 ImportDetail detail) {
+  Trace trace = load_trace(path, stats, progress, detail);
   if (!allow_empty) {
     if (const std::string problem = empty_import_problem(trace); !problem.empty()) {
       throw TraceError(path + ": " + problem + "; nothing to analyze (--allow-empty goes on anyway)");

@@ -34,8 +34,9 @@ void write_output(const std::string& path, const std::string& text);
 // How every command opens its trace: load_trace, then a refusal (TraceError naming the
 // file, the reason and the counts) of an import that kept nothing, or nothing of the CPU
 // or GPU side that the file holds (empty_import_problem), unless `allow_empty`.
+// `detail`: how much of the file to keep (importers.h).
 Trace open_trace(const std::string& path, bool allow_empty, ImportStats* stats = nullptr,
-                 const ImportProgressFn& progress = {});
+                 const ImportProgressFn& progress = {}, ImportDetail detail = ImportDetail::Full);
 
 // How every command opens what it is given: one trace as open_trace does, or a distributed
 // job (several files, a folder of them, a glob) as one Trace (storage's load_job: every rank's

@@ -428,4 +428,8 @@ std::int64_t dtype_bytes(std::string_view dtype) {
   return it == kSizes.end() ? 0 : it->second;
 }
 
+bool collective_args_read(std::string_view cpu_range_name) {
+  return cpu_range_name == kRecordParamComms || is_comms_range(cpu_range_name);
+}
+
 } // namespace dreamscope

@@ -3,6 +3,7 @@
 // becomes a row right away. Names of processes, threads and streams arrive in metadata
 // events that Kineto writes after the events they name, and flows are paired by id, so both
 // are resolved once the pass ends.
+#include "dreamscope/collectives.h"
 #include "dreamscope/importers.h"
 #include "dreamscope/limits.h"
 #include "dreamscope/trace_file.h"
@@ -29,8 +30,9 @@ using namespace kineto;
 
 class KinetoImporter final : public KinetoJsonSink {
  public:
-  KinetoImporter(const std::filesystem::path& path, ImportStats& stats, const ImportProgressFn& progress)
-      : path_(path), stats_(stats), progress_(progress) {}
+  KinetoImporter(const std::filesystem::path& path, ImportStats& stats, const ImportProgressFn& progress,
+                 ImportDetail detail)
+      : path_(path), stats_(stats), progress_(progress), detail_(detail) {}
 
   Trace run() {
     InputBuffer input = read_input(path_, progress_);
@@ -452,9 +454,19 @@ class KinetoImporter final : public KinetoJsonSink {
     }
   }
 
-  // The sort indices are never read: only names and labels.
-  bool metadata_args_read(std::string_view name) const override {
-    return name == "process_name" || name == "process_labels" || name == "thread_name";
+  // The sort indices are never read: only names and labels. For a rank summary, a CPU
+  // operator's args only where it is a collective's (the others' External id included: no
+  // summary links operators to launches by it). Where "ph", "cat" or "name" come after
+  // "args", they are read.
+  bool args_read(const RawEvent& e) const override {
+    if (e.ph == "M") {
+      return e.name.empty() || e.name == "process_name" || e.name == "process_labels" || e.name == "thread_name";
+    }
+    if (detail_ == ImportDetail::RankSummary && e.ph == "X" && !e.name.empty() &&
+        classify_category(e.cat) == EventClass::CpuAnnotation) {
+      return collective_args_read(e.name);
+    }
+    return true;
   }
 
   // handle_metadata keeps the first name of each process and thread, and counts nothing.
@@ -605,6 +617,7 @@ class KinetoImporter final : public KinetoJsonSink {
   const std::filesystem::path& path_;
   ImportStats& stats_;
   const ImportProgressFn& progress_;
+  const ImportDetail detail_;
   const RawEvent* event_ = nullptr; // the event handle_event is given, while it runs
   KinetoJsonReader reader_{path_, stats_, progress_, *this};
 
@@ -635,12 +648,13 @@ class KinetoImporter final : public KinetoJsonSink {
 
 } // namespace
 
-Trace import_kineto(const std::filesystem::path& path, ImportStats* stats, const ImportProgressFn& progress) {
+Trace import_kineto(const std::filesystem::path& path, ImportStats* stats, const ImportProgressFn& progress,
+                    ImportDetail detail) {
   ImportStats local;
   ImportStats& s = stats ? *stats : local;
   s = ImportStats{};
   const auto t0 = std::chrono::steady_clock::now();
-  Trace trace = KinetoImporter(path, s, progress).run();
+  Trace trace = KinetoImporter(path, s, progress, detail).run();
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return trace;
 }

@@ -84,7 +84,7 @@ void parallel_for(std::size_t n, std::size_t threads, const std::function<void(s
 }
 
 Trace load_checked(const std::filesystem::path& path, const JobLoadOptions& options) {
-  Trace t = load_trace(path);
+  Trace t = load_trace(path, nullptr, {}, options.detail);
   if (options.check_file) options.check_file(path, t);
   return t;
 }

@@ -504,10 +504,8 @@ void KinetoJsonReader::read_events(od::array& events, od::document& doc) {
         else if (key == "id") ok = read_value(fv, event.id);
         else if (key == "bp") ok = !fv.get_string().get(event.bp);
         else if (key == "args") {
-          // Metadata args nothing reads (sort indices) are not parsed: simdjson skips the
-          // object. Known only when "ph" and "name" come first, as Kineto writes them.
-          const bool unread = event.ph == "M" && !event.name.empty() && !sink_.metadata_args_read(event.name);
-          ok = unread || read_args(fv, event);
+          // Args nothing reads (sort indices, say) are not parsed: simdjson skips the object.
+          ok = !sink_.args_read(event) || read_args(fv, event);
         }
       }
       if (!ok) {

@@ -38,9 +38,10 @@ class KinetoJsonSink {
   virtual void handle_event(const RawEvent& event) = 0;
   // A top-level field other than traceEvents (deviceProperties, distributedInfo, ...).
   virtual void top_level_field(std::string_view key, od::value& value, od::document& doc) = 0;
-  // Whether the args of metadata events ("ph": "M") of this name are read at all: simdjson
-  // skips those that are not without parsing them.
-  virtual bool metadata_args_read(std::string_view name) const = 0;
+  // Whether the event's args are read at all, asked when its "args" field comes: simdjson
+  // skips those that are not without parsing them. The fields before "args" are read by
+  // then (Kineto writes ph, cat and name first); one not yet read is empty.
+  virtual bool args_read(const RawEvent& event) const = 0;
   // Whether handing over this event again, once handled, would change nothing: the reader
   // then skips elements written byte for byte as this one was, unparsed, and only counts them.
   virtual bool repeat_changes_nothing(const RawEvent& event) const = 0;

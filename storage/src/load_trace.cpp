@@ -155,11 +155,12 @@ void check_trace_file(const std::filesystem::path& path) {
   if (std::filesystem::file_size(path, ec) == 0 && !ec) throw TraceError(path.string() + ": empty file, not a trace");
 }
 
-Trace load_trace(const std::filesystem::path& path, ImportStats* stats, const ImportProgressFn& progress) {
+Trace load_trace(const std::filesystem::path& path, ImportStats* stats, const ImportProgressFn& progress,
+                 ImportDetail detail) {
   check_trace_file(path);
   switch (detect_trace_format(path)) {
     case TraceFormat::DreamscopeDb: return read_trace(path);
-    case TraceFormat::KinetoJson: return import_kineto(path, stats, progress);
+    case TraceFormat::KinetoJson: return import_kineto(path, stats, progress, detail);
     case TraceFormat::NsysSqlite: return import_nsys(path, stats, progress);
     case TraceFormat::DreamscopeLog: return read_trace_log(path);
     case TraceFormat::Unknown: break;

@@ -1,0 +1,85 @@
+// `dreamscope analyze` of a job imports each PyTorch trace for its rank summary alone
+// (ImportDetail::RankSummary: CPU operators' args skipped, but collectives'). The summary must
+// be the one a full import gives, for every Kineto trace we have: the real ones of
+// ../shared/data (PyTorch 1.8 to 2.x, ROCm, MTIA, the 8-rank NCCL job, the hostile inputs)
+// and the hand-written fixtures. A reader that needed a skipped arg fails here.
+#include "dreamscope/collectives.h"
+#include "dreamscope/importers.h"
+#include "dreamscope/job_analysis.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace dreamscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<fs::path> kineto_traces() {
+  std::vector<fs::path> out;
+  for (const fs::path& root : {fs::path(DREAMSCOPE_SHARED_DATA_DIR), fs::path(DREAMSCOPE_TEST_DATA_DIR) / "importers"}) {
+    if (!fs::exists(root)) continue;
+    for (const auto& e : fs::recursive_directory_iterator(root)) {
+      if (!e.is_regular_file() || e.file_size() == 0) continue;
+      if (detect_trace_format(e.path()) == TraceFormat::KinetoJson) out.push_back(e.path());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The job report of the file as one rank, or the error its import gave.
+std::string report_of(const fs::path& path, ImportDetail detail) {
+  try {
+    const Trace t = load_trace(path, nullptr, {}, detail);
+    return analyzers::render_job_json(analyzers::analyze_job({analyzers::summarize_rank(t, 0, path.filename().string())}));
+  } catch (const TraceError& e) {
+    return std::string("error: ") + e.what();
+  }
+}
+
+TEST(RankSummaryImport, EveryKinetoTraceGivesTheSummaryOfAFullImport) {
+  const std::vector<fs::path> traces = kineto_traces();
+  if (!fs::exists(DREAMSCOPE_SHARED_DATA_DIR)) GTEST_SKIP() << "shared test data not found: " << DREAMSCOPE_SHARED_DATA_DIR;
+  ASSERT_GE(traces.size(), 40u) << "the Kineto traces of shared/data and tests/data are not where they were";
+  for (const fs::path& path : traces) {
+    SCOPED_TRACE(path.string());
+    EXPECT_EQ(report_of(path, ImportDetail::Full), report_of(path, ImportDetail::RankSummary));
+  }
+}
+
+TEST(RankSummaryImport, KeepsEveryEventAndTheArgsOfCollectivesAndGpuWork) {
+  // A rank of the 8-rank NCCL job: record_param_comms and nccl:* ranges with their args, and
+  // kernels with theirs; other operators without.
+  const fs::path file = fs::path(DREAMSCOPE_SHARED_DATA_DIR) / "wild" / "param-dlrm-v100x8-nccl" /
+                        "worker0_step_12.1694128201545.pt.trace.json";
+  if (!fs::exists(file)) GTEST_SKIP() << "shared test data not found: " << file;
+  const Trace full = load_trace(file);
+  const Trace summary = load_trace(file, nullptr, {}, ImportDetail::RankSummary);
+  EXPECT_EQ(full.event_count(), summary.event_count());
+  auto args_of = [](const Trace& t, EventTable table, auto keep) {
+    std::size_t n = 0;
+    const std::size_t rows = table == EventTable::GpuOp ? t.gpu_ops().size() : t.annotations().size();
+    for (EventIndex i = 0; i < rows; ++i) {
+      if (keep(t, i)) n += t.args_of(table, i).size();
+    }
+    return n;
+  };
+  auto collective = [](const Trace& t, EventIndex i) { return collective_args_read(t.str(t.annotations().name[i])); };
+  auto other = [&](const Trace& t, EventIndex i) {
+    return !collective(t, i) && t.tracks()[t.annotations().track[i]].kind == TrackKind::CpuThread;
+  };
+  auto every = [](const Trace&, EventIndex) { return true; };
+  EXPECT_GT(args_of(full, EventTable::Annotation, collective), 0u);
+  EXPECT_EQ(args_of(summary, EventTable::Annotation, collective), args_of(full, EventTable::Annotation, collective));
+  EXPECT_EQ(args_of(summary, EventTable::GpuOp, every), args_of(full, EventTable::GpuOp, every));
+  EXPECT_GT(args_of(full, EventTable::Annotation, other), 0u);
+  EXPECT_EQ(args_of(summary, EventTable::Annotation, other), 0u);
+}
+
+} // namespace
+} // namespace dreamscope
