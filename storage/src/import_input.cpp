@@ -17,6 +17,53 @@
 
 namespace dreamscope {
 
+namespace {
+
+// The mappings a BufferReuse keeps on its thread.
+struct KeptMappings {
+  struct Mapping {
+    char* bytes = nullptr;
+    std::size_t capacity = 0;
+  };
+  static constexpr std::size_t kKept = 2;
+  Mapping kept[kKept];
+  KeptMappings* outer = nullptr; // a BufferReuse alive when this one began
+
+  // The smallest kept mapping of at least `n` bytes, taken; {} if none.
+  Mapping take(std::size_t n) {
+    Mapping* best = nullptr;
+    for (Mapping& m : kept) {
+      if (m.bytes && m.capacity >= n && (!best || m.capacity < best->capacity)) best = &m;
+    }
+    return best ? std::exchange(*best, Mapping{}) : Mapping{};
+  }
+  // Keeps `m` in a free slot, or in place of a smaller one (unmapped); else unmaps `m`.
+  void keep(Mapping m) {
+    Mapping* slot = &kept[0];
+    for (Mapping& k : kept) {
+      if (k.capacity < slot->capacity) slot = &k;
+    }
+    if (slot->capacity >= m.capacity) return void(::munmap(m.bytes, m.capacity));
+    if (slot->bytes) ::munmap(slot->bytes, slot->capacity);
+    *slot = m;
+  }
+};
+
+thread_local KeptMappings* t_kept = nullptr;
+
+} // namespace
+
+BufferReuse::BufferReuse() { t_kept = new KeptMappings{.outer = t_kept}; }
+
+BufferReuse::~BufferReuse() {
+  KeptMappings* k = t_kept;
+  for (const auto& m : k->kept) {
+    if (m.bytes) ::munmap(m.bytes, m.capacity);
+  }
+  t_kept = k->outer;
+  delete k;
+}
+
 ByteBuffer& ByteBuffer::operator=(ByteBuffer&& o) noexcept {
   if (this != &o) {
     release();
@@ -24,13 +71,16 @@ ByteBuffer& ByteBuffer::operator=(ByteBuffer&& o) noexcept {
     size_ = std::exchange(o.size_, 0);
     capacity_ = std::exchange(o.capacity_, 0);
     mapped_ = std::exchange(o.mapped_, false);
+    reused_ = std::exchange(o.reused_, false);
     discarded_ = std::exchange(o.discarded_, 0);
   }
   return *this;
 }
 
 void ByteBuffer::release() noexcept {
-  if (mapped_) {
+  if (mapped_ && reused_ && t_kept) {
+    t_kept->keep({bytes_, capacity_});
+  } else if (mapped_) {
     ::munmap(bytes_, capacity_);
   } else {
     delete[] bytes_;
@@ -39,12 +89,13 @@ void ByteBuffer::release() noexcept {
   size_ = capacity_ = 0;
   discarded_ = 0;
   mapped_ = false;
+  reused_ = false;
 }
 
 void ByteBuffer::discard_below(std::size_t n) {
   constexpr std::size_t kPage = 4096; // the mapping is page-aligned; huge pages split as needed
   n = std::min(n, size_) / kPage * kPage;
-  if (!mapped_ || n <= discarded_) return;
+  if (!mapped_ || reused_ || n <= discarded_) return;
   ::madvise(bytes_ + discarded_, n - discarded_, MADV_DONTNEED);
   discarded_ = n;
 }
@@ -55,7 +106,15 @@ void ByteBuffer::resize(std::size_t n) {
     char* grown = nullptr;
     std::size_t capacity = n;
     bool mapped = false;
-    if (n >= kHugePage) {
+    const bool reused = n >= kHugePage && t_kept;
+    if (reused) {
+      if (const auto kept = t_kept->take(n); kept.bytes) {
+        grown = kept.bytes;
+        capacity = kept.capacity;
+        mapped = true;
+      }
+    }
+    if (!grown && n >= kHugePage) {
       const std::size_t length = (n + kHugePage - 1) / kHugePage * kHugePage;
       void* p = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (p != MAP_FAILED) {
@@ -73,6 +132,7 @@ void ByteBuffer::resize(std::size_t n) {
     size_ = keep;
     capacity_ = capacity;
     mapped_ = mapped;
+    reused_ = reused && mapped;
   }
   size_ = n;
 }

@@ -43,6 +43,23 @@ class ByteBuffer {
   std::size_t size_ = 0, capacity_ = 0;
   std::size_t discarded_ = 0; // bytes from the start given back by discard_below
   bool mapped_ = false;
+  bool reused_ = false; // mapped while a BufferReuse was alive on the allocating thread
+};
+
+// While one is alive on a thread, the mapped buffers of imports on that thread keep their
+// pages: discard_below gives nothing back, and a released buffer waits, mapped, for the next
+// import on the thread (two at most: a gzip file's bytes and its JSON). A loader that imports
+// file after file (a job's ranks) then writes each file into memory the kernel has already
+// zeroed and mapped; on the 2-core VM, faulting in and zeroing 87 MB of fresh huge pages per
+// MTIA-sized rank was a fifth of the job's CPU. The price is the whole text of the file being
+// imported, held until its import ends, instead of the run being read. Not for imports that
+// run once in a process. The buffers it kept are unmapped when it goes.
+class BufferReuse {
+ public:
+  BufferReuse();
+  ~BufferReuse();
+  BufferReuse(const BufferReuse&) = delete;
+  BufferReuse& operator=(const BufferReuse&) = delete;
 };
 
 struct InputBuffer {

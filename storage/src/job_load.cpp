@@ -6,6 +6,8 @@
 #include "dreamscope/limits.h"
 #include "dreamscope/trace_copy.h"
 
+#include "import_input.h"
+
 #include <glob.h>
 
 #include <algorithm>
@@ -66,6 +68,9 @@ void parallel_for(std::size_t n, std::size_t threads, const std::function<void(s
   std::exception_ptr error;
   std::mutex error_mutex;
   auto run = [&] {
+    // Each thread imports file after file: the next file's text goes into the memory of the
+    // last one's (import_input.h).
+    const BufferReuse reuse;
     for (std::size_t i; !failed && (i = next++) < n;) {
       try {
         work(i);
