@@ -23,6 +23,8 @@ std::string_view to_string(ReportSection s) {
   return "unknown";
 }
 
+bool reads_operator_args(ReportSection s) { return s == ReportSection::Steps || s == ReportSection::Gpu; }
+
 std::optional<ReportSection> report_section_from_string(std::string_view s) {
   for (ReportSection r : kAllSections) {
     if (to_string(r) == s) return r;

@@ -462,7 +462,7 @@ class KinetoImporter final : public KinetoJsonSink {
     if (e.ph == "M") {
       return e.name.empty() || e.name == "process_name" || e.name == "process_labels" || e.name == "thread_name";
     }
-    if (detail_ == ImportDetail::RankSummary && e.ph == "X" && !e.name.empty() &&
+    if (detail_ == ImportDetail::WithoutOperatorArgs && e.ph == "X" && !e.name.empty() &&
         classify_category(e.cat) == EventClass::CpuAnnotation) {
       return collective_args_read(e.name);
     }

@@ -20,6 +20,11 @@ inline constexpr ReportSection kAllSections[] = {ReportSection::CrossStack, Repo
 // "cross-stack", "hta", "steps", "gpu", "data-stalls", "top-kernels", "critical-path".
 std::string_view to_string(ReportSection s);
 std::optional<ReportSection> report_section_from_string(std::string_view s);
+// Whether the section reads what a CPU operator's args say (its External id, input shapes):
+// steps and gpu do, through the TensorBoard plugin's model of a trace. A trace for the
+// others alone may be imported without them (importers.h, ImportDetail::WithoutOperatorArgs),
+// and reports the same (ImportWithoutOperatorArgs tests in tests/analyzers).
+bool reads_operator_args(ReportSection s);
 
 struct ReportOptions {
   std::vector<ReportSection> sections{std::begin(kAllSections), std::end(kAllSections)};

@@ -81,7 +81,7 @@ JobCollectives find_collectives(const Trace& trace);
 
 // Whether find_collectives reads the args of a CPU range of this name (PyTorch's
 // record_param_comms and its nccl:/gloo:/mpi:/ucc: ranges): an import for a rank summary
-// (importers.h, ImportDetail::RankSummary) keeps the args of these alone.
+// (importers.h, ImportDetail::WithoutOperatorArgs) keeps the args of these alone.
 bool collective_args_read(std::string_view cpu_range_name);
 
 // Matches calls found in several traces (the ranks of a job, one file each;

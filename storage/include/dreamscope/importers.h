@@ -64,13 +64,13 @@ using ImportProgressFn = std::function<void(const ImportProgress&)>;
 // By content, not by name: the SQLite header and its tables, the gzip magic, a JSON '{'.
 TraceFormat detect_trace_format(const std::filesystem::path& path);
 
-// How much of a trace an import keeps. RankSummary keeps what a rank summary reads
-// (analyzers' summarize_rank, for `dreamscope analyze` of a job's files): every event, and
-// every arg but those of CPU operators that are not collectives (collectives.h,
-// collective_args_read), which a PyTorch profiler trace writes for each operator (input
-// shapes, types, ids) and which are most of its text. Formats other than Kineto's are read
-// whole either way.
-enum class ImportDetail : std::uint8_t { Full, RankSummary };
+// How much of a trace an import keeps. WithoutOperatorArgs: every event, and every arg but
+// those of CPU operators that are not collectives (collectives.h, collective_args_read).
+// A PyTorch profiler trace writes them for each operator (input shapes, types, External id)
+// and they are most of its text; rank summaries (analyzers' summarize_rank, for `dreamscope
+// analyze` of a job's files) and the analyses that report.h's reads_operator_args says so of
+// read none of them. Formats other than Kineto's are read whole either way.
+enum class ImportDetail : std::uint8_t { Full, WithoutOperatorArgs };
 
 Trace import_kineto(const std::filesystem::path& path, ImportStats* stats = nullptr,
                     const ImportProgressFn& progress = {}, ImportDetail detail = ImportDetail::Full);

@@ -1,11 +1,14 @@
-// `dreamscope analyze` of a job imports each PyTorch trace for its rank summary alone
-// (ImportDetail::RankSummary: CPU operators' args skipped, but collectives'). The summary must
-// be the one a full import gives, for every Kineto trace we have: the real ones of
-// ../shared/data (PyTorch 1.8 to 2.x, ROCm, MTIA, the 8-rank NCCL job, the hostile inputs)
-// and the hand-written fixtures. A reader that needed a skipped arg fails here.
+// `dreamscope analyze` of a job imports each PyTorch trace for its rank summary alone, and
+// `analyze --only` of analyses that read no operator's args imports the trace without them
+// (ImportDetail::WithoutOperatorArgs: CPU operators' args skipped, but collectives'). The
+// summary and those analyses must be what a full import gives, for every Kineto trace we
+// have: the real ones of ../shared/data (PyTorch 1.8 to 2.x, ROCm, MTIA, the 8-rank NCCL
+// job, the hostile inputs) and the hand-written fixtures. An analysis that came to read a
+// skipped arg, without report.h's reads_operator_args saying so, fails here.
 #include "dreamscope/collectives.h"
 #include "dreamscope/importers.h"
 #include "dreamscope/job_analysis.h"
+#include "dreamscope/report.h"
 
 #include <gtest/gtest.h>
 
@@ -32,34 +35,41 @@ std::vector<fs::path> kineto_traces() {
   return out;
 }
 
-// The job report of the file as one rank, or the error its import gave.
-std::string report_of(const fs::path& path, ImportDetail detail) {
+// The job report of the file as one rank, and the report of the analyses of one trace that
+// read no operator's args; or the error its import gave.
+std::string reports_of(const fs::path& path, ImportDetail detail) {
   try {
     const Trace t = load_trace(path, nullptr, {}, detail);
-    return analyzers::render_job_json(analyzers::analyze_job({analyzers::summarize_rank(t, 0, path.filename().string())}));
+    analyzers::ReportOptions options;
+    options.sections.clear();
+    for (const analyzers::ReportSection s : analyzers::kAllSections) {
+      if (!analyzers::reads_operator_args(s)) options.sections.push_back(s);
+    }
+    return analyzers::render_job_json(analyzers::analyze_job({analyzers::summarize_rank(t, 0, path.filename().string())})) +
+           analyzers::render_json(analyzers::analyze_trace(t, path.filename().string(), options));
   } catch (const TraceError& e) {
     return std::string("error: ") + e.what();
   }
 }
 
-TEST(RankSummaryImport, EveryKinetoTraceGivesTheSummaryOfAFullImport) {
+TEST(ImportWithoutOperatorArgs, EveryKinetoTraceGivesTheSummaryAndAnalysesOfAFullImport) {
   const std::vector<fs::path> traces = kineto_traces();
   if (!fs::exists(DREAMSCOPE_SHARED_DATA_DIR)) GTEST_SKIP() << "shared test data not found: " << DREAMSCOPE_SHARED_DATA_DIR;
   ASSERT_GE(traces.size(), 40u) << "the Kineto traces of shared/data and tests/data are not where they were";
   for (const fs::path& path : traces) {
     SCOPED_TRACE(path.string());
-    EXPECT_EQ(report_of(path, ImportDetail::Full), report_of(path, ImportDetail::RankSummary));
+    EXPECT_EQ(reports_of(path, ImportDetail::Full), reports_of(path, ImportDetail::WithoutOperatorArgs));
   }
 }
 
-TEST(RankSummaryImport, KeepsEveryEventAndTheArgsOfCollectivesAndGpuWork) {
+TEST(ImportWithoutOperatorArgs, KeepsEveryEventAndTheArgsOfCollectivesAndGpuWork) {
   // A rank of the 8-rank NCCL job: record_param_comms and nccl:* ranges with their args, and
   // kernels with theirs; other operators without.
   const fs::path file = fs::path(DREAMSCOPE_SHARED_DATA_DIR) / "wild" / "param-dlrm-v100x8-nccl" /
                         "worker0_step_12.1694128201545.pt.trace.json";
   if (!fs::exists(file)) GTEST_SKIP() << "shared test data not found: " << file;
   const Trace full = load_trace(file);
-  const Trace summary = load_trace(file, nullptr, {}, ImportDetail::RankSummary);
+  const Trace summary = load_trace(file, nullptr, {}, ImportDetail::WithoutOperatorArgs);
   EXPECT_EQ(full.event_count(), summary.event_count());
   auto args_of = [](const Trace& t, EventTable table, auto keep) {
     std::size_t n = 0;
