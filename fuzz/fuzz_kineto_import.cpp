@@ -12,13 +12,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static const auto path = fuzz::scratch_file(".json");
   fuzz::write_file(path, data, size);
   // Small inputs still take every way through the reader: events in runs of 1 to 256 bytes
-  // (where repeated metadata is skipped), parsed in turn or on a thread of their own.
+  // (where repeated metadata is skipped), parsed in turn or on a thread of their own, with
+  // every arg or without operators' (a job's rank summaries, analyze --only).
   const std::uint8_t knob = size > 0 ? data[size - 1] : 0;
+  const ImportDetail detail =
+      size > 1 && (data[size - 2] & 1) ? ImportDetail::WithoutOperatorArgs : ImportDetail::Full;
   ::setenv("DREAMSCOPE_IMPORT_RUN_BYTES", std::to_string(1 + (knob & 0x7f) * 2).c_str(), 1);
   ::setenv("DREAMSCOPE_IMPORT_THREADS", knob & 0x80 ? "2" : "1", 1);
   fuzz::expect_clean([&] {
     ImportStats stats;
-    const Trace trace = import_kineto(path, &stats);
+    const Trace trace = import_kineto(path, &stats, {}, detail);
     fuzz::run_commands_on(trace);
   });
   return 0;
