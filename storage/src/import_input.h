@@ -51,7 +51,7 @@ class ByteBuffer {
 // import on the thread (two at most: a gzip file's bytes and its JSON). A loader that imports
 // file after file (a job's ranks) then writes each file into memory the kernel has already
 // zeroed and mapped; on the 2-core VM, faulting in and zeroing 87 MB of fresh huge pages per
-// MTIA-sized rank was a fifth of the job's CPU. The price is the whole text of the file being
+// MTIA-sized rank was 13 % of the job's CPU. The price is the whole text of the file being
 // imported, held until its import ends, instead of the run being read. Not for imports that
 // run once in a process. The buffers it kept are unmapped when it goes.
 class BufferReuse {

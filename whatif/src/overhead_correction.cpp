@@ -25,6 +25,28 @@ OverheadCosts overhead_costs(const std::vector<CalibrationRecord>& calibration) 
   return costs;
 }
 
+// The in-run timing reads a call from the clock read that gives its event's time to one more
+// read once its record is written. That second read is the sampled calls' own: the calls that
+// are not timed skip it, and the job's code after them overlaps with their tail. Measured on
+// the development VM in both of its states (docs/simulation.md, "Overhead correction"), the
+// timing of a range (two calls) read 1-14 ns (median 10.5) more than the range cost the job,
+// about what two back-to-back clock reads are apart (12 ns): so a range is charged its timing
+// less one such pair, a mark (one call) less half of one, and never less than the
+// back-to-back calibration. Traces without the clock's calibration (an older tracer) keep the
+// earlier model: the calibrated cost scaled by how much slower the calls timed in the run
+// than at start-up, never lowered (it left half the cost in where calls among the job's work
+// cost twice what they cost back to back). Without any start-up figure, the timing itself.
+double charged_cost(double timed_ns, bool range, const OverheadCosts& costs) {
+  const double base = range ? costs.range_ns : costs.marker_ns;
+  if (costs.clock_read_ns > 0) {
+    const double over = range ? costs.clock_read_ns : costs.clock_read_ns / 2;
+    return std::max(base, timed_ns - over);
+  }
+  const double base_timed = range ? costs.range_timed_ns : costs.marker_timed_ns;
+  if (!(base > 0 && base_timed > 0)) return timed_ns;
+  return base * std::max(1.0, timed_ns / base_timed);
+}
+
 namespace {
 
 // A window's timed costs stand for its thread's calls when this many were timed; fewer, and the
@@ -64,28 +86,7 @@ class InRunCosts {
     return {range ? fallback_.range_ns : fallback_.marker_ns, false};
   }
 
-  // The in-run timing reads a call from the clock read that gives its event's time to one
-  // more read once its record is written. That second read is the sampled calls' own: the
-  // calls that are not timed skip it, and the job's code after them overlaps with their tail.
-  // Measured on the development VM in both of its states (docs/simulation.md, "Overhead
-  // correction"), the timing of a range (two calls) read 8-14 ns more than the range cost the
-  // job, about what two back-to-back clock reads are apart (12 ns): so a range is charged its
-  // timing less one such pair, a mark (one call) less half of one, and never less than the
-  // back-to-back calibration. Traces without the clock's calibration (an older tracer) keep
-  // the earlier model: the calibrated cost scaled by how much slower the calls timed in the
-  // run than at start-up, never lowered (it left half the cost in where calls among the
-  // job's work cost twice what they cost back to back). Without any start-up figure, the
-  // timing itself.
-  double scaled(double timed, bool range) const {
-    const double base = range ? fallback_.range_ns : fallback_.marker_ns;
-    if (fallback_.clock_read_ns > 0) {
-      const double over = range ? fallback_.clock_read_ns : fallback_.clock_read_ns / 2;
-      return std::max(base, timed - over);
-    }
-    const double base_timed = range ? fallback_.range_timed_ns : fallback_.marker_timed_ns;
-    if (!(base > 0 && base_timed > 0)) return timed;
-    return base * std::max(1.0, timed / base_timed);
-  }
+  double scaled(double timed, bool range) const { return charged_cost(timed, range, fallback_); }
 
  private:
   std::span<const ThreadLoadRecord> windows_;

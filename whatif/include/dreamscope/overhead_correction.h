@@ -40,6 +40,10 @@ struct OverheadCosts {
 // The costs in calibration rows; where a kind has several rows, the one with most samples.
 OverheadCosts overhead_costs(const std::vector<CalibrationRecord>& calibration);
 
+// What a range (`range`) or a mark whose calls the tracer timed at `timed_ns` in the run is
+// charged, given the trace's start-up costs (docs/simulation.md, "Overhead correction").
+double charged_cost(double timed_ns, bool range, const OverheadCosts& costs);
+
 struct OverheadCorrection {
   OverheadCosts costs; // start-up calibration (or the costs passed in)
   TimeNs charged_ns = 0;    // overhead attributed to recorded events and overhead records
