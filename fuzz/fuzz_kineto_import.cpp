@@ -13,10 +13,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   fuzz::write_file(path, data, size);
   // Small inputs still take every way through the reader: events in runs of 1 to 256 bytes
   // (where repeated metadata is skipped), parsed in turn or on a thread of their own, with
-  // every arg or without operators' (a job's rank summaries, analyze --only).
+  // every arg or without operators' (a job's rank summaries, analyze --only), and the text
+  // read whole or streamed a page at a time (import_input.h, open_input: large files).
   const std::uint8_t knob = size > 0 ? data[size - 1] : 0;
-  const ImportDetail detail =
-      size > 1 && (data[size - 2] & 1) ? ImportDetail::WithoutOperatorArgs : ImportDetail::Full;
+  const std::uint8_t knob2 = size > 1 ? data[size - 2] : 0;
+  const ImportDetail detail = knob2 & 1 ? ImportDetail::WithoutOperatorArgs : ImportDetail::Full;
+  if (knob2 & 2) {
+    ::setenv("DREAMSCOPE_IMPORT_STREAM_FROM", "0", 1);
+    ::setenv("DREAMSCOPE_IMPORT_STREAM_CHUNK", "4096", 1);
+  } else {
+    ::unsetenv("DREAMSCOPE_IMPORT_STREAM_FROM");
+  }
   ::setenv("DREAMSCOPE_IMPORT_RUN_BYTES", std::to_string(1 + (knob & 0x7f) * 2).c_str(), 1);
   ::setenv("DREAMSCOPE_IMPORT_THREADS", knob & 0x80 ? "2" : "1", 1);
   fuzz::expect_clean([&] {

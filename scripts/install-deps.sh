@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config clang libclang-rt-14-dev
-  libsqlite3-dev sqlite3 zlib1g-dev libdeflate-dev
+  libsqlite3-dev sqlite3 zlib1g-dev libdeflate-dev libisal-dev
   libboost-graph-dev
   libfmt-dev libcli11-dev libsimdjson-dev libtomlplusplus-dev nlohmann-json3-dev libre2-dev
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -1,5 +1,6 @@
 // Reading an importer's input file into memory, gunzipping it when it is gzip, with the
-// zero padding after the end that simdjson needs to parse it in place.
+// padding after the end that simdjson needs to parse it in place: the whole file at once
+// (read_input), or a piece at a time as the importer reads it (open_input).
 #pragma once
 
 #include "dreamscope/importers.h"
@@ -8,8 +9,12 @@
 
 #include <cstring>
 #include <filesystem>
+#include <atomic>
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 namespace dreamscope {
 
@@ -36,6 +41,13 @@ class ByteBuffer {
   // is mapped (else nothing): the caller reads none of those bytes again, and they would read
   // as zeros. An importer that has read the first n bytes of a large file need not hold them.
   void discard_below(std::size_t n);
+  // Moves the memory of the `length` bytes at `from` to `to`, both page-aligned offsets of a
+  // mapped buffer, without copying or zeroing it: the bytes at `to` become those that were at
+  // `from`, which read as zeros afterwards. Pages a reader is done with then serve the bytes
+  // still to come, which would otherwise be faulted in as fresh zeroed pages. False, with
+  // nothing moved, where the buffer is not mapped or is kept for reuse (its pages are there).
+  bool move_pages(std::size_t from, std::size_t to, std::size_t length);
+  bool pages_movable() const { return mapped_ && !reused_; }
 
  private:
   void release() noexcept;
@@ -62,15 +74,85 @@ class BufferReuse {
   BufferReuse& operator=(const BufferReuse&) = delete;
 };
 
+// Where the bytes of a streamed input come from: a gzip stream being inflated, or a file.
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  // Up to `n` (> 0) bytes of the text into `out`: how many, 0 where the text ended or the
+  // data is damaged (then at_end() says which).
+  virtual std::size_t read(char* out, std::size_t n) = 0;
+  // Whether the text ended cleanly where the reading stopped, with nothing after it.
+  virtual bool at_end() = 0;
+};
+
+// A streamed input turned out other than its size said: a concatenation of gzip members
+// (the trailer gives the last one's size), a trailer that lies, damaged data, a file that
+// changed while read. The importer then reads the file whole (read_input), which says what
+// is wrong, if anything. Not a std::exception, so that no handler of those takes it for the
+// importer's own failure.
+struct StreamedInputMismatch {};
+
+// The text of an input file, padded. Read whole, it is all there from the start; streamed
+// (open_input), it arrives as the reader asks for it with ensure(), and the pages of what
+// the reader gave back serve the bytes still to come.
 struct InputBuffer {
   ByteBuffer storage; // size() >= size + simdjson::SIMDJSON_PADDING
   std::size_t size = 0;
   bool was_gzip = false;
 
   const char* data() const { return storage.data(); }
+  char* data() { return storage.data(); }
+  bool streamed() const { return stream_ != nullptr; }
+  // Makes the first min(n, size) bytes readable: how many bytes are readable now (at least
+  // that many). Throws StreamedInputMismatch where the stream holds fewer or more bytes than
+  // `size`. One thread at a time, the thread that reads the text.
+  std::size_t ensure(std::size_t n) {
+    const std::size_t ready = available_.load(std::memory_order_acquire);
+    return n <= ready ? ready : fill(n);
+  }
+  // From a thread other than the reading one, while it waits for the reader: one step of
+  // the stream made readable ahead of what the reader asked for last (up to a few MB
+  // ahead). False where there is nothing to do: the text is all there, far enough ahead,
+  // or the reader is making it readable itself. Throws as ensure() does.
+  bool read_ahead();
+  // The text below byte n is not read again: its pages go back to the system, or serve the
+  // bytes still to come. Any thread.
+  void give_back_below(std::size_t n);
+
+  InputBuffer() = default;
+  InputBuffer(InputBuffer&& o) noexcept;
+  InputBuffer& operator=(InputBuffer&& o) noexcept;
+
+ private:
+  friend InputBuffer open_input(const std::filesystem::path& path, const ImportProgressFn& progress);
+  friend InputBuffer read_input(const std::filesystem::path& path, const ImportProgressFn& progress);
+  std::size_t fill(std::size_t n);
+  std::size_t fill_locked(std::size_t n);
+  void back_pages_to(std::size_t end);
+
+  std::atomic<std::size_t> available_{0};
+  std::atomic<std::size_t> asked_{0}; // the most the reader asked for
+  std::mutex fill_mutex_;             // one thread at a time makes text readable
+  std::unique_ptr<ByteSource> stream_; // null: the whole text is in storage
+  std::size_t step_ = 0;               // bytes asked of the stream at a time
+  std::size_t chunk_ = 0;              // pages move in chunks of this many bytes
+  std::size_t backed_ = 0;             // [0, backed_) has had memory; chunk-aligned
+  std::mutex given_back_mutex_;
+  std::size_t given_back_ = 0;           // chunks below this are the reader's no more
+  std::vector<std::size_t> free_chunks_; // offsets of such chunks whose pages can move
+  std::atomic<bool> moving_{false};      // false: given-back pages are discarded, not moved
 };
 
-// Throws TraceError naming the file: missing, unreadable, a damaged or truncated gzip stream.
+// The whole text at once. Throws TraceError naming the file: missing, unreadable, a damaged
+// or truncated gzip stream.
 InputBuffer read_input(const std::filesystem::path& path, const ImportProgressFn& progress);
+
+// The text a piece at a time where the file is large enough for that to pay (8 MB of text,
+// or DREAMSCOPE_IMPORT_STREAM_FROM bytes) and its size is known up front: a plain file, or a
+// gzip file whose trailer gives a plausible size, inflated with ISA-L where dreamscope was
+// built with it. Faulting in fresh zeroed memory for the whole text of the MTIA trace cost
+// 17 to 190 ms on the 2-core VM, more than inflating it; streamed, the text takes a few
+// chunks of memory that move ahead of the reader. Else read_input's whole text.
+InputBuffer open_input(const std::filesystem::path& path, const ImportProgressFn& progress);
 
 } // namespace dreamscope

@@ -34,14 +34,19 @@ class KinetoImporter final : public KinetoJsonSink {
                  ImportDetail detail)
       : path_(path), stats_(stats), progress_(progress), detail_(detail) {}
 
-  Trace run() {
-    InputBuffer input = read_input(path_, progress_);
+  // `streamed`: the text a piece at a time as it is read (open_input), else all at once.
+  Trace run(bool streamed) {
+    InputBuffer input = streamed ? open_input(path_, progress_) : read_input(path_, progress_);
     stats_.bytes = input.size;
 
     // A UTF-8 byte order mark, which some editors add, is not JSON: parse after it.
-    const std::size_t bom = input.size >= 3 && std::memcmp(input.data(), "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+    std::size_t readable = input.ensure(4096);
+    const std::size_t bom = readable >= 3 && std::memcmp(input.data(), "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
     std::size_t first = bom;
-    while (first < input.size && std::isspace(static_cast<unsigned char>(input.data()[first]))) ++first;
+    for (; first < input.size; ++first) {
+      if (first == readable) readable = input.ensure(2 * readable);
+      if (!std::isspace(static_cast<unsigned char>(input.data()[first]))) break;
+    }
     if (first == input.size) fail("empty file, not a trace");
     const char c = input.data()[first];
     if (c != '{' && c != '[') {
@@ -654,7 +659,14 @@ Trace import_kineto(const std::filesystem::path& path, ImportStats* stats, const
   ImportStats& s = stats ? *stats : local;
   s = ImportStats{};
   const auto t0 = std::chrono::steady_clock::now();
-  Trace trace = KinetoImporter(path, s, progress, detail).run();
+  Trace trace;
+  try {
+    trace = KinetoImporter(path, s, progress, detail).run(true);
+  } catch (const StreamedInputMismatch&) {
+    // The stream held other than its size said: all of it again, read whole, which decides.
+    s = ImportStats{};
+    trace = KinetoImporter(path, s, progress, detail).run(false);
+  }
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return trace;
 }

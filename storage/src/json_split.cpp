@@ -67,29 +67,54 @@ const char* skip_value(const char* p, const char* end) {
   return p;
 }
 
-bool ObjectFields::next(std::string_view& raw_key, const char*& value) {
-  if (closed_) return false;
-  const char* p = skip_space(p_, end_);
-  if (p >= end_) return false;
+const char* skip_value(const char* p, const char* end, TextSupply* supply) {
+  if (!supply) return skip_value(p, end);
+  // A value cut by the readable end may go on: ask for twice the text, until it ends.
+  for (std::size_t ahead = std::size_t{1} << 16;; ahead *= 2) {
+    const char* readable = supply->readable(p + std::min<std::size_t>(ahead, static_cast<std::size_t>(end - p)));
+    const char* after = skip_value(p, readable);
+    if (readable >= end || (after && after < readable)) return after;
+  }
+}
+
+ObjectFields::Step ObjectFields::read_field(const char* end, std::string_view& raw_key, const char*& value) {
+  const char* p = skip_space(p_, end);
+  if (p >= end) return Step::OutOfText;
   if (*p == '}') {
     closed_ = true;
     p_ = p + 1;
-    return false;
+    return Step::Closed;
   }
   if (!first_) {
-    if (*p != ',') return false;
-    p = skip_space(p + 1, end_);
+    if (*p != ',') return Step::Damaged;
+    p = skip_space(p + 1, end);
+    if (p >= end) return Step::OutOfText;
   }
-  if (p >= end_ || *p != '"') return false;
-  const char* key_end = skip_string(p, end_);
-  if (!key_end) return false;
-  const char* colon = skip_space(key_end, end_);
-  if (colon >= end_ || *colon != ':') return false;
+  if (*p != '"') return Step::Damaged;
+  const char* key_end = skip_string(p, end);
+  if (!key_end) return Step::OutOfText;
+  const char* colon = skip_space(key_end, end);
+  if (colon >= end) return Step::OutOfText;
+  if (*colon != ':') return Step::Damaged;
+  const char* v = skip_space(colon + 1, end);
+  if (v >= end) return Step::OutOfText;
   first_ = false;
   raw_key = std::string_view(p, static_cast<std::size_t>(key_end - p));
-  value = skip_space(colon + 1, end_);
-  p_ = value;
-  return value < end_;
+  value = v;
+  p_ = v;
+  return Step::Field;
+}
+
+bool ObjectFields::next(std::string_view& raw_key, const char*& value) {
+  if (closed_) return false;
+  // Where the readable text ends before the field can be told, more of it is asked for and
+  // the field read again: read_field changes nothing until it finds a field or the '}'.
+  for (;;) {
+    const Step step = read_field(readable_, raw_key, value);
+    if (step != Step::OutOfText || readable_ >= end_) return step == Step::Field;
+    const std::size_t ahead = std::max<std::size_t>(std::size_t{1} << 16, static_cast<std::size_t>(readable_ - p_));
+    readable_ = supply_->readable(readable_ + std::min(ahead, static_cast<std::size_t>(end_ - readable_)));
+  }
 }
 
 namespace {
@@ -242,11 +267,28 @@ const ScanBlockFn scan_block_fn = best_scan_block();
 
 } // namespace
 
-ArrayRuns::ArrayRuns(const char* open, const char* end, std::size_t bytes)
-    : end_(end), bytes_(bytes), run_start_(skip_space(open + 1, end)), scan_(open + 1) {}
+ArrayRuns::ArrayRuns(const char* open, const char* end, std::size_t bytes, TextSupply* supply)
+    : end_(end), bytes_(bytes), supply_(supply), readable_(supply ? open + 1 : end), run_start_(nullptr),
+      scan_(open + 1) {
+  run_start_ = skip_readable_space(open + 1);
+}
+
+void ArrayRuns::make_readable(const char* p) {
+  if (readable_ < end_ && readable_ < p) readable_ = supply_->readable(std::min(p, end_));
+}
+
+const char* ArrayRuns::skip_readable_space(const char* p) {
+  for (;;) {
+    const char* q = skip_space(p, readable_);
+    if (q < readable_ || readable_ >= end_) return q;
+    make_readable(q + std::min<std::size_t>(std::size_t{1} << 16, static_cast<std::size_t>(end_ - q)));
+    p = q;
+  }
+}
 
 const char* ArrayRuns::next_separator(const char* from) {
   while (scan_ < end_) {
+    make_readable(scan_ + std::min<std::size_t>(64, static_cast<std::size_t>(end_ - scan_)));
     const char* block = scan_;
     char tail[64];
     if (end_ - scan_ < 64) { // the last block: copied, with spaces after the text
@@ -328,7 +370,7 @@ bool ArrayRuns::next(const char*& first, const char*& last) {
     if (last_comma_ > start) {
       last = last_comma_;
       while (last > first && is_space(last[-1])) --last;
-      position_ = skip_space(last_comma_ + 1, end_);
+      position_ = skip_readable_space(last_comma_ + 1);
       drop_separators_from(last);
       return true;
     }
@@ -342,7 +384,7 @@ bool ArrayRuns::next(const char*& first, const char*& last) {
     drop_separators_from(last);
     return true;
   }
-  run_start_ = skip_space(separator + 1, end_);
+  run_start_ = skip_readable_space(separator + 1);
   drop_separators_from(last);
   return true;
 }

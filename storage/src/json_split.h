@@ -18,14 +18,28 @@ namespace dreamscope::json_split {
 // The first byte at or after p that is not JSON whitespace (or end).
 const char* skip_space(const char* p, const char* end);
 
+// Text that becomes readable as it is read (a streamed input, inflated as the reading goes):
+// readable(p) makes the bytes before p readable and returns where the readable text ends
+// now, at p or after it, never past the text's end. Without one, all the text is readable.
+class TextSupply {
+ public:
+  virtual const char* readable(const char* p) = 0;
+
+ protected:
+  ~TextSupply() = default;
+};
+
 // One past the JSON value that starts at p (a string, object, array or scalar), or nullptr
 // where the text ends before the value does.
 const char* skip_value(const char* p, const char* end);
+// The same where the text arrives from `supply` (which may be null) as it is read.
+const char* skip_value(const char* p, const char* end, TextSupply* supply);
 
 // The fields of an object, in order: construct at its '{', then next() until it returns false.
 class ObjectFields {
  public:
-  ObjectFields(const char* open, const char* end) : p_(open + 1), end_(end) {}
+  ObjectFields(const char* open, const char* end, TextSupply* supply = nullptr)
+      : p_(open + 1), end_(end), supply_(supply), readable_(supply ? open + 1 : end) {}
   // The next field: its key as written (quotes included) and where its value starts. The
   // caller moves past the value with skip_value() or otherwise, and says where with resume().
   bool next(std::string_view& raw_key, const char*& value);
@@ -35,8 +49,13 @@ class ObjectFields {
   const char* position() const { return p_; }
 
  private:
+  enum class Step { Field, Closed, Damaged, OutOfText };
+  Step read_field(const char* end, std::string_view& raw_key, const char*& value);
+
   const char* p_;
   const char* end_;
+  TextSupply* supply_;
+  const char* readable_; // the text before it is readable
   bool first_ = true, closed_ = false;
 };
 
@@ -46,7 +65,7 @@ class ObjectFields {
 // over every byte of the events, and at one byte per step it cost a fifth of an import.
 class ArrayRuns {
  public:
-  ArrayRuns(const char* open, const char* end, std::size_t bytes);
+  ArrayRuns(const char* open, const char* end, std::size_t bytes, TextSupply* supply = nullptr);
   // The next run: from its first element's first byte to one past its last element's last.
   bool next(const char*& first, const char*& last);
   // After next() returned false: whether the array closed (then position() is one past its
@@ -65,11 +84,17 @@ class ArrayRuns {
   // after `from`; nullptr where the text ends first.
   const char* next_separator(const char* from);
   const char* element_separator(const char* at, const char* from);
+  // skip_space, asking the supply for more text while the readable text is all space.
+  const char* skip_readable_space(const char* p);
+  // The text before min(p, end_) made readable.
+  void make_readable(const char* p);
   // Forgets the separators at or after `end`, the end of the run given.
   void drop_separators_from(const char* end);
 
   const char* end_;
   std::size_t bytes_;
+  TextSupply* supply_;
+  const char* readable_; // the text before it is readable
   const char* run_start_;         // the first element of the next run (or the array's end)
   const char* position_ = nullptr;
   // The scan's state at scan_, a multiple of 64 bytes from the array's '[' + 1.

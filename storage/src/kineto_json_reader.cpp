@@ -20,11 +20,16 @@ KinetoJsonReader::KinetoJsonReader(const std::filesystem::path& path, ImportStat
                                    const ImportProgressFn& progress, KinetoJsonSink& sink)
     : path_(path), stats_(stats), progress_(progress), sink_(sink), batch_(&own_batch_) {}
 
+const char* KinetoJsonReader::TextReadable::readable(const char* p) {
+  char* const data = reader.input_->data();
+  return data + reader.input_->ensure(static_cast<std::size_t>(p - data));
+}
+
 void KinetoJsonReader::fail(const std::string& what) const { throw TraceError(path_.string() + ": " + what); }
 
 bool KinetoJsonReader::read(InputBuffer& input, std::size_t bom, std::size_t first) {
   bytes_total_ = input.size;
-  storage_ = &input.storage;
+  input_ = &input;
   text_ = input.storage.data() + bom;
   text_end_ = text_ + (input.size - bom);
   storage_end_ = input.storage.data() + input.storage.size();
@@ -44,7 +49,7 @@ bool KinetoJsonReader::read_in_pieces(char* open) {
     read_event_array(open);
     return true;
   }
-  json_split::ObjectFields fields(open, text_end_);
+  json_split::ObjectFields fields(open, text_end_, supply());
   std::string_view raw_key;
   const char* value = nullptr;
   bool read_any = false;
@@ -56,7 +61,7 @@ bool KinetoJsonReader::read_in_pieces(char* open) {
       fields.resume(after);
       continue;
     }
-    const char* value_end = json_split::skip_value(value, text_end_);
+    const char* value_end = json_split::skip_value(value, text_end_, supply());
     if (!value_end) break;
     read_any = true;
     read_field_alone(raw_key, value, value_end);
@@ -75,7 +80,7 @@ const char* KinetoJsonReader::read_event_array(char* open) {
   if (const char* bytes = std::getenv("DREAMSCOPE_IMPORT_RUN_BYTES")) {
     run_bytes_ = std::clamp<std::size_t>(std::strtoull(bytes, nullptr, 10), 1, kEventRunBytes);
   }
-  json_split::ArrayRuns runs(open, text_end_, run_bytes_);
+  json_split::ArrayRuns runs(open, text_end_, run_bytes_, supply());
   read_count_ = stats_.events_read;
   const char* after = reads_alongside(open) ? read_event_runs_alongside(runs) : read_event_runs_in_turn(runs);
   if (stopped_) return nullptr;
@@ -179,6 +184,16 @@ const char* KinetoJsonReader::read_event_runs_alongside(json_split::ArrayRuns& r
   try {
     for (std::size_t k = 0;; ++k) {
       Slot& slot = slots[k % 2];
+      // While the run is being parsed, this thread inflates (or reads) the text ahead of the
+      // reading thread, which would otherwise do it between runs: a step at a time, as long
+      // as the run is not ready.
+      for (bool waiting = true; waiting;) {
+        {
+          std::lock_guard lock(mutex);
+          waiting = !slot.full && !reading_done;
+        }
+        if (waiting && !input_->read_ahead()) break;
+      }
       {
         std::unique_lock lock(mutex);
         changed.wait(lock, [&] { return slot.full || reading_done; });
@@ -210,11 +225,21 @@ void KinetoJsonReader::read_event_run(od::parser& parser, const json_split::Arra
   batch_->read_after = read_count_;
   // What was read is not read again (names and categories were copied): its pages go back
   // once the batch is handed over, and an import holds the text of a run at a time.
-  batch_->give_back_below = static_cast<std::size_t>(std::min(last, runs.resume_point()) - storage_->data());
-  char* const open = const_cast<char*>(first) - 1;
-  char* const close = const_cast<char*>(last);
-  if (close <= open) return; // not a run (json_split never gives one)
-  blank_repeated_elements(open + 1, close, runs.separators(), runs.resume_point());
+  batch_->give_back_below = static_cast<std::size_t>(std::min(last, runs.resume_point()) - input_->data());
+  if (last <= first) return; // not a run (json_split never gives one)
+  // simdjson reads the elements from the first one kept to the last, between two bytes
+  // outside them turned into brackets for the while.
+  std::string_view kept;
+  if (!skip_repeated_elements(const_cast<char*>(first), const_cast<char*>(last), runs.separators(),
+                              runs.resume_point(), kept)) {
+    read_count_ += run_skipped_before_.back(); // every element repeats one already read
+    batch_->read_after = read_count_;
+    batch_->bytes_done = static_cast<std::uint64_t>(last - text_);
+    run_elements_.clear();
+    return;
+  }
+  char* const open = const_cast<char*>(kept.data()) - 1;
+  char* const close = const_cast<char*>(kept.data() + kept.size());
   const char saved_open = *open, saved_close = *close;
   *open = '[';
   *close = ']';
@@ -241,42 +266,45 @@ void KinetoJsonReader::read_event_run(od::parser& parser, const json_split::Arra
   *close = saved_close;
 }
 
-// Elements that repeat, byte for byte, one whose repetition changes nothing become spaces,
-// with a comma next to them, before simdjson sees the run: the MTIA trace writes each name of
-// a process or thread 62k times, 310k of its 456k events. What simdjson does see is listed
-// in run_elements_, with the count of elements skipped before each (read_events counts them).
-// Text from `rescanned` on stays as it is: the scanner's state there is that of the text as
-// it was, and it reads that part again to find the next run.
-void KinetoJsonReader::blank_repeated_elements(char* first, char* last, const std::vector<const char*>& separators,
-                                               const char* rescanned) {
+// Elements that repeat, byte for byte, one whose repetition changes nothing are not read
+// again: the MTIA trace writes each name of a process or thread 62k times, 310k of its 456k
+// events, in one block at its end. The text simdjson reads (`kept`) runs from the first
+// element that is not such a repeat to the last; repeats between them become spaces, with
+// the comma after each. A run of repeats alone is not parsed at all (false): simdjson would
+// still index every byte of it. What simdjson does see is listed in run_elements_, with the
+// count of elements skipped before each (read_events counts them). Text from `rescanned` on
+// stays as it is: the scanner's state there is that of the text as it was, and it reads
+// that part again to find the next run.
+bool KinetoJsonReader::skip_repeated_elements(char* first, char* last, const std::vector<const char*>& separators,
+                                              const char* rescanned, std::string_view& kept) {
   run_elements_.clear();
   run_skipped_before_.clear();
   run_element_ = 0;
+  skipped_elements_.clear();
   std::uint32_t skipped = 0;
-  char* kept_comma = nullptr; // the comma after the last element kept, while none follows it
   char* start = first;
   for (std::size_t i = 0; i <= separators.size(); ++i) {
     char* const end = i < separators.size() ? const_cast<char*>(separators[i]) : last;
     const std::string_view text = trim(std::string_view(start, static_cast<std::size_t>(end - start)));
     if (end < rescanned && repeated_.contains(text)) {
-      // Its comma goes with it: the one after it, or for the run's last element the comma
-      // after the element kept before it.
-      std::fill(start, end, ' ');
-      if (end != last) {
-        *end = ' ';
-      } else if (kept_comma) {
-        *kept_comma = ' ';
-      }
+      if (!run_elements_.empty()) skipped_elements_.push_back({start, end});
       ++skipped;
     } else {
       run_elements_.push_back(text);
       run_skipped_before_.push_back(skipped);
       skipped = 0;
-      kept_comma = end != last ? end : nullptr;
     }
     if (end != last) start = end + 1;
   }
   run_skipped_before_.push_back(skipped);
+  if (run_elements_.empty()) return false;
+  const char* const kept_end = run_elements_.back().data() + run_elements_.back().size();
+  for (const auto& [from, comma] : skipped_elements_) {
+    if (comma >= kept_end) break; // after the last element kept: outside what simdjson reads
+    std::fill(from, comma + 1, ' ');
+  }
+  kept = std::string_view(run_elements_.front().data(), static_cast<std::size_t>(kept_end - run_elements_.front().data()));
+  return true;
 }
 
 bool KinetoJsonReader::RepeatedTexts::contains(std::string_view text) const {
@@ -323,6 +351,7 @@ void KinetoJsonReader::read_field_alone(std::string_view raw_key, const char* va
 // the end, as the rest of an array, and says what is wrong with it; what it still reads
 // before that counts.
 void KinetoJsonReader::damaged(const char* at, const char* what) {
+  text_readable_.readable(text_end_);
   std::string rest;
   rest.reserve(static_cast<std::size_t>(text_end_ - at) + 1);
   rest += '[';
@@ -340,6 +369,7 @@ void KinetoJsonReader::damaged(const char* at, const char* what) {
 
 // The whole document at once: for what read_in_pieces cannot follow from its start.
 void KinetoJsonReader::read_whole_document(char first) {
+  text_readable_.readable(text_end_);
   od::document doc;
   const std::size_t length = static_cast<std::size_t>(text_end_ - text_);
   enter_document(text_, length, 0);
@@ -577,7 +607,7 @@ void KinetoJsonReader::hand_over(Batch& batch) {
   }
   stats_.events_read = batch.read_after;
   if (batch.error) report_damage(batch.error_message, batch.error_offset);
-  if (batch.give_back_below > 0) storage_->discard_below(batch.give_back_below);
+  if (batch.give_back_below > 0) input_->give_back_below(batch.give_back_below);
   if (stats_.events_read >= next_progress_ && progress_) {
     next_progress_ = stats_.events_read + 0x10000;
     progress_(ImportProgress{std::min(bytes_total_, batch.bytes_done), bytes_total_});

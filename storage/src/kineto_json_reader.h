@@ -71,6 +71,14 @@ class KinetoJsonReader {
 
  private:
   [[noreturn]] void fail(const std::string& what) const;
+  // The input's text as it becomes readable (inflated or read as the reading goes).
+  struct TextReadable final : json_split::TextSupply {
+    explicit TextReadable(KinetoJsonReader& r) : reader(r) {}
+    const char* readable(const char* p) override;
+    KinetoJsonReader& reader;
+  };
+  json_split::TextSupply* supply() { return input_->streamed() ? &text_readable_ : nullptr; }
+  TextReadable text_readable_{*this};
   bool read_in_pieces(char* open);
   const char* read_event_array(char* open);
   // The events of a document or run, read into batch_ (and handed over from there).
@@ -79,8 +87,8 @@ class KinetoJsonReader {
   void read_error(simdjson::error_code error, od::document& doc, const char* what = nullptr);
   // A run of elements, parsed by `parser` into batch_ (see read_event_array).
   void read_event_run(od::parser& parser, const json_split::ArrayRuns& runs, const char* first, const char* last);
-  void blank_repeated_elements(char* first, char* last, const std::vector<const char*>& separators,
-                               const char* rescanned);
+  bool skip_repeated_elements(char* first, char* last, const std::vector<const char*>& separators,
+                              const char* rescanned, std::string_view& kept);
   const char* read_event_runs_in_turn(json_split::ArrayRuns& runs);
   const char* read_event_runs_alongside(json_split::ArrayRuns& runs);
   bool reads_alongside(const char* open) const;
@@ -155,7 +163,7 @@ class KinetoJsonReader {
   KinetoJsonSink& sink_;
   JsonValue name_value_;
   od::parser parser_;
-  ByteBuffer* storage_ = nullptr;  // the input, whose pages read_event_array gives back
+  InputBuffer* input_ = nullptr;   // the input, whose pages read_event_array gives back
   char* text_ = nullptr;           // the JSON, after any byte order mark
   const char* text_end_ = nullptr; // its end; readable padding follows up to storage_end_
   const char* storage_end_ = nullptr;
@@ -178,6 +186,11 @@ class KinetoJsonReader {
   std::vector<std::string_view> run_elements_;
   std::vector<std::uint32_t> run_skipped_before_;
   std::size_t run_element_ = 0; // the next element of the run that read_events reads
+  struct SkippedElement {
+    char* first; // its first byte (or the space before it)
+    char* comma; // the separator after it
+  };
+  std::vector<SkippedElement> skipped_elements_; // of the run, after its first element kept
 };
 
 } // namespace dreamscope::kineto

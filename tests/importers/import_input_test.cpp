@@ -1,10 +1,16 @@
 // The importer's input buffers (storage/src/import_input.h): what discard_below gives back,
-// and what a BufferReuse keeps for the next import on its thread.
+// what a BufferReuse keeps for the next import on its thread, and a text streamed as it is
+// read (open_input), whose pages move ahead of the reader.
 #include "import_input.h"
+#include "import_test_util.h"
+
+#include <dreamscope/trace_file.h>
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace dreamscope {
 namespace {
@@ -60,6 +66,116 @@ TEST(ByteBufferReuse, KeepsTheTwoLargestAndSmallBuffersAreNotMapped) {
   gzip_bytes.resize(kBufferBytes / 2);
   EXPECT_EQ(json.data(), large_mapping);
   EXPECT_EQ(gzip_bytes.data(), small_mapping);
+}
+
+TEST(ByteBufferMovePages, TheBytesMoveAndTheirOldPlaceReadsZeros) {
+  ByteBuffer b;
+  b.resize(kBufferBytes);
+  fill(b, 'x');
+  std::memset(b.data(), 'a', kBufferBytes / 4);
+  ASSERT_TRUE(b.move_pages(0, kBufferBytes / 2, kBufferBytes / 4));
+  EXPECT_EQ(b.data()[kBufferBytes / 2], 'a');
+  EXPECT_EQ(b.data()[kBufferBytes * 3 / 4 - 1], 'a');
+  EXPECT_EQ(b.data()[kBufferBytes * 3 / 4], 'x');
+  EXPECT_EQ(b.data()[0], 0);
+  EXPECT_EQ(b.data()[kBufferBytes / 4 - 1], 0);
+  EXPECT_EQ(b.data()[kBufferBytes / 4], 'x');
+  // Overlapping ranges, or past the mapping: nothing moves.
+  EXPECT_FALSE(b.move_pages(0, 4096, 8192));
+  EXPECT_FALSE(b.move_pages(0, kBufferBytes, 4096));
+  // A buffer kept for reuse keeps its pages where they are; a small one has none to move.
+  const BufferReuse reuse;
+  ByteBuffer kept, small;
+  kept.resize(kBufferBytes);
+  small.resize(100);
+  EXPECT_FALSE(kept.move_pages(0, kBufferBytes / 2, 4096));
+  EXPECT_FALSE(small.move_pages(0, 0, 0));
+}
+
+// Streams files of any size, in chunks of 4 kB, while a test runs.
+class StreamedInput : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ::setenv("DREAMSCOPE_IMPORT_STREAM_FROM", "0", 1);
+    ::setenv("DREAMSCOPE_IMPORT_STREAM_CHUNK", "4096", 1);
+  }
+  void TearDown() override {
+    ::unsetenv("DREAMSCOPE_IMPORT_STREAM_FROM");
+    ::unsetenv("DREAMSCOPE_IMPORT_STREAM_CHUNK");
+  }
+  // Text that does not repeat within a page, so that a page in the wrong place shows.
+  static std::string text_of(std::size_t bytes) {
+    std::string t;
+    t.reserve(bytes + 32);
+    for (std::size_t i = 0; t.size() < bytes; ++i) t += std::to_string(i * 2654435761u % 1000003u) + ",";
+    t.resize(bytes);
+    return t;
+  }
+  test::TempDir dir;
+};
+
+TEST_F(StreamedInput, ReadingAsItArrivesAndGivingBackGivesEveryByteOfPlainAndGzipFiles) {
+  const std::string text = text_of(6u << 20);
+  for (const auto& path : {dir.write("plain.json", text), dir.write_gzip("packed.json.gz", text)}) {
+    SCOPED_TRACE(path.string());
+    InputBuffer input = open_input(path, {});
+    ASSERT_TRUE(input.streamed());
+    ASSERT_EQ(input.size, text.size());
+    EXPECT_EQ(input.was_gzip, path.extension() == ".gz");
+    // As a reader goes: a step asked for, the step checked, what lies 256 kB behind given back.
+    std::size_t checked = 0;
+    for (std::size_t asked = 100'000;; asked += 100'000) {
+      const std::size_t readable = input.ensure(asked);
+      ASSERT_GE(readable, std::min(asked, text.size()));
+      ASSERT_EQ(std::string_view(input.data() + checked, readable - checked),
+                std::string_view(text).substr(checked, readable - checked))
+          << "bytes " << checked << " to " << readable;
+      checked = readable;
+      if (checked >= (1u << 18)) input.give_back_below(checked - (1u << 18));
+      if (readable == text.size()) break;
+    }
+    for (std::size_t i = 0; i < simdjson::SIMDJSON_PADDING; ++i) ASSERT_EQ(input.data()[text.size() + i], 0);
+  }
+}
+
+TEST_F(StreamedInput, AGzipStreamOtherThanItsTrailerSaysIsAMismatchAndTheWholeFileDecides) {
+  const std::string text = "{\"traceEvents\": [" + text_of(1u << 20) + "]}";
+  const std::string member = [&] {
+    const auto p = dir.write_gzip("member.gz", text);
+    std::ifstream in(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  }();
+  auto stream_all = [](const std::filesystem::path& p) {
+    InputBuffer input = open_input(p, {});
+    input.ensure(input.size);
+  };
+  // Two members: the trailer gives the second one's size, and the stream holds both.
+  const auto twice = dir.write("twice.json.gz", member + member);
+  EXPECT_THROW(stream_all(twice), StreamedInputMismatch);
+  EXPECT_EQ(read_input(twice, {}).size, 2 * text.size());
+  // A trailer whose size is off by one, and one whose CRC is wrong: the whole file's
+  // inflating says what is wrong, streamed or not.
+  for (std::size_t at : {member.size() - 4, member.size() - 8}) {
+    std::string damaged = member;
+    damaged[at] = static_cast<char>(damaged[at] + 1);
+    const auto p = dir.write("damaged.json.gz", damaged);
+    EXPECT_THROW(stream_all(p), StreamedInputMismatch);
+    std::string streamed_error, whole_error;
+    try {
+      load_trace(p);
+    } catch (const TraceError& e) {
+      streamed_error = e.what();
+    }
+    ::setenv("DREAMSCOPE_IMPORT_STREAM_FROM", "999999999999", 1);
+    try {
+      load_trace(p);
+    } catch (const TraceError& e) {
+      whole_error = e.what();
+    }
+    ::setenv("DREAMSCOPE_IMPORT_STREAM_FROM", "0", 1);
+    EXPECT_NE(whole_error, "");
+    EXPECT_EQ(streamed_error, whole_error);
+  }
 }
 
 } // namespace

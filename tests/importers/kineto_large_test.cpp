@@ -63,11 +63,15 @@ constexpr int kEvents = 16000; // about 3.3 MB: a dozen runs, and a buffer large
 
 // Every test runs with the runs parsed on a thread of their own while this one hands them
 // over, and one after the other (kineto_json_reader.cpp, reads_alongside); and with runs of
-// 256 kB, and of 300 bytes (a run boundary every few events, and the small cases alongside).
+// 256 kB, and of 300 bytes (a run boundary every few events, and the small cases alongside);
+// and with the text streamed (import_input.h, open_input: read or inflated as the reading
+// asks for it, the pages read moving ahead in chunks of 4 or 64 kB), which these files are
+// too small for unless told.
 struct Reading {
   const char* threads;
   const char* run_bytes;
   const char* name;
+  const char* stream_chunk = nullptr;
 };
 
 class KinetoLargeTrace : public ::testing::TestWithParam<Reading> {
@@ -75,17 +79,27 @@ class KinetoLargeTrace : public ::testing::TestWithParam<Reading> {
   void SetUp() override {
     ::setenv("DREAMSCOPE_IMPORT_THREADS", GetParam().threads, 1);
     if (GetParam().run_bytes) ::setenv("DREAMSCOPE_IMPORT_RUN_BYTES", GetParam().run_bytes, 1);
+    if (GetParam().stream_chunk) {
+      ::setenv("DREAMSCOPE_IMPORT_STREAM_FROM", "0", 1);
+      ::setenv("DREAMSCOPE_IMPORT_STREAM_CHUNK", GetParam().stream_chunk, 1);
+    }
   }
   void TearDown() override {
     ::unsetenv("DREAMSCOPE_IMPORT_THREADS");
     ::unsetenv("DREAMSCOPE_IMPORT_RUN_BYTES");
+    ::unsetenv("DREAMSCOPE_IMPORT_STREAM_FROM");
+    ::unsetenv("DREAMSCOPE_IMPORT_STREAM_CHUNK");
   }
 };
 
 INSTANTIATE_TEST_SUITE_P(Reading, KinetoLargeTrace,
                          ::testing::Values(Reading{"2", nullptr, "Alongside"}, Reading{"1", nullptr, "InTurn"},
                                            Reading{"2", "300", "AlongsideInSmallRuns"},
-                                           Reading{"1", "300", "InTurnInSmallRuns"}),
+                                           Reading{"1", "300", "InTurnInSmallRuns"},
+                                           Reading{"2", nullptr, "AlongsideStreamed", "4096"},
+                                           Reading{"1", nullptr, "InTurnStreamed", "65536"},
+                                           Reading{"2", "300", "AlongsideInSmallRunsStreamed", "65536"},
+                                           Reading{"1", "300", "InTurnInSmallRunsStreamed", "4096"}),
                          [](const ::testing::TestParamInfo<Reading>& info) { return info.param.name; });
 
 TEST_P(KinetoLargeTrace, ManyRunsKeepEveryEventInOrderWithItsExactName) {
