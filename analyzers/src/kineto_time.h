@@ -11,10 +11,9 @@
 
 namespace dreamscope::analyzers::detail {
 
-// The double a JSON parser made of the µs text, i.e. the double nearest to ns / 1000 (ties to
-// even), which `ns / 1000.0` is not once ns exceeds 2^53 (epoch timestamps in ns do):
-// converting ns to double rounds first.
-inline double us_as_parsed(TimeNs ns) {
+// The double nearest to ns / 1000 (ties to even), by search: the first guess or the double
+// next to it either way, whichever is nearest. For any ns; us_as_parsed is the fast way.
+inline double us_nearest_by_search(TimeNs ns) {
   const std::int64_t whole = ns / 1000;
   const std::int64_t rest = ns % 1000;
   const double guess = static_cast<double>(whole) + static_cast<double>(rest) / 1000.0;
@@ -36,6 +35,18 @@ inline double us_as_parsed(TimeNs ns) {
     }
   }
   return best;
+}
+
+// The double a JSON parser made of the µs text, i.e. the double nearest to ns / 1000 (ties to
+// even), which `ns / 1000.0` is not once ns exceeds 2^53 (epoch timestamps in ns do):
+// converting ns to double rounds first.
+inline double us_as_parsed(TimeNs ns) {
+  // Below 2^53 ns (104 days: times relative to a profiler's start, and the MTIA trace's
+  // 3.6e15) ns is a double exactly, and IEEE division rounds the exact quotient once, to
+  // nearest, ties to even: the answer, without the search (4 % of a job's analysis).
+  constexpr TimeNs kExact = TimeNs{1} << 53;
+  if (ns > -kExact && ns < kExact) return static_cast<double>(ns) / 1000.0;
+  return us_nearest_by_search(ns);
 }
 
 // The nearest ns to a time in µs held in a double: exact where the double is a whole number
