@@ -288,7 +288,9 @@ const char* ArrayRuns::skip_readable_space(const char* p) {
 
 const char* ArrayRuns::next_separator(const char* from) {
   while (scan_ < end_) {
-    make_readable(scan_ + std::min<std::size_t>(64, static_cast<std::size_t>(end_ - scan_)));
+    // The block, and the 64 bytes after it: a parser of a run that ends in this block reads
+    // that far as padding, and text is only written where no one reads.
+    make_readable(scan_ + std::min<std::size_t>(128, static_cast<std::size_t>(end_ - scan_)));
     const char* block = scan_;
     char tail[64];
     if (end_ - scan_ < 64) { // the last block: copied, with spaces after the text

@@ -92,9 +92,11 @@ const char* KinetoJsonReader::read_event_array(char* open) {
 // One run after the other, each handed over before the next is parsed. One past the array's
 // ']', or nullptr where it did not close or the reading stopped.
 const char* KinetoJsonReader::read_event_runs_in_turn(json_split::ArrayRuns& runs) {
-  const char *first = nullptr, *last = nullptr;
-  while (runs.next(first, last)) {
-    read_event_run(parser_, runs, first, last);
+  CutRun run;
+  while (runs.next(run.first, run.last)) {
+    run.separators = runs.separators();
+    run.rescanned = runs.resume_point();
+    read_event_run(parser_, run);
     hand_over(own_batch_);
     if (stopped_) return nullptr;
   }
@@ -117,9 +119,13 @@ bool KinetoJsonReader::reads_alongside(const char* open) const {
   return threads_reading_alongside_.load() + 2 <= std::max(1u, std::thread::hardware_concurrency());
 }
 
-// The runs parsed on a thread of their own, one run ahead of this thread, which hands each
-// over as soon as it is parsed. Two batches, each with its own simdjson parser (whose strings
-// the events point into), go back and forth between the threads.
+// The runs parsed on a thread of their own while this thread cuts the runs ahead of it, hands
+// each batch over as soon as it is parsed, and inflates the text ahead while it waits. Two
+// batches, each with its own simdjson parser (whose strings the events point into), go back
+// and forth between the threads. A run cut here goes to the reading thread once the scanner
+// has moved past its last byte: the reader writes brackets around the run and blanks repeats
+// in it, bytes the scanner must not be reading at the time. On two cores the scanner's pass
+// was a fifth of the reading thread's work, which was the whole length of an import.
 const char* KinetoJsonReader::read_event_runs_alongside(json_split::ArrayRuns& runs) {
   struct Slot {
     Batch batch;
@@ -129,24 +135,37 @@ const char* KinetoJsonReader::read_event_runs_alongside(json_split::ArrayRuns& r
   std::array<Slot, 2> slots;
   std::mutex mutex;
   std::condition_variable changed;
-  bool reading_done = false, cancelled = false;
+  std::deque<CutRun> released; // cut, and the scanner is past them: the reading thread's to parse
+  bool cutting_done = false, reading_done = false, cancelled = false;
   std::exception_ptr reading_failure;
   threads_reading_alongside_ += 2;
 
   std::thread reading;
   const auto read_runs = [&] {
     try {
-      const char *first = nullptr, *last = nullptr;
       for (std::size_t k = 0;; ++k) {
         Slot& slot = slots[k % 2];
+        CutRun run;
+        const auto ready = [&] { return cancelled || (!slot.full && (!released.empty() || cutting_done)); };
+        // Until a run is there, inflate (or read) the text ahead, as the other thread does
+        // while it waits: whichever thread is idle does it.
+        for (bool waiting = true; waiting;) {
+          {
+            std::lock_guard lock(mutex);
+            waiting = !ready();
+          }
+          if (waiting && !input_->read_ahead()) break;
+        }
         {
           std::unique_lock lock(mutex);
-          changed.wait(lock, [&] { return !slot.full || cancelled; });
-          if (cancelled) break;
+          changed.wait(lock, ready);
+          if (cancelled || released.empty()) break;
+          run = std::move(released.front());
+          released.pop_front();
         }
-        if (!runs.next(first, last)) break;
+        changed.notify_all(); // room to release another run
         batch_ = &slot.batch;
-        read_event_run(slot.parser, runs, first, last);
+        read_event_run(slot.parser, run);
         const bool damaged = slot.batch.error;
         {
           std::lock_guard lock(mutex);
@@ -181,18 +200,48 @@ const char* KinetoJsonReader::read_event_runs_alongside(json_split::ArrayRuns& r
     threads_reading_alongside_ -= 2;
     batch_ = &own_batch_;
   };
+  // Runs cut but not yet released: the scanner may still read their last bytes.
+  std::deque<CutRun> cut;
+  auto release = [&](bool all) {
+    std::size_t n = 0;
+    {
+      std::lock_guard lock(mutex);
+      while (!cut.empty() && (all || cut.front().last < runs.resume_point())) {
+        released.push_back(std::move(cut.front()));
+        cut.pop_front();
+        ++n;
+      }
+      if (all) cutting_done = true;
+    }
+    if (n > 0 || all) changed.notify_all();
+  };
+  // The next run cut, while the reading thread has fewer than two to go: whether one was.
+  auto cut_ahead = [&] {
+    {
+      std::lock_guard lock(mutex);
+      if (cutting_done || released.size() >= 2 || reading_done) return false;
+    }
+    CutRun run;
+    if (!runs.next(run.first, run.last)) {
+      release(true);
+      return true;
+    }
+    run.separators = runs.separators();
+    run.rescanned = runs.resume_point();
+    cut.push_back(std::move(run));
+    release(false);
+    return true;
+  };
   try {
     for (std::size_t k = 0;; ++k) {
       Slot& slot = slots[k % 2];
-      // While the run is being parsed, this thread inflates (or reads) the text ahead of the
-      // reading thread, which would otherwise do it between runs: a step at a time, as long
-      // as the run is not ready.
+      // Until the run is parsed: cut the next runs, else inflate (or read) the text ahead.
       for (bool waiting = true; waiting;) {
         {
           std::lock_guard lock(mutex);
           waiting = !slot.full && !reading_done;
         }
-        if (waiting && !input_->read_ahead()) break;
+        if (waiting && !cut_ahead() && !input_->read_ahead()) break;
       }
       {
         std::unique_lock lock(mutex);
@@ -217,21 +266,22 @@ const char* KinetoJsonReader::read_event_runs_alongside(json_split::ArrayRuns& r
   return runs.closed() ? runs.position() : nullptr;
 }
 
-// The run from `first` to `last` that runs.next() gave, into a cleared batch_: its elements
-// and the separator bytes around them parsed as the array they are, with `parser`.
-void KinetoJsonReader::read_event_run(od::parser& parser, const json_split::ArrayRuns& runs, const char* first,
-                                      const char* last) {
+// The run `run` (cut by ArrayRuns), into a cleared batch_: its elements and the separator
+// bytes around them parsed as the array they are, with `parser`.
+void KinetoJsonReader::read_event_run(od::parser& parser, const CutRun& run) {
+  const char* const first = run.first;
+  const char* const last = run.last;
   batch_->clear();
   batch_->read_after = read_count_;
   // What was read is not read again (names and categories were copied): its pages go back
   // once the batch is handed over, and an import holds the text of a run at a time.
-  batch_->give_back_below = static_cast<std::size_t>(std::min(last, runs.resume_point()) - input_->data());
+  batch_->give_back_below = static_cast<std::size_t>(std::min(last, run.rescanned) - input_->data());
   if (last <= first) return; // not a run (json_split never gives one)
   // simdjson reads the elements from the first one kept to the last, between two bytes
   // outside them turned into brackets for the while.
   std::string_view kept;
-  if (!skip_repeated_elements(const_cast<char*>(first), const_cast<char*>(last), runs.separators(),
-                              runs.resume_point(), kept)) {
+  if (!skip_repeated_elements(const_cast<char*>(first), const_cast<char*>(last), run.separators, run.rescanned,
+                              kept)) {
     read_count_ += run_skipped_before_.back(); // every element repeats one already read
     batch_->read_after = read_count_;
     batch_->bytes_done = static_cast<std::uint64_t>(last - text_);

@@ -86,7 +86,15 @@ class KinetoJsonReader {
   bool read_args(od::value& v, RawEvent& event);
   void read_error(simdjson::error_code error, od::document& doc, const char* what = nullptr);
   // A run of elements, parsed by `parser` into batch_ (see read_event_array).
-  void read_event_run(od::parser& parser, const json_split::ArrayRuns& runs, const char* first, const char* last);
+  // A run of elements as ArrayRuns cut it: from its first element's first byte to one past
+  // its last element's last, the commas between them, and where the scanner went on from.
+  struct CutRun {
+    const char* first = nullptr;
+    const char* last = nullptr;
+    std::vector<const char*> separators;
+    const char* rescanned = nullptr;
+  };
+  void read_event_run(od::parser& parser, const CutRun& run);
   bool skip_repeated_elements(char* first, char* last, const std::vector<const char*>& separators,
                               const char* rescanned, std::string_view& kept);
   const char* read_event_runs_in_turn(json_split::ArrayRuns& runs);
