@@ -229,8 +229,10 @@ inline __attribute__((always_inline)) BlockScan scan_block(const char* block, bo
   if (!scan.may_close) {
     // The depth at each comma is the brackets opened before it less those closed: two
     // popcounts, not a branch per bracket. Most commas are inside events (between fields,
-    // in args).
-    for (std::uint64_t bits = scan.comma; bits != 0; bits &= bits - 1) {
+    // in args), and most blocks close too few brackets to come back to the array's depth:
+    // then none of their commas is a separator, and none is looked at.
+    const std::uint64_t commas = depth > count(scan.close) + 1 ? 0 : scan.comma;
+    for (std::uint64_t bits = commas; bits != 0; bits &= bits - 1) {
       const int i = __builtin_ctzll(bits);
       const std::uint64_t before = (std::uint64_t{1} << i) - 1;
       if (depth + count(scan.open & before) - count(scan.close & before) == 1) scan.separators |= std::uint64_t{1} << i;
