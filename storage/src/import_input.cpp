@@ -482,6 +482,14 @@ InputBuffer read_input(const std::filesystem::path& path, const ImportProgressFn
   return buf;
 }
 
+bool streams_gzip() {
+#if DREAMSCOPE_HAVE_ISAL
+  return true;
+#else
+  return false;
+#endif
+}
+
 InputBuffer open_input(const std::filesystem::path& path, const ImportProgressFn& progress) {
   const std::size_t from = size_from_env("DREAMSCOPE_IMPORT_STREAM_FROM", kStreamFrom);
   std::error_code ec;
@@ -528,7 +536,6 @@ InputBuffer open_input(const std::filesystem::path& path, const ImportProgressFn
   buf.chunk_ = std::max(page, size_from_env("DREAMSCOPE_IMPORT_STREAM_CHUNK", kStreamChunk) / page * page);
   buf.step_ = std::min(kStreamStep, buf.chunk_);
   buf.moving_.store(buf.storage.pages_movable());
-  if (progress) progress(ImportProgress{0, size, gzip ? "decompressing while reading" : "reading"});
   return buf;
 }
 

@@ -125,6 +125,9 @@ struct InputBuffer {
 
  private:
   friend InputBuffer open_input(const std::filesystem::path& path, const ImportProgressFn& progress);
+
+// Whether this build streams gzip files (it was built with ISA-L); plain files always stream.
+bool streams_gzip();
   friend InputBuffer read_input(const std::filesystem::path& path, const ImportProgressFn& progress);
   std::size_t fill(std::size_t n);
   std::size_t fill_locked(std::size_t n);
@@ -154,5 +157,8 @@ InputBuffer read_input(const std::filesystem::path& path, const ImportProgressFn
 // 17 to 190 ms on the 2-core VM, more than inflating it; streamed, the text takes a few
 // chunks of memory that move ahead of the reader. Else read_input's whole text.
 InputBuffer open_input(const std::filesystem::path& path, const ImportProgressFn& progress);
+
+// Whether this build streams gzip files (it was built with ISA-L); plain files always stream.
+bool streams_gzip();
 
 } // namespace dreamscope

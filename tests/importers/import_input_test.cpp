@@ -10,6 +10,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <string>
 
 namespace dreamscope {
@@ -118,6 +119,10 @@ TEST_F(StreamedInput, ReadingAsItArrivesAndGivingBackGivesEveryByteOfPlainAndGzi
   const std::string text = text_of(6u << 20);
   for (const auto& path : {dir.write("plain.json", text), dir.write_gzip("packed.json.gz", text)}) {
     SCOPED_TRACE(path.string());
+    if (path.extension() == ".gz" && !streams_gzip()) {
+      std::cout << "[ SKIPPED  ] gzip: this build has no ISA-L to stream it with\n";
+      continue;
+    }
     InputBuffer input = open_input(path, {});
     ASSERT_TRUE(input.streamed());
     ASSERT_EQ(input.size, text.size());
@@ -139,6 +144,7 @@ TEST_F(StreamedInput, ReadingAsItArrivesAndGivingBackGivesEveryByteOfPlainAndGzi
 }
 
 TEST_F(StreamedInput, AGzipStreamOtherThanItsTrailerSaysIsAMismatchAndTheWholeFileDecides) {
+  if (!streams_gzip()) GTEST_SKIP() << "this build has no ISA-L to stream gzip with";
   const std::string text = "{\"traceEvents\": [" + text_of(1u << 20) + "]}";
   const std::string member = [&] {
     const auto p = dir.write_gzip("member.gz", text);

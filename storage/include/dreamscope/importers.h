@@ -57,7 +57,9 @@ struct ImportStats {
 struct ImportProgress {
   std::uint64_t bytes_done = 0;
   std::uint64_t bytes_total = 0;
-  std::string_view stage = "parsing"; // "decompressing" (gzip input), then "parsing"
+  // "decompressing" (gzip input inflated whole), then "parsing"; a streamed input (large
+  // files) is inflated while parsed, and says "parsing" only.
+  std::string_view stage = "parsing";
 };
 using ImportProgressFn = std::function<void(const ImportProgress&)>;
 
