@@ -1,12 +1,15 @@
 // Reading a PyTorch profiler (Kineto) JSON document: the JSON side of import_kineto.cpp, which
 // keeps what the events mean. simdjson's on-demand parser reads each traceEvents element
 // field by field into a RawEvent, in batches that the sink gets in the document's order (the
-// parsing may run on a thread of its own, a run ahead); the other top-level fields go to the
-// sink as values. No document tree is built.
+// parsing may run on a thread of its own, while the calling thread cuts the runs ahead of it
+// and hands the batches over); the other top-level fields go to the sink as values. No
+// document tree is built.
 //
 // The events go to simdjson in runs of 256 kB (json_split.h), so that its index of the text,
 // 4 bytes per structural character, stays a few MB instead of most of the file's size, and
-// the pages of each run are given back once it is read: an import holds the text about once.
+// the pages of each run are given back once it is read. A large input arrives as it is read
+// (import_input.h, open_input): the text the reader asks for is read or inflated then, and
+// the pages given back serve the text still to come, so an import holds a few MB of it.
 // Damage keeps what came before it: a syntax error before any event fails the import, after
 // one it is counted (kineto_damaged_json) and the reading stops.
 #pragma once
