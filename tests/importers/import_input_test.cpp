@@ -10,6 +10,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <string>
 
@@ -141,6 +142,33 @@ TEST_F(StreamedInput, ReadingAsItArrivesAndGivingBackGivesEveryByteOfPlainAndGzi
     }
     for (std::size_t i = 0; i < simdjson::SIMDJSON_PADDING; ++i) ASSERT_EQ(input.data()[text.size() + i], 0);
   }
+}
+
+std::size_t mappings_of_this_process() {
+  std::ifstream maps("/proc/self/maps");
+  std::size_t n = 0;
+  for (std::string line; std::getline(maps, line);) ++n;
+  return n;
+}
+
+// Pages move chunk by chunk; moved in the order they were given back, each lands next to the
+// one before it and the kernel keeps them one mapping. In another order a 100 GB trace would
+// need 50k mappings, near Linux's default limit of 65530.
+TEST_F(StreamedInput, MovedPagesStayAFewMappings) {
+  ::setenv("DREAMSCOPE_IMPORT_STREAM_CHUNK", "65536", 1);
+  const std::string text = text_of(12u << 20);
+  const auto path = dir.write("many_chunks.json", text);
+  const std::size_t before = mappings_of_this_process();
+  InputBuffer input = open_input(path, {});
+  ASSERT_TRUE(input.streamed());
+  for (std::size_t asked = 1u << 16;; asked += 1u << 16) {
+    const std::size_t readable = input.ensure(asked);
+    if (readable >= (1u << 20)) input.give_back_below(readable - (1u << 20));
+    if (readable == text.size()) break;
+  }
+  // About 170 chunks of 64 kB moved.
+  EXPECT_LT(mappings_of_this_process(), before + 12);
+  EXPECT_EQ(std::string_view(input.data() + text.size() - 1000, 1000), std::string_view(text).substr(text.size() - 1000));
 }
 
 TEST_F(StreamedInput, AGzipStreamOtherThanItsTrailerSaysIsAMismatchAndTheWholeFileDecides) {
