@@ -399,6 +399,7 @@ InputBuffer& InputBuffer::operator=(InputBuffer&& o) noexcept {
 }
 
 std::size_t InputBuffer::fill(std::size_t n) {
+  if (!stream_) return size; // all there
   n = std::min(n, size);
   for (std::size_t asked = asked_.load(); asked < n && !asked_.compare_exchange_weak(asked, n);) {
   }
@@ -419,7 +420,7 @@ bool InputBuffer::read_ahead() {
 
 std::size_t InputBuffer::fill_locked(std::size_t n) {
   std::size_t ready = available_.load(std::memory_order_relaxed);
-  if (!stream_ || ready == size) return ready;
+  if (ready == size) return ready;
   while (ready < n) {
     // A step at a time, so that what the reader gives back meanwhile serves the next step.
     const std::size_t want = std::min(size, std::max(n, std::min(ready + step_, asked_.load() + kReadAhead)));
@@ -477,9 +478,7 @@ void InputBuffer::give_back_below(std::size_t n) {
 InputBuffer read_input(const std::filesystem::path& path, const ImportProgressFn& progress) {
   ByteBuffer raw = read_file(path, simdjson::SIMDJSON_PADDING);
   const std::size_t raw_size = raw.size() - simdjson::SIMDJSON_PADDING;
-  InputBuffer buf = whole_text(path, std::move(raw), raw_size, progress);
-  buf.available_.store(buf.size);
-  return buf;
+  return whole_text(path, std::move(raw), raw_size, progress);
 }
 
 bool streams_gzip() {
@@ -521,11 +520,7 @@ InputBuffer open_input(const std::filesystem::path& path, const ImportProgressFn
       size = isize;
     }
 #endif
-    if (!source) {
-      InputBuffer buf = whole_text(path, std::move(raw), raw_size, progress);
-      buf.available_.store(buf.size);
-      return buf;
-    }
+    if (!source) return whole_text(path, std::move(raw), raw_size, progress);
   }
   InputBuffer buf;
   buf.was_gzip = gzip;

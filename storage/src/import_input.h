@@ -125,15 +125,11 @@ struct InputBuffer {
 
  private:
   friend InputBuffer open_input(const std::filesystem::path& path, const ImportProgressFn& progress);
-
-// Whether this build streams gzip files (it was built with ISA-L); plain files always stream.
-bool streams_gzip();
-  friend InputBuffer read_input(const std::filesystem::path& path, const ImportProgressFn& progress);
   std::size_t fill(std::size_t n);
   std::size_t fill_locked(std::size_t n);
   void back_pages_to(std::size_t end);
 
-  std::atomic<std::size_t> available_{0};
+  std::atomic<std::size_t> available_{0}; // of a streamed input; a whole one has all `size`
   std::atomic<std::size_t> asked_{0}; // the most the reader asked for
   std::mutex fill_mutex_;             // one thread at a time makes text readable
   std::unique_ptr<ByteSource> stream_; // null: the whole text is in storage
