@@ -112,8 +112,10 @@ bool ObjectFields::next(std::string_view& raw_key, const char*& value) {
   for (;;) {
     const Step step = read_field(readable_, raw_key, value);
     if (step != Step::OutOfText || readable_ >= end_) return step == Step::Field;
-    const std::size_t ahead = std::max<std::size_t>(std::size_t{1} << 16, static_cast<std::size_t>(readable_ - p_));
-    readable_ = supply_->readable(readable_ + std::min(ahead, static_cast<std::size_t>(end_ - readable_)));
+    // Twice what was readable past the field's start (resume() may have put it past that).
+    const char* from = std::max(readable_, p_);
+    const std::size_t ahead = std::max<std::size_t>(std::size_t{1} << 16, static_cast<std::size_t>(from - p_));
+    readable_ = supply_->readable(from + std::min(ahead, static_cast<std::size_t>(end_ - from)));
   }
 }
 
