@@ -93,9 +93,7 @@ const char* KinetoJsonReader::read_event_array(char* open) {
 // ']', or nullptr where it did not close or the reading stopped.
 const char* KinetoJsonReader::read_event_runs_in_turn(json_split::ArrayRuns& runs) {
   CutRun run;
-  while (runs.next(run.first, run.last)) {
-    run.separators = runs.separators();
-    run.rescanned = runs.resume_point();
+  while (cut_next(runs, run)) {
     read_event_run(parser_, run);
     hand_over(own_batch_);
     if (stopped_) return nullptr;
@@ -139,6 +137,17 @@ const char* KinetoJsonReader::read_event_runs_alongside(json_split::ArrayRuns& r
   bool cutting_done = false, reading_done = false, cancelled = false;
   std::exception_ptr reading_failure;
   threads_reading_alongside_ += 2;
+  // What a thread does while it waits: `work` for as long as `done` (asked under the lock)
+  // is false and `work` found something to do.
+  const auto busy_until = [&](auto done, auto work) {
+    for (;;) {
+      {
+        std::lock_guard lock(mutex);
+        if (done()) return;
+      }
+      if (!work()) return;
+    }
+  };
 
   std::thread reading;
   const auto read_runs = [&] {
@@ -149,13 +158,7 @@ const char* KinetoJsonReader::read_event_runs_alongside(json_split::ArrayRuns& r
         const auto ready = [&] { return cancelled || (!slot.full && (!released.empty() || cutting_done)); };
         // Until a run is there, inflate (or read) the text ahead, as the other thread does
         // while it waits: whichever thread is idle does it.
-        for (bool waiting = true; waiting;) {
-          {
-            std::lock_guard lock(mutex);
-            waiting = !ready();
-          }
-          if (waiting && !input_->read_ahead()) break;
-        }
+        busy_until(ready, [&] { return input_->read_ahead(); });
         {
           std::unique_lock lock(mutex);
           changed.wait(lock, ready);
@@ -222,12 +225,10 @@ const char* KinetoJsonReader::read_event_runs_alongside(json_split::ArrayRuns& r
       if (cutting_done || released.size() >= 2 || reading_done) return false;
     }
     CutRun run;
-    if (!runs.next(run.first, run.last)) {
+    if (!cut_next(runs, run)) {
       release(true);
       return true;
     }
-    run.separators = runs.separators();
-    run.rescanned = runs.resume_point();
     cut.push_back(std::move(run));
     release(false);
     return true;
@@ -236,13 +237,7 @@ const char* KinetoJsonReader::read_event_runs_alongside(json_split::ArrayRuns& r
     for (std::size_t k = 0;; ++k) {
       Slot& slot = slots[k % 2];
       // Until the run is parsed: cut the next runs, else inflate (or read) the text ahead.
-      for (bool waiting = true; waiting;) {
-        {
-          std::lock_guard lock(mutex);
-          waiting = !slot.full && !reading_done;
-        }
-        if (waiting && !cut_ahead() && !input_->read_ahead()) break;
-      }
+      busy_until([&] { return slot.full || reading_done; }, [&] { return cut_ahead() || input_->read_ahead(); });
       {
         std::unique_lock lock(mutex);
         changed.wait(lock, [&] { return slot.full || reading_done; });
@@ -264,6 +259,13 @@ const char* KinetoJsonReader::read_event_runs_alongside(json_split::ArrayRuns& r
   if (reading_failure) std::rethrow_exception(reading_failure);
   if (stopped_) return nullptr;
   return runs.closed() ? runs.position() : nullptr;
+}
+
+bool KinetoJsonReader::cut_next(json_split::ArrayRuns& runs, CutRun& run) {
+  if (!runs.next(run.first, run.last)) return false;
+  run.separators = runs.separators();
+  run.rescanned = runs.resume_point();
+  return true;
 }
 
 // The run `run` (cut by ArrayRuns), into a cleared batch_: its elements and the separator

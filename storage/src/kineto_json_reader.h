@@ -97,6 +97,8 @@ class KinetoJsonReader {
     std::vector<const char*> separators;
     const char* rescanned = nullptr;
   };
+  // The next run of `runs` into `run`; false where there is none (runs.next()).
+  static bool cut_next(json_split::ArrayRuns& runs, CutRun& run);
   void read_event_run(od::parser& parser, const CutRun& run);
   bool skip_repeated_elements(char* first, char* last, const std::vector<const char*>& separators,
                               const char* rescanned, std::string_view& kept);
