@@ -248,6 +248,44 @@ BlockScan scan_block_baseline(const char* block, bool in_string, bool escaped, s
   return scan_block<masks_of>(block, in_string, escaped, depth);
 }
 
+// Where the scan must look closer: from `state.at` on, the first block that may hold a
+// separator or the array's ']', its scan in `found` and the state before it in `state`;
+// false where no whole block before `limit` does (`state` then at the first block that does
+// not fit). Most blocks lie inside an element and hold neither: a loop over them keeps the
+// state in registers, where a call per block and its result through memory took a third of
+// the scan.
+struct ScanState {
+  const char* at;
+  std::size_t depth;
+  bool in_string, escaped;
+};
+
+template <BlockMasks (*Masks)(const char*)>
+inline __attribute__((always_inline)) bool skip_blocks(ScanState& state, const char* limit, BlockScan& found) {
+  const char* p = state.at;
+  std::size_t depth = state.depth;
+  bool in_string = state.in_string, escaped = state.escaped;
+  bool any = false;
+  while (limit - p >= 64) {
+    const BlockScan scan = scan_block<Masks>(p, in_string, escaped, depth);
+    if (scan.may_close || scan.separators != 0) {
+      found = scan;
+      any = true;
+      break;
+    }
+    depth = scan.depth_after;
+    in_string = scan.in_string_after;
+    escaped = scan.escaped_after;
+    p += 64;
+  }
+  state = {p, depth, in_string, escaped};
+  return any;
+}
+
+bool skip_blocks_baseline(ScanState& state, const char* limit, BlockScan& found) {
+  return skip_blocks<masks_of>(state, limit, found);
+}
+
 #if defined(DREAMSCOPE_HAVE_AVX2_MASKS)
 // For CPUs with AVX2 (and so popcnt, which the baseline target lacks); chosen at run time by
 // a pointer set at start-up, not an ifunc, which sanitizers' start-up does not survive.
@@ -255,19 +293,31 @@ __attribute__((target("avx2,popcnt"))) BlockScan scan_block_avx2(const char* blo
                                                                   std::size_t depth) {
   return scan_block<masks_of_avx2>(block, in_string, escaped, depth);
 }
+
+__attribute__((target("avx2,popcnt"))) bool skip_blocks_avx2(ScanState& state, const char* limit, BlockScan& found) {
+  return skip_blocks<masks_of_avx2>(state, limit, found);
+}
 #endif
 
 using ScanBlockFn = BlockScan (*)(const char*, bool, bool, std::size_t);
+using SkipBlocksFn = bool (*)(ScanState&, const char*, BlockScan&);
 
-ScanBlockFn best_scan_block() {
+bool cpu_has_avx2() {
 #if defined(DREAMSCOPE_HAVE_AVX2_MASKS)
   __builtin_cpu_init(); // this runs among the static constructors, maybe before libgcc's
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt")) return scan_block_avx2;
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
+#else
+  return false;
 #endif
-  return scan_block_baseline;
 }
 
-const ScanBlockFn scan_block_fn = best_scan_block();
+#if defined(DREAMSCOPE_HAVE_AVX2_MASKS)
+const ScanBlockFn scan_block_fn = cpu_has_avx2() ? scan_block_avx2 : scan_block_baseline;
+const SkipBlocksFn skip_blocks_fn = cpu_has_avx2() ? skip_blocks_avx2 : skip_blocks_baseline;
+#else
+const ScanBlockFn scan_block_fn = scan_block_baseline;
+const SkipBlocksFn skip_blocks_fn = skip_blocks_baseline;
+#endif
 
 } // namespace
 
@@ -295,14 +345,24 @@ const char* ArrayRuns::next_separator(const char* from) {
     // The block, and the 64 bytes after it: a parser of a run that ends in this block reads
     // that far as padding, and text is only written where no one reads.
     make_readable(scan_ + std::min<std::size_t>(128, static_cast<std::size_t>(end_ - scan_)));
-    const char* block = scan_;
-    char tail[64];
-    if (end_ - scan_ < 64) { // the last block: copied, with spaces after the text
+    // Past the blocks that hold no separator and not the array's end, to one that may.
+    ScanState state{scan_, depth_, in_string_, escaped_};
+    BlockScan scan;
+    const bool closer = skip_blocks_fn(state, readable_ >= end_ ? end_ : readable_ - 64, scan);
+    scan_ = state.at;
+    depth_ = state.depth;
+    in_string_ = state.in_string;
+    escaped_ = state.escaped;
+    if (!closer) {
+      if (scan_ >= end_) break;
+      // Either the next block and the 64 bytes after it are not readable yet (asked for
+      // above), or the last block is short: copied, with spaces after the text.
+      if (end_ - scan_ >= 64) continue;
+      char tail[64];
       std::memset(tail, ' ', sizeof tail);
       std::memcpy(tail, scan_, static_cast<std::size_t>(end_ - scan_));
-      block = tail;
+      scan = scan_block_fn(tail, in_string_, escaped_, depth_);
     }
-    const BlockScan scan = scan_block_fn(block, in_string_, escaped_, depth_);
     // A separator found inside this block is returned with the state left at the block's
     // start: the next call scans the block again, from a later `from`.
     std::size_t depth = depth_;
