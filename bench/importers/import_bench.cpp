@@ -5,7 +5,11 @@
 //
 // The importer may parse on a second thread (kineto_json_reader.cpp): each benchmark runs
 // with DREAMSCOPE_IMPORT_THREADS=1 (in turn) and =2 (alongside). Rates are per wall-clock
-// second, and the CPU column is the whole process's, both threads'.
+// second, and the CPU column is the whole process's, both threads'. BM_ScanKinetoEvents times
+// one pass of the import alone: the scanner that cuts the events into runs (json_split.h),
+// over the same JSON in memory.
+#include "json_split.h"
+
 #include <dreamscope/importers.h>
 
 #include <benchmark/benchmark.h>
@@ -13,9 +17,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <unistd.h>
 
 namespace {
@@ -113,9 +119,36 @@ void BM_ImportSynthetic(benchmark::State& state) {
   std::filesystem::remove(path, ec);
 }
 
+// The scan of the MTIA trace's events into runs of 256 kB, as an import makes it: every
+// separator between two events is found, with the positions a reader needs.
+void BM_ScanKinetoEvents(benchmark::State& state) {
+  std::ifstream in(plain_mtia(), std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::size_t size = text.size();
+  text.append(128, ' '); // the padding a parser of the last run reads
+  const char* events = std::strstr(text.c_str(), "\"traceEvents\": [");
+  if (!events) {
+    state.SkipWithError("no traceEvents array in the MTIA trace");
+    return;
+  }
+  const char* open = std::strchr(events, '[');
+  std::size_t separators = 0;
+  for (auto _ : state) {
+    dreamscope::json_split::ArrayRuns runs(open, text.data() + size, std::size_t{256} << 10);
+    const char* first = nullptr;
+    const char* last = nullptr;
+    separators = 0;
+    while (runs.next(first, last)) separators += runs.separators().size() + 1;
+    benchmark::DoNotOptimize(separators);
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(size) * state.iterations());
+  state.counters["elements"] = static_cast<double>(separators);
+}
+
 void BM_ImportKinetoGzip(benchmark::State& state) { import(state, kMtia); }
 void BM_ImportKinetoPlainJson(benchmark::State& state) { import(state, plain_mtia()); }
 
+BENCHMARK(BM_ScanKinetoEvents)->Unit(benchmark::kMillisecond)->MinTime(2);
 BENCHMARK(BM_ImportKinetoGzip)->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(3)
     ->MeasureProcessCPUTime()->UseRealTime();
 BENCHMARK(BM_ImportKinetoPlainJson)->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(3)
