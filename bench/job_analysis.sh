@@ -65,4 +65,4 @@ print(f"CPU time      {cpu:8.2f} s   ({cpu / ranks:.3f} s per rank; the target i
 print(f"peak RSS      {rss_kb / 1024:8.0f} MB  target 1024 MB: " + ("met" if rss_kb < 1024 * 1024 else "missed"))
 PY
 echo "== one rank's time, split (analyzers_bench on the MTIA trace)"
-"$build/bench/analyzers_bench" --benchmark_filter='BM_Import$|BM_RankSummary|BM_FindCollectives|BM_JobReportOf64Ranks'
+"$build/bench/analyzers_bench" --benchmark_filter='BM_Import$|BM_ImportForRankSummary|BM_RankSummary|BM_FindCollectives|BM_JobReportOf64Ranks'

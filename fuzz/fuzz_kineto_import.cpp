@@ -13,11 +13,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   fuzz::write_file(path, data, size);
   // Small inputs still take every way through the reader: events in runs of 1 to 256 bytes
   // (where repeated metadata is skipped), parsed in turn or on a thread of their own, with
-  // every arg or without operators' (a job's rank summaries, analyze --only), and the text
+  // every arg, without operators' (analyze --only) or without the operators a job's rank
+  // summaries do not read, and the text
   // read whole or streamed a page at a time (import_input.h, open_input: large files).
   const std::uint8_t knob = size > 0 ? data[size - 1] : 0;
   const std::uint8_t knob2 = size > 1 ? data[size - 2] : 0;
-  const ImportDetail detail = knob2 & 1 ? ImportDetail::WithoutOperatorArgs : ImportDetail::Full;
+  const ImportDetail detail = knob2 & 1 ? (knob2 & 4 ? ImportDetail::RankSummary : ImportDetail::WithoutOperatorArgs)
+                                        : ImportDetail::Full;
   if (knob2 & 2) {
     ::setenv("DREAMSCOPE_IMPORT_STREAM_FROM", "0", 1);
     ::setenv("DREAMSCOPE_IMPORT_STREAM_CHUNK", "4096", 1);

@@ -41,7 +41,7 @@ DataStalls data_stalls(const Trace& trace) {
     else if (category == annotation_category::kWait) waits.push_back(i);
     else if (category == annotation_category::kFetch) fetch_of_batch[ann.payload[i]] += dur;
     else if (category == annotation_category::kPrep) prep_of_batch[ann.payload[i]] += dur;
-    else if (name.starts_with("enumerate(DataLoader)")) loader_ops.push_back(i);
+    else if (name.starts_with(kDataLoaderRangePrefix)) loader_ops.push_back(i);
   }
   std::sort(steps.begin(), steps.end(), [](const Window& a, const Window& b) { return a.start < b.start; });
   if (steps.empty() && trace.end_time() > trace.begin_time()) {

@@ -28,7 +28,7 @@ RankSummary summarize_rank(const Trace& trace, std::int64_t rank, std::string tr
   s.source = std::string(to_string(trace.source()));
   s.begin = trace.begin_time();
   s.end = trace.end_time();
-  s.events = static_cast<std::int64_t>(trace.event_count());
+  s.events = static_cast<std::int64_t>(trace.event_count()) + summarized_event_count(trace);
 
   HtaReport h = hta_analyze(trace, hta);
   s.hta.temporal = h.temporal;

@@ -43,6 +43,14 @@ void BM_Import(benchmark::State& state) {
 }
 BENCHMARK(BM_Import)->Unit(benchmark::kMillisecond);
 
+// As `dreamscope analyze` of a job imports each rank: for its summary alone (importers.h,
+// ImportDetail::RankSummary), the operators no summary reads counted, not kept.
+void BM_ImportForRankSummary(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(load_trace(kMtia, nullptr, {}, ImportDetail::RankSummary));
+  count_events(state);
+}
+BENCHMARK(BM_ImportForRankSummary)->Unit(benchmark::kMillisecond);
+
 void BM_FullAnalyze(benchmark::State& state) {
   const Trace& t = mtia();
   for (auto _ : state) {

@@ -138,7 +138,7 @@ int write_summary(const AnalyzeOptions& o, const JobInputs& in, const analyzers:
   }
   if (const auto problem = output_problem(o.output)) throw TraceError("cannot write " + o.output + ": " + *problem);
   const fs::path& file = in.traces.front();
-  Trace trace = open_trace(file.string(), allow_empty, nullptr, {}, ImportDetail::WithoutOperatorArgs);
+  Trace trace = open_trace(file.string(), allow_empty, nullptr, {}, ImportDetail::RankSummary);
   const std::vector<JobRank> ranks = job_ranks(trace);
   std::int64_t rank = o.rank;
   if (ranks.size() > 1) {
@@ -299,7 +299,7 @@ const CommandRegistration analyze_command(50, "analyze", [](CLI::App& app) -> Co
       std::mutex m;
       JobLoadOptions load;
       load.threads = thread_count(o.threads);
-      load.detail = ImportDetail::WithoutOperatorArgs; // each trace goes into summarize_rank alone
+      load.detail = ImportDetail::RankSummary; // each trace goes into summarize_rank alone
       const bool allow = *allow_empty;
       load.check_file = [allow](const fs::path& path, const Trace& t) {
         if (!allow) {

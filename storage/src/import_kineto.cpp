@@ -6,6 +6,7 @@
 #include "dreamscope/collectives.h"
 #include "dreamscope/importers.h"
 #include "dreamscope/limits.h"
+#include "dreamscope/steps.h"
 #include "dreamscope/trace_file.h"
 
 #include "import_input.h"
@@ -203,6 +204,13 @@ class KinetoImporter final : public KinetoJsonSink {
       return stats_.note("kineto_bad_pid_tid", example());
     }
 
+    if (cls == EventClass::CpuAnnotation && detail_ == ImportDetail::RankSummary &&
+        !rank_summary_reads_range(event().name)) {
+      cpu_track(*pid, *tid); // its thread and process, as the event would have made them
+      builder_.add_summarized(start, end);
+      ++stats_.events_kept;
+      return;
+    }
     const StringId name = builder_.intern(event().name);
     consumed_.assign(event().args.size(), false);
     // The last value of a key written twice, as RawEvent::arg; the other copies go too.
@@ -467,7 +475,7 @@ class KinetoImporter final : public KinetoJsonSink {
     if (e.ph == "M") {
       return e.name.empty() || e.name == "process_name" || e.name == "process_labels" || e.name == "thread_name";
     }
-    if (detail_ == ImportDetail::WithoutOperatorArgs && e.ph == "X" && !e.name.empty() &&
+    if (detail_ != ImportDetail::Full && e.ph == "X" && !e.name.empty() &&
         classify_category(e.cat) == EventClass::CpuAnnotation) {
       return collective_args_read(e.name);
     }
@@ -652,6 +660,11 @@ class KinetoImporter final : public KinetoJsonSink {
 };
 
 } // namespace
+
+bool rank_summary_reads_range(std::string_view name) {
+  return name.starts_with(kProfilerStepPrefix) || name.starts_with(kDataLoaderRangePrefix) ||
+         collective_args_read(name);
+}
 
 Trace import_kineto(const std::filesystem::path& path, ImportStats* stats, const ImportProgressFn& progress,
                     ImportDetail detail) {

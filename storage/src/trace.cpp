@@ -1,6 +1,7 @@
 #include "dreamscope/trace.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <numeric>
 #include <stdexcept>
@@ -390,6 +391,19 @@ void TraceBuilder::grow_string_slots() {
 
 void TraceBuilder::set_meta(const std::string& key, std::string value) { trace_.meta_[key] = std::move(value); }
 
+void TraceBuilder::add_summarized(TimeNs start, TimeNs end) {
+  summarized_start_ = summarized_ == 0 ? start : std::min(summarized_start_, start);
+  summarized_end_ = summarized_ == 0 ? end : std::max(summarized_end_, end);
+  ++summarized_;
+}
+
+std::int64_t summarized_event_count(const Trace& trace) {
+  const std::string value = trace.meta_value("import_events_summarized");
+  std::int64_t n = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+  return ec == std::errc() && end == value.data() + value.size() && n > 0 ? n : 0;
+}
+
 void TraceBuilder::set_source(TraceSource s) {
   trace_.source_ = s;
   trace_.meta_["source"] = std::string(to_string(s));
@@ -662,6 +676,11 @@ Trace TraceBuilder::build() && {
   extend(t.cuda_api_.start, t.cuda_api_.end);
   extend(t.gpu_ops_.start, t.gpu_ops_.end);
   extend(t.annotations_.start, t.annotations_.end);
+  if (summarized_ > 0) {
+    const std::vector<TimeNs> start{summarized_start_}, end{summarized_end_};
+    extend(start, end);
+    t.meta_["import_events_summarized"] = std::to_string(summarized_);
+  }
   t.begin_time_ = lo;
   t.end_time_ = hi;
 

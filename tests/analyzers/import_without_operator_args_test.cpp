@@ -9,6 +9,7 @@
 #include "dreamscope/importers.h"
 #include "dreamscope/job_analysis.h"
 #include "dreamscope/report.h"
+#include "dreamscope/trace_summary.h"
 
 #include <gtest/gtest.h>
 
@@ -60,6 +61,64 @@ TEST(ImportWithoutOperatorArgs, EveryKinetoTraceGivesTheSummaryAndAnalysesOfAFul
     SCOPED_TRACE(path.string());
     EXPECT_EQ(reports_of(path, ImportDetail::Full), reports_of(path, ImportDetail::WithoutOperatorArgs));
   }
+}
+
+// The job report of the file as one rank, and what an import that kept nothing would say;
+// or the error its import gave.
+std::string job_report_of(const fs::path& path, ImportDetail detail) {
+  try {
+    const Trace t = load_trace(path, nullptr, {}, detail);
+    return analyzers::render_job_json(analyzers::analyze_job({analyzers::summarize_rank(t, 0, path.filename().string())})) +
+           "\n" + empty_import_problem(t);
+  } catch (const TraceError& e) {
+    return std::string("error: ") + e.what();
+  }
+}
+
+// `dreamscope analyze` of a job's files imports each for its rank summary alone
+// (ImportDetail::RankSummary): the operators no summary reads are counted, not kept.
+TEST(ImportForRankSummary, EveryKinetoTraceGivesTheJobReportOfAFullImport) {
+  const std::vector<fs::path> traces = kineto_traces();
+  if (!fs::exists(DREAMSCOPE_SHARED_DATA_DIR)) GTEST_SKIP() << "shared test data not found: " << DREAMSCOPE_SHARED_DATA_DIR;
+  ASSERT_GE(traces.size(), 40u) << "the Kineto traces of shared/data and tests/data are not where they were";
+  std::size_t summarized = 0;
+  for (const fs::path& path : traces) {
+    SCOPED_TRACE(path.string());
+    EXPECT_EQ(job_report_of(path, ImportDetail::Full), job_report_of(path, ImportDetail::RankSummary));
+    try {
+      summarized += static_cast<std::size_t>(summarized_event_count(load_trace(path, nullptr, {}, ImportDetail::RankSummary)));
+    } catch (const TraceError&) {
+    }
+  }
+  EXPECT_GT(summarized, 100'000u) << "the rank summaries' imports kept every operator";
+}
+
+TEST(ImportForRankSummary, KeepsStepsDataLoaderRangesAndCollectivesAndCountsTheRest) {
+  const fs::path file = fs::path(DREAMSCOPE_SHARED_DATA_DIR) / "wild" / "param-dlrm-v100x8-nccl" /
+                        "worker0_step_12.1694128201545.pt.trace.json";
+  if (!fs::exists(file)) GTEST_SKIP() << "shared test data not found: " << file;
+  const Trace full = load_trace(file);
+  const Trace summary = load_trace(file, nullptr, {}, ImportDetail::RankSummary);
+  EXPECT_EQ(summarized_event_count(full), 0);
+  EXPECT_GT(summarized_event_count(summary), 0);
+  EXPECT_EQ(full.event_count(), summary.event_count() + static_cast<std::size_t>(summarized_event_count(summary)));
+  EXPECT_EQ(full.begin_time(), summary.begin_time());
+  EXPECT_EQ(full.end_time(), summary.end_time());
+  EXPECT_EQ(full.tracks().size(), summary.tracks().size());
+  EXPECT_EQ(full.gpu_ops().size(), summary.gpu_ops().size());
+  EXPECT_EQ(full.cuda_api().size(), summary.cuda_api().size());
+  auto read_ranges = [](const Trace& t) {
+    std::size_t n = 0;
+    for (EventIndex i = 0; i < t.annotations().size(); ++i) {
+      if (t.tracks()[t.annotations().track[i]].kind == TrackKind::CpuThread &&
+          rank_summary_reads_range(t.str(t.annotations().name[i]))) {
+        ++n;
+      }
+    }
+    return n;
+  };
+  EXPECT_GT(read_ranges(full), 0u);
+  EXPECT_EQ(read_ranges(summary), read_ranges(full));
 }
 
 TEST(ImportWithoutOperatorArgs, KeepsEveryEventAndTheArgsOfCollectivesAndGpuWork) {

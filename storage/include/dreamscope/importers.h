@@ -71,8 +71,16 @@ TraceFormat detect_trace_format(const std::filesystem::path& path);
 // A PyTorch profiler trace writes them for each operator (input shapes, types, External id)
 // and they are most of its text; rank summaries (analyzers' summarize_rank, for `dreamscope
 // analyze` of a job's files) and the analyses that report.h's reads_operator_args says so of
-// read none of them. Formats other than Kineto's are read whole either way.
-enum class ImportDetail : std::uint8_t { Full, WithoutOperatorArgs };
+// read none of them. RankSummary: that, and the CPU operators and ranges that no rank
+// summary reads (rank_summary_reads_range) are counted and their times kept in the trace's
+// span, not kept as events: they are most of a trace's events, and a rank summary reads only
+// its steps, its DataLoader ranges and its collectives (summarized_event_count in trace.h).
+// Formats other than Kineto's are read whole either way.
+enum class ImportDetail : std::uint8_t { Full, WithoutOperatorArgs, RankSummary };
+
+// Whether a rank summary reads a CPU range of this name: a profiler step, a DataLoader
+// iteration, a collective's range (collectives.h).
+bool rank_summary_reads_range(std::string_view name);
 
 Trace import_kineto(const std::filesystem::path& path, ImportStats* stats = nullptr,
                     const ImportProgressFn& progress = {}, ImportDetail detail = ImportDetail::Full);

@@ -28,6 +28,9 @@ inline constexpr std::string_view kCollective = "collective";
 } // namespace annotation_category
 
 inline constexpr std::string_view kProfilerStepPrefix = "ProfilerStep#";
+// PyTorch's range around each DataLoader iteration: the data stall of a trace without
+// dreamscope's own annotations (analyzers' data_stalls).
+inline constexpr std::string_view kDataLoaderRangePrefix = "enumerate(DataLoader)";
 
 // N of "ProfilerStep#N", or kNoValue for any other name.
 std::int64_t profiler_step_number(std::string_view name);

@@ -496,6 +496,9 @@ class TraceBuilder {
   void add(const OverheadRecord& r) { trace_.overheads_.push_back(r); }
   void add(const ThreadLoadRecord& r) { trace_.thread_loads_.push_back(r); }
   void add(const MemoryEventRecord& r) { trace_.memory_events_.push_back(r); }
+  // An event an import counted without keeping it (ImportDetail::RankSummary): the trace's
+  // span covers it, and meta import_events_summarized counts it (summarized_event_count).
+  void add_summarized(TimeNs start, TimeNs end);
 
   // Room for that many rows (and `args` args per table), so that an importer that can guess
   // its size does not copy and fault in each column again every time it doubles.
@@ -551,6 +554,12 @@ class TraceBuilder {
   std::unordered_map<std::string, std::uint32_t> launch_ids_;
   std::map<std::pair<std::uint32_t, std::int64_t>, TrackId> thread_tracks_, stream_tracks_;
   std::string origin_ = "trace";
+  std::int64_t summarized_ = 0;
+  TimeNs summarized_start_ = 0, summarized_end_ = 0;
 };
+
+// Events an import counted without keeping them (TraceBuilder::add_summarized): 0 for a
+// trace that kept every event it read.
+std::int64_t summarized_event_count(const Trace& trace);
 
 } // namespace dreamscope
