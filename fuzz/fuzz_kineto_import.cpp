@@ -18,7 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // read whole or streamed a page at a time (import_input.h, open_input: large files).
   const std::uint8_t knob = size > 0 ? data[size - 1] : 0;
   const std::uint8_t knob2 = size > 1 ? data[size - 2] : 0;
-  const ImportDetail detail = knob2 & 1 ? (knob2 & 4 ? ImportDetail::RankSummary : ImportDetail::WithoutOperatorArgs)
+  const ImportDetail detail = knob2 & 1 ? (knob2 & 4 ? ImportDetail::WithoutOperators : ImportDetail::WithoutOperatorArgs)
                                         : ImportDetail::Full;
   if (knob2 & 2) {
     ::setenv("DREAMSCOPE_IMPORT_STREAM_FROM", "0", 1);

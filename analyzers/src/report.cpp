@@ -25,6 +25,10 @@ std::string_view to_string(ReportSection s) {
 
 bool reads_operator_args(ReportSection s) { return s == ReportSection::Steps || s == ReportSection::Gpu; }
 
+bool reads_operators(ReportSection s) {
+  return reads_operator_args(s) || s == ReportSection::CrossStack || s == ReportSection::CriticalPath;
+}
+
 std::optional<ReportSection> report_section_from_string(std::string_view s) {
   for (ReportSection r : kAllSections) {
     if (to_string(r) == s) return r;
@@ -108,7 +112,7 @@ AnalysisReport analyze_trace(const Trace& trace, std::string trace_name, const R
   r.source = std::string(to_string(trace.source()));
   r.begin = trace.begin_time();
   r.end = trace.end_time();
-  r.events = trace.event_count();
+  r.events = trace.event_count() + static_cast<std::size_t>(summarized_event_count(trace));
   r.options = options;
   if (r.has(ReportSection::CrossStack)) r.cross_stack = cross_stack_breakdown(trace);
   if (r.has(ReportSection::Hta)) r.hta = hta_analyze(trace, options.hta);

@@ -44,9 +44,9 @@ void BM_Import(benchmark::State& state) {
 BENCHMARK(BM_Import)->Unit(benchmark::kMillisecond);
 
 // As `dreamscope analyze` of a job imports each rank: for its summary alone (importers.h,
-// ImportDetail::RankSummary), the operators no summary reads counted, not kept.
+// ImportDetail::WithoutOperators), the operators no summary reads counted, not kept.
 void BM_ImportForRankSummary(benchmark::State& state) {
-  for (auto _ : state) benchmark::DoNotOptimize(load_trace(kMtia, nullptr, {}, ImportDetail::RankSummary));
+  for (auto _ : state) benchmark::DoNotOptimize(load_trace(kMtia, nullptr, {}, ImportDetail::WithoutOperators));
   count_events(state);
 }
 BENCHMARK(BM_ImportForRankSummary)->Unit(benchmark::kMillisecond);

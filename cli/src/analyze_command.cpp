@@ -138,7 +138,7 @@ int write_summary(const AnalyzeOptions& o, const JobInputs& in, const analyzers:
   }
   if (const auto problem = output_problem(o.output)) throw TraceError("cannot write " + o.output + ": " + *problem);
   const fs::path& file = in.traces.front();
-  Trace trace = open_trace(file.string(), allow_empty, nullptr, {}, ImportDetail::RankSummary);
+  Trace trace = open_trace(file.string(), allow_empty, nullptr, {}, ImportDetail::WithoutOperators);
   const std::vector<JobRank> ranks = job_ranks(trace);
   std::int64_t rank = o.rank;
   if (ranks.size() > 1) {
@@ -248,11 +248,16 @@ const CommandRegistration analyze_command(50, "analyze", [](CLI::App& app) -> Co
 
     std::optional<Trace> single;
     if (in.summaries.empty() && in.traces.size() == 1) {
-      // Analyses that read no operator's args (--only hta, say) do without them. A file of
-      // several ranks goes to their summaries, which read none either.
+      // Analyses that read no operator's args do without them, and those that read no
+      // operator (--only hta, say) without the operators too; the HTML report's timeline
+      // draws every operator. A file of several ranks goes to their summaries, which read
+      // none either.
       const bool operator_args = o.only.empty() || std::ranges::any_of(sections, analyzers::reads_operator_args);
+      const bool operators = operator_args || o.format == "html" || std::ranges::any_of(sections, analyzers::reads_operators);
       single = open_trace(in.traces.front().string(), *allow_empty, nullptr, {},
-                          operator_args ? ImportDetail::Full : ImportDetail::WithoutOperatorArgs);
+                          operator_args ? ImportDetail::Full
+                          : operators   ? ImportDetail::WithoutOperatorArgs
+                                        : ImportDetail::WithoutOperators);
       if (job_ranks(*single).size() < 2) {
         analyzers::ReportOptions ro;
         if (!o.only.empty()) {
@@ -299,7 +304,7 @@ const CommandRegistration analyze_command(50, "analyze", [](CLI::App& app) -> Co
       std::mutex m;
       JobLoadOptions load;
       load.threads = thread_count(o.threads);
-      load.detail = ImportDetail::RankSummary; // each trace goes into summarize_rank alone
+      load.detail = ImportDetail::WithoutOperators; // each trace goes into summarize_rank alone
       const bool allow = *allow_empty;
       load.check_file = [allow](const fs::path& path, const Trace& t) {
         if (!allow) {

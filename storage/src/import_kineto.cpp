@@ -204,8 +204,8 @@ class KinetoImporter final : public KinetoJsonSink {
       return stats_.note("kineto_bad_pid_tid", example());
     }
 
-    if (cls == EventClass::CpuAnnotation && detail_ == ImportDetail::RankSummary &&
-        !rank_summary_reads_range(event().name)) {
+    if (cls == EventClass::CpuAnnotation && detail_ == ImportDetail::WithoutOperators &&
+        !kept_without_operators(event().cat, event().name)) {
       cpu_track(*pid, *tid); // its thread and process, as the event would have made them
       builder_.add_summarized(start, end);
       ++stats_.events_kept;
@@ -661,9 +661,11 @@ class KinetoImporter final : public KinetoJsonSink {
 
 } // namespace
 
-bool rank_summary_reads_range(std::string_view name) {
-  return name.starts_with(kProfilerStepPrefix) || name.starts_with(kDataLoaderRangePrefix) ||
-         collective_args_read(name);
+bool kept_without_operators(std::string_view category, std::string_view name) {
+  const bool operator_or_function =
+      category == "cpu_op" || category == "Operator" || category == "python_function" || category == "Python";
+  return !operator_or_function || name.starts_with(kProfilerStepPrefix) ||
+         name.starts_with(kDataLoaderRangePrefix) || collective_args_read(name);
 }
 
 Trace import_kineto(const std::filesystem::path& path, ImportStats* stats, const ImportProgressFn& progress,

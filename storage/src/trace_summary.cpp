@@ -224,7 +224,7 @@ std::int64_t meta_int(const Trace& trace, const char* key) {
 std::string empty_import_problem(const Trace& trace) {
   const std::int64_t read = meta_int(trace, "import_events_read");
   if (read < 0) return {}; // not imported: a dreamscope recording says what it holds itself
-  // Operators a rank summary's import counted without keeping (ImportDetail::RankSummary)
+  // Operators a rank summary's import counted without keeping (ImportDetail::WithoutOperators)
   // are of the CPU side.
   std::size_t cpu_kept = trace.cuda_api().size() + static_cast<std::size_t>(summarized_event_count(trace));
   std::size_t gpu_kept = trace.gpu_ops().size();

@@ -63,62 +63,78 @@ TEST(ImportWithoutOperatorArgs, EveryKinetoTraceGivesTheSummaryAndAnalysesOfAFul
   }
 }
 
-// The job report of the file as one rank, and what an import that kept nothing would say;
-// or the error its import gave.
-std::string job_report_of(const fs::path& path, ImportDetail detail) {
+// The job report of the file as one rank, the report of the analyses of one trace that read
+// no operator, and what an import that kept nothing would say; or the error its import gave.
+std::string reports_without_operators_of(const fs::path& path, ImportDetail detail) {
   try {
     const Trace t = load_trace(path, nullptr, {}, detail);
+    analyzers::ReportOptions options;
+    options.sections.clear();
+    for (const analyzers::ReportSection s : analyzers::kAllSections) {
+      if (!analyzers::reads_operators(s)) options.sections.push_back(s);
+    }
     return analyzers::render_job_json(analyzers::analyze_job({analyzers::summarize_rank(t, 0, path.filename().string())})) +
-           "\n" + empty_import_problem(t);
+           analyzers::render_json(analyzers::analyze_trace(t, path.filename().string(), options)) + "\n" +
+           empty_import_problem(t);
   } catch (const TraceError& e) {
     return std::string("error: ") + e.what();
   }
 }
 
-// `dreamscope analyze` of a job's files imports each for its rank summary alone
-// (ImportDetail::RankSummary): the operators no summary reads are counted, not kept.
-TEST(ImportForRankSummary, EveryKinetoTraceGivesTheJobReportOfAFullImport) {
+// `dreamscope analyze` of a job's files imports each for its rank summary alone, and
+// `analyze --only` of analyses that read no operator (hta, data-stalls, top-kernels) the
+// trace the same way (ImportDetail::WithoutOperators): operators and Python functions
+// other than steps, DataLoader iterations and collectives are counted, not kept.
+TEST(ImportWithoutOperators, EveryKinetoTraceGivesTheJobReportAndAnalysesOfAFullImport) {
   const std::vector<fs::path> traces = kineto_traces();
   if (!fs::exists(DREAMSCOPE_SHARED_DATA_DIR)) GTEST_SKIP() << "shared test data not found: " << DREAMSCOPE_SHARED_DATA_DIR;
   ASSERT_GE(traces.size(), 40u) << "the Kineto traces of shared/data and tests/data are not where they were";
   std::size_t summarized = 0;
   for (const fs::path& path : traces) {
     SCOPED_TRACE(path.string());
-    EXPECT_EQ(job_report_of(path, ImportDetail::Full), job_report_of(path, ImportDetail::RankSummary));
+    EXPECT_EQ(reports_without_operators_of(path, ImportDetail::Full),
+              reports_without_operators_of(path, ImportDetail::WithoutOperators));
     try {
-      summarized += static_cast<std::size_t>(summarized_event_count(load_trace(path, nullptr, {}, ImportDetail::RankSummary)));
+      summarized +=
+          static_cast<std::size_t>(summarized_event_count(load_trace(path, nullptr, {}, ImportDetail::WithoutOperators)));
     } catch (const TraceError&) {
     }
   }
-  EXPECT_GT(summarized, 100'000u) << "the rank summaries' imports kept every operator";
+  EXPECT_GT(summarized, 100'000u) << "the imports without operators kept every operator";
 }
 
-TEST(ImportForRankSummary, KeepsStepsDataLoaderRangesAndCollectivesAndCountsTheRest) {
+TEST(ImportWithoutOperators, KeepsStepsDataLoaderRangesCollectivesAndAnnotationsAndCountsTheRest) {
   const fs::path file = fs::path(DREAMSCOPE_SHARED_DATA_DIR) / "wild" / "param-dlrm-v100x8-nccl" /
                         "worker0_step_12.1694128201545.pt.trace.json";
   if (!fs::exists(file)) GTEST_SKIP() << "shared test data not found: " << file;
   const Trace full = load_trace(file);
-  const Trace summary = load_trace(file, nullptr, {}, ImportDetail::RankSummary);
+  const Trace without = load_trace(file, nullptr, {}, ImportDetail::WithoutOperators);
   EXPECT_EQ(summarized_event_count(full), 0);
-  EXPECT_GT(summarized_event_count(summary), 0);
-  EXPECT_EQ(full.event_count(), summary.event_count() + static_cast<std::size_t>(summarized_event_count(summary)));
-  EXPECT_EQ(full.begin_time(), summary.begin_time());
-  EXPECT_EQ(full.end_time(), summary.end_time());
-  EXPECT_EQ(full.tracks().size(), summary.tracks().size());
-  EXPECT_EQ(full.gpu_ops().size(), summary.gpu_ops().size());
-  EXPECT_EQ(full.cuda_api().size(), summary.cuda_api().size());
-  auto read_ranges = [](const Trace& t) {
+  EXPECT_GT(summarized_event_count(without), 0);
+  EXPECT_EQ(full.event_count(), without.event_count() + static_cast<std::size_t>(summarized_event_count(without)));
+  EXPECT_EQ(full.begin_time(), without.begin_time());
+  EXPECT_EQ(full.end_time(), without.end_time());
+  EXPECT_EQ(full.tracks().size(), without.tracks().size());
+  EXPECT_EQ(full.gpu_ops().size(), without.gpu_ops().size());
+  EXPECT_EQ(full.cuda_api().size(), without.cuda_api().size());
+  auto kept_ranges = [](const Trace& t) {
     std::size_t n = 0;
     for (EventIndex i = 0; i < t.annotations().size(); ++i) {
       if (t.tracks()[t.annotations().track[i]].kind == TrackKind::CpuThread &&
-          rank_summary_reads_range(t.str(t.annotations().name[i]))) {
+          kept_without_operators(t.str(t.annotations().category[i]), t.str(t.annotations().name[i]))) {
         ++n;
       }
     }
     return n;
   };
-  EXPECT_GT(read_ranges(full), 0u);
-  EXPECT_EQ(read_ranges(summary), read_ranges(full));
+  EXPECT_GT(kept_ranges(full), 0u);
+  EXPECT_EQ(kept_ranges(without), kept_ranges(full));
+  // Every CPU range kept is one that kept_without_operators keeps.
+  std::size_t cpu_ranges = 0;
+  for (EventIndex i = 0; i < without.annotations().size(); ++i) {
+    cpu_ranges += without.tracks()[without.annotations().track[i]].kind == TrackKind::CpuThread;
+  }
+  EXPECT_EQ(cpu_ranges, kept_ranges(without));
 }
 
 TEST(ImportWithoutOperatorArgs, KeepsEveryEventAndTheArgsOfCollectivesAndGpuWork) {

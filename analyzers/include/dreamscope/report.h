@@ -25,6 +25,11 @@ std::optional<ReportSection> report_section_from_string(std::string_view s);
 // others alone may be imported without them (importers.h, ImportDetail::WithoutOperatorArgs),
 // and reports the same (ImportWithoutOperatorArgs tests in tests/analyzers).
 bool reads_operator_args(ReportSection s);
+// Whether a section reads CPU operators at all (cross-stack, steps, gpu, critical-path); a
+// trace for the others alone may be imported without them (ImportDetail::WithoutOperators:
+// steps, DataLoader iterations and collectives kept, the other operators counted), and
+// reports the same (ImportWithoutOperators tests in tests/analyzers).
+bool reads_operators(ReportSection s);
 
 struct ReportOptions {
   std::vector<ReportSection> sections{std::begin(kAllSections), std::end(kAllSections)};

@@ -71,16 +71,19 @@ TraceFormat detect_trace_format(const std::filesystem::path& path);
 // A PyTorch profiler trace writes them for each operator (input shapes, types, External id)
 // and they are most of its text; rank summaries (analyzers' summarize_rank, for `dreamscope
 // analyze` of a job's files) and the analyses that report.h's reads_operator_args says so of
-// read none of them. RankSummary: that, and the CPU operators and ranges that no rank
-// summary reads (rank_summary_reads_range) are counted and their times kept in the trace's
-// span, not kept as events: they are most of a trace's events, and a rank summary reads only
-// its steps, its DataLoader ranges and its collectives (summarized_event_count in trace.h).
-// Formats other than Kineto's are read whole either way.
-enum class ImportDetail : std::uint8_t { Full, WithoutOperatorArgs, RankSummary };
+// read none of them. WithoutOperators: that, and the CPU operators and Python functions are
+// counted and their times kept in the trace's span, not kept as events, but for the steps,
+// DataLoader iterations and collectives' ranges among them (kept_without_operators). They
+// are most of a trace's events, and rank summaries, the HTA analyses, the data stalls and
+// the top kernels read only those (report.h, reads_operators; summarized_event_count in
+// trace.h counts the others). Formats other than Kineto's are read whole either way.
+enum class ImportDetail : std::uint8_t { Full, WithoutOperatorArgs, WithoutOperators };
 
-// Whether a rank summary reads a CPU range of this name: a profiler step, a DataLoader
-// iteration, a collective's range (collectives.h).
-bool rank_summary_reads_range(std::string_view name);
+// Whether an import WithoutOperators keeps a CPU range of this category and name: anything
+// but an operator or a Python function (cpu_op, Operator, python_function, Python), and those
+// too where they are a profiler step, a DataLoader iteration or a collective's range
+// (collectives.h).
+bool kept_without_operators(std::string_view category, std::string_view name);
 
 Trace import_kineto(const std::filesystem::path& path, ImportStats* stats = nullptr,
                     const ImportProgressFn& progress = {}, ImportDetail detail = ImportDetail::Full);

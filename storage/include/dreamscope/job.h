@@ -80,7 +80,7 @@ struct JobLoadOptions {
   // Called with each file's trace as soon as it is loaded (from a loading
   // thread); throws to refuse it (an import that kept nothing, say).
   std::function<void(const std::filesystem::path&, const Trace&)> check_file;
-  // How much of each file to keep (importers.h): RankSummary where only rank summaries are
+  // How much of each file to keep (importers.h): WithoutOperators where only rank summaries are
   // made of the traces (analyze of a job), a third less work per PyTorch trace.
   ImportDetail detail = ImportDetail::Full;
 };

@@ -496,7 +496,7 @@ class TraceBuilder {
   void add(const OverheadRecord& r) { trace_.overheads_.push_back(r); }
   void add(const ThreadLoadRecord& r) { trace_.thread_loads_.push_back(r); }
   void add(const MemoryEventRecord& r) { trace_.memory_events_.push_back(r); }
-  // An event an import counted without keeping it (ImportDetail::RankSummary): the trace's
+  // An event an import counted without keeping it (ImportDetail::WithoutOperators): the trace's
   // span covers it, and meta import_events_summarized counts it (summarized_event_count).
   void add_summarized(TimeNs start, TimeNs end);
 
