@@ -283,6 +283,10 @@ std::optional<std::int64_t> as_int(const JsonValue& v) {
   if (is_integer_text(v.text)) return parse_int(v.text);
   auto d = parse_double(v.text);
   if (!d || !std::isfinite(*d) || std::trunc(*d) != *d) return std::nullopt;
+  // 4.2e64 is a whole number too, but no int64 (found by fuzz_kineto_import): 2^63 is exact
+  // as a double, and the cast of anything outside [-2^63, 2^63) is undefined.
+  constexpr double kTwoTo63 = 9223372036854775808.0;
+  if (*d < -kTwoTo63 || *d >= kTwoTo63) return std::nullopt;
   return static_cast<std::int64_t>(*d);
 }
 

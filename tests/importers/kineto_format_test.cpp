@@ -68,5 +68,22 @@ TEST(KinetoArgFormat, CompoundArgsAreCheckedAsJson) {
   }
 }
 
+// Ids and sizes written as floating point (totalGlobalMem, External id) are whole numbers
+// where they fit an int64, and no number where they do not: a cast of 4.2e64 is undefined
+// (found by fuzz_kineto_import).
+TEST(KinetoArgFormat, WholeFloatsAreIntsOnlyWhereTheyFit) {
+  const auto as_int_of = [](const char* text) {
+    return as_int(JsonValue{.type = od::json_type::number, .text = text, .present = true});
+  };
+  EXPECT_EQ(as_int_of("1e3"), 1000);
+  EXPECT_EQ(as_int_of("-2.5e2"), -250);
+  EXPECT_EQ(as_int_of("-9.2e18"), std::int64_t{-9'200'000'000'000'000'000});
+  EXPECT_EQ(as_int_of("-9223372036854775808.0"), std::numeric_limits<std::int64_t>::min());
+  for (const char* too_large : {"423146946E56", "9223372036854775808.0", "1e19", "-1e19", "-9.3e18"}) {
+    EXPECT_EQ(as_int_of(too_large), std::nullopt) << too_large;
+  }
+  EXPECT_EQ(as_int_of("1.5"), std::nullopt);
+}
+
 } // namespace
 } // namespace dreamscope::kineto
