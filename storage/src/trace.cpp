@@ -677,8 +677,8 @@ Trace TraceBuilder::build() && {
   extend(t.gpu_ops_.start, t.gpu_ops_.end);
   extend(t.annotations_.start, t.annotations_.end);
   if (summarized_ > 0) {
-    const std::vector<TimeNs> start{summarized_start_}, end{summarized_end_};
-    extend(start, end);
+    lo = any ? std::min(lo, summarized_start_) : summarized_start_;
+    hi = any ? std::max(hi, summarized_end_) : summarized_end_;
     t.meta_["import_events_summarized"] = std::to_string(summarized_);
   }
   t.begin_time_ = lo;

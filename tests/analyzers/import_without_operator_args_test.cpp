@@ -1,10 +1,13 @@
 // `dreamscope analyze` of a job imports each PyTorch trace for its rank summary alone, and
 // `analyze --only` of analyses that read no operator's args imports the trace without them
-// (ImportDetail::WithoutOperatorArgs: CPU operators' args skipped, but collectives'). The
-// summary and those analyses must be what a full import gives, for every Kineto trace we
-// have: the real ones of ../shared/data (PyTorch 1.8 to 2.x, ROCm, MTIA, the 8-rank NCCL
-// job, the hostile inputs) and the hand-written fixtures. An analysis that came to read a
-// skipped arg, without report.h's reads_operator_args saying so, fails here.
+// (ImportDetail::WithoutOperatorArgs: CPU operators' args skipped, but collectives'), or,
+// where they read no operator at all, without the operators either
+// (ImportDetail::WithoutOperators: counted, not kept, but steps, DataLoader iterations and
+// collectives). The summary and those analyses must be what a full import gives, for every
+// Kineto trace we have: the real ones of ../shared/data (PyTorch 1.8 to 2.x, ROCm, MTIA, the
+// 8-rank NCCL job, the hostile inputs) and the hand-written fixtures. An analysis that came
+// to read what an import skipped, without report.h's reads_operator_args or reads_operators
+// saying so, fails here.
 #include "dreamscope/collectives.h"
 #include "dreamscope/importers.h"
 #include "dreamscope/job_analysis.h"
@@ -36,42 +39,19 @@ std::vector<fs::path> kineto_traces() {
   return out;
 }
 
-// The job report of the file as one rank, and the report of the analyses of one trace that
-// read no operator's args; or the error its import gave.
-std::string reports_of(const fs::path& path, ImportDetail detail) {
+// The job report of the file as one rank, the report of the analyses of one trace that
+// `reads` says read nothing the import skips, and what an import that kept nothing would
+// say; or the error its import gave. `summarized`, where given, adds the events the import
+// counted without keeping.
+std::string reports_of(const fs::path& path, ImportDetail detail, bool (*reads)(analyzers::ReportSection),
+                       std::size_t* summarized = nullptr) {
   try {
     const Trace t = load_trace(path, nullptr, {}, detail);
+    if (summarized) *summarized += static_cast<std::size_t>(summarized_event_count(t));
     analyzers::ReportOptions options;
     options.sections.clear();
     for (const analyzers::ReportSection s : analyzers::kAllSections) {
-      if (!analyzers::reads_operator_args(s)) options.sections.push_back(s);
-    }
-    return analyzers::render_job_json(analyzers::analyze_job({analyzers::summarize_rank(t, 0, path.filename().string())})) +
-           analyzers::render_json(analyzers::analyze_trace(t, path.filename().string(), options));
-  } catch (const TraceError& e) {
-    return std::string("error: ") + e.what();
-  }
-}
-
-TEST(ImportWithoutOperatorArgs, EveryKinetoTraceGivesTheSummaryAndAnalysesOfAFullImport) {
-  const std::vector<fs::path> traces = kineto_traces();
-  if (!fs::exists(DREAMSCOPE_SHARED_DATA_DIR)) GTEST_SKIP() << "shared test data not found: " << DREAMSCOPE_SHARED_DATA_DIR;
-  ASSERT_GE(traces.size(), 40u) << "the Kineto traces of shared/data and tests/data are not where they were";
-  for (const fs::path& path : traces) {
-    SCOPED_TRACE(path.string());
-    EXPECT_EQ(reports_of(path, ImportDetail::Full), reports_of(path, ImportDetail::WithoutOperatorArgs));
-  }
-}
-
-// The job report of the file as one rank, the report of the analyses of one trace that read
-// no operator, and what an import that kept nothing would say; or the error its import gave.
-std::string reports_without_operators_of(const fs::path& path, ImportDetail detail) {
-  try {
-    const Trace t = load_trace(path, nullptr, {}, detail);
-    analyzers::ReportOptions options;
-    options.sections.clear();
-    for (const analyzers::ReportSection s : analyzers::kAllSections) {
-      if (!analyzers::reads_operators(s)) options.sections.push_back(s);
+      if (!reads(s)) options.sections.push_back(s);
     }
     return analyzers::render_job_json(analyzers::analyze_job({analyzers::summarize_rank(t, 0, path.filename().string())})) +
            analyzers::render_json(analyzers::analyze_trace(t, path.filename().string(), options)) + "\n" +
@@ -81,26 +61,32 @@ std::string reports_without_operators_of(const fs::path& path, ImportDetail deta
   }
 }
 
+// Every Kineto trace imported in full and with `detail` gives the same reports.
+void expect_reports_of_a_full_import(ImportDetail detail, bool (*reads)(analyzers::ReportSection),
+                                     std::size_t* summarized = nullptr) {
+  const std::vector<fs::path> traces = kineto_traces();
+  if (!fs::exists(DREAMSCOPE_SHARED_DATA_DIR)) GTEST_SKIP() << "shared test data not found: " << DREAMSCOPE_SHARED_DATA_DIR;
+  ASSERT_GE(traces.size(), 40u) << "the Kineto traces of shared/data and tests/data are not where they were";
+  for (const fs::path& path : traces) {
+    SCOPED_TRACE(path.string());
+    EXPECT_EQ(reports_of(path, ImportDetail::Full, reads), reports_of(path, detail, reads, summarized));
+  }
+}
+
+TEST(ImportWithoutOperatorArgs, EveryKinetoTraceGivesTheSummaryAndAnalysesOfAFullImport) {
+  expect_reports_of_a_full_import(ImportDetail::WithoutOperatorArgs, analyzers::reads_operator_args);
+}
+
 // `dreamscope analyze` of a job's files imports each for its rank summary alone, and
 // `analyze --only` of analyses that read no operator (hta, data-stalls, top-kernels) the
 // trace the same way (ImportDetail::WithoutOperators): operators and Python functions
 // other than steps, DataLoader iterations and collectives are counted, not kept.
 TEST(ImportWithoutOperators, EveryKinetoTraceGivesTheJobReportAndAnalysesOfAFullImport) {
-  const std::vector<fs::path> traces = kineto_traces();
-  if (!fs::exists(DREAMSCOPE_SHARED_DATA_DIR)) GTEST_SKIP() << "shared test data not found: " << DREAMSCOPE_SHARED_DATA_DIR;
-  ASSERT_GE(traces.size(), 40u) << "the Kineto traces of shared/data and tests/data are not where they were";
   std::size_t summarized = 0;
-  for (const fs::path& path : traces) {
-    SCOPED_TRACE(path.string());
-    EXPECT_EQ(reports_without_operators_of(path, ImportDetail::Full),
-              reports_without_operators_of(path, ImportDetail::WithoutOperators));
-    try {
-      summarized +=
-          static_cast<std::size_t>(summarized_event_count(load_trace(path, nullptr, {}, ImportDetail::WithoutOperators)));
-    } catch (const TraceError&) {
-    }
+  expect_reports_of_a_full_import(ImportDetail::WithoutOperators, analyzers::reads_operators, &summarized);
+  if (!IsSkipped()) {
+    EXPECT_GT(summarized, 100'000u) << "the imports without operators kept every operator";
   }
-  EXPECT_GT(summarized, 100'000u) << "the imports without operators kept every operator";
 }
 
 TEST(ImportWithoutOperators, KeepsStepsDataLoaderRangesCollectivesAndAnnotationsAndCountsTheRest) {
