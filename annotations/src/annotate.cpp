@@ -4,6 +4,7 @@
 
 #include <nvtx3/nvToolsExt.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <ctime>
 
@@ -58,11 +59,29 @@ int64_t thread_cpu_ns() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
+// Recording paused (ds_tracing_pause): a paused annotation must cost what an untraced one
+// does, so nothing is noted then. Each pause also starts a new epoch: the tracer ends every
+// range open at a pause there and ignores the pops of ranges pushed before it, and a thread's
+// first push or pop in a new epoch empties its stack of open ranges the same way.
+std::atomic<bool> g_paused{false};
+std::atomic<uint32_t> g_epoch{0};
+thread_local uint32_t t_epoch = 0;
+
+// Whether this thread notes open ranges now (after emptying its stack in a new epoch).
+bool noting() {
+  if (!ds_is_traced() || g_paused.load(std::memory_order_relaxed)) return false;
+  const uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
+  if (t_epoch != epoch) {
+    t_epoch = epoch;
+    t_depth = 0;
+  }
+  return true;
+}
+
 void note_push(int category) {
-  if (!ds_is_traced()) return;
+  if (!noting()) return;
   if (t_depth < kMaxDepth) {
-    t_cpu_at_push[t_depth] =
-        category == DS_CATEGORY_FETCH || category == DS_CATEGORY_PREP ? thread_cpu_ns() : -1;
+    t_cpu_at_push[t_depth] = category == DS_CATEGORY_FETCH || category == DS_CATEGORY_PREP ? thread_cpu_ns() : -1;
   }
   ++t_depth;
 }
@@ -87,7 +106,7 @@ void push_registered(int category, nvtxStringHandle_t name, int64_t payload) {
 }
 
 void note_pop() {
-  if (!ds_is_traced() || t_depth == 0) return;
+  if (!noting() || t_depth == 0) return;
   --t_depth;
   if (t_depth >= kMaxDepth || t_cpu_at_push[t_depth] < 0) return;
   nvtxEventAttributes_t a = attributes(DS_CATEGORY_CPU, thread_cpu_ns() - t_cpu_at_push[t_depth]);
@@ -134,6 +153,17 @@ void ds_step_push(int64_t step) { push_registered(DS_CATEGORY_STEP, names().step
 void ds_fetch_push(int64_t batch_id) { push_registered(DS_CATEGORY_FETCH, names().fetch, batch_id); }
 void ds_prep_push(int64_t batch_id) { push_registered(DS_CATEGORY_PREP, names().prep, batch_id); }
 void ds_wait_push(int64_t batch_id) { push_registered(DS_CATEGORY_WAIT, names().wait, batch_id); }
+
+void ds_tracing_pause(void) {
+  g_paused.store(true, std::memory_order_relaxed);
+  g_epoch.fetch_add(1, std::memory_order_relaxed);
+  ds_mark(DS_CATEGORY_CONTROL, "pause", DS_NO_PAYLOAD);
+}
+
+void ds_tracing_resume(void) {
+  ds_mark(DS_CATEGORY_CONTROL, "resume", DS_NO_PAYLOAD);
+  g_paused.store(false, std::memory_order_relaxed);
+}
 
 int ds_is_traced(void) {
   static const int traced = [] {

@@ -59,6 +59,11 @@ std::string render_text(const std::string& path, const TraceSummary& s) {
                                       100.0 * static_cast<double>(s.tracer_writer_cpu_ns) /
                                           static_cast<double>(s.end - s.begin)));
   }
+  if (s.recording_pauses > 0) {
+    line("recording paused", fmt::format("{} time{} by the program, {} in all: what ran then is not in the trace",
+                                         s.recording_pauses, s.recording_pauses == 1 ? "" : "s",
+                                         format_duration(s.recording_paused_ns)));
+  }
   if (s.range_timed_in_run_ns >= 0 || s.threads_runqueue_ns != kNoValue) {
     // Whether the run was in the state start-up calibration measured (docs/simulation.md,
     // "Telling the state of a traced run").
@@ -176,6 +181,7 @@ std::string render_json(const std::string& path, const TraceSummary& s) {
   j["host"] = s.host;
   j["cpu_cores"] = s.cpu_cores.empty() ? json(nullptr) : json(std::stoll(s.cpu_cores));
   j["tracer_writer_cpu_ns"] = opt(s.tracer_writer_cpu_ns);
+  j["recording_paused"] = {{"pauses", s.recording_pauses}, {"ns", s.recording_paused_ns}};
   auto cost = [](double v) { return v >= 0 ? json(v) : json(nullptr); };
   j["tracer_cost"] = {{"range_cost_ns", cost(s.range_cost_ns)},
                       {"range_timed_at_start_ns", cost(s.range_timed_at_start_ns)},

@@ -47,6 +47,7 @@ struct Options {
   bool no_loading = false;
   bool fine_annotations = false;
   bool probe = false;
+  int paused_blocks = 0;
   std::string data_dir;
   unsigned seed = 1;
 };
@@ -69,6 +70,9 @@ void usage(const char* argv0) {
                "  --probe              time 20 000 calls through a function pointer before and after the\n"
                "                       steps, unannotated, and print both (machine_probe_ns): how fast\n"
                "                       the machine ran\n"
+               "  --paused-blocks N    steps in blocks of N, recording paused in every other block\n"
+               "                       (ds_tracing_pause): prints every step's time (step_ns STEP\n"
+               "                       RECORDED NS), to time paused steps against recorded ones\n"
                "  --seed N             random seed (1)\n",
                argv0);
 }
@@ -98,12 +102,13 @@ Options parse(int argc, char** argv) {
     else if (a == "--no-loading") o.no_loading = true;
     else if (a == "--fine-annotations") o.fine_annotations = true;
     else if (a == "--probe") o.probe = true;
+    else if (a == "--paused-blocks") o.paused_blocks = integer();
     else if (a == "--seed") o.seed = static_cast<unsigned>(integer());
     else if (a == "-h" || a == "--help") { usage(argv[0]); std::exit(0); }
     else { std::fprintf(stderr, "cpu_train: unknown option %s\n", argv[i]); usage(argv[0]); std::exit(2); }
   }
   if (o.steps < 1 || o.batch_size < 1 || o.workers < 0 || o.prefetch < 1 || o.input_dim < 1 || o.hidden < 1 ||
-      o.dataset_size < 1 || o.prep_passes < 0 || o.fetch_delay_us < 0) {
+      o.dataset_size < 1 || o.prep_passes < 0 || o.fetch_delay_us < 0 || o.paused_blocks < 0) {
     std::fprintf(stderr, "cpu_train: sizes must be positive (workers, passes and delay may be 0)\n");
     std::exit(2);
   }
@@ -445,7 +450,16 @@ int main(int argc, char** argv) {
   step_ns.reserve(static_cast<std::size_t>(o.steps));
   float first_loss = 0, loss = 0;
   const auto run_start = std::chrono::steady_clock::now();
+  // Block k of --paused-blocks is recorded when k is even: the first steps are recorded.
+  auto recorded = [&](std::int64_t step) { return o.paused_blocks == 0 || (step / o.paused_blocks) % 2 == 0; };
   for (std::int64_t i = 0; i <= last; ++i) {
+    if (o.paused_blocks > 0 && i > 0 && i % o.paused_blocks == 0) {
+      if (recorded(i)) {
+        ds_tracing_resume();
+      } else {
+        ds_tracing_pause();
+      }
+    }
     const auto t0 = std::chrono::steady_clock::now();
     {
       dreamscope::Scope step = dreamscope::Scope::step(i);
@@ -484,6 +498,11 @@ int main(int argc, char** argv) {
   std::printf("cpu_train: %d steps, batch %d, %d workers, loss %.4f -> %.4f, %.3f s\n", o.steps, o.batch_size,
               o.no_loading ? 0 : o.workers, first_loss, loss, total_s);
   std::printf("median_step_ns %.0f\n", median);
+  if (o.paused_blocks > 0) {
+    for (std::size_t i = 0; i < step_ns.size(); ++i) {
+      std::printf("step_ns %zu %d %.0f\n", i, recorded(static_cast<std::int64_t>(i)) ? 1 : 0, step_ns[i]);
+    }
+  }
   if (o.probe) std::printf("machine_probe_ns %.0f %.0f\n", probe_before, machine_probe_ns());
   return 0;
 }

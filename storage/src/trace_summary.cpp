@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <set>
 #include <string_view>
@@ -16,6 +17,18 @@ TraceSummary summarize(const Trace& trace, std::size_t top_kernels) {
   s.host = trace.meta_value("host");
   s.cpu_cores = trace.meta_value("cpu_cores");
   s.tracer_writer_cpu_ns = trace.tracer_writer_cpu_ns();
+  // "pid start end; pid start end; ..." (the tracer's writer_thread.cpp)
+  const std::string pauses = trace.meta_value("recording_paused");
+  for (std::size_t at = 0; at < pauses.size();) {
+    std::size_t next = pauses.find(';', at);
+    if (next == std::string::npos) next = pauses.size();
+    long long pid = 0, start = 0, end = 0;
+    if (std::sscanf(pauses.substr(at, next - at).c_str(), "%lld %lld %lld", &pid, &start, &end) == 3 && end >= start) {
+      ++s.recording_pauses;
+      s.recording_paused_ns += end - start;
+    }
+    at = next + 1;
+  }
   for (const CalibrationRecord& c : trace.calibration()) {
     if (c.event_kind == "nvtx_range") s.range_cost_ns = c.cost_ns;
     if (c.event_kind == "nvtx_range_timed") s.range_timed_at_start_ns = c.cost_ns;

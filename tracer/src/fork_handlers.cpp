@@ -2,6 +2,7 @@
 // child never finds one held by a thread it does not have (the writer mid-flush, CUPTI
 // handing a buffer over), and the child starts a part file of its own.
 #include "cupti_session.h"
+#include "recording_pause.h"
 #include "tracer_state.h"
 
 #include <pthread.h>
@@ -27,10 +28,12 @@ void fork_prepare() {
   g_tracer->domains.mutex().lock();
   g_tracer->warnings_mu.lock();
   g_tracer->thread_names_mu.lock();
+  pauses_mutex().lock();
 }
 
 void fork_parent() {
   if (!g_tracer) return;
+  pauses_mutex().unlock();
   g_tracer->thread_names_mu.unlock();
   g_tracer->warnings_mu.unlock();
   g_tracer->domains.mutex().unlock();

@@ -6,6 +6,7 @@
 
 #include "event_buffer.h"
 #include "recorder.h"
+#include "recording_pause.h"
 
 #include <cstdint>
 #include <cwchar>
@@ -178,8 +179,14 @@ void NVTX_API name_os_thread_w(std::uint32_t tid, const wchar_t* n) {
 }
 
 // CORE2 module: domains, registered strings.
+// Also the way in of ds_tracing_pause and ds_tracing_resume (recording_pause.h): its slot
+// stays filled while paused, and its other marks made then are dropped by the writer.
 void NVTX_API domain_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   const auto at = now();
+  if (a && a->category == kControlCategory && a->messageType == NVTX_MESSAGE_TYPE_ASCII &&
+      handle_control_mark(at, domain_index(d), a->category, a->message.ascii)) {
+    return;
+  }
   mark(at, domain_index(d), decode(a));
 }
 nvtxRangeId_t NVTX_API domain_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
@@ -226,6 +233,12 @@ void assign(NvtxFunctionTable table, unsigned size, unsigned id, F f) {
   if (id < size && table[id]) *table[id] = reinterpret_cast<NvtxFunctionPointer>(f);
 }
 
+// A slot whose function records an event: emptied while the program has paused recording.
+template <class F>
+void assign_recording(NvtxFunctionTable table, unsigned size, unsigned id, F f) {
+  if (id < size && table[id]) keep_recording_slot(table[id], reinterpret_cast<NvtxFunctionPointer>(f));
+}
+
 } // namespace
 
 // What NVTX's function tables call, for self-calibration to time the very same path.
@@ -246,17 +259,17 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(N
   NvtxFunctionTable core = nullptr;
   unsigned core_size = 0;
   if (!callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &core, &core_size) || !core) return 0;
-  assign(core, core_size, NVTX_CBID_CORE_MarkEx, mark_ex);
-  assign(core, core_size, NVTX_CBID_CORE_MarkA, mark_a);
-  assign(core, core_size, NVTX_CBID_CORE_MarkW, mark_w);
-  assign(core, core_size, NVTX_CBID_CORE_RangeStartEx, start_ex);
-  assign(core, core_size, NVTX_CBID_CORE_RangeStartA, start_a);
-  assign(core, core_size, NVTX_CBID_CORE_RangeStartW, start_w);
-  assign(core, core_size, NVTX_CBID_CORE_RangeEnd, end_range);
-  assign(core, core_size, NVTX_CBID_CORE_RangePushEx, push_ex);
-  assign(core, core_size, NVTX_CBID_CORE_RangePushA, push_a);
-  assign(core, core_size, NVTX_CBID_CORE_RangePushW, push_w);
-  assign(core, core_size, NVTX_CBID_CORE_RangePop, pop_range);
+  assign_recording(core, core_size, NVTX_CBID_CORE_MarkEx, mark_ex);
+  assign_recording(core, core_size, NVTX_CBID_CORE_MarkA, mark_a);
+  assign_recording(core, core_size, NVTX_CBID_CORE_MarkW, mark_w);
+  assign_recording(core, core_size, NVTX_CBID_CORE_RangeStartEx, start_ex);
+  assign_recording(core, core_size, NVTX_CBID_CORE_RangeStartA, start_a);
+  assign_recording(core, core_size, NVTX_CBID_CORE_RangeStartW, start_w);
+  assign_recording(core, core_size, NVTX_CBID_CORE_RangeEnd, end_range);
+  assign_recording(core, core_size, NVTX_CBID_CORE_RangePushEx, push_ex);
+  assign_recording(core, core_size, NVTX_CBID_CORE_RangePushA, push_a);
+  assign_recording(core, core_size, NVTX_CBID_CORE_RangePushW, push_w);
+  assign_recording(core, core_size, NVTX_CBID_CORE_RangePop, pop_range);
   assign(core, core_size, NVTX_CBID_CORE_NameCategoryA, name_category_a);
   assign(core, core_size, NVTX_CBID_CORE_NameCategoryW, name_category_w);
   assign(core, core_size, NVTX_CBID_CORE_NameOsThreadA, name_os_thread_a);
@@ -266,10 +279,10 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(N
   unsigned core2_size = 0;
   if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &core2, &core2_size) && core2) {
     assign(core2, core2_size, NVTX_CBID_CORE2_DomainMarkEx, domain_mark_ex);
-    assign(core2, core2_size, NVTX_CBID_CORE2_DomainRangeStartEx, domain_start_ex);
-    assign(core2, core2_size, NVTX_CBID_CORE2_DomainRangeEnd, domain_end);
-    assign(core2, core2_size, NVTX_CBID_CORE2_DomainRangePushEx, domain_push_ex);
-    assign(core2, core2_size, NVTX_CBID_CORE2_DomainRangePop, domain_pop);
+    assign_recording(core2, core2_size, NVTX_CBID_CORE2_DomainRangeStartEx, domain_start_ex);
+    assign_recording(core2, core2_size, NVTX_CBID_CORE2_DomainRangeEnd, domain_end);
+    assign_recording(core2, core2_size, NVTX_CBID_CORE2_DomainRangePushEx, domain_push_ex);
+    assign_recording(core2, core2_size, NVTX_CBID_CORE2_DomainRangePop, domain_pop);
     assign(core2, core2_size, NVTX_CBID_CORE2_DomainResourceCreate, domain_resource_create);
     assign(core2, core2_size, NVTX_CBID_CORE2_DomainResourceDestroy, domain_resource_destroy);
     assign(core2, core2_size, NVTX_CBID_CORE2_DomainNameCategoryA, domain_name_category_a);

@@ -52,6 +52,10 @@ void tracer_restart_session(); // after a failed exec
 // part cleanly) and waits for it a little.
 void tracer_flush_from_signal(int close_with_signal);
 void tracer_add_warning(const std::string& w);
+// Wakes the writer to drain and write what was recorded so far, now rather than at its next
+// tick, and (with `wait`) waits for it, for at most 2 s: at a pause of recording, so that the
+// writer's work on what came before stays out of the paused steps (recording_pause.h).
+void tracer_drain_now(bool wait);
 void tracer_add_dropped(std::uint64_t n);
 // nvtxNameOsThread: the thread's track takes this name, also if it was written already.
 void tracer_name_os_thread(std::int64_t tid, std::string name);

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <string>
 
@@ -42,11 +43,13 @@ void finish_session(Session& s, bool clean, std::int64_t exit_status, const char
     // Ranges still open at exit end with the process: the outer step of a loop that
     // called exit() is real time the program spent.
     for (auto& [index, sink] : s.sinks) {
+      const std::int64_t at = open_ranges_end(s, sink, end);
       while (!sink.stack.empty()) {
-        write_range(s, sink.stack.back(), end);
+        write_range(s, sink.stack.back(), at);
         sink.stack.pop_back();
       }
     }
+    if (!s.pauses.empty()) write_pauses(s, end);
     s.info.end = end;
     s.info.exit_status = exit_status;
     s.writer->update_process(s.process, s.info);
@@ -128,6 +131,22 @@ Session* open_session(std::int64_t parent_pid) {
   Session* raw = s.release();
   raw->thread = std::thread(writer_loop, raw);
   return raw;
+}
+
+void tracer_drain_now(bool wait) {
+  Session* s = g_tracer ? g_tracer->session : nullptr;
+  if (!s || is_writer_thread()) return;
+  std::uint64_t ticket;
+  {
+    std::lock_guard lock(s->wake_mu);
+    ticket = s->drains_requested.fetch_add(1) + 1;
+  }
+  s->wake.notify_all();
+  if (!wait) return;
+  // The writer answers within a drain and a write (ms); a writer stopped or stuck is not
+  // waited for past 2 s.
+  const timespec pause{0, 50'000};
+  for (int i = 0; i < 40'000 && s->drains_done.load() < ticket && !s->stop.load(); ++i) nanosleep(&pause, nullptr);
 }
 
 void close_session(Session* s, bool clean, std::int64_t exit_status, const char* why) {

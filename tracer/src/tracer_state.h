@@ -3,6 +3,7 @@
 #pragma once
 
 #include "recorder.h"
+#include "recording_pause.h"
 #include "trace_target.h"
 
 #include <dreamscope/rank_environment.h>
@@ -50,6 +51,7 @@ struct ThreadSink {
   bool has_track = false;
   std::vector<OpenRange> stack;
   LoadWindow window;
+  std::size_t pause_index = 0; // Session::pauses: the first that began after the thread's last event
 };
 
 // One part file and the thread that writes it.
@@ -62,6 +64,10 @@ struct Session {
   std::atomic<bool> stop{false};
   std::mutex wake_mu;
   std::condition_variable wake;
+  // A pause or resume of recording asks for a drain now, not at the next tick
+  // (tracer_drain_now); the writer says which request its last drain and write answered.
+  std::atomic<std::uint64_t> drains_requested{0};
+  std::atomic<std::uint64_t> drains_done{0};
   bool failed = false; // the file could not be written: records are drained and discarded
   std::unordered_map<std::uint32_t, ThreadSink> sinks;
   std::unordered_map<std::uint64_t, OpenRange> open_starts;
@@ -73,11 +79,18 @@ struct Session {
   std::string warnings_written;
   std::int64_t last_time = 0;
   StringId buffer_map_kind = 0; // "tracer_buffer_map", interned on first use (0: not yet)
-  // CPU time of this session's writer thread so far: CPU the tracer took from the machine
-  // beside what it cost the traced threads (meta tracer_writer_cpu_ns).
+  // CPU time of this session's writer thread so far, while recording: CPU the tracer took
+  // from the machine beside what it cost the traced threads (meta tracer_writer_cpu_ns). What
+  // it used while recording was paused is apart (meta tracer_writer_cpu_paused_ns).
   std::atomic<std::int64_t> writer_cpu_ns{0};
+  std::atomic<std::int64_t> writer_cpu_paused_ns{0};
   std::int64_t writer_cpu_written = -1;
   std::uint64_t thread_names_applied = 0; // Tracer::thread_names_changes when last applied
+  // The program's pauses of recording (recording_pause.h), as of this drain, and the version
+  // written to meta recording_paused.
+  std::vector<PauseInterval> pauses;
+  std::uint64_t pauses_version = 0;
+  std::uint64_t pauses_written = 0;
   bool closed = false;
 };
 
@@ -160,6 +173,11 @@ void writer_loop(Session* s);
 // Moves every published record into the part file (or discards it when writing failed).
 void drain_all(Session& s, bool final);
 void write_range(Session& s, const OpenRange& r, std::int64_t end);
+// Where the ranges still open on a thread end when its events stop at `end`: at the pause it
+// had not yet passed, if one began since.
+std::int64_t open_ranges_end(const Session& s, const ThreadSink& sink, std::int64_t end);
+// meta recording_paused, with a pause not yet resumed ending at `still_paused_end`.
+void write_pauses(Session& s, std::int64_t still_paused_end);
 // Dropped events, warnings and the writer's CPU time into the part's meta, when changed.
 void write_status(Session& s);
 

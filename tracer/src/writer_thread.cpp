@@ -44,8 +44,41 @@ std::string thread_name(std::int64_t tid) {
   return trim_newline(read_proc_file("/proc/self/task/" + std::to_string(tid) + "/comm"));
 }
 
+void end_open_ranges(Session& s, ThreadSink& sink, std::int64_t at) {
+  while (!sink.stack.empty()) {
+    write_range(s, sink.stack.back(), at);
+    sink.stack.pop_back();
+  }
+}
+
+// Before an event of this thread at `ticks`: each pause begun since the thread's previous event
+// ends the ranges then open on it. False when the event lies inside a pause (a call that read
+// its NVTX slot just before the pause emptied it): it is not kept, and since a pushed range
+// is then never on the stack, its pop after the resume finds none there and is ignored.
+bool past_pauses(Session& s, ThreadSink& sink, std::uint64_t ticks) {
+  while (sink.pause_index < s.pauses.size() && ticks >= s.pauses[sink.pause_index].start) {
+    const PauseInterval& p = s.pauses[sink.pause_index];
+    end_open_ranges(s, sink, g_tracer->clock.to_ns(p.start));
+    if (ticks < p.end) return false;
+    ++sink.pause_index;
+  }
+  return true;
+}
+
+// A range started at `start` (ns) ends by the first pause after it, if one came.
+std::int64_t end_by_pause(const Session& s, std::int64_t start, std::int64_t end) {
+  for (const PauseInterval& p : s.pauses) {
+    const std::int64_t at = g_tracer->clock.to_ns(p.start);
+    if (at >= start) return std::min(end, at);
+  }
+  return end;
+}
+
 void process_event(Session& s, ThreadSink& sink, std::uint32_t thread_index, const Event& e, std::uint64_t pos,
                    bool with_external_ids) {
+  const bool kept = past_pauses(s, sink, e.ticks);
+  // A started range's end comes even from inside a pause: the range ends at the pause.
+  if (!kept && static_cast<EventKind>(e.kind) != EventKind::End) return;
   const std::int64_t t = g_tracer->clock.to_ns(e.ticks);
   s.last_time = std::max(s.last_time, t);
   switch (static_cast<EventKind>(e.kind)) {
@@ -68,7 +101,7 @@ void process_event(Session& s, ThreadSink& sink, std::uint32_t thread_index, con
       break;
     case EventKind::End:
       if (auto it = s.open_starts.find(e.id); it != s.open_starts.end()) {
-        write_range(s, it->second, t);
+        write_range(s, it->second, end_by_pause(s, it->second.start, t));
         s.open_starts.erase(it);
       }
       break;
@@ -113,6 +146,11 @@ std::uint64_t total_dropped() {
 constexpr std::int64_t kLoadWindowNs = 100'000'000;
 constexpr std::int64_t kShortLoadWindowNs = 10'000'000;
 constexpr std::int64_t kWaitThatEndsAWindowNs = 1'000'000;
+// A thread that records densely ends its window after 10 ms too, once this many calls were
+// timed in it: a machine's speed changes within tens of ms (the development VM's step times
+// alternate between two levels in blocks of 10 to 50 ms, and what a range costs with them),
+// and a window over both levels charges each its mean. 1000 timed calls are 64 k events.
+constexpr std::uint64_t kSamplesThatEndAWindow = 1000;
 
 void read_thread_schedstat(const ThreadBuffer& b, bool retired, std::int64_t& cpu, std::int64_t& wait) {
   cpu = wait = kNoValue;
@@ -140,19 +178,22 @@ void begin_window(LoadWindow& w, const ThreadBuffer& b, bool retired) {
   read_thread_schedstat(b, retired, w.cpu_ns, w.runqueue_ns);
 }
 
-// Ends the thread's load window when it is long enough, or the thread or the session ends,
-// and writes what the window saw; then the next window begins.
-void note_thread_load(Session& s, ThreadSink& sink, const ThreadBuffer& b, bool retired, bool last) {
+// Ends the thread's load window when it is long enough, or when told to (the thread or the
+// session ends, recording paused or resumed), and writes what the window saw; then the next
+// window begins.
+void note_thread_load(Session& s, ThreadSink& sink, const ThreadBuffer& b, bool retired, bool end_now) {
   LoadWindow& w = sink.window;
   if (w.start < 0) {
     begin_window(w, b, retired);
     return;
   }
   const std::int64_t length = monotonic_ns() - w.start;
-  if (!last && length < kShortLoadWindowNs) return;
+  if (!end_now && length < kShortLoadWindowNs) return;
   LoadWindow next;
   begin_window(next, b, retired);
-  if (!last && length < kLoadWindowNs &&
+  std::uint64_t samples = 0;
+  for (std::size_t k = 0; k < ThreadBuffer::kCostKinds; ++k) samples += next.cost[k].first - w.cost[k].first;
+  if (!end_now && length < kLoadWindowNs && samples < kSamplesThatEndAWindow &&
       (w.runqueue_ns == kNoValue || next.runqueue_ns == kNoValue || next.runqueue_ns - w.runqueue_ns < kWaitThatEndsAWindowNs)) {
     return;
   }
@@ -200,6 +241,9 @@ void drain_all(Session& s, bool final) {
     buffers = t.buffers;
   }
   t.clock.refine();
+  // A thread's load window ends at a pause or resume: the runqueue waits of paused time
+  // belong to no recorded task, and the costs of the two sides may differ.
+  const bool pauses_changed = pauses_since(s.pauses_version, s.pauses);
   const bool with_external_ids = cupti_active();
   if (with_external_ids) ensure_writer(s);
   apply_thread_names(s); // before the tracks of this drain are made: they take the names
@@ -221,7 +265,7 @@ void drain_all(Session& s, bool final) {
         }
         process_event(s, sink, b->index(), e, pos, with_external_ids);
       });
-      if (sink.has_track && s.writer) note_thread_load(s, sink, *b, retired, final || retired);
+      if (sink.has_track && s.writer) note_thread_load(s, sink, *b, retired, final || retired || pauses_changed);
     }
     if (retired) finished.push_back(b);
   }
@@ -250,7 +294,27 @@ void write_range(Session& s, const OpenRange& r, std::int64_t end) {
                                                                    : static_cast<std::int64_t>(r.external_id)});
 }
 
+std::int64_t open_ranges_end(const Session& s, const ThreadSink& sink, std::int64_t end) {
+  if (sink.pause_index < s.pauses.size()) return std::min(end, g_tracer->clock.to_ns(s.pauses[sink.pause_index].start));
+  return end;
+}
+
+// meta recording_paused: "pid start end" per pause, in ns, joined by "; "; a pause not yet
+// resumed ends at `still_paused_end`.
+void write_pauses(Session& s, std::int64_t still_paused_end) {
+  std::string text;
+  for (const PauseInterval& p : s.pauses) {
+    const std::int64_t start = g_tracer->clock.to_ns(p.start);
+    const std::int64_t end = p.end == PauseInterval::kStillPaused ? std::max(start, still_paused_end) : g_tracer->clock.to_ns(p.end);
+    if (!text.empty()) text += "; ";
+    text += std::to_string(s.info.pid) + " " + std::to_string(start) + " " + std::to_string(end);
+  }
+  s.writer->set_meta("recording_paused", text);
+  s.pauses_written = s.pauses_version;
+}
+
 void write_status(Session& s) {
+  if (s.pauses_written != s.pauses_version) write_pauses(s, s.last_time);
   const std::uint64_t dropped = total_dropped();
   if (dropped != s.dropped_written) {
     s.writer->set_meta("dropped_events", std::to_string(dropped));
@@ -268,6 +332,9 @@ void write_status(Session& s) {
   if (const std::int64_t cpu = s.writer_cpu_ns.load(); cpu != s.writer_cpu_written) {
     s.writer->set_meta("tracer_writer_cpu_ns", std::to_string(cpu));
     s.writer_cpu_written = cpu;
+    if (const std::int64_t paused = s.writer_cpu_paused_ns.load(); paused > 0) {
+      s.writer->set_meta("tracer_writer_cpu_paused_ns", std::to_string(paused));
+    }
   }
 }
 
@@ -288,10 +355,16 @@ void writer_loop(Session* s) {
     {
       std::unique_lock lock(s->wake_mu);
       s->wake.wait_for(lock, std::chrono::milliseconds(10), [&] {
-        return s->stop.load() || t.flush_requested.load() != t.flush_done.load();
+        return s->stop.load() || s->drains_requested.load() != s->drains_done.load() ||
+               t.flush_requested.load() != t.flush_done.load();
       });
     }
+    // A pause or resume of recording: what came before it is drained and written now, so
+    // that the writer's work does not land among the steps that follow.
+    const std::uint64_t drain_ticket = s->drains_requested.load();
+    const bool at_pause = drain_ticket != s->drains_done.load();
     if (s->stop.load()) break;
+    const std::int64_t cpu_at_wake = thread_cpu_ns();
     const std::uint64_t requested = t.flush_requested.load();
     // GPU records wait in CUPTI's buffers until asked for; asking often bounds what a
     // SIGKILL loses on the GPU side as the part's own flush does for the CPU side. Not
@@ -320,7 +393,8 @@ void writer_loop(Session* s) {
       // fills its chunk first; only once the process records at all.
       if (s->writer) t.pool->refill(kReadyChunks);
       // 100 ms keeps a SIGKILLed process's loss under the 200 ms the design allows.
-      if (!s->failed && s->writer && (now - last_flush >= std::chrono::milliseconds(100) || requested != t.flush_done.load())) {
+      if (!s->failed && s->writer &&
+          (now - last_flush >= std::chrono::milliseconds(100) || requested != t.flush_done.load() || at_pause)) {
         write_status(*s);
         s->writer->flush();
         last_flush = now;
@@ -328,8 +402,15 @@ void writer_loop(Session* s) {
     } catch (const std::exception& e) {
       fail_session(*s, e);
     }
-    s->writer_cpu_ns.store(thread_cpu_ns());
+    // What the writer did while recording was paused (at the pause itself, while the program
+    // waits for it) took no CPU from a recorded step: overhead correction must not remove it.
+    const std::int64_t cpu = thread_cpu_ns();
+    if (!s->pauses.empty() && s->pauses.back().end == PauseInterval::kStillPaused) {
+      s->writer_cpu_paused_ns.store(s->writer_cpu_paused_ns.load() + cpu - cpu_at_wake);
+    }
+    s->writer_cpu_ns.store(cpu - s->writer_cpu_paused_ns.load());
     t.flush_done.store(requested);
+    s->drains_done.store(drain_ticket);
   }
 }
 

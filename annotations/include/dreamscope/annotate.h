@@ -37,9 +37,11 @@ enum ds_category {
   DS_CATEGORY_WAIT = 5,      /* the consumer waiting for a batch; payload = batch id */
   DS_CATEGORY_CPU = 6,       /* a mark at the end of a fetch or prep range, made by the library
                                 when traced: payload = the thread's CPU time in the range, ns */
-  DS_CATEGORY_COLLECTIVE = 7 /* a collective across the job's ranks (all-reduce, broadcast, ...),
+  DS_CATEGORY_COLLECTIVE = 7, /* a collective across the job's ranks (all-reduce, broadcast, ...),
                                 from entry to return, waiting for the other ranks included:
                                 name = the operation, payload = the bytes this rank contributes */
+  DS_CATEGORY_CONTROL = 8     /* a mark named "pause" or "resume" that tells the tracer to stop or
+                                restart recording (ds_tracing_pause); not an event of the run */
 };
 
 /* "No payload": the range carries no batch id or step number. */
@@ -69,6 +71,17 @@ DS_API void ds_wait_push(int64_t batch_id);
 
 /* 1 when an NVTX tool (the dreamscope tracer or another) is attached to this process. */
 DS_API int ds_is_traced(void);
+
+/* Stop and restart recording the process's NVTX ranges and marks (of every domain, not only
+ * these annotations), as cudaProfilerStop/Start do under Nsight Systems: to record only the
+ * steps of interest, or to time paused steps against recorded ones in the same run. While
+ * paused, an annotation costs what it costs with no tool attached: the dreamscope tracer
+ * empties NVTX's function slots. A range open when recording pauses ends at the pause; one
+ * pushed while paused is not recorded, nor is its pop after the resume. The pauses are kept
+ * in the trace (`dreamscope info` shows them). CUDA API calls and GPU activity are recorded
+ * throughout. Other NVTX tools see two marks of category DS_CATEGORY_CONTROL. */
+DS_API void ds_tracing_pause(void);
+DS_API void ds_tracing_resume(void);
 
 #ifdef __cplusplus
 }

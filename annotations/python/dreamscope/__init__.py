@@ -58,6 +58,9 @@ def _load():
         lib.ds_range_pop.restype = None
         lib.ds_mark.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int64]
         lib.ds_mark.restype = None
+        for fn in (lib.ds_tracing_pause, lib.ds_tracing_resume):
+            fn.argtypes = []
+            fn.restype = None
         for fn in (lib.ds_step_push, lib.ds_fetch_push, lib.ds_prep_push, lib.ds_wait_push):
             fn.argtypes = [ctypes.c_int64]
             fn.restype = None
@@ -174,6 +177,20 @@ def mark(name, payload=None):
     """An instant event."""
     if _lib:
         _lib.ds_mark(OPERATION, name.encode(), _NO_PAYLOAD if payload is None else int(payload))
+
+
+def pause():
+    """Stops recording annotations until resume(), as torch.cuda.profiler.stop() does under
+    Nsight Systems: a range open now ends here, and annotations made while paused cost what
+    they cost untraced. CUDA activity is recorded throughout."""
+    if _lib:
+        _lib.ds_tracing_pause()
+
+
+def resume():
+    """Records annotations again after pause()."""
+    if _lib:
+        _lib.ds_tracing_resume()
 
 
 def data_loader(iterable, first_batch_id=0):

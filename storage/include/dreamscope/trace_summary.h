@@ -69,6 +69,10 @@ struct TraceSummary {
   // CPU time of the tracer's writer threads, all processes together (kNoValue: not known):
   // what the tracer took from the machine beside its cost on the traced threads.
   std::int64_t tracer_writer_cpu_ns = kNoValue;
+  // Pauses of recording the traced program asked for (ds_tracing_pause; meta recording_paused):
+  // how many, and how long in all. Steps then missing from the trace were never recorded.
+  std::size_t recording_pauses = 0;
+  std::int64_t recording_paused_ns = 0;
   // What recording cost in the run against start-up (calibration rows and thread loads, the
   // basis of overhead correction; docs/simulation.md): a range's calibrated cost, what the
   // hot path's own timing of a range read at start-up and, on average, in the run, and what a
