@@ -1,40 +1,61 @@
 #!/usr/bin/env bash
 # Overhead correction against reality, on the CPU (issues 4 and 16): samples/cpu_train with
 # --fine-annotations (a range per hidden neuron and sample, so that tracing slows it by far
-# more than 30 %), traced and untraced, in two configurations:
+# more than 30 %), in two configurations:
 #   pipeline   the data pipeline on the training thread (--workers 0 --prep-passes 1): the
 #              tracer's writer thread has a core of its own on a 2-core machine
 #   workers2   two loader threads as well (--workers 2): three busy threads and the writer
 #              share the cores, so the writer's CPU is taken from the job
-# For each, RUNS traced runs (default 5), each between two untraced runs (U T U T U ...: the
-# untraced run after one traced run is the one before the next). Each traced run's
-# `dreamscope replay --correct-overhead` prediction of the median step is compared with the
-# mean of its two neighbours: this machine changes state within seconds (untraced median steps
-# of ~760 us and ~1050 us alternate), and a traced run compared with untraced runs of the
-# other state would measure the machine, not the correction. Where the two neighbours differ
-# by more than STABLE % (default 5), or the six machine probes (before and after each run's
-# steps) by more than SPREAD % (default 25), the state changed around the traced run: that
-# attempt is printed, marked `*`, with its error, but not counted, since its reference is the
-# machine's other state; a fresh traced run is made instead, until RUNS settled runs or
-# RUNS x TRIES attempts in all (TRIES default 4). Prints every attempt's error, and per
-# configuration the median error and the worst of the settled runs; exits 1 when the median
-# exceeds BOUND % (default 3) or a settled run's error exceeds WORST % (default 6), 3 where
-# fewer than RUNS runs settled within the attempts (inconclusive: the machine kept changing).
+#
+# METHOD=paired (the default, and the figure CI prints): each traced run pauses recording in
+# every other block of BLOCK steps (cpu_train --paused-blocks, ds_tracing_pause), so the one
+# process runs recorded and unrecorded steps side by side, tens of ms apart. A paused step
+# costs what an untraced one does: the tracer empties NVTX's slots, and the annotations make
+# no call. `dreamscope replay --correct-overhead` predicts every recorded step untraced; each
+# recorded block's median prediction is compared with the mean of its two paused neighbours'
+# median steps. Steps at the start of a block are left out (TRACED_SKIP recorded, PAUSED_SKIP
+# paused: the writer drains what came before a pause at the pause, and the loaders refill).
+# Why: this machine changes speed within tens of ms (blocks of paused steps run at ~590 us and
+# ~830 us in one run; docs/simulation.md), so an untraced run seconds away measures another
+# machine; neighbours tens of ms away mostly do not. A block pair whose two paused neighbours
+# differ by more than STABLE % (default 5) saw the machine change around it: it is not
+# counted. A run's error is the median over its counted pairs; a run with fewer than PAIRS
+# (default 5) counted pairs is marked `*`, not counted, and another run is made, until RUNS
+# settled runs or RUNS x TRIES attempts.
+#
+# METHOD=separate: the older comparison with whole untraced runs, each traced run between two
+# untraced ones (U T U T U ...), the pair's neighbours within STABLE % and their machine probes
+# within SPREAD % (default 25) for the attempt to count. For the record: how far the correction
+# is from a run without the tracer loaded at all, when the machine holds still long enough.
+#
+# Prints every attempt's error, and per configuration the median error and the worst of the
+# settled runs; exits 1 when the median exceeds BOUND % (default 3) or a settled run's error
+# exceeds WORST % (default 6), 3 where fewer than RUNS runs settled within the attempts.
 #
 #   bench/graph/overhead_correction.sh                       # binaries from build/release/bin
 #   BIN=build/graph/bin RUNS=3 bench/graph/overhead_correction.sh
 #   CONFIGS=workers2 bench/graph/overhead_correction.sh      # one configuration
 #   ARGS="--workers 4" bench/graph/overhead_correction.sh    # other cpu_train options instead
+#   METHOD=separate bench/graph/overhead_correction.sh       # against whole untraced runs
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-build/release/bin}
+METHOD=${METHOD:-paired}
 RUNS=${RUNS:-5}
-STEPS=${STEPS:-300}
 BOUND=${BOUND:-3}
 WORST=${WORST:-6}
 STABLE=${STABLE:-5}
 SPREAD=${SPREAD:-25}
 TRIES=${TRIES:-4}
+BLOCK=${BLOCK:-30}
+TRACED_SKIP=${TRACED_SKIP:-5}
+PAUSED_SKIP=${PAUSED_SKIP:-10}
+PAIRS=${PAIRS:-5}
+case "$METHOD" in
+  paired) STEPS=${STEPS:-1200} ;;
+  separate) STEPS=${STEPS:-300} ;;
+  *) echo "overhead_correction.sh: unknown METHOD $METHOD (paired, separate)" >&2; exit 2 ;;
+esac
 CONFIGS=${CONFIGS:-"pipeline workers2"}
 dreamscope=$BIN/dreamscope
 cpu_train=$BIN/cpu_train
@@ -42,6 +63,33 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 data=$work/data
 if [ -n "${ARGS:-}" ]; then CONFIGS=custom; fi
+
+# What the replay says of one traced run: per step, measured and predicted; and the costs.
+replay_json() {
+  "$dreamscope" replay "$work/run.db" --correct-overhead --format json >"$work/replay.json"
+  rm -rf "$work/run.db" "$work/run.db.d" # deleted before written back: no disk traffic
+}
+
+# The verdict on a configuration's settled runs (their errors in $work/settled) after $1
+# attempts: the median and the worst against BOUND and WORST; 3 where too few settled.
+verdict() {
+  python3 - "$BOUND" "$WORST" "$RUNS" "$1" "$work/settled" <<'PY'
+import statistics, sys
+bound, worst_bound, wanted, attempts = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+settled = [float(x) for x in open(sys.argv[5]).read().split()]
+if not settled:
+    print(f"error: no settled run in {attempts} attempts: inconclusive (the machine kept changing speed)")
+    sys.exit(3)
+median_error = statistics.median(settled)
+worst = max(settled, key=abs)
+print(f"error: median {median_error:+.2f} %, worst run {worst:+.2f} % over {len(settled)} settled runs (bounds {bound:g} % and {worst_bound:g} %)")
+if abs(median_error) > bound or abs(worst) > worst_bound:
+    sys.exit(1)
+if len(settled) < wanted:
+    print(f"inconclusive: {len(settled)} of the {wanted} settled runs wanted in {attempts} attempts")
+    sys.exit(3)
+PY
+}
 
 status=0
 for config in $CONFIGS; do
@@ -54,53 +102,128 @@ for config in $CONFIGS; do
   # shellcheck disable=SC2206
   run_args=(--steps "$STEPS" --data "$data" --fine-annotations --probe $options)
   "$cpu_train" "${run_args[@]}" >/dev/null # the dataset, and warm caches
-  untraced_run() {
-    sync # a traced run's 100 MB, written back while a later run is measured, would take a core
-    "$cpu_train" "${run_args[@]}" | awk '/^median_step_ns/ {s = $2} /^machine_probe_ns/ {p = $2 " " $3} END {print s, p}'
-  }
-  # The traced run's own probes, from its standard output.
-  traced_probes() { awk '/^machine_probe_ns/ {print $2, $3}' "$work/traced.out"; }
   rows=()
   settled_runs=0
   attempt=0
-  before=$(untraced_run)
-  while [ "$settled_runs" -lt "$RUNS" ] && [ "$attempt" -lt $((RUNS * TRIES)) ]; do
-    attempt=$((attempt + 1))
-    sync
-    "$dreamscope" trace -f -o "$work/run.db" -- "$cpu_train" "${run_args[@]}" >"$work/traced.out" 2>/dev/null
-    after=$(untraced_run)
-    # Settled: the neighbours' median steps agree within STABLE %, and the machine probes
-    # of all three runs (before and after their steps) within SPREAD %.
-    settled=$(python3 -c "
+  config_status=0
+  if [ "$METHOD" = paired ]; then
+    untraced=$("$cpu_train" "${run_args[@]}" | awk '/^median_step_ns/ {print $2}')
+    while [ "$settled_runs" -lt "$RUNS" ] && [ "$attempt" -lt $((RUNS * TRIES)) ]; do
+      attempt=$((attempt + 1))
+      sync
+      "$dreamscope" trace -f -o "$work/run.db" -- "$cpu_train" "${run_args[@]}" --paused-blocks "$BLOCK" \
+        >"$work/traced.out" 2>/dev/null
+      replay_json
+      row=$(python3 - "$work/traced.out" "$work/replay.json" "$BLOCK" "$TRACED_SKIP" "$PAUSED_SKIP" "$STABLE" "$PAIRS" <<'PY'
+import json, statistics, sys
+out, replay, block, traced_skip, paused_skip, stable, wanted = sys.argv[1], sys.argv[2], *map(float, sys.argv[3:])
+block, traced_skip, paused_skip, wanted = int(block), int(traced_skip), int(paused_skip), int(wanted)
+paused = {}
+for line in open(out):
+    f = line.split()
+    if f and f[0] == "step_ns" and f[2] == "0":
+        paused[int(f[1])] = float(f[3])
+r = json.load(open(replay))
+measured, predicted = {}, {}
+for s in r["steps"]:
+    if s["name"].startswith("step "):
+        i = int(s["name"].split()[1])
+        measured[i], predicted[i] = s["measured_ns"], s["predicted_ns"]
+blocks = (max(max(paused, default=0), max(measured, default=0)) + 1) // block
+pairs, counted = 0, []
+traced_steps, predicted_steps, paused_steps = [], [], []
+# Recorded blocks are the even ones; block 0 holds the start-up.
+for b in range(2, blocks - 1, 2):
+    mine = [i for i in range(b * block + traced_skip, (b + 1) * block) if i in predicted]
+    sides = [[paused[i] for i in range(c * block + paused_skip, (c + 1) * block) if i in paused] for c in (b - 1, b + 1)]
+    if not mine or not all(sides):
+        continue
+    pairs += 1
+    left, right = (statistics.median(s) for s in sides)
+    if abs(left - right) > stable / 100 * min(left, right):
+        continue
+    reference = (left + right) / 2
+    p = statistics.median(predicted[i] for i in mine)
+    counted.append(100 * (p - reference) / reference)
+    traced_steps.append(statistics.median(measured[i] for i in mine))
+    predicted_steps.append(p)
+    paused_steps.append(reference)
+o = r["overhead"]
+median = lambda v: statistics.median(v) if v else 0
+print(1 if len(counted) >= wanted else 0, len(counted), pairs, "%.3f" % median(counted),
+      int(median(traced_steps)), int(median(predicted_steps)), int(median(paused_steps)),
+      "%.1f" % o["range_ns"], "%.1f" % o.get("in_run_range_ns", 0), "%.1f" % (o.get("runqueue_removed_ns", 0) / 1e6))
+PY
+)
+      rows+=("$attempt $row")
+      if [ "${row%% *}" = 1 ]; then settled_runs=$((settled_runs + 1)); fi
+    done
+    python3 - "$config" "$options" "$BLOCK" "$untraced" "$work/settled" "${rows[@]}" <<'PY'
+import statistics, sys
+config, options, block, untraced = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+# row: attempt, settled, pairs counted, pairs, error, traced, predicted, paused, range costs, waits
+rows = [[float(x) for x in r.split()] for r in sys.argv[6:]]
+print(f"== {config} (cpu_train --fine-annotations {options} --paused-blocks {block}: recorded blocks against their paused neighbours)")
+print("run  pairs   traced  predicted   paused    error   range: calibrated  in run   waited for a core")
+for r in rows:
+    mark = " " if r[1] else "*"
+    print(f"{int(r[0]):3}{mark} {int(r[2]):2}/{int(r[3]):<2} {r[5] / 1e3:7.1f} us {r[6] / 1e3:7.1f} us {r[7] / 1e3:7.1f} us {r[4]:+6.2f} %"
+          f"   {r[8]:9.1f} ns {r[9]:6.1f} ns   {r[10]:6.1f} ms")
+settled = [r[4] for r in rows if r[1]]
+unsettled = [r for r in rows if not r[1]]
+if unsettled:
+    print(f"* {len(unsettled)} of {len(rows)} runs not counted: fewer than the pairs wanted had two paused neighbours "
+          f"that agreed (the machine kept changing speed). Their errors, for the record: "
+          f"{', '.join(f'{r[4]:+.2f} % ({int(r[2])} pairs)' for r in unsettled)}")
+paused = statistics.median(r[7] for r in rows)
+print(f"median step: paused {paused / 1e3:.1f} us, recorded {statistics.median(r[5] for r in rows) / 1e3:.1f} us; "
+      f"an untraced run before them: {untraced / 1e3:.1f} us (another moment: the machine may have been in another state)")
+open(sys.argv[5], "w").write(" ".join(str(e) for e in settled))
+PY
+  else
+    untraced_run() {
+      sync # a traced run's 100 MB, written back while a later run is measured, would take a core
+      "$cpu_train" "${run_args[@]}" | awk '/^median_step_ns/ {s = $2} /^machine_probe_ns/ {p = $2 " " $3} END {print s, p}'
+    }
+    # The traced run's own probes, from its standard output.
+    traced_probes() { awk '/^machine_probe_ns/ {print $2, $3}' "$work/traced.out"; }
+    before=$(untraced_run)
+    while [ "$settled_runs" -lt "$RUNS" ] && [ "$attempt" -lt $((RUNS * TRIES)) ]; do
+      attempt=$((attempt + 1))
+      sync
+      "$dreamscope" trace -f -o "$work/run.db" -- "$cpu_train" "${run_args[@]}" >"$work/traced.out" 2>/dev/null
+      after=$(untraced_run)
+      # Settled: the neighbours' median steps agree within STABLE %, and the machine probes
+      # of all three runs (before and after their steps) within SPREAD %.
+      settled=$(python3 -c "
 import sys
 b, a, t = [float(x) for x in sys.argv[1].split()], [float(x) for x in sys.argv[2].split()], [float(x) for x in sys.argv[3].split()]
 probes = b[1:] + a[1:] + t
 steady = abs(a[0] - b[0]) <= $STABLE / 100 * min(a[0], b[0]) and max(probes) <= (1 + $SPREAD / 100) * min(probes)
 print(1 if steady else 0)" "$before" "$after" "$(traced_probes)")
-    row=$("$dreamscope" replay "$work/run.db" --correct-overhead --format json | python3 -c '
+      replay_json
+      row=$(python3 -c '
 import json, statistics, sys
-r = json.load(sys.stdin)
+r = json.load(open(sys.argv[1]))
 steps, o = r["steps"], r["overhead"]
 print(int(statistics.median(s["measured_ns"] for s in steps)), int(statistics.median(s["predicted_ns"] for s in steps)),
       "%.1f" % o["range_ns"], "%.1f" % o.get("in_run_range_ns", 0), "%.1f" % (o.get("runqueue_removed_ns", 0) / 1e6),
-      "%.0f" % (o["events_charged"] / len(steps)), o["overhead_records"])')
-    rm -rf "$work/run.db" "$work/run.db.d" # deleted before written back: no disk traffic
-    rows+=("${before%% *} ${after%% *} $settled $attempt $row $(traced_probes)")
-    if [ "$settled" = 1 ]; then settled_runs=$((settled_runs + 1)); fi
-    before=$after
-  done
-  config_status=0
-  python3 - "$config" "$options" "$BOUND" "$WORST" "$RUNS" "${rows[@]}" <<'PY' || config_status=$?
+      "%.0f" % (o["events_charged"] / len(steps)), o["overhead_records"])' "$work/replay.json")
+      rows+=("${before%% *} ${after%% *} $settled $attempt $row $(traced_probes)")
+      if [ "$settled" = 1 ]; then settled_runs=$((settled_runs + 1)); fi
+      before=$after
+    done
+    python3 - "$config" "$options" "$work/settled" "${rows[@]}" <<'PY'
 import statistics, sys
-config, options, bound, worst_bound, wanted = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
-rows = [[float(x) for x in r.split()] for r in sys.argv[6:]]
+config, options = sys.argv[1], sys.argv[2]
+rows = [[float(x) for x in r.split()] for r in sys.argv[4:]]
 # row: untraced before, untraced after, settled, attempt, traced, predicted, range costs, waits, ranges, records,
 # the traced run's probes
 u = statistics.median([rows[0][0]] + [r[1] for r in rows])
 t = statistics.median(r[4] for r in rows)
 references = [(r[0] + r[1]) / 2 for r in rows]
 errors = [100 * (r[5] - ref) / ref for r, ref in zip(rows, references)]
-print(f"== {config} (cpu_train --fine-annotations {options})")
+print(f"== {config} (cpu_train --fine-annotations {options}: traced runs against their untraced neighbours)")
 print("run  untraced: before   after    traced  predicted   error   range: calibrated  in run   waited for a core   probe")
 for r, e in zip(rows, errors):
     mark = " " if r[2] else "*"
@@ -115,18 +238,10 @@ if unsettled:
 ranges = statistics.median(r[9] for r in rows)
 print(f"median step: untraced {u / 1e3:.1f} us, traced {t / 1e3:.1f} us (tracing slows it by {100 * (t - u) / u:.1f} %, "
       f"{1e3 * (t - u) / 1e3 / ranges:.1f} ns per range over {ranges:.0f} ranges per step)")
-if not settled:
-    print(f"error: no settled run in {len(rows)} attempts: inconclusive (the machine changed state around every one)")
-    sys.exit(3)
-median_error = statistics.median(settled)
-worst = max(settled, key=abs)
-print(f"error: median {median_error:+.2f} %, worst run {worst:+.2f} % over {len(settled)} settled runs (bounds {bound:g} % and {worst_bound:g} %)")
-if abs(median_error) > bound or abs(worst) > worst_bound:
-    sys.exit(1)
-if len(settled) < wanted:
-    print(f"inconclusive: {len(settled)} of the {wanted} settled runs wanted in {len(rows)} attempts")
-    sys.exit(3)
+open(sys.argv[3], "w").write(" ".join(str(e) for e in settled))
 PY
+  fi
+  verdict "$attempt" || config_status=$?
   # A miss in any configuration outweighs an inconclusive one.
   if [ "$config_status" = 1 ] || { [ "$config_status" != 0 ] && [ "$status" = 0 ]; }; then status=$config_status; fi
 done
