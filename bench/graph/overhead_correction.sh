@@ -7,7 +7,7 @@
 #   workers2   two loader threads as well (--workers 2): three busy threads and the writer
 #              share the cores, so the writer's CPU is taken from the job
 #
-# METHOD=paired (the default, and the figure CI prints): each traced run pauses recording in
+# METHOD=paired (the default, and the figure CI prints): each traced run (2400 steps) pauses recording in
 # every other block of BLOCK steps (cpu_train --paused-blocks, ds_tracing_pause), so the one
 # process runs recorded and unrecorded steps side by side, tens of ms apart. A paused step
 # costs what an untraced one does: the tracer empties NVTX's slots, and the annotations make
@@ -52,7 +52,7 @@ TRACED_SKIP=${TRACED_SKIP:-5}
 PAUSED_SKIP=${PAUSED_SKIP:-10}
 PAIRS=${PAIRS:-5}
 case "$METHOD" in
-  paired) STEPS=${STEPS:-1200} ;;
+  paired) STEPS=${STEPS:-2400} ;;
   separate) STEPS=${STEPS:-300} ;;
   *) echo "overhead_correction.sh: unknown METHOD $METHOD (paired, separate)" >&2; exit 2 ;;
 esac
