@@ -300,11 +300,13 @@ std::int64_t open_ranges_end(const Session& s, const ThreadSink& sink, std::int6
 }
 
 // meta recording_paused: "pid start end" per pause, in ns, joined by "; "; a pause not yet
-// resumed ends at `still_paused_end`.
+// resumed ends at `still_paused_end`. A fork child inherits its parent's pauses: those that
+// ended before the child's session began are its parent's alone.
 void write_pauses(Session& s, std::int64_t still_paused_end) {
   std::string text;
   for (const PauseInterval& p : s.pauses) {
-    const std::int64_t start = g_tracer->clock.to_ns(p.start);
+    if (p.end != PauseInterval::kStillPaused && g_tracer->clock.to_ns(p.end) < s.info.start) continue;
+    const std::int64_t start = std::max(s.info.start, g_tracer->clock.to_ns(p.start));
     const std::int64_t end = p.end == PauseInterval::kStillPaused ? std::max(start, still_paused_end) : g_tracer->clock.to_ns(p.end);
     if (!text.empty()) text += "; ";
     text += std::to_string(s.info.pid) + " " + std::to_string(start) + " " + std::to_string(end);
