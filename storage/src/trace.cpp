@@ -495,11 +495,23 @@ EventIndex TraceBuilder::add(const CudaApiRecord& r) {
   return static_cast<EventIndex>(a.start.size() - 1);
 }
 
+std::size_t TraceBuilder::LaunchHash::operator()(const LaunchConfig& c) const noexcept {
+  std::uint64_t h = 0x9E3779B97F4A7C15ull;
+  for (std::int32_t v : {c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1], c.block[2], c.registers_per_thread,
+                         c.shared_memory_static, c.shared_memory_dynamic}) {
+    h = (h ^ static_cast<std::uint32_t>(v)) * 0x100000001B3ull;
+    h ^= h >> 29;
+  }
+  return static_cast<std::size_t>(h);
+}
+
 std::uint32_t TraceBuilder::intern_launch(const LaunchConfig& c) {
   if (c == LaunchConfig{}) return 0;
-  std::string key(reinterpret_cast<const char*>(&c), sizeof(c));
-  auto [it, inserted] = launch_ids_.emplace(std::move(key), static_cast<std::uint32_t>(trace_.launch_configs_.size()));
+  if (last_launch_id_ != 0 && c == last_launch_) return last_launch_id_;
+  auto [it, inserted] = launch_ids_.emplace(c, static_cast<std::uint32_t>(trace_.launch_configs_.size()));
   if (inserted) trace_.launch_configs_.push_back(c);
+  last_launch_ = c;
+  last_launch_id_ = it->second;
   return it->second;
 }
 
@@ -716,6 +728,7 @@ Trace TraceBuilder::build() && {
   string_slots_ = {};
   string_hashes_ = {};
   launch_ids_.clear();
+  last_launch_id_ = 0;
   return std::move(trace_);
 }
 

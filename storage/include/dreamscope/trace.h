@@ -551,7 +551,14 @@ class TraceBuilder {
   std::vector<StringId> string_slots_;
   std::vector<std::uint64_t> string_hashes_;
   void grow_string_slots();
-  std::unordered_map<std::string, std::uint32_t> launch_ids_;
+  // Launch configurations by value. Kernels repeat one configuration in runs (a trace.db's
+  // gpu_op rows come a stream at a time), so the last one interned is checked first.
+  struct LaunchHash {
+    std::size_t operator()(const LaunchConfig& c) const noexcept;
+  };
+  std::unordered_map<LaunchConfig, std::uint32_t, LaunchHash> launch_ids_;
+  LaunchConfig last_launch_;
+  std::uint32_t last_launch_id_ = 0;
   std::map<std::pair<std::uint32_t, std::int64_t>, TrackId> thread_tracks_, stream_tracks_;
   std::string origin_ = "trace";
   std::int64_t summarized_ = 0;
