@@ -184,7 +184,7 @@ void NVTX_API name_os_thread_w(std::uint32_t tid, const wchar_t* n) {
 void NVTX_API domain_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   const auto at = now();
   if (a && a->category == kControlCategory && a->messageType == NVTX_MESSAGE_TYPE_ASCII &&
-      handle_control_mark(at, domain_index(d), a->category, a->message.ascii)) {
+      handle_control_mark(at, domain_index(d), a->message.ascii)) {
     return;
   }
   mark(at, domain_index(d), decode(a));

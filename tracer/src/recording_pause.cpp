@@ -46,8 +46,8 @@ void keep_recording_slot(NvtxFunction* slot, NvtxFunction recording) {
   __atomic_store_n(slot, p.paused() ? nullptr : recording, __ATOMIC_RELEASE);
 }
 
-bool handle_control_mark(std::uint64_t at, std::uint16_t domain, std::uint32_t category, const char* ascii_name) {
-  if (category != kControlCategory || !ascii_name) return false;
+bool handle_control_mark(std::uint64_t at, std::uint16_t domain, const char* ascii_name) {
+  if (!ascii_name) return false;
   const bool pause = std::strcmp(ascii_name, "pause") == 0;
   if (!pause && std::strcmp(ascii_name, "resume") != 0) return false;
   if (domains().domain_name(domain) != "dreamscope") return false; // before taking mu: no nesting

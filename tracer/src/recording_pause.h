@@ -30,9 +30,10 @@ void keep_recording_slot(NvtxFunction* slot, NvtxFunction recording);
 // The category of the control marks in the "dreamscope" domain (DS_CATEGORY_CONTROL).
 inline constexpr std::uint32_t kControlCategory = 8;
 
-// A control mark (`category` kControlCategory in the "dreamscope" domain) named "pause" or
-// "resume": the pause or the resume, done at `at` (ticks), and true; false for any other mark.
-bool handle_control_mark(std::uint64_t at, std::uint16_t domain, std::uint32_t category, const char* ascii_name);
+// A mark of category kControlCategory (the caller checks it): named "pause" or "resume" in the
+// "dreamscope" domain, the pause or the resume, done at `at` (ticks), and true; false for any
+// other mark.
+bool handle_control_mark(std::uint64_t at, std::uint16_t domain, const char* ascii_name);
 
 // The pauses so far, in order, into `out` when they changed since `version` (which is then
 // updated); false when they did not.

@@ -42,13 +42,7 @@ void finish_session(Session& s, bool clean, std::int64_t exit_status, const char
     const std::int64_t end = std::max(s.last_time, monotonic_ns());
     // Ranges still open at exit end with the process: the outer step of a loop that
     // called exit() is real time the program spent.
-    for (auto& [index, sink] : s.sinks) {
-      const std::int64_t at = open_ranges_end(s, sink, end);
-      while (!sink.stack.empty()) {
-        write_range(s, sink.stack.back(), at);
-        sink.stack.pop_back();
-      }
-    }
+    for (auto& [index, sink] : s.sinks) end_open_ranges(s, sink, open_ranges_end(s, sink, end));
     if (!s.pauses.empty()) write_pauses(s, end);
     s.info.end = end;
     s.info.exit_status = exit_status;

@@ -173,6 +173,8 @@ void writer_loop(Session* s);
 // Moves every published record into the part file (or discards it when writing failed).
 void drain_all(Session& s, bool final);
 void write_range(Session& s, const OpenRange& r, std::int64_t end);
+// Writes the ranges still open on a thread, ending at `at`, innermost first.
+void end_open_ranges(Session& s, ThreadSink& sink, std::int64_t at);
 // Where the ranges still open on a thread end when its events stop at `end`: at the pause it
 // had not yet passed, if one began since.
 std::int64_t open_ranges_end(const Session& s, const ThreadSink& sink, std::int64_t end);

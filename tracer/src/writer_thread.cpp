@@ -44,13 +44,6 @@ std::string thread_name(std::int64_t tid) {
   return trim_newline(read_proc_file("/proc/self/task/" + std::to_string(tid) + "/comm"));
 }
 
-void end_open_ranges(Session& s, ThreadSink& sink, std::int64_t at) {
-  while (!sink.stack.empty()) {
-    write_range(s, sink.stack.back(), at);
-    sink.stack.pop_back();
-  }
-}
-
 // Before an event of this thread at `ticks`: each pause begun since the thread's previous event
 // ends the ranges then open on it. False when the event lies inside a pause (a call that read
 // its NVTX slot just before the pause emptied it): it is not kept, and since a pushed range
@@ -292,6 +285,13 @@ void write_range(Session& s, const OpenRange& r, std::int64_t end) {
                                  .category = trace_category(s, r.domain, r.category), .payload = r.payload,
                                  .external_id = r.external_id == 0 ? kNoValue
                                                                    : static_cast<std::int64_t>(r.external_id)});
+}
+
+void end_open_ranges(Session& s, ThreadSink& sink, std::int64_t at) {
+  while (!sink.stack.empty()) {
+    write_range(s, sink.stack.back(), at);
+    sink.stack.pop_back();
+  }
 }
 
 std::int64_t open_ranges_end(const Session& s, const ThreadSink& sink, std::int64_t end) {
