@@ -515,7 +515,9 @@ std::uint32_t TraceBuilder::intern_launch(const LaunchConfig& c) {
   return it->second;
 }
 
-EventIndex TraceBuilder::add(const GpuOpRecord& r) {
+EventIndex TraceBuilder::add(const GpuOpRecord& r) { return add(r, intern_launch(r.launch)); }
+
+EventIndex TraceBuilder::add(const GpuOpRecord& r, std::uint32_t launch) {
   auto& g = trace_.gpu_ops_;
   g.track.push_back(r.track);
   g.kind.push_back(r.kind);
@@ -524,7 +526,7 @@ EventIndex TraceBuilder::add(const GpuOpRecord& r) {
   g.end.push_back(r.end);
   g.name.push_back(r.name);
   g.correlation.push_back(r.correlation);
-  g.launch.push_back(intern_launch(r.launch));
+  g.launch.push_back(launch);
   g.bytes.push_back(r.bytes);
   g.event.push_back(r.event);
   return static_cast<EventIndex>(g.start.size() - 1);

@@ -483,6 +483,12 @@ class TraceBuilder {
   EventIndex add(const CudaApiRecord& r);
   EventIndex add(const GpuOpRecord& r);
   EventIndex add(const AnnotationRecord& r);
+  // A GPU op whose launch configuration intern_launch() gave `launch` for (r.launch is not
+  // read): a reader that meets each configuration once by its own id interns it once, not
+  // once per kernel. Of the GPU ops' table, as add(const GpuOpRecord&) is.
+  EventIndex add(const GpuOpRecord& r, std::uint32_t launch);
+  // The index of a launch configuration in Trace::launch_configs(), added if new; 0 for none.
+  std::uint32_t intern_launch(const LaunchConfig& c);
   // An arg of the row that add() returned `row` for; build() moves it along with its row.
   void add_arg(EventTable table, EventIndex row, const EventArg& arg);
   void add_arg(EventTable table, EventIndex row, std::string_view key, std::int64_t value);
@@ -538,7 +544,6 @@ class TraceBuilder {
   Trace build() &&;
 
  private:
-  std::uint32_t intern_launch(const LaunchConfig& c);
   // The invariants build() promises (trace_invariants.cpp), checked on the rows as added.
   void check_invariants() const;
   void repair_strings();
