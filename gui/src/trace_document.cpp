@@ -25,8 +25,9 @@ QRgb color_for_name(std::string_view name) {
   return QColor::fromHsv(hue, sat, val).rgb();
 }
 
-template <class StartOf, class EndOf>
-TimeNs longest(const Lane& lane, StartOf start, EndOf end) {
+// The columns by reference: taken by value, each lane copied two whole columns of its table.
+template <class Column>
+TimeNs longest(const Lane& lane, const Column& start, const Column& end) {
   TimeNs m = 0;
   for (std::size_t k = 0; k < lane.size(); ++k) {
     const EventIndex i = lane.at(k);
