@@ -2,6 +2,7 @@
 //
 //   build/release/bench/storage_bench --benchmark_filter=Write   (TraceWriter, write_trace)
 //   build/release/bench/storage_bench --benchmark_filter=Load --benchmark_min_time=1x
+//   build/release/bench/storage_bench --benchmark_filter=GpuOpRows      (SQLite's two ways out)
 // bench/storage_figures.sh runs both and prints the figures the targets are stated in.
 #include <dreamscope/trace_file.h>
 
@@ -192,6 +193,78 @@ void BM_LoadTrace(benchmark::State& state) {
       static_cast<double>(peak_rss_bytes() - rss_before) / static_cast<double>(loaded);
 }
 BENCHMARK(BM_LoadTrace)->Arg(10'000'002)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+
+// The two ways of taking rows out of SQLite that the reader chose between (Reader::scan in
+// trace_reader.cpp): every column of every gpu_op row, once as a statement's result rows
+// through sqlite3_column_*, once as the arguments of an aggregate function through
+// sqlite3_value_*. The file, 3 M events of the tracer's mix, is written once per process.
+const std::filesystem::path& gpu_op_file() {
+  struct ScratchTrace {
+    std::filesystem::path path = scratch_file("rows");
+    ScratchTrace() {
+      TraceWriter w(path);
+      auto process = w.add_process(ProcessInfo{.pid = 1, .name = "train"});
+      auto device = w.add_device(DeviceInfo{.ordinal = 0, .name = "gpu"});
+      EventMix mix;
+      mix.setup(w, process, device, [&](const TrackInfo& t) { return w.add_track(t); });
+      for (int i = 0; i < 1'000'000; ++i) mix.emit3(w);
+      w.close();
+    }
+    ~ScratchTrace() { std::filesystem::remove(path); }
+  };
+  static const ScratchTrace file;
+  return file.path;
+}
+
+constexpr const char* kGpuOpColumns = "track, start, dur, kind, subkind, name, correlation, launch, bytes, event, id";
+
+void BM_GpuOpRowsAsResultRows(benchmark::State& state) {
+  sqlite3* db = nullptr;
+  sqlite3_open_v2(gpu_op_file().c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+  const std::string sql = std::string("SELECT ") + kGpuOpColumns + " FROM gpu_op ORDER BY track, start, id";
+  std::int64_t rows = 0;
+  for (auto _ : state) {
+    sqlite3_stmt* s = nullptr;
+    sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr);
+    std::int64_t sum = 0;
+    while (sqlite3_step(s) == SQLITE_ROW) {
+      for (int c = 0; c < 11; ++c) sum += sqlite3_column_type(s, c) == SQLITE_NULL ? 0 : sqlite3_column_int64(s, c);
+      ++rows;
+    }
+    sqlite3_finalize(s);
+    benchmark::DoNotOptimize(sum);
+  }
+  sqlite3_close(db);
+  state.SetItemsProcessed(rows);
+}
+BENCHMARK(BM_GpuOpRowsAsResultRows)->Unit(benchmark::kMillisecond);
+
+void BM_GpuOpRowsAsFunctionArguments(benchmark::State& state) {
+  sqlite3* db = nullptr;
+  sqlite3_open_v2(gpu_op_file().c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+  struct Sum {
+    std::int64_t sum = 0, rows = 0;
+  } total;
+  const auto step = [](sqlite3_context* ctx, int argc, sqlite3_value** values) {
+    auto* t = static_cast<Sum*>(sqlite3_user_data(ctx));
+    for (int c = 0; c < argc; ++c) t->sum += sqlite3_value_type(values[c]) == SQLITE_NULL ? 0 : sqlite3_value_int64(values[c]);
+    ++t->rows;
+  };
+  const auto final = [](sqlite3_context* ctx) { sqlite3_result_null(ctx); };
+  sqlite3_create_function_v2(db, "each_row", -1, SQLITE_UTF8, &total, nullptr, +step, +final, nullptr);
+  const std::string sql = std::string("SELECT each_row(") + kGpuOpColumns + ") FROM gpu_op NOT INDEXED";
+  for (auto _ : state) {
+    sqlite3_stmt* s = nullptr;
+    sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr);
+    while (sqlite3_step(s) == SQLITE_ROW) {
+    }
+    sqlite3_finalize(s);
+  }
+  benchmark::DoNotOptimize(total.sum);
+  sqlite3_close(db);
+  state.SetItemsProcessed(total.rows);
+}
+BENCHMARK(BM_GpuOpRowsAsFunctionArguments)->Unit(benchmark::kMillisecond);
 
 } // namespace
 } // namespace dreamscope
