@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <random>
+#include <tuple>
 
 namespace dreamscope {
 namespace {
@@ -118,6 +120,71 @@ TEST(TraceModel, SortsMemoryEventsByTimeKeepingTheOrderAtOneTime) {
   // They are not events of the timeline: the span and the event count leave them out.
   EXPECT_EQ(t.event_count(), 0u);
   EXPECT_GE(t.memory_bytes(), 5 * sizeof(MemoryEventRecord));
+}
+
+// Rows added a track at a time (a few ascending runs, the reader's and most importers' case)
+// or in no order at all come out as a full stable sort would put them: by track, start and
+// longer first, rows equal in all three in the order they were added. The correlation index
+// keeps rows of one correlation id in row order too.
+TEST(TraceModel, SortsRowsAddedInRunsOrAtRandomAsAStableSortWould) {
+  struct Row {
+    TrackId track;
+    TimeNs start, end;
+    std::int64_t tag;
+  };
+  auto check = [](const char* shape, std::vector<Row> rows) {
+    SCOPED_TRACE(shape);
+    TraceBuilder b;
+    const auto d = b.add_device(DeviceInfo{.ordinal = 0, .name = "gpu"});
+    for (int s = 0; s < 4; ++s) b.stream_track(d, s);
+    const StringId name = b.intern("k");
+    for (const Row& r : rows) {
+      b.add(GpuOpRecord{.track = r.track, .start = r.start, .end = r.end, .name = name, .correlation = r.tag / 2});
+    }
+    const Trace t = std::move(b).build();
+    std::stable_sort(rows.begin(), rows.end(), [](const Row& x, const Row& y) {
+      return std::tie(x.track, x.start, y.end) < std::tie(y.track, y.start, x.end);
+    });
+    const auto& ops = t.gpu_ops();
+    ASSERT_EQ(ops.size(), rows.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      ASSERT_EQ(ops.track[i], rows[i].track) << "row " << i;
+      ASSERT_EQ(ops.start[i], rows[i].start) << "row " << i;
+      ASSERT_EQ(ops.end[i], rows[i].end) << "row " << i;
+      ASSERT_EQ(ops.correlation[i], rows[i].tag / 2) << "row " << i;
+    }
+    // Each correlation id is on two rows (tags 2k and 2k+1): both found, in row order.
+    for (std::int64_t c = 0; c < static_cast<std::int64_t>(rows.size() / 2); c += 97) {
+      const std::vector<EventIndex> found = t.gpu_ops_with_correlation(c);
+      ASSERT_EQ(found.size(), 2u) << "correlation " << c;
+      EXPECT_LT(found[0], found[1]);
+      for (EventIndex i : found) EXPECT_EQ(ops.correlation[i], c);
+    }
+  };
+  std::mt19937_64 rng(11);
+  std::vector<Row> runs;
+  // Four tracks, each in order, added one after another from the last: four runs, with rows
+  // that tie on start (the longer first) and on start and end inside them.
+  for (TrackId tr = 4; tr-- > 0;) {
+    for (TimeNs i = 0; i < 3000; ++i) {
+      const TimeNs start = i / 3 * 100;
+      runs.push_back({tr, start, start + (i % 3 == 2 ? 10 : 11), static_cast<std::int64_t>(runs.size())});
+    }
+  }
+  // And track 1's rows again: a fifth run whose every row ties with one of the third's.
+  for (std::size_t i = 6000; i < 9000; ++i) runs.push_back({runs[i].track, runs[i].start, runs[i].end, static_cast<std::int64_t>(runs.size())});
+  check("runs", runs);
+  std::vector<Row> shuffled = runs;
+  std::shuffle(shuffled.begin(), shuffled.end(), rng);
+  for (std::size_t i = 0; i < shuffled.size(); ++i) shuffled[i].tag = static_cast<std::int64_t>(i);
+  check("random", shuffled);
+  std::vector<Row> one_out_of_place = runs;
+  std::sort(one_out_of_place.begin(), one_out_of_place.end(), [](const Row& x, const Row& y) {
+    return std::tie(x.track, x.start, y.end, x.tag) < std::tie(y.track, y.start, x.end, y.tag);
+  });
+  std::rotate(one_out_of_place.begin(), one_out_of_place.end() - 1, one_out_of_place.end());
+  for (std::size_t i = 0; i < one_out_of_place.size(); ++i) one_out_of_place[i].tag = static_cast<std::int64_t>(i);
+  check("one row out of place", one_out_of_place);
 }
 
 TEST(TraceModel, RejectsRowsOnUnknownTracks) {
