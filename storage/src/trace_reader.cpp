@@ -107,12 +107,12 @@ class Reader {
   // `row` as the arguments of an aggregate function over the table rather than as result rows:
   // SQLite hands a function its arguments as values, so a row costs one call per column of
   // sqlite3_value_*, not of sqlite3_column_*, whose per-call checks cost as much as decoding
-  // the row itself (183 against 340 ns for a gpu_op row, bench/storage_figures.sh). NOT INDEXED
-  // keeps the table's own order even if the file carries an index of its own. An exception
-  // thrown by `row` (the file refused) stops the scan and is rethrown here: it must not
-  // unwind through SQLite's C frames.
+  // the row itself (195 against 341 ns of CPU for a gpu_op row: storage_bench
+  // --benchmark_filter=GpuOpRows). NOT INDEXED keeps the table's own order even if the file
+  // carries an index of its own. An exception thrown by `row` (the file refused) stops the
+  // scan and is rethrown here: it must not unwind through SQLite's C frames.
   template <typename F>
-  void scan(const char* table, const char* columns, F&& row) {
+  void scan(const char* table, const std::string& columns, F&& row) {
     struct Sink {
       F* row;
       std::exception_ptr error;
@@ -130,13 +130,15 @@ class Reader {
     int rc = sqlite3_create_function_v2(db_, "dreamscope_row", -1, SQLITE_UTF8 | SQLITE_DIRECTONLY, &sink, nullptr,
                                         +step, +final, nullptr);
     if (rc != SQLITE_OK) fail_sqlite(rc);
-    const std::string sql = std::string("SELECT dreamscope_row(") + columns + ") FROM " + table + " NOT INDEXED";
-    {
-      const std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> s(prepare(sql.c_str()), sqlite3_finalize);
-      while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
-      }
+    // The function points at this frame's sink: it goes with the frame, however the scan ends.
+    const auto unregister = [](sqlite3* db) {
+      sqlite3_create_function_v2(db, "dreamscope_row", -1, SQLITE_UTF8, nullptr, nullptr, nullptr, nullptr, nullptr);
+    };
+    const std::unique_ptr<sqlite3, decltype(unregister)> registered(db_, unregister);
+    const std::string sql = "SELECT dreamscope_row(" + columns + ") FROM " + table + " NOT INDEXED";
+    const std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> s(prepare(sql.c_str()), sqlite3_finalize);
+    while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
     }
-    sqlite3_create_function_v2(db_, "dreamscope_row", -1, SQLITE_UTF8, nullptr, nullptr, nullptr, nullptr, nullptr);
     if (sink.error) std::rethrow_exception(sink.error);
     if (rc != SQLITE_DONE) fail_sqlite(rc);
   }
@@ -354,7 +356,8 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
   // once; the reservations above are made first), and each keeps its rows' ids for the args.
   // Rows arrive in the b-tree's order, the primary key (track, start, id), so build() needs no sort.
   std::atomic<std::size_t> rows_read{0};
-  struct TableRows {
+  // A cache line each: every thread counts its rows as it reads them.
+  struct alignas(64) TableRows {
     std::vector<EventRow> ids;
     std::size_t counted = 0;
     void count(std::atomic<std::size_t>& total) {
@@ -362,12 +365,14 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
     }
   };
   TableRows api_rows, gpu_rows, ann_rows;
+  // A row's id is read only for the args: a column costs as much as any other to decode.
+  auto columns = [&](const char* event_columns) { return std::string(event_columns) + (has_args ? ", id" : ""); };
   auto remember = [&](TableRows& rows, const auto& s, int col, EventTable table, EventIndex row) {
     if (has_args) rows.ids.push_back({s.int64(col), table, row});
     rows.count(rows_read);
   };
   auto read_cuda_api = [&](Reader& c) {
-    c.scan("cuda_api", "track, start, dur, name, cbid, kind, correlation, external_id, result, stream, event, id",
+    c.scan("cuda_api", columns("track, start, dur, name, cbid, kind, correlation, external_id, result, stream, event"),
            [&](const auto& s) {
              CudaApiRecord a;
              a.track = track(s, 0);
@@ -398,7 +403,7 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
              l.shared_memory_dynamic = s.int32(9);
              launch_map.set(table_id(s, 0, "launch"), b.intern_launch(l));
            });
-    c.scan("gpu_op", "track, start, dur, kind, subkind, name, correlation, launch, bytes, event, id",
+    c.scan("gpu_op", columns("track, start, dur, kind, subkind, name, correlation, launch, bytes, event"),
            [&](const auto& s) {
              GpuOpRecord g;
              g.track = track(s, 0);
@@ -422,7 +427,7 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
            });
   };
   auto read_annotations = [&](Reader& c) {
-    c.scan("annotation", "track, start, dur, name, domain, category, payload, external_id, id",
+    c.scan("annotation", columns("track, start, dur, name, domain, category, payload, external_id"),
            [&](const auto& s) {
              AnnotationRecord a;
              a.track = track(s, 0);

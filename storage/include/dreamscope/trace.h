@@ -433,9 +433,11 @@ class Trace {
   std::vector<TrackInfo> tracks_;
   std::vector<LaunchConfig> launch_configs_;
 
-  CudaApiTable cuda_api_;
-  GpuOpTable gpu_ops_;
-  AnnotationTable annotations_;
+  // A cache line each: the trace reader fills the three tables from three threads at once,
+  // and a push_back writes its column's end pointer; tables that shared a line made it bounce.
+  alignas(64) CudaApiTable cuda_api_;
+  alignas(64) GpuOpTable gpu_ops_;
+  alignas(64) AnnotationTable annotations_;
   std::vector<FlowRecord> flows_;
   std::vector<CalibrationRecord> calibration_;
   std::vector<OverheadRecord> overheads_;
