@@ -79,6 +79,7 @@ ByteBuffer& ByteBuffer::operator=(ByteBuffer&& o) noexcept {
     mapped_ = std::exchange(o.mapped_, false);
     reused_ = std::exchange(o.reused_, false);
     discarded_ = std::exchange(o.discarded_, 0);
+    page_moves_ = std::exchange(o.page_moves_, 0);
   }
   return *this;
 }
@@ -93,7 +94,7 @@ void ByteBuffer::release() noexcept {
   }
   bytes_ = nullptr;
   size_ = capacity_ = 0;
-  discarded_ = 0;
+  discarded_ = page_moves_ = 0;
   mapped_ = false;
   reused_ = false;
 }
@@ -109,10 +110,17 @@ void ByteBuffer::discard_below(std::size_t n) {
 bool ByteBuffer::move_pages(std::size_t from, std::size_t to, std::size_t length) {
   if (!mapped_ || reused_ || length == 0 || from + length > capacity_ || to + length > capacity_) return false;
   if ((from < to ? to - from : from - to) < length) return false; // overlapping
-  if (::mremap(bytes_ + from, length, length, MREMAP_MAYMOVE | MREMAP_FIXED, bytes_ + to) == MAP_FAILED) return false;
-  // `from` has no memory now: fresh pages there keep the buffer one range to unmap, and a
-  // stray read finds zeros, as after discard_below.
-  ::mmap(bytes_ + from, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  if (page_moves_ == kMaxPageMoves) return false;
+  // MREMAP_DONTUNMAP leaves `from` mapped, reading as fresh zeroed pages, in the same call:
+  // moving the pages and mapping fresh ones at `from` in two calls left `from` unmapped between
+  // them, and another thread's mmap (a large malloc, the sanitizer's allocator) could be placed
+  // in the hole and then be overwritten with zeros by the second call. Where the kernel lacks
+  // it (before Linux 5.7), nothing moves and the caller discards pages instead.
+  if (::mremap(bytes_ + from, length, length, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, bytes_ + to) ==
+      MAP_FAILED) {
+    return false;
+  }
+  ++page_moves_;
   return true;
 }
 
@@ -448,8 +456,8 @@ void InputBuffer::back_pages_to(std::size_t end) {
     {
       std::lock_guard lock(given_back_mutex_);
       if (!free_chunks_.empty()) {
-        from = free_chunks_.back();
-        free_chunks_.pop_back();
+        from = free_chunks_.front();
+        free_chunks_.pop_front();
       }
     }
     if (from == SIZE_MAX) break; // none to move: fresh pages

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -45,8 +46,13 @@ class ByteBuffer {
   // mapped buffer, without copying or zeroing it: the bytes at `to` become those that were at
   // `from`, which read as zeros afterwards. Pages a reader is done with then serve the bytes
   // still to come, which would otherwise be faulted in as fresh zeroed pages. False, with
-  // nothing moved, where the buffer is not mapped or is kept for reuse (its pages are there).
+  // nothing moved, where the buffer is not mapped or is kept for reuse (its pages are there),
+  // where the kernel cannot move pages and leave fresh ones behind in one call (Linux < 5.7),
+  // or once kMaxPageMoves moves were made: pages moved so can stay a mapping of their own (a
+  // few in all when chunks move in the order they were given back, as InputBuffer moves them;
+  // one every other move in another order), and Linux allows a process 65530 mappings.
   bool move_pages(std::size_t from, std::size_t to, std::size_t length);
+  static constexpr std::size_t kMaxPageMoves = 1024;
   bool pages_movable() const { return mapped_ && !reused_; }
 
  private:
@@ -54,6 +60,7 @@ class ByteBuffer {
   char* bytes_ = nullptr;
   std::size_t size_ = 0, capacity_ = 0;
   std::size_t discarded_ = 0; // bytes from the start given back by discard_below
+  std::size_t page_moves_ = 0; // calls of move_pages that moved pages
   bool mapped_ = false;
   bool reused_ = false; // mapped while a BufferReuse was alive on the allocating thread
 };
@@ -138,7 +145,10 @@ struct InputBuffer {
   std::size_t backed_ = 0;             // [0, backed_) has had memory; chunk-aligned
   std::mutex given_back_mutex_;
   std::size_t given_back_ = 0;           // chunks below this are the reader's no more
-  std::vector<std::size_t> free_chunks_; // offsets of such chunks whose pages can move
+  // Offsets of such chunks whose pages can move, oldest first: moved in the order they were
+  // given back, each lands next to the one before it and the kernel keeps them a few mappings
+  // (6 for 1024 moves in MovedPagesStayBoundedMappingsAndTheTextIsWhole; newest first, 548).
+  std::deque<std::size_t> free_chunks_;
   std::atomic<bool> moving_{false};      // false: given-back pages are discarded, not moved
 };
 
