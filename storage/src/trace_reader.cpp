@@ -338,11 +338,15 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
   });
   auto track = [&](const auto& s, int col) { return lookup(track_map, s, col, "track", false); };
 
-  b.reserve(n_api, n_gpu, n_ann);
-
   // Args name their event by id; only when there are any are event ids collected to map them.
-  bool has_args = false;
-  if (r.has_table("arg")) r.each("SELECT EXISTS(SELECT 1 FROM arg)", [&](const auto& s) { has_args = s.int32(0) != 0; });
+  // Which table each arg's event is in is known only once it is read, so every table gets room
+  // for all of them: room that is never written is address space, not memory, and an imported
+  // trace has hundreds of thousands of args (625 k for the MTIA trace), whose columns grew by
+  // doubling, copied and faulted in page by page, in half of reading the file.
+  std::int64_t n_args = 0;
+  if (r.has_table("arg")) r.each("SELECT count(*) FROM arg", [&](const auto& s) { n_args = s.int64(0); });
+  const bool has_args = n_args > 0;
+  b.reserve(n_api, n_gpu, n_ann, has_args ? std::min(static_cast<std::size_t>(n_args), max_rows) : 0);
   struct EventRow {
     std::int64_t id;
     EventTable table;
