@@ -166,6 +166,13 @@ void reserve_column(std::vector<T>& column, std::size_t n) {
 #endif
 }
 
+// `n` copies of `value` in a derived column, in such pages.
+template <typename T>
+void assign_column(std::vector<T>& column, std::size_t n, T value) {
+  reserve_column(column, n);
+  column.assign(n, value);
+}
+
 // A stable sort that takes the ascending runs the input already has: rows that arrive a track
 // at a time in time order (a trace.db's, most importers') are a few runs, merged in n log(runs)
 // rather than n log n. Input with many short runs goes to std::stable_sort.
@@ -688,10 +695,8 @@ Trace TraceBuilder::build() && {
   // Nesting: a range's parent is the innermost earlier range on its track that contains it.
   {
     auto& n = t.annotations_;
-    reserve_column(n.parent, n.size());
-    n.parent.assign(n.size(), kNoIndex);
-    reserve_column(n.depth, n.size());
-    n.depth.assign(n.size(), 0);
+    assign_column(n.parent, n.size(), kNoIndex);
+    assign_column<std::uint16_t>(n.depth, n.size(), 0);
     std::vector<EventIndex> stack;
     for (TrackId tr = 0; tr < tracks; ++tr) {
       stack.clear();
@@ -710,11 +715,9 @@ Trace TraceBuilder::build() && {
     // when its parent's two jumps span equal distances, else to its parent. Parents come
     // before children in row order, so one pass fills them. Depth here is the chain length
     // itself, not the clamped 16-bit one.
-    reserve_column(t.annotation_jump_, n.size());
-    t.annotation_jump_.assign(n.size(), kNoIndex);
+    assign_column(t.annotation_jump_, n.size(), kNoIndex);
     std::vector<std::uint32_t> chain_depth;
-    reserve_column(chain_depth, n.size());
-    chain_depth.assign(n.size(), 0);
+    assign_column<std::uint32_t>(chain_depth, n.size(), 0);
     for (EventIndex i = 0; i < n.size(); ++i) {
       const EventIndex p = n.parent[i];
       if (p == kNoIndex) continue;
