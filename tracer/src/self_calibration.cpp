@@ -85,9 +85,12 @@ double clock_read_pair_ns(bool tsc, double ns_per_tick) {
 } // namespace
 
 std::vector<CalibrationRecord> self_calibrate(Tracer& t) {
-  // The rounds run in a chunk mapped with its pages present: page faults of a fresh chunk
-  // are a one-time cost per thread, not a per-event one. Afterwards the chunk goes back to
-  // the free list, where the first thread that records finds it.
+  // The rounds run in a chunk the pool has mapped ready, every page touched (ChunkPool):
+  // faults of a fresh chunk are a one-time cost per chunk, not a per-event one. Where only
+  // the kernel had populated it, the first write to each page still cost ~5 us on a guest
+  // under shadow paging, and back-to-back ranges timed 96-135 ns where they cost 21.
+  // Afterwards the chunk goes back to the free list, where the first thread that records
+  // finds it.
   t.pool->refill(1);
   const std::uint32_t name = t.strings.intern("calibration");
   const bool tsc = g_hot.use_tsc;
@@ -120,7 +123,10 @@ std::vector<CalibrationRecord> self_calibrate(Tracer& t) {
         costs.push_back(median_cost(scratch, with_calls, 1) - alone);
       }
       std::sort(costs.begin(), costs.end());
-      return costs[costs.size() / 2];
+      // A difference of two timings: where the calls cost the work next to nothing (a mark
+      // among warm pages, ~8 ns) noise can take it below zero, and a trace must not claim a
+      // negative cost (the reader refuses the part that holds one).
+      return std::max(0.0, costs[costs.size() / 2]);
     };
     const double range_in_work = in_work([&](int) {
       calibration_push("calibration");
