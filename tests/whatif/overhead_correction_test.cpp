@@ -149,6 +149,21 @@ TEST(OverheadCorrection, WithTheClocksCalibrationAWindowIsChargedItsTimingLessOn
   EXPECT_DOUBLE_EQ(c.in_run_range_ns, (28 + 10) / 2.0);
 }
 
+TEST(OverheadCorrection, AWindowTimedUnderTheBackToBackCostIsChargedItsTiming) {
+  // Start-up was slower than the run: ranges cost 10 ns back to back then, and the first
+  // window timed them at 8 ns, clock read included. They cost the thread at most that.
+  HandTrace h = ranges_in_two_windows(8, 64, 20);
+  h.calibration("clock_read", 12);
+  const Trace trace = h.build();
+  DependencyGraph g = build_dependency_graph(trace);
+  const OverheadCorrection c = correct_overhead(trace, g);
+  EXPECT_EQ(c.events_charged_in_run, 10);
+  EXPECT_EQ(c.removed_ns, 5 * 8 + 5 * 10);
+  EXPECT_DOUBLE_EQ(charged_cost(8, true, c.costs), 8);
+  EXPECT_DOUBLE_EQ(charged_cost(20, true, c.costs), 10); // the floor: 20 - 12 is under it
+  EXPECT_DOUBLE_EQ(charged_cost(40, true, c.costs), 28);
+}
+
 TEST(OverheadCorrection, WithTheClocksCalibrationAMarkIsChargedItsTimingLessHalfAPair) {
   HandTrace h;
   const TrackId t = h.thread(1);

@@ -32,7 +32,10 @@ OverheadCosts overhead_costs(const std::vector<CalibrationRecord>& calibration) 
 // timing of a range (two calls) read 1-14 ns (median 10.5) more than the range cost the job,
 // about what two back-to-back clock reads are apart (12 ns): so a range is charged its timing
 // less one such pair, a mark (one call) less half of one, and never less than the
-// back-to-back calibration. Traces without the clock's calibration (an older tracer) keep the
+// back-to-back calibration, unless the run's own timing read less than that: a call never
+// costs the thread more than its timing, clock read included, and a start-up caught in a
+// slower moment than the run (back to back 30 ns, the run's ranges timed 23-26 ns and cost
+// 19; 2026-11-28) would otherwise charge every range of the run its moment. Traces without the clock's calibration (an older tracer) keep the
 // earlier model: the calibrated cost scaled by how much slower the calls timed in the run
 // than at start-up, never lowered (it left half the cost in where calls among the job's work
 // cost twice what they cost back to back). Without any start-up figure, the timing itself.
@@ -40,7 +43,7 @@ double charged_cost(double timed_ns, bool range, const OverheadCosts& costs) {
   const double base = range ? costs.range_ns : costs.marker_ns;
   if (costs.clock_read_ns > 0) {
     const double over = range ? costs.clock_read_ns : costs.clock_read_ns / 2;
-    return std::max(base, timed_ns - over);
+    return std::max(std::min(base, timed_ns), timed_ns - over);
   }
   const double base_timed = range ? costs.range_timed_ns : costs.marker_timed_ns;
   if (!(base > 0 && base_timed > 0)) return timed_ns;
