@@ -20,6 +20,8 @@
 //   not make; overhead correction takes this much off a timed range (docs/simulation.md).
 #include "tracer_state.h"
 
+#include <dreamscope/limits.h>
+
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -71,13 +73,20 @@ double clock_read_pair_ns(bool tsc, double ns_per_tick) {
   std::vector<double> rounds;
   for (int r = 0; r < kInWorkRounds; ++r) {
     std::uint64_t sum = 0;
+    int pairs = 0;
     for (int i = 0; i < kPerRound; ++i) {
       const std::uint64_t a = ticks(tsc);
       const std::uint64_t b = ticks(tsc);
-      sum += b - a;
+      // A thread moved to a core whose counter is behind reads a pair backwards: skipped, not
+      // wrapped into 2^64 ticks.
+      if (b >= a) {
+        sum += b - a;
+        ++pairs;
+      }
     }
-    rounds.push_back(static_cast<double>(sum) * ns_per_tick / kPerRound);
+    if (pairs > 0) rounds.push_back(static_cast<double>(sum) * ns_per_tick / pairs);
   }
+  if (rounds.empty()) return -1; // no pair read forwards: no figure
   std::sort(rounds.begin(), rounds.end());
   return rounds[rounds.size() / 2];
 }
@@ -153,6 +162,12 @@ std::vector<CalibrationRecord> self_calibrate(Tracer& t) {
     out.push_back(CalibrationRecord{"clock_read", clock_read_pair_ns(tsc, ns_per_tick), kInWorkRounds * kPerRound,
                                     "self-calibration at tracer start: two clock reads back to back, median of 9 x 1000"});
   }
+  // Whatever a moment of the machine made of a figure, the part must stay readable: the
+  // reader refuses a part with a cost outside [0, 1e9] ns (dreamscope/limits.h), and every
+  // event in it with the part. A figure that could not be measured is left out instead.
+  std::erase_if(out, [](const CalibrationRecord& r) {
+    return !(r.cost_ns >= 0 && r.cost_ns <= limits::kMaxCalibrationCostNs);
+  });
   return out;
 }
 
