@@ -38,7 +38,10 @@ constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
 // record. So the mapper touches every page itself. The chunk is aligned to a huge page and
 // advised as one, so that where transparent huge pages are enabled (even only on madvise)
 // the touches fault once per chunk: 62-85 us for the whole chunk on that VM
-// (bench/tracer/chunk_pool_bench.cpp).
+// (bench/tracer/chunk_pool_bench.cpp). Where the kernel compacts memory to find a huge page
+// for advised regions (transparent_hugepage/defrag "madvise", the usual default), the mapper
+// may wait for it; a traced thread that maps its own chunk records that wait like the rest
+// of the mapping, as a tracer_buffer_map overhead row.
 void* map_ready(std::size_t bytes) {
   const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   const bool huge = bytes % kHugePageBytes == 0;
