@@ -3,7 +3,7 @@
 // ChunkPool::refill). On a machine that builds a process's page mappings only at its first
 // access to each page (a guest under shadow paging: the development VM took ~5 us a page,
 // 2.5 ms a 2 MiB chunk), a chunk mapped with its pages "present" still charged the first
-// thread that wrote into it, mid-burst and unrecorded (docs/tracing.md, "Buffer chunks").
+// thread that wrote into it, mid-burst and unrecorded (docs/tracing.md, "How it works").
 //   build/release/bench/tracer_chunk_pool_bench --benchmark_repetitions=5
 // `ns_per_event` of BM_RecordIntoFreshChunk against BM_RecordIntoRecycledChunk is the
 // first-pass cost a burst sees per event; BM_MapChunk is the mapping thread's time per chunk.
