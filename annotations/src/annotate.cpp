@@ -10,18 +10,28 @@
 
 namespace {
 
+nvtxDomainHandle_t make_domain(const char* name) {
+  nvtxDomainHandle_t h = nvtxDomainCreateA(name);
+  nvtxDomainNameCategoryA(h, DS_CATEGORY_STEP, "step");
+  nvtxDomainNameCategoryA(h, DS_CATEGORY_OPERATION, "operation");
+  nvtxDomainNameCategoryA(h, DS_CATEGORY_FETCH, "fetch");
+  nvtxDomainNameCategoryA(h, DS_CATEGORY_PREP, "prep");
+  nvtxDomainNameCategoryA(h, DS_CATEGORY_WAIT, "wait");
+  nvtxDomainNameCategoryA(h, DS_CATEGORY_CPU, "cpu");
+  nvtxDomainNameCategoryA(h, DS_CATEGORY_COLLECTIVE, "collective");
+  return h;
+}
+
 nvtxDomainHandle_t domain() {
-  static const nvtxDomainHandle_t d = [] {
-    nvtxDomainHandle_t h = nvtxDomainCreateA("dreamscope");
-    nvtxDomainNameCategoryA(h, DS_CATEGORY_STEP, "step");
-    nvtxDomainNameCategoryA(h, DS_CATEGORY_OPERATION, "operation");
-    nvtxDomainNameCategoryA(h, DS_CATEGORY_FETCH, "fetch");
-    nvtxDomainNameCategoryA(h, DS_CATEGORY_PREP, "prep");
-    nvtxDomainNameCategoryA(h, DS_CATEGORY_WAIT, "wait");
-    nvtxDomainNameCategoryA(h, DS_CATEGORY_CPU, "cpu");
-    nvtxDomainNameCategoryA(h, DS_CATEGORY_COLLECTIVE, "collective");
-    return h;
-  }();
+  static const nvtxDomainHandle_t d = make_domain("dreamscope");
+  return d;
+}
+
+// The ranges dreamscope's own Python instrumentation makes (ds_auto_*): the same categories
+// in a domain of their own, so that the merge can let a program's own annotations of a kind
+// replace the automatic ones of that kind (docs/tracing.md, "Python and PyTorch").
+nvtxDomainHandle_t auto_domain() {
+  static const nvtxDomainHandle_t d = make_domain(DS_AUTO_DOMAIN);
   return d;
 }
 
@@ -52,6 +62,7 @@ nvtxEventAttributes_t ascii(int category, const char* name, int64_t payload) {
 constexpr int kMaxDepth = 64;
 thread_local int t_depth = 0;
 thread_local int64_t t_cpu_at_push[kMaxDepth];
+thread_local bool t_auto_at_push[kMaxDepth];
 
 int64_t thread_cpu_ns() {
   timespec ts{};
@@ -78,10 +89,11 @@ bool noting() {
   return true;
 }
 
-void note_push(int category) {
+void note_push(int category, bool automatic = false) {
   if (!noting()) return;
   if (t_depth < kMaxDepth) {
     t_cpu_at_push[t_depth] = category == DS_CATEGORY_FETCH || category == DS_CATEGORY_PREP ? thread_cpu_ns() : -1;
+    t_auto_at_push[t_depth] = automatic;
   }
   ++t_depth;
 }
@@ -112,7 +124,7 @@ void note_pop() {
   nvtxEventAttributes_t a = attributes(DS_CATEGORY_CPU, thread_cpu_ns() - t_cpu_at_push[t_depth]);
   a.messageType = NVTX_MESSAGE_TYPE_ASCII;
   a.message.ascii = "cpu";
-  nvtxDomainMarkEx(domain(), &a);
+  nvtxDomainMarkEx(t_auto_at_push[t_depth] ? auto_domain() : domain(), &a);
 }
 
 } // namespace
@@ -153,6 +165,29 @@ void ds_step_push(int64_t step) { push_registered(DS_CATEGORY_STEP, names().step
 void ds_fetch_push(int64_t batch_id) { push_registered(DS_CATEGORY_FETCH, names().fetch, batch_id); }
 void ds_prep_push(int64_t batch_id) { push_registered(DS_CATEGORY_PREP, names().prep, batch_id); }
 void ds_wait_push(int64_t batch_id) { push_registered(DS_CATEGORY_WAIT, names().wait, batch_id); }
+
+void ds_auto_range_push(int category, const char* name, int64_t payload) {
+  nvtxEventAttributes_t a = ascii(category, name, payload);
+  nvtxDomainRangePushEx(auto_domain(), &a);
+  note_push(category, true);
+}
+
+void ds_auto_range_pop(void) {
+  note_pop();
+  nvtxDomainRangePop(auto_domain());
+}
+
+uint64_t ds_auto_range_start(int category, const char* name, int64_t payload) {
+  nvtxEventAttributes_t a = ascii(category, name, payload);
+  return nvtxDomainRangeStartEx(auto_domain(), &a);
+}
+
+void ds_auto_range_end(uint64_t id) { nvtxDomainRangeEnd(auto_domain(), id); }
+
+void ds_auto_mark(int category, const char* name, int64_t payload) {
+  nvtxEventAttributes_t a = ascii(category, name, payload);
+  nvtxDomainMarkEx(auto_domain(), &a);
+}
 
 void ds_tracing_pause(void) {
   g_paused.store(true, std::memory_order_relaxed);

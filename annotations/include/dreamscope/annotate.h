@@ -69,6 +69,20 @@ DS_API void ds_fetch_push(int64_t batch_id);
 DS_API void ds_prep_push(int64_t batch_id);
 DS_API void ds_wait_push(int64_t batch_id);
 
+/* The same ranges and marks in the domain DS_AUTO_DOMAIN: what dreamscope's own Python
+ * instrumentation records without a change to the program (docs/tracing.md, "Python and
+ * PyTorch"). Where a job also has its own annotations of a kind (steps; the data pipeline's
+ * wait, fetch and prep), the merged trace keeps those and leaves out the automatic ones of
+ * that kind. A step of this domain is not a range but marks that the merge turns into steps:
+ * "step begin" (a step starts here if none is open), "step boundary" (the open step ends and
+ * the next begins) and "step cancel" (the open step is not a step: the loop ended). */
+#define DS_AUTO_DOMAIN "dreamscope.auto"
+DS_API void ds_auto_range_push(int category, const char* name, int64_t payload);
+DS_API void ds_auto_range_pop(void);
+DS_API uint64_t ds_auto_range_start(int category, const char* name, int64_t payload);
+DS_API void ds_auto_range_end(uint64_t id);
+DS_API void ds_auto_mark(int category, const char* name, int64_t payload);
+
 /* 1 when an NVTX tool (the dreamscope tracer or another) is attached to this process. */
 DS_API int ds_is_traced(void);
 
