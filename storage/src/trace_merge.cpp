@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -32,6 +33,99 @@ struct Part {
 // crosses ranks (a rank's loader workers inherit its rank; kNoValue in a single-process run).
 struct BatchEnds {
   std::map<std::pair<std::int64_t, std::int64_t>, std::pair<TrackId, TimeNs>> produced, consumed;
+};
+
+// dreamscope's Python instrumentation records in its own domain (annotate.h, DS_AUTO_DOMAIN).
+// A job's own annotations of a kind replace the automatic ones of that kind: steps, and the
+// data pipeline (wait, fetch, prep and their cpu marks) as a whole, since a batch is linked by
+// an id that both of its ends must number alike.
+constexpr std::string_view kAutoDomain = "dreamscope.auto";
+
+struct HandAnnotations {
+  bool steps = false;
+  bool pipeline = false;
+};
+
+bool is_pipeline(std::string_view category) {
+  using namespace annotation_category;
+  return category == kWait || category == kFetch || category == kPrep || category == kCpu;
+}
+
+HandAnnotations hand_annotations(const std::vector<Part>& parts) {
+  HandAnnotations hand;
+  for (const Part& p : parts) {
+    const auto& ann = p.trace.annotations();
+    for (EventIndex i = 0; i < ann.size(); ++i) {
+      if (p.trace.str(ann.domain[i]) != "dreamscope") continue;
+      const std::string_view category = p.trace.str(ann.category[i]);
+      hand.steps = hand.steps || category == annotation_category::kStep;
+      hand.pipeline = hand.pipeline || (is_pipeline(category) && category != annotation_category::kCpu);
+    }
+  }
+  return hand;
+}
+
+// The automatic steps of one part: its "step begin", "step boundary" and "step cancel" marks,
+// per thread in time order, made into step ranges. A boundary ends the open step and begins
+// the next, a begin opens one where none is, a cancel drops the open one, and one still open
+// at the end is no step. Steps are numbered from 0 in time order.
+class AutoSteps {
+ public:
+  void note(TrackId track, TimeNs time, std::string_view name) {
+    Kind kind;
+    if (name == "step begin") {
+      kind = Kind::Begin;
+    } else if (name == "step boundary") {
+      kind = Kind::Boundary;
+    } else if (name == "step cancel") {
+      kind = Kind::Cancel;
+    } else {
+      return;
+    }
+    marks_.push_back({track, time, marks_.size(), kind});
+  }
+
+  void add_to(TraceBuilder& out) {
+    std::sort(marks_.begin(), marks_.end(), [](const Mark& a, const Mark& b) {
+      return std::tie(a.track, a.time, a.order) < std::tie(b.track, b.time, b.order);
+    });
+    std::vector<AnnotationRecord> steps;
+    const StringId name = out.intern("step"), domain = out.intern(kAutoDomain);
+    bool open = false;
+    TimeNs opened = 0;
+    for (std::size_t i = 0; i < marks_.size(); ++i) {
+      const Mark& m = marks_[i];
+      if (i > 0 && marks_[i - 1].track != m.track) open = false;
+      if (m.kind == Kind::Cancel) {
+        open = false;
+        continue;
+      }
+      if (m.kind == Kind::Boundary && open && opened < m.time) {
+        steps.push_back(AnnotationRecord{.track = m.track, .start = opened, .end = m.time, .name = name,
+                                         .domain = domain, .category = name});
+      }
+      if (m.kind == Kind::Boundary || !open) {
+        open = true;
+        opened = m.time;
+      }
+    }
+    std::stable_sort(steps.begin(), steps.end(),
+                     [](const AnnotationRecord& a, const AnnotationRecord& b) { return a.start < b.start; });
+    for (std::size_t n = 0; n < steps.size(); ++n) {
+      steps[n].payload = static_cast<std::int64_t>(n);
+      out.add(steps[n]);
+    }
+  }
+
+ private:
+  enum class Kind { Begin, Boundary, Cancel };
+  struct Mark {
+    TrackId track;
+    TimeNs time;
+    std::size_t order;
+    Kind kind;
+  };
+  std::vector<Mark> marks_;
 };
 
 std::vector<Part> read_parts(const fs::path& dir, MergedJob& result) {
@@ -59,7 +153,7 @@ std::vector<Part> read_parts(const fs::path& dir, MergedJob& result) {
 }
 
 void add_part(TraceBuilder& out, const Part& part, const JobFacts& job, bool last_root_image, BatchEnds& batches,
-              CorrelationSpace& correlations) {
+              CorrelationSpace& correlations, const HandAnnotations& hand) {
   TraceCopyEdits edits;
   edits.process = [&](ProcessInfo& p) {
     // The root's wait status is known only to the launcher; an image that exec'ed has none.
@@ -69,9 +163,21 @@ void add_part(TraceBuilder& out, const Part& part, const JobFacts& job, bool las
   };
   const Trace& in = part.trace;
   const std::vector<std::int64_t> rank_of_track = track_ranks(in);
+  AutoSteps auto_steps;
   edits.annotation = [&](EventIndex i, AnnotationRecord& r) {
-    if (r.payload == kNoValue || in.str(in.annotations().domain[i]) != "dreamscope") return true;
+    const std::string_view domain = in.str(in.annotations().domain[i]);
     const std::string_view category = in.str(in.annotations().category[i]);
+    if (domain == kAutoDomain) {
+      if (category == annotation_category::kStep) {
+        // Marks, not steps: the steps are made from them below.
+        if (!hand.steps && r.start == r.end) auto_steps.note(r.track, r.start, in.str(in.annotations().name[i]));
+        return r.start != r.end && !hand.steps;
+      }
+      if (hand.pipeline && is_pipeline(category)) return false;
+    } else if (domain != "dreamscope") {
+      return true;
+    }
+    if (r.payload == kNoValue) return true;
     if (category == annotation_category::kPrep || category == annotation_category::kWait) {
       auto& ends = category == annotation_category::kPrep ? batches.produced : batches.consumed;
       const std::int64_t rank = rank_of_track[in.annotations().track[i]];
@@ -91,6 +197,7 @@ void add_part(TraceBuilder& out, const Part& part, const JobFacts& job, bool las
     };
   }
   append_trace_rows(out, in, append_trace_ids(out, in, edits), edits);
+  auto_steps.add_to(out);
 }
 
 // meta.warnings of a part: "; "-separated.
@@ -120,6 +227,7 @@ MergedJob merge_part_logs(const fs::path& dir, const JobFacts& job) {
   bool have_calibration = false;
   BatchEnds batches;
   CorrelationSpace correlations;
+  const HandAnnotations hand = hand_annotations(parts);
   // The root's exit status belongs to its last image: the one that did not exec further.
   std::size_t last_root = parts.size();
   for (std::size_t i = 0; i < parts.size(); ++i) {
@@ -127,7 +235,7 @@ MergedJob merge_part_logs(const fs::path& dir, const JobFacts& job) {
   }
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const Part& p = parts[i];
-    add_part(out, p, job, i == last_root, batches, correlations);
+    add_part(out, p, job, i == last_root, batches, correlations, hand);
     // Every process measures the same machine; the first part's calibration stands for all.
     if (!have_calibration && !p.trace.calibration().empty()) {
       for (const auto& c : p.trace.calibration()) out.add(c);
