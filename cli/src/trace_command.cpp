@@ -56,6 +56,9 @@ struct TraceOptions {
   bool keep_parts = false;
   bool per_rank = false;
   int buffer_mb = 512;
+  std::string python = "on";
+  int python_modules = 1;
+  bool python_ops = false;
   std::vector<std::string> command;
 };
 
@@ -68,7 +71,7 @@ std::int64_t monotonic_ns() {
 // The tracer, the annotation library and the Python module sit in lib/ next to bin/, in
 // the build tree and in an install alike.
 struct Runtime {
-  fs::path tracer, annotate, python;
+  fs::path tracer, annotate, python, python_boot;
 };
 
 std::optional<Runtime> find_runtime(std::string& why) {
@@ -82,7 +85,8 @@ std::optional<Runtime> find_runtime(std::string& why) {
   }
   for (const auto& dir : libs) {
     if (fs::exists(dir / "libdreamscope-tracer.so", ec)) {
-      return Runtime{dir / "libdreamscope-tracer.so", dir / "libdreamscope-annotate.so", dir / "python"};
+      return Runtime{dir / "libdreamscope-tracer.so", dir / "libdreamscope-annotate.so", dir / "python",
+                     dir / "python-boot"};
     }
   }
   why = "libdreamscope-tracer.so not found in";
@@ -263,6 +267,11 @@ int run_trace(const TraceOptions& o) {
   setenv("NVTX_INJECTION64_PATH", runtime->tracer.c_str(), 1);
   if (cuda) setenv("CUDA_INJECTION64_PATH", runtime->tracer.c_str(), 1);
   prepend_path("PYTHONPATH", runtime->python.string(), ':');
+  // With the Python instrumentation on, every Python process of the job runs
+  // python-boot/sitecustomize.py first, which records PyTorch's layer once torch is imported.
+  if (o.python == "on") prepend_path("PYTHONPATH", runtime->python_boot.string(), ':');
+  setenv(env::kPythonModules, std::to_string(o.python_modules).c_str(), 1);
+  setenv(env::kPythonOps, o.python_ops ? "1" : "0", 1);
   setenv(env::kAnnotateLib, runtime->annotate.c_str(), 1);
   setenv(env::kOutputDir, fs::absolute(parts).c_str(), 1);
   setenv(env::kSources, o.sources.c_str(), 1);
@@ -380,6 +389,19 @@ const CommandRegistration trace_command(10, "trace", [](CLI::App& app) -> Comman
                   "Memory per process for events not yet written; past it events are dropped (and counted)")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
+  cmd->add_option("--python", o->python,
+                  "on: record PyTorch's framework layer in every Python process with no code change (steps, "
+                  "batch waits, DataLoader workers' fetch and collate, module forwards, backward, optimizer, "
+                  "collectives); off: only what the program annotates itself")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  cmd->add_option("--python-modules", o->python_modules,
+                  "How deep into the model forward ranges go: 0 the model's forward only, 1 also its direct "
+                  "children, ...; -1 none")
+      ->check(CLI::Range(-1, 64))
+      ->capture_default_str();
+  cmd->add_flag("--python-ops", o->python_ops,
+                "Also record PyTorch's per-operator NVTX ranges (emit_nvtx) where CUDA is present");
   cmd->add_flag("--keep-parts", o->keep_parts, "Keep the per-process part files (OUTPUT.d/) after merging");
   cmd->add_flag("--per-rank", o->per_rank,
                 "This is one rank of a job launched on many machines (srun, mpirun): write its own trace, "

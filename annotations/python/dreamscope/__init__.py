@@ -64,6 +64,15 @@ def _load():
         for fn in (lib.ds_step_push, lib.ds_fetch_push, lib.ds_prep_push, lib.ds_wait_push):
             fn.argtypes = [ctypes.c_int64]
             fn.restype = None
+        for fn in (lib.ds_auto_range_push, lib.ds_auto_mark):
+            fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int64]
+            fn.restype = None
+        lib.ds_auto_range_pop.argtypes = []
+        lib.ds_auto_range_pop.restype = None
+        lib.ds_auto_range_start.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int64]
+        lib.ds_auto_range_start.restype = ctypes.c_uint64
+        lib.ds_auto_range_end.argtypes = [ctypes.c_uint64]
+        lib.ds_auto_range_end.restype = None
         return lib
     return None
 

@@ -30,6 +30,12 @@ inline constexpr char kCuptiFlushMs[] = "DREAMSCOPE_CUPTI_FLUSH_MS";
 // The annotation library (libdreamscope-annotate.so) for the Python module to load.
 inline constexpr char kAnnotateLib[] = "DREAMSCOPE_ANNOTATE_LIB";
 
+// dreamscope's Python instrumentation (annotations/python/dreamscope/pytorch.py), read by
+// the Python side only: how deep into a model forward ranges go (0: the model only; -1: no
+// module ranges), and "1" to record PyTorch's per-operator NVTX ranges where CUDA is.
+inline constexpr char kPythonModules[] = "DREAMSCOPE_PYTHON_MODULES";
+inline constexpr char kPythonOps[] = "DREAMSCOPE_PYTHON_OPS";
+
 // Every variable of the contract starts with this: what the tracer keeps across exec.
 inline constexpr char kPrefix[] = "DREAMSCOPE_";
 

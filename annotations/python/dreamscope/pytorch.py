@@ -1,0 +1,537 @@
+"""PyTorch's framework layer, recorded with no change to the program.
+
+`dreamscope trace -- python train.py` runs `install()` in every Python process of the job
+once `torch` has been imported (lib/python-boot/sitecustomize.py). It records, in the
+"dreamscope.auto" NVTX domain (docs/tracing.md, "Python and PyTorch"):
+
+- steps: marks that the merge turns into step ranges, bounded by `torch.profiler`'s
+  `profile.step()`, else by `Optimizer.step`, else by the DataLoader's batches, whichever
+  the program has (the first of these it meets decides, a better one takes over);
+- the wait for each batch (`wait`, payload the batch id) around `DataLoader`'s `__next__`;
+- each batch's `fetch` (the dataset reads, `Dataset.__getitem__`) and `prep` (the
+  collate) in the process that made it, a DataLoader worker or the main process, with the
+  same batch id, so that a batch links across processes;
+- forward per module down to a call depth (DREAMSCOPE_PYTHON_MODULES, default 1: the
+  model and its direct children), `backward` (torch.autograd.backward), `optimizer.step`,
+  `zero_grad`;
+- `torch.distributed` collectives (category `collective`, payload the bytes of the
+  tensors this rank passes);
+- with DREAMSCOPE_PYTHON_OPS=1 where CUDA is present, PyTorch's own per-operator NVTX
+  ranges (`torch.autograd.profiler.emit_nvtx`).
+
+Everything is found by what the installed torch has (attributes, signatures), never by its
+version: the same code runs on PyTorch 1.13 and 2.x. A hook that cannot be installed is
+left out and said once on stderr; the program runs on as it would untraced.
+"""
+
+import functools
+import inspect
+import itertools
+import os
+import sys
+import threading
+
+STEP, OPERATION, FETCH, PREP, WAIT, COLLECTIVE = 1, 2, 3, 4, 5, 7
+_NO_PAYLOAD = -(2 ** 63)
+
+# A batch id: the DataLoader iterator (its serial number in the process that made it), the
+# epoch of that iterator (persistent workers keep one iterator across epochs) and the
+# batch's index in the epoch, so that ids never repeat within a process's loaders.
+_EPOCH_SHIFT, _SERIAL_SHIFT = 24, 40
+_LOADER_VARIABLE = "DREAMSCOPE_PYTHON_LOADER"
+
+_lib = None
+_torch = None
+_module_depth = 1
+_installed = False
+_tls = threading.local()
+_serials = itertools.count()
+
+
+def _say(message):
+    sys.stderr.write("dreamscope: %s\n" % message)
+
+
+def _batch_id(serial, epoch, index):
+    return (serial << _SERIAL_SHIFT) | (epoch << _EPOCH_SHIFT) | index
+
+
+class _Steps:
+    """Where the training loop's steps begin and end, as marks on the loop's thread.
+
+    A step begins at the first activity (a batch requested, a root module's forward with
+    gradients on, a backward, zero_grad) when none is open, and ends at a boundary of the
+    best source the program has shown: the profiler's step() over Optimizer.step over the
+    DataLoader's batches. A boundary ends the open step and begins the next. A step that
+    saw no training work (no forward with gradients, backward or zero_grad) when the loader
+    runs out, or when a better source first shows, is cancelled: it held only the last
+    request that found nothing, or the tail between two sources' boundaries. A step still
+    open at exit is no step (the merge drops it)."""
+
+    PROFILER, OPTIMIZER, LOADER = 3, 2, 1
+
+    def __init__(self):
+        self.source = 0
+        self.open = False
+        self.worked = False
+
+    def _mark(self, name):
+        _lib.ds_auto_mark(STEP, name, _NO_PAYLOAD)
+
+    def activity(self, work):
+        if not self.open:
+            self.open = True
+            self.worked = False
+            self._mark(b"step begin")
+        if work:
+            self.worked = True
+
+    def boundary(self, source):
+        if source < self.source:
+            if source == self.LOADER:
+                self.activity(False)
+            return
+        if source > self.source and self.source and self.open and not self.worked:
+            self._mark(b"step cancel")
+        self.source = source
+        self.open = True
+        self.worked = False
+        self._mark(b"step boundary")
+
+    def loader_ended(self):
+        if self.open and not self.worked:
+            self.open = False
+            self._mark(b"step cancel")
+
+
+_steps = _Steps()
+
+
+def _work():
+    _steps.activity(True)
+
+
+def _grad_enabled():
+    return _torch is None or _torch.is_grad_enabled()
+
+
+def _current_batch():
+    return getattr(_tls, "batch", None)
+
+
+def _set_current_batch(batch):
+    _tls.batch = batch
+
+
+# ---------------------------------------------------------------------------------------
+# DataLoader: the main process's wait, and fetch + collate wherever the batch is made.
+
+
+def _patch_fetchers(fetch_module):
+    def wrap(cls):
+        original = cls.__dict__.get("fetch")
+        if original is None or getattr(original, "_dreamscope", False):
+            return
+
+        @functools.wraps(original)
+        def fetch(self, possibly_batched_index):
+            batch = _current_batch()
+            collate = getattr(self, "collate_fn", None)
+            if batch is None or collate is None:
+                return original(self, possibly_batched_index)
+            fetching = [True]
+
+            def collate_timed(data):
+                # The reads are done: what is left is the collate, the batch's last CPU work.
+                fetching[0] = False
+                _lib.ds_auto_range_pop()
+                _lib.ds_auto_range_push(PREP, b"prep", batch)
+                try:
+                    return collate(data)
+                finally:
+                    _lib.ds_auto_range_pop()
+
+            self.collate_fn = collate_timed
+            _lib.ds_auto_range_push(FETCH, b"fetch", batch)
+            outer = getattr(_tls, "fetching", False)
+            _tls.fetching = True
+            try:
+                return original(self, possibly_batched_index)
+            finally:
+                _tls.fetching = outer
+                self.collate_fn = collate
+                if fetching[0]:
+                    _lib.ds_auto_range_pop()
+
+        fetch._dreamscope = True
+        cls.fetch = fetch
+
+    # The fetchers that read a dataset and collate: every subclass of the base fetcher
+    # (map-style and iterable) that defines its own fetch.
+    base = getattr(fetch_module, "_BaseDatasetFetcher", None)
+    if base is None:
+        return False
+    for cls in base.__subclasses__():
+        wrap(cls)
+    return True
+
+
+class _IndexQueue:
+    """A worker's index queue that notes the batch each request is for: the (index, indices)
+    pairs the main process sends, and the epochs a persistent worker is told to begin."""
+
+    def __init__(self, queue, serial, resume_type):
+        self._queue = queue
+        self._serial = serial
+        self._epoch = 0
+        self._resume_type = resume_type
+
+    def get(self, *args, **kwargs):
+        r = self._queue.get(*args, **kwargs)
+        if self._resume_type is not None and isinstance(r, self._resume_type):
+            self._epoch += 1
+        elif isinstance(r, tuple) and len(r) == 2 and isinstance(r[0], int):
+            _set_current_batch(_batch_id(self._serial, self._epoch, r[0]))
+        return r
+
+    def __getattr__(self, name):
+        return getattr(self._queue, name)
+
+
+def _patch_worker_loop(worker_module):
+    original = getattr(worker_module, "_worker_loop", None)
+    if original is None or getattr(original, "_dreamscope", False):
+        return False
+    signature = inspect.signature(original)
+    if "index_queue" not in signature.parameters:
+        return False
+    resume_type = getattr(worker_module, "_ResumeIteration", None)
+
+    @functools.wraps(original)
+    def _worker_loop(*args, **kwargs):
+        serial = os.environ.get(_LOADER_VARIABLE)
+        if serial is not None and serial.isdigit():
+            bound = signature.bind(*args, **kwargs)
+            bound.arguments["index_queue"] = _IndexQueue(bound.arguments["index_queue"], int(serial), resume_type)
+            args, kwargs = bound.args, bound.kwargs
+        _set_current_batch(None)
+        return original(*args, **kwargs)
+
+    _worker_loop._dreamscope = True
+    worker_module._worker_loop = _worker_loop
+    return True
+
+
+def _patch_loader_iterator(dataloader_module):
+    base = getattr(dataloader_module, "_BaseDataLoaderIter", None)
+    if base is None or "__next__" not in base.__dict__:
+        return False
+    original_next = base.__next__
+
+    def _init_for(cls_init):
+        @functools.wraps(cls_init)
+        def __init__(self, *args, **kwargs):
+            if hasattr(self, "_dreamscope_serial"):  # a subclass's __init__ calling its base's
+                return cls_init(self, *args, **kwargs)
+            self._dreamscope_serial = next(_serials)
+            self._dreamscope_epoch = 0
+            # The workers this iterator starts (fork or spawn alike) read which iterator
+            # they serve from the environment they inherit.
+            previous = os.environ.get(_LOADER_VARIABLE)
+            os.environ[_LOADER_VARIABLE] = str(self._dreamscope_serial)
+            try:
+                return cls_init(self, *args, **kwargs)
+            finally:
+                if previous is None:
+                    os.environ.pop(_LOADER_VARIABLE, None)
+                else:
+                    os.environ[_LOADER_VARIABLE] = previous
+
+        return __init__
+
+    def _reset_for(cls_reset):
+        @functools.wraps(cls_reset)
+        def _reset(self, loader, first_iter=False, *args, **kwargs):
+            # A persistent iterator begins another epoch; its workers count the same
+            # _ResumeIteration requests. A subclass's _reset calls its base's: count once.
+            if not first_iter and not getattr(self, "_dreamscope_in_reset", False):
+                self._dreamscope_epoch = getattr(self, "_dreamscope_epoch", 0) + 1
+            outer = not getattr(self, "_dreamscope_in_reset", False)
+            self._dreamscope_in_reset = True
+            try:
+                return cls_reset(self, loader, first_iter, *args, **kwargs)
+            finally:
+                if outer:
+                    self._dreamscope_in_reset = False
+
+        return _reset
+
+    for cls in [base] + list(base.__subclasses__()):
+        if "__init__" in cls.__dict__:
+            cls.__init__ = _init_for(cls.__dict__["__init__"])
+        cls_reset = cls.__dict__.get("_reset")
+        if cls_reset is not None and "first_iter" in inspect.signature(cls_reset).parameters:
+            cls._reset = _reset_for(cls_reset)
+
+    @functools.wraps(original_next)
+    def __next__(self):
+        serial = getattr(self, "_dreamscope_serial", None)
+        if serial is None:
+            return original_next(self)
+        # The batch this call returns: in order, the next one to be received from the
+        # workers, or the next one made here.
+        multiprocess = hasattr(self, "_index_queues")
+        index = getattr(self, "_rcvd_idx" if multiprocess else "_num_yielded", None)
+        if not isinstance(index, int):
+            return original_next(self)
+        batch = _batch_id(serial, getattr(self, "_dreamscope_epoch", 0), index)
+        _steps.boundary(_Steps.LOADER)
+        previous = _current_batch()
+        _set_current_batch(batch)
+        _lib.ds_auto_range_push(WAIT, b"wait", batch)
+        try:
+            return original_next(self)
+        except StopIteration:
+            _steps.loader_ended()
+            raise
+        finally:
+            _lib.ds_auto_range_pop()
+            _set_current_batch(previous)
+
+    base.__next__ = __next__
+    return True
+
+
+# ---------------------------------------------------------------------------------------
+# The model, backward and the optimizer.
+
+
+def _module_names(root):
+    names = {}
+    try:
+        for name, module in root.named_modules():
+            names.setdefault(id(module), name)
+    except Exception:
+        pass
+    return names
+
+
+def _patch_module_call(module_class):
+    original = module_class.__call__
+    if getattr(original, "_dreamscope", False):
+        return False
+    depth_limit = _module_depth
+
+    @functools.wraps(original)
+    def __call__(self, *args, **kwargs):
+        stack = getattr(_tls, "modules", None)
+        if stack is None:
+            stack = _tls.modules = []
+        depth = len(stack)
+        # Modules called while a batch is being made are the dataset's transforms (torchvision's
+        # are modules), part of the fetch, not the model.
+        if depth > depth_limit or getattr(_tls, "fetching", False):
+            stack.append(None)
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                stack.pop()
+        if depth == 0:
+            _steps.activity(_grad_enabled())
+            names = _module_names(self)
+            label = b"forward"
+            stack.append(names)
+        else:
+            names = stack[0]
+            path = names.get(id(self)) if names else None
+            label = ("forward: %s" % (path or type(self).__name__)).encode()
+            stack.append(names)
+        _lib.ds_auto_range_push(OPERATION, label, _NO_PAYLOAD)
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            _lib.ds_auto_range_pop()
+            stack.pop()
+
+    __call__._dreamscope = True
+    module_class.__call__ = __call__
+    return True
+
+
+def _timed(original, label, before=None, after=None):
+    name = label.encode()
+
+    @functools.wraps(original)
+    def wrapped(*args, **kwargs):
+        if before:
+            before()
+        _lib.ds_auto_range_push(OPERATION, name, _NO_PAYLOAD)
+        try:
+            result = original(*args, **kwargs)
+        finally:
+            _lib.ds_auto_range_pop()
+        if after:
+            after()
+        return result
+
+    wrapped._dreamscope = True
+    return wrapped
+
+
+def _patch_optimizer(optim_module):
+    optimizer = getattr(optim_module, "Optimizer", None)
+    if optimizer is None:
+        return False
+    if "zero_grad" in optimizer.__dict__ and not getattr(optimizer.zero_grad, "_dreamscope", False):
+        optimizer.zero_grad = _timed(optimizer.zero_grad, "zero_grad", before=_work)
+
+    # Each optimizer class has its own step; wrap the class of each optimizer made, once.
+    def wrap_step(cls):
+        step = cls.__dict__.get("step")
+        if step is None or getattr(step, "_dreamscope", False):
+            return
+        cls.step = _timed(step, "optimizer.step", after=lambda: _steps.boundary(_Steps.OPTIMIZER))
+
+    original_init = optimizer.__init__
+
+    @functools.wraps(original_init)
+    def __init__(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        for cls in type(self).__mro__:
+            if "step" in cls.__dict__ and cls is not optimizer:
+                wrap_step(cls)
+                break
+
+    optimizer.__init__ = __init__
+    return True
+
+
+def _patch_backward(autograd_module):
+    original = getattr(autograd_module, "backward", None)
+    if original is None or getattr(original, "_dreamscope", False):
+        return False
+    autograd_module.backward = _timed(original, "backward", before=_work)
+    return True
+
+
+def _patch_profiler_step(profiler_module):
+    profile = getattr(profiler_module, "profile", None)
+    if profile is None or "step" not in profile.__dict__ or getattr(profile.step, "_dreamscope", False):
+        return False
+    original = profile.step
+
+    @functools.wraps(original)
+    def step(self, *args, **kwargs):
+        result = original(self, *args, **kwargs)
+        _steps.boundary(_Steps.PROFILER)
+        return result
+
+    step._dreamscope = True
+    profile.step = step
+    return True
+
+
+# ---------------------------------------------------------------------------------------
+# torch.distributed
+
+
+_COLLECTIVES = (
+    "all_reduce", "all_gather", "all_gather_into_tensor", "_all_gather_base", "reduce_scatter",
+    "reduce_scatter_tensor", "_reduce_scatter_base", "broadcast", "reduce", "all_to_all",
+    "all_to_all_single", "gather", "scatter", "barrier", "send", "recv", "isend", "irecv",
+    "all_gather_object", "broadcast_object_list",
+)
+
+
+def _tensor_bytes(value, torch):
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, (list, tuple)):
+        return sum(_tensor_bytes(v, torch) for v in value)
+    return 0
+
+
+def _patch_distributed(torch):
+    distributed = getattr(torch, "distributed", None)
+    if distributed is None or not getattr(distributed, "is_available", lambda: False)():
+        return False
+    c10d = getattr(distributed, "distributed_c10d", None)
+    for name in _COLLECTIVES:
+        original = getattr(distributed, name, None)
+        if original is None or getattr(original, "_dreamscope", False):
+            continue
+        label = name.lstrip("_").encode()
+
+        def make(original, label):
+            @functools.wraps(original)
+            def collective(*args, **kwargs):
+                # What this rank puts in: the tensor (or tensors) it passes first.
+                first = args[0] if args else next(iter(kwargs.values()), None)
+                nbytes = _tensor_bytes(first, torch)
+                _lib.ds_auto_range_push(COLLECTIVE, label, nbytes)
+                try:
+                    return original(*args, **kwargs)
+                finally:
+                    _lib.ds_auto_range_pop()
+
+            collective._dreamscope = True
+            return collective
+
+        wrapped = make(original, label)
+        setattr(distributed, name, wrapped)
+        if c10d is not None and getattr(c10d, name, None) is original:
+            setattr(c10d, name, wrapped)
+    return True
+
+
+def _start_operator_ranges(torch):
+    """PyTorch's own per-operator NVTX ranges, as emit_nvtx gives them, for the whole run."""
+    try:
+        if not torch.cuda.is_available():
+            _say("DREAMSCOPE_PYTHON_OPS: no CUDA device, PyTorch's operator ranges are not recorded")
+            return
+        context = torch.autograd.profiler.emit_nvtx()
+        context.__enter__()
+        _tls.operator_ranges = context  # kept alive for the run
+    except Exception as e:  # a build without NVTX support
+        _say("DREAMSCOPE_PYTHON_OPS: PyTorch's operator ranges are not available here (%s)" % e)
+
+
+def install(torch, lib, module_depth=1, operator_ranges=False):
+    """Installs the hooks into the imported `torch` module; `lib` is the annotation library."""
+    global _lib, _torch, _module_depth, _installed
+    if _installed or lib is None:
+        return
+    _lib, _torch, _module_depth, _installed = lib, torch, module_depth, True
+    import importlib
+
+    def module(name):
+        try:
+            return importlib.import_module(name)
+        except Exception:
+            return None
+
+    missing = []
+    data = module("torch.utils.data.dataloader")
+    worker = module("torch.utils.data._utils.worker")
+    fetch = module("torch.utils.data._utils.fetch")
+    if not (data and _patch_loader_iterator(data)):
+        missing.append("DataLoader waits")
+    if not (worker and _patch_worker_loop(worker)):
+        missing.append("DataLoader workers' batch ids")
+    if not (fetch and _patch_fetchers(fetch)):
+        missing.append("fetch and collate")
+    if module_depth >= 0 and not _patch_module_call(torch.nn.Module):
+        missing.append("module forwards")
+    if not _patch_backward(torch.autograd):
+        missing.append("backward")
+    if not _patch_optimizer(torch.optim):
+        missing.append("optimizer steps")
+    profiler = module("torch.profiler")
+    if profiler:
+        _patch_profiler_step(profiler)
+    _patch_distributed(torch)
+    if operator_ranges:
+        _start_operator_ranges(torch)
+    if missing:
+        _say("this PyTorch has no hook for: %s; those are not recorded" % ", ".join(missing))
