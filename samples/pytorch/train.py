@@ -1,17 +1,22 @@
-"""A small PyTorch training job to trace with dreamscope on a GPU machine.
+"""A small PyTorch training job to trace with dreamscope, on a GPU or on the CPU.
 
-    dreamscope trace -o torch.db -- python samples/pytorch/train.py --steps 50 --workers 2
+    dreamscope trace -o torch.db -- python3 samples/pytorch/train.py --steps 50 --workers 2
 
-A synthetic image dataset read through a DataLoader with worker processes (each __getitem__
-is a `fetch` + `prep` of one batch index, annotated in the worker), a small CNN, SGD. The
-main loop marks each step (the wait for its batch included, dreamscope.data_loader), and
-forward / backward / optimizer; with --emit-nvtx PyTorch's own per-operator NVTX ranges are
+A synthetic image dataset read through a DataLoader with worker processes, a small CNN,
+SGD. As it stands it is an unmodified PyTorch script: dreamscope's Python instrumentation
+records its steps, batch waits, the workers' fetch and collate, module forwards, backward
+and the optimizer with no change (docs/tracing.md, "Python and PyTorch"). --annotate adds
+dreamscope's own annotations instead (each __getitem__ a `fetch` + `prep` of one batch index
+in the worker, each step with the wait for its batch, forward / backward / optimizer), as
+docs/annotations.md shows. With --emit-nvtx PyTorch's own per-operator NVTX ranges are
 recorded too. --amp, --optimizer fused and --cuda-graphs are the real runs that the `amp`,
-`fused-optimizer` and `cuda-graphs` what-ifs predict. Prints its median step time
-(CUDA-synchronized), like the other samples.
+`fused-optimizer` and `cuda-graphs` what-ifs predict. Without a GPU it trains on the CPU
+(--device), and the options that need CUDA say so. Prints its median step time
+(CUDA-synchronized on a GPU), like the other samples.
 """
 import argparse
 import contextlib
+import inspect
 import statistics
 import time
 
@@ -20,20 +25,28 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
-try:
-    import dreamscope
-except ImportError:  # not traced and not on PYTHONPATH: annotations are no-ops
-    import contextlib
 
-    class _NoDreamscope:
-        def __getattr__(self, _name):
-            return lambda *a, **k: contextlib.nullcontext()
+class _NoAnnotations:
+    """dreamscope's annotation calls as no-ops: the script as a user would write it."""
 
-        @staticmethod
-        def data_loader(iterable, first_batch_id=0):
-            return iterable
+    def __getattr__(self, _name):
+        return lambda *a, **k: contextlib.nullcontext()
 
-    dreamscope = _NoDreamscope()
+    @staticmethod
+    def data_loader(iterable, first_batch_id=0):
+        return iterable
+
+
+dreamscope = _NoAnnotations()
+
+
+def use_annotations():
+    global dreamscope
+    try:
+        import dreamscope as annotations
+    except ImportError:  # not traced and not on PYTHONPATH: annotations stay no-ops
+        return
+    dreamscope = annotations
 
 
 class SyntheticImages(Dataset):
@@ -84,6 +97,8 @@ def make_optimizer(params, kind):
     # foreach (PyTorch's default on CUDA): a few multi-tensor kernels; for-loop: kernels per
     # parameter, launched one by one from Python; fused: one kernel per step.
     options = {"for-loop": {"foreach": False}, "foreach": {"foreach": True}, "fused": {"fused": True}}[kind]
+    accepted = inspect.signature(torch.optim.SGD).parameters
+    options = {k: v for k, v in options.items() if k in accepted}
     return torch.optim.SGD(params, lr=0.01, momentum=0.9, **options)
 
 
@@ -138,12 +153,27 @@ def main():
     p.add_argument("--torch-profiler", metavar="FILE",
                    help="run under torch.profiler (CPU and CUDA activities) and export its trace to FILE: the "
                         "PyTorch profiler's own cost, for comparison with dreamscope's")
+    p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto",
+                   help="where to train: auto (CUDA where a GPU is, else the CPU)")
+    p.add_argument("--annotate", action="store_true",
+                   help="add dreamscope's own annotations (steps, the data pipeline, forward/backward/optimizer)")
     a = p.parse_args()
-    if not torch.cuda.is_available():
-        raise SystemExit("train.py: no CUDA device")
-    device = torch.device("cuda")
+    cuda = torch.cuda.is_available() if a.device == "auto" else a.device == "cuda"
+    if cuda and not torch.cuda.is_available():
+        raise SystemExit("train.py: --device cuda: no CUDA device here")
+    if not cuda:
+        needs_cuda = [o for o, on in (("--cuda-graphs", a.cuda_graphs), ("--emit-nvtx", a.emit_nvtx),
+                                      ("--optimizer fused", a.optimizer == "fused")) if on]
+        if needs_cuda:
+            raise SystemExit("train.py: %s needs a CUDA device, and this run is on the CPU" % ", ".join(needs_cuda))
+    if a.optimizer == "fused" and "fused" not in inspect.signature(torch.optim.SGD).parameters:
+        raise SystemExit("train.py: --optimizer fused: this PyTorch's SGD has no fused implementation")
+    if a.annotate:
+        use_annotations()
+    device = torch.device("cuda" if cuda else "cpu")
+    loader_options = {"prefetch_factor": 2} if a.workers else {}
     loader = DataLoader(SyntheticImages(a.steps, a.batch_size, a.fetch_delay_ms / 1000), batch_size=None,
-                        num_workers=a.workers, pin_memory=True, prefetch_factor=2 if a.workers else None)
+                        num_workers=a.workers, pin_memory=cuda, **loader_options)
     model = SmallCnn(a.width, a.depth).to(device)
     opt = make_optimizer(model.parameters(), a.optimizer)
     captured = CapturedStep(model, opt, a.batch_size, device, a.amp) if a.cuda_graphs else None
@@ -151,7 +181,9 @@ def main():
     batches = iter(dreamscope.data_loader(loader))
     profiler = contextlib.nullcontext()
     if a.torch_profiler:
-        activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if cuda:
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
         profiler = torch.profiler.profile(activities=activities)
     with profiler as prof, torch.autograd.profiler.emit_nvtx(enabled=a.emit_nvtx):
         for i in range(len(loader)):
@@ -164,7 +196,7 @@ def main():
                     loss = captured(x, y)
                 else:
                     x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-                    with dreamscope.operation("forward"), torch.autocast("cuda", dtype=torch.bfloat16,
+                    with dreamscope.operation("forward"), torch.autocast(device.type, dtype=torch.bfloat16,
                                                                          enabled=a.amp):
                         loss = F.cross_entropy(model(x), y)
                     with dreamscope.operation("backward"):
@@ -172,7 +204,8 @@ def main():
                         loss.backward()
                     with dreamscope.operation("optimizer"):
                         opt.step()
-                torch.cuda.synchronize()
+                if cuda:
+                    torch.cuda.synchronize()
             step_ns.append(time.perf_counter_ns() - t0)
             if a.torch_profiler:
                 prof.step()
