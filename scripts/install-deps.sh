@@ -11,6 +11,9 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libgl-dev
   xvfb xauth chromium
+  # What a Python user of dreamscope has: the PyTorch sample and the Python-layer tests trace
+  # Debian's PyTorch (CPU) and torchvision.
+  python3 python3-torch python3-torchvision
 )
 
 missing=()

@@ -155,6 +155,8 @@ def main():
                         "PyTorch profiler's own cost, for comparison with dreamscope's")
     p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto",
                    help="where to train: auto (CUDA where a GPU is, else the CPU)")
+    p.add_argument("--no-loading", action="store_true",
+                   help="no DataLoader: one batch made once and reused every step")
     p.add_argument("--annotate", action="store_true",
                    help="add dreamscope's own annotations (steps, the data pipeline, forward/backward/optimizer)")
     a = p.parse_args()
@@ -178,7 +180,12 @@ def main():
     opt = make_optimizer(model.parameters(), a.optimizer)
     captured = CapturedStep(model, opt, a.batch_size, device, a.amp) if a.cuda_graphs else None
     step_ns = []
-    batches = iter(dreamscope.data_loader(loader))
+    if a.no_loading:
+        # The run a `data synthetic=true` what-if predicts: one batch, made once, every step.
+        batch = SyntheticImages(1, a.batch_size, 0)[0]
+        batches = iter(lambda: batch, None)
+    else:
+        batches = iter(dreamscope.data_loader(loader))
     profiler = contextlib.nullcontext()
     if a.torch_profiler:
         activities = [torch.profiler.ProfilerActivity.CPU]
