@@ -204,7 +204,8 @@ const CommandRegistration analyze_command(50, "analyze", [](CLI::App& app) -> Co
       "  dreamscope analyze job.db --format html -o job.html   # one trace of every rank\n"
       "  srun dreamscope analyze --summary -o summaries/rank-$SLURM_PROCID.summary.db trace-$SLURM_PROCID.db\n"
       "  dreamscope analyze summaries/                   # the job from its ranks' summaries\n"
-      "Exit codes: 0 ok, 1 unreadable trace or summary or unwritable output, 2 bad command line.");
+      "Exit codes: 0 ok, 1 unreadable trace or summary, a trace with nothing to analyze (no events, an\n"
+      "import that kept nothing; --allow-empty goes on) or unwritable output, 2 bad command line.");
   return [opts, allow_empty] {
     const AnalyzeOptions& o = *opts;
     std::vector<analyzers::ReportSection> sections;
