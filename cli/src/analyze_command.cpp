@@ -204,7 +204,8 @@ const CommandRegistration analyze_command(50, "analyze", [](CLI::App& app) -> Co
       "  dreamscope analyze job.db --format html -o job.html   # one trace of every rank\n"
       "  srun dreamscope analyze --summary -o summaries/rank-$SLURM_PROCID.summary.db trace-$SLURM_PROCID.db\n"
       "  dreamscope analyze summaries/                   # the job from its ranks' summaries\n"
-      "Exit codes: 0 ok, 1 unreadable trace or summary or unwritable output, 2 bad command line.");
+      "Exit codes: 0 ok, 1 unreadable trace or summary, a trace with nothing to analyze (no events, an\n"
+      "import that kept nothing; --allow-empty goes on) or unwritable output, 2 bad command line.");
   return [opts, allow_empty] {
     const AnalyzeOptions& o = *opts;
     std::vector<analyzers::ReportSection> sections;
@@ -306,13 +307,7 @@ const CommandRegistration analyze_command(50, "analyze", [](CLI::App& app) -> Co
       load.threads = thread_count(o.threads);
       load.detail = ImportDetail::WithoutOperators; // each trace goes into summarize_rank alone
       const bool allow = *allow_empty;
-      load.check_file = [allow](const fs::path& path, const Trace& t) {
-        if (!allow) {
-          if (const std::string problem = empty_import_problem(t); !problem.empty()) {
-            throw TraceError(path.string() + ": " + problem + "; nothing to analyze (--allow-empty goes on anyway)");
-          }
-        }
-      };
+      load.check_file = [allow](const fs::path& path, const Trace& t) { check_not_empty(path.string(), t, allow); };
       for_each_rank(in.traces, load, [&](std::int64_t rank, Trace&& t, const fs::path& file) {
         analyzers::RankSummary s = analyzers::summarize_rank(t, rank, file.filename().string(), hta);
         t = Trace(); // the rank's trace goes before the next is loaded

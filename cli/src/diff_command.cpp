@@ -125,7 +125,8 @@ const CommandRegistration diff_command(75, "diff", [](CLI::App& app) -> CommandA
               "top_regression_ms / top_improvement_ms (the largest change per step of one name), gpu_ms_a,\n"
               "gpu_ms_b, gpu_change_pct (GPU work per step), slower, faster, appeared, vanished (names),\n"
               "worst_rank_change_pct, rank_own_growth_ms (multi-rank jobs). See docs/diff.md.\n"
-              "Exit codes: 0 ok, 1 unreadable trace, unknown rank or step, bad --fail-if or unwritable output,\n"
+              "Exit codes: 0 ok, 1 unreadable trace, a trace with nothing to analyze (no events, an import that\n"
+              "kept nothing; --allow-empty goes on), unknown rank or step, bad --fail-if or unwritable output,\n"
               "2 bad command line, 3 a --fail-if condition held (the report is still written).");
   return [opts, allow_empty, rank]() -> int {
     check_gates(opts->gates);

@@ -51,6 +51,11 @@ std::string render_text(const std::string& path, const TraceSummary& s) {
   // Imported traces and tracer part logs were never a trace.db: no schema to name.
   if (!s.schema_version.empty()) line("schema", fmt::format("v{} (dreamscope {})", s.schema_version, s.dreamscope_version));
   line("complete", complete_text(s));
+  // Said plainly, next to `complete`: a recording can be complete and hold nothing.
+  if (!s.nothing_to_analyze.empty()) {
+    line("analyzable", "NO: " + s.nothing_to_analyze +
+                           "; analyze, replay, whatif, diff and export refuse it without --allow-empty");
+  }
   line("time span", fmt::format("{} ({} .. {} ns)", format_duration(s.end - s.begin), s.begin, s.end));
   line("dropped events", std::to_string(s.dropped_events));
   if (s.tracer_writer_cpu_ns != kNoValue && s.end > s.begin) {
@@ -193,6 +198,7 @@ std::string render_json(const std::string& path, const TraceSummary& s) {
   j["schema_version"] = s.schema_version;
   j["dreamscope_version"] = s.dreamscope_version;
   j["complete"] = s.complete;
+  j["nothing_to_analyze"] = s.nothing_to_analyze.empty() ? json(nullptr) : json(s.nothing_to_analyze);
   j["import_events_read"] = s.import_events_read;
   j["import_events_dropped"] = s.import_events_dropped;
   j["import_issues"] = json::object();
@@ -254,7 +260,7 @@ const CommandRegistration info_command(20, "info", [](CLI::App& app) -> CommandA
   auto opts = std::make_shared<InfoOptions>();
   auto* cmd = app.add_subcommand("info", "Summarize a trace: source, time span, processes, threads, devices, "
                                          "streams, event counts, top kernels, completeness");
-  auto allow_empty = add_allow_empty_flag(cmd);
+  auto allow_empty = add_allow_empty_flag(cmd, RefuseEmpty::Imports);
   add_trace_inputs(cmd, opts->traces)->required();
   cmd->add_flag("--json", opts->json, "Print JSON instead of text");
   cmd->add_option("-o,--output", opts->output, "Write to this file instead of stdout");
@@ -263,7 +269,7 @@ const CommandRegistration info_command(20, "info", [](CLI::App& app) -> CommandA
       "Example:\n  dreamscope info trace.db\n  dreamscope info --json trace.db > info.json\n"
       "  dreamscope info traces/              # a job: one trace per rank in the folder");
   return [opts, allow_empty] {
-    Trace trace = open_job(opts->traces, *allow_empty);
+    Trace trace = open_job(opts->traces, *allow_empty, RefuseEmpty::Imports);
     TraceSummary s = summarize(trace, opts->top);
     const std::string label = inputs_label(opts->traces);
     write_output(opts->output, opts->json ? render_json(label, s) : render_text(label, s));

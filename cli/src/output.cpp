@@ -62,26 +62,26 @@ void write_output(const std::string& path, const std::string& text) {
   if (!ok) throw TraceError(path + ": cannot write: " + std::strerror(err ? err : errno));
 }
 
+void check_not_empty(const std::string& path, const Trace& trace, bool allow_empty, RefuseEmpty refuse) {
+  if (allow_empty) return;
+  const std::string problem = refuse == RefuseEmpty::Any ? empty_trace_problem(trace) : empty_import_problem(trace);
+  if (!problem.empty()) throw TraceError(path + ": " + problem + "; nothing to analyze (--allow-empty goes on anyway)");
+}
+
 Trace open_trace(const std::string& path, bool allow_empty, ImportStats* stats, const ImportProgressFn& progress,
-                 ImportDetail detail) {
+                 ImportDetail detail, RefuseEmpty refuse) {
   Trace trace = load_trace(path, stats, progress, detail);
-  if (!allow_empty) {
-    if (const std::string problem = empty_import_problem(trace); !problem.empty()) {
-      throw TraceError(path + ": " + problem + "; nothing to analyze (--allow-empty goes on anyway)");
-    }
-  }
+  check_not_empty(path, trace, allow_empty, refuse);
   return trace;
 }
 
-Trace open_job(const std::vector<std::string>& inputs, bool allow_empty) {
+Trace open_job(const std::vector<std::string>& inputs, bool allow_empty, RefuseEmpty refuse) {
   const std::vector<std::filesystem::path> files = job_files(inputs);
-  if (files.size() == 1) return open_trace(files.front().string(), allow_empty);
+  if (files.size() == 1) return open_trace(files.front().string(), allow_empty, nullptr, {}, ImportDetail::Full, refuse);
   JobLoadOptions options;
   if (!allow_empty) {
-    options.check_file = [](const std::filesystem::path& path, const Trace& trace) {
-      if (const std::string problem = empty_import_problem(trace); !problem.empty()) {
-        throw TraceError(path.string() + ": " + problem + "; nothing to analyze (--allow-empty goes on anyway)");
-      }
+    options.check_file = [refuse](const std::filesystem::path& path, const Trace& trace) {
+      check_not_empty(path.string(), trace, false, refuse);
     };
   }
   return load_job(files, options).trace;
@@ -116,11 +116,15 @@ int apply_gates(std::string_view command, const std::vector<std::string>& gates,
   return status;
 }
 
-std::shared_ptr<bool> add_allow_empty_flag(CLI::App* cmd) {
+std::shared_ptr<bool> add_allow_empty_flag(CLI::App* cmd, RefuseEmpty refuse) {
   auto allow = std::make_shared<bool>(false);
   cmd->add_flag("--allow-empty", *allow,
-                "Go on with an imported trace that kept none of its events, or none of its CPU or GPU side "
-                "(by default that is an error, exit 1)");
+                refuse == RefuseEmpty::Any
+                    ? "Go on with a trace that holds nothing to analyze: a recording with no events (no NVTX range, "
+                      "CUDA API call or GPU operation), or an import that kept none of its events, or none of its "
+                      "CPU or GPU side (by default that is an error, exit 1)"
+                    : "Go on with an imported trace that kept none of its events, or none of its CPU or GPU side "
+                      "(by default that is an error, exit 1; a recording with no events is shown, and said so)");
   return allow;
 }
 

@@ -31,18 +31,30 @@ void check_trace_output(const std::string& path, bool force);
 // naming the file when it cannot be written.
 void write_output(const std::string& path, const std::string& text);
 
-// How every command opens its trace: load_trace, then a refusal (TraceError naming the
-// file, the reason and the counts) of an import that kept nothing, or nothing of the CPU
-// or GPU side that the file holds (empty_import_problem), unless `allow_empty`.
-// `detail`: how much of the file to keep (importers.h).
+// Which traces with nothing to analyze a command refuses: any (analyze, whatif, replay, diff,
+// export, import), or only imports that kept nothing (info, which shows a recording that holds
+// no events and says so).
+enum class RefuseEmpty { Any, Imports };
+
+// How every command opens its trace: load_trace, then a refusal (TraceError naming the file,
+// the reason and the counts) of a trace with nothing to analyze (empty_trace_problem: a
+// recording that holds no events, an import that kept nothing, or nothing of the CPU or GPU
+// side that the file holds), unless `allow_empty`. `detail`: how much of the file to keep
+// (importers.h).
 Trace open_trace(const std::string& path, bool allow_empty, ImportStats* stats = nullptr,
-                 const ImportProgressFn& progress = {}, ImportDetail detail = ImportDetail::Full);
+                 const ImportProgressFn& progress = {}, ImportDetail detail = ImportDetail::Full,
+                 RefuseEmpty refuse = RefuseEmpty::Any);
+
+// The refusal open_trace makes of `trace` read from `path` (TraceError), unless `allow_empty`;
+// for the commands that load a job's files themselves.
+void check_not_empty(const std::string& path, const Trace& trace, bool allow_empty,
+                     RefuseEmpty refuse = RefuseEmpty::Any);
 
 // How every command opens what it is given: one trace as open_trace does, or a distributed
 // job (several files, a folder of them, a glob) as one Trace (storage's load_job: every rank's
 // file in parallel, clocks aligned), each file refused as open_trace would. What the loader
 // inferred (ranks from file names, clocks shifted) is in the trace's meta.job_notes.
-Trace open_job(const std::vector<std::string>& inputs, bool allow_empty);
+Trace open_job(const std::vector<std::string>& inputs, bool allow_empty, RefuseEmpty refuse = RefuseEmpty::Any);
 
 // How a command names what it opened in its output: the file, or "FIRST and N more".
 std::string inputs_label(const std::vector<std::string>& inputs);
@@ -58,6 +70,7 @@ int apply_gates(std::string_view command, const std::vector<std::string>& gates,
                 const whatif::ExpressionValues& values, const std::string& why);
 
 // Adds --allow-empty to a command that opens a trace; pass the flag's value to open_trace.
-std::shared_ptr<bool> add_allow_empty_flag(CLI::App* cmd);
+// `refuse`: what the command refuses without it (its help says which).
+std::shared_ptr<bool> add_allow_empty_flag(CLI::App* cmd, RefuseEmpty refuse = RefuseEmpty::Any);
 
 } // namespace dreamscope::cli

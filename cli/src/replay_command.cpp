@@ -207,7 +207,8 @@ const CommandRegistration replay_command(60, "replay", [](CLI::App& app) -> Comm
               "  dreamscope replay trace.db --correct-overhead -o untraced.db\n"
               "  dreamscope replay trace.db --cost nvtx_range=18 --cost cuda_api=250\n"
               "  dreamscope replay rank0.pt.trace.json.gz --format json\n"
-              "Exit codes: 0 ok, 1 unreadable trace or unwritable output, 2 bad command line.");
+              "Exit codes: 0 ok, 1 unreadable trace, a trace with nothing to replay (no events, an import that\n"
+              "kept nothing; --allow-empty goes on) or unwritable output, 2 bad command line.");
   return [opts, allow_empty] {
     const Trace trace = open_job(opts->traces, *allow_empty);
     ReplayOptions ro;

@@ -15,6 +15,7 @@
 #include <dreamscope/rank_environment.h>
 #include <dreamscope/trace_file.h>
 #include <dreamscope/trace_merge.h>
+#include <dreamscope/trace_summary.h>
 #include <dreamscope/tracer_environment.h>
 
 #include <fmt/format.h>
@@ -215,6 +216,18 @@ void prepend_path(const char* var, const std::string& value, char sep) {
   setenv(var, v.c_str(), 1);
 }
 
+// A job that recorded no event still has its trace written (its processes, its meta, and why:
+// meta.no_events); said after "wrote", so that it is not taken for a recording to analyze.
+void say_if_empty(const MergedJob& m, const fs::path& output) {
+  if (m.no_events.empty()) return;
+  std::fprintf(stderr, "dreamscope trace: %s: %s: %s\n", output.c_str(), kNoEventsText, m.no_events.c_str());
+  std::fprintf(stderr,
+               "dreamscope trace: analyze, whatif, replay, diff and export refuse it (--allow-empty goes on). To "
+               "record something: NVTX ranges in the program (docs/annotations.md; in Python, the dreamscope module "
+               "or torch.cuda.nvtx), or its CUDA work on a machine with a driver (docs/tracing.md, \"A trace with no "
+               "events\")\n");
+}
+
 int run_trace(const TraceOptions& o) {
   if (o.command.empty()) {
     std::fprintf(stderr, "dreamscope trace: no command given (usage: dreamscope trace [options] -- CMD ARGS...)\n");
@@ -254,10 +267,12 @@ int run_trace(const TraceOptions& o) {
   const bool cuda = o.sources.find("cuda") != std::string::npos;
   // Degrade, never fail: without a driver the job still runs and NVTX is still recorded.
   JobFacts job{.command = command, .root_program = o.command.front()};
+  job.sources = o.sources;
   if (cuda) {
     if (void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)) {
       dlclose(driver);
     } else {
+      job.cuda_driver = false;
       job.warnings.push_back(
           "no CUDA driver on this machine (libcuda.so.1 not loadable): recording NVTX and the CPU side only");
     }
@@ -363,6 +378,7 @@ int run_trace(const TraceOptions& o) {
     if (!o.keep_parts) fs::remove_all(parts, ec);
     std::fprintf(stderr, "dreamscope trace: wrote %s (%zu process%s, %zu events%s)\n", output.c_str(),
                  m.processes, m.processes == 1 ? "" : "es", m.events, m.complete ? "" : ", incomplete");
+    say_if_empty(m, output);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dreamscope trace: cannot write %s: %s; the parts are kept in %s\n", output.c_str(),
                  e.what(), parts.c_str());
@@ -411,6 +427,8 @@ const CommandRegistration trace_command(10, "trace", [](CLI::App& app) -> Comman
               "(not runnable) when it could not be started, and 1 when OUTPUT cannot be written: both are\n"
               "found before anything runs, and no trace is written; 2 for a bad command line, or a --per-rank\n"
               "output with %r where no rank variable is set.\n"
+              "A job that recorded no event (no NVTX range, CUDA API call or GPU work) is still written, and\n"
+              "said so after \"wrote\" with why; the analyses refuse it (docs/tracing.md, \"A trace with no events\").\n"
               "Every process of the job is in the one trace, with its rank, local rank and world size\n"
               "when its launcher set them (torchrun's RANK, LOCAL_RANK, WORLD_SIZE; Open MPI's, Slurm's, PMI's).\n"
               "Example:\n  dreamscope trace -o run.db -- python train.py --epochs 1\n"

@@ -348,7 +348,8 @@ const CommandRegistration whatif_command(70, "whatif", [](CLI::App& app) -> Comm
               "  dreamscope whatif traces/ -s straggler            # a job, one trace per rank: without its straggler\n"
               "  dreamscope whatif job.db -s amp --rank 3           # mixed precision on rank 3 alone\n"
               "  dreamscope whatif trace.db -s amp --correct-overhead  # from the run without the tracer\n"
-              "Exit codes: 0 ok, 1 unreadable trace, bad scenario or unwritable output, 2 bad command line,\n"
+              "Exit codes: 0 ok, 1 unreadable trace, a trace with nothing to analyze (no events, an import that\n"
+              "kept nothing; --allow-empty goes on), bad scenario or unwritable output, 2 bad command line,\n"
               "3 a --fail-if condition held (the report is still written).");
   return [opts, cmd, scenario_option, parameter_option, allow_empty]() -> int {
     int scenarios_seen = 0;

@@ -5,6 +5,7 @@
 #include "dreamscope/steps.h"
 #include "dreamscope/trace_copy.h"
 #include "dreamscope/trace_log.h"
+#include "dreamscope/trace_summary.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -211,6 +212,41 @@ void split_warnings(const std::string& joined, std::set<std::string>& into) {
   }
 }
 
+// Why a job recorded no event, as well as the launcher and the parts can tell: the NVTX side,
+// then the CUDA side.
+std::string why_no_events(const JobFacts& job, const std::vector<Part>& parts, const std::set<std::string>& warnings,
+                          bool paused) {
+  auto any_part = [&](auto&& pred) { return std::any_of(parts.begin(), parts.end(), pred); };
+  const bool window = any_part([](const Part& p) { return !p.trace.meta_value("window_from_ns").empty(); });
+  const bool devices = any_part([](const Part& p) { return !p.trace.devices().empty(); });
+  const bool cupti_failed =
+      std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) { return w.starts_with("CUPTI"); });
+  std::string nvtx, cuda;
+  if (job.sources.find("nvtx") == std::string::npos) {
+    nvtx = "NVTX was not recorded (--trace " + job.sources + ")";
+  } else if (paused) {
+    nvtx = "no NVTX range or mark was recorded: the program paused recording (ds_tracing_pause)";
+  } else if (window) {
+    nvtx = "no NVTX range or mark fell in the --delay/--duration window";
+  } else {
+    nvtx = "no process of the job made an NVTX call";
+  }
+  if (job.sources.find("cuda") == std::string::npos) {
+    cuda = "CUDA was not recorded (--trace " + job.sources + ")";
+  } else if (!job.cuda_driver) {
+    cuda = "no CUDA driver on this machine (libcuda.so.1 not loadable)";
+  } else if (devices && window) {
+    cuda = "no CUDA API call or GPU work fell in the --delay/--duration window";
+  } else if (devices) {
+    cuda = "CUDA was initialised, but no CUDA API call or GPU work was recorded";
+  } else if (cupti_failed) {
+    cuda = "no CUDA work was recorded: CUPTI could not record it (see the warnings)";
+  } else {
+    cuda = "no CUDA work was recorded: no process of the job initialised CUDA, or CUPTI could not record it";
+  }
+  return nvtx + "; " + cuda;
+}
+
 } // namespace
 
 MergedJob merge_part_logs(const fs::path& dir, const JobFacts& job) {
@@ -293,6 +329,10 @@ MergedJob merge_part_logs(const fs::path& dir, const JobFacts& job) {
   if (start != INT64_MAX) out.set_meta("start", std::to_string(start));
   if (end != INT64_MIN) out.set_meta("end", std::to_string(end));
   out.set_meta("parts", std::to_string(parts.size()));
+  if (std::all_of(parts.begin(), parts.end(), [](const Part& p) { return holds_no_events(p.trace); })) {
+    result.no_events = why_no_events(job, parts, warnings, !recording_paused.empty());
+    out.set_meta("no_events", result.no_events);
+  }
   // A job with a process that never closed its part is not complete, merged or not.
   out.set_meta("complete", result.complete ? "1" : "0");
   result.trace = std::move(out).build();

@@ -204,6 +204,7 @@ TraceSummary summarize(const Trace& trace, std::size_t top_kernels) {
     k.name = std::string(trace.str(sorted[i].first));
     s.top_kernels.push_back(std::move(k));
   }
+  s.nothing_to_analyze = empty_trace_problem(trace);
   return s;
 }
 
@@ -263,6 +264,18 @@ std::string empty_import_problem(const Trace& trace) {
     return "the import kept none of the " + std::to_string(gpu_in) + " GPU-side events in the file" + because;
   }
   return {};
+}
+
+bool holds_no_events(const Trace& trace) {
+  return trace.annotations().size() == 0 && trace.cuda_api().size() == 0 && trace.gpu_ops().size() == 0 &&
+         trace.memory_events().size() == 0 && summarized_event_count(trace) == 0;
+}
+
+std::string empty_trace_problem(const Trace& trace) {
+  if (meta_int(trace, "import_events_read") >= 0) return empty_import_problem(trace);
+  if (!holds_no_events(trace)) return {};
+  const std::string why = trace.meta_value("no_events");
+  return std::string(kNoEventsText) + (why.empty() ? "" : ": " + why);
 }
 
 } // namespace dreamscope

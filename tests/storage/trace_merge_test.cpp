@@ -6,6 +6,7 @@
 #include <dreamscope/trace_copy.h>
 #include <dreamscope/trace_log.h>
 #include <dreamscope/trace_merge.h>
+#include <dreamscope/trace_summary.h>
 
 #include <gtest/gtest.h>
 
@@ -283,6 +284,65 @@ TEST(MergePartLogs, ARootThatRecordedNothingIsStillTheJobsProcess) {
   EXPECT_EQ(m.trace.processes()[0].name, "true");
   EXPECT_EQ(m.trace.processes()[0].exit_status, 3);
   EXPECT_EQ(m.trace.meta_value("command"), "/bin/true --x");
+  // Nothing recorded, and said why: what `dreamscope trace` prints and every command reads.
+  const std::string why = "no process of the job made an NVTX call; no CUDA work was recorded: no process of the job "
+                          "initialised CUDA, or CUPTI could not record it";
+  EXPECT_EQ(m.no_events, why);
+  EXPECT_EQ(m.trace.meta_value("no_events"), why);
+  EXPECT_TRUE(holds_no_events(m.trace));
+  EXPECT_EQ(empty_trace_problem(m.trace),
+            "the trace holds no events (no NVTX range or mark, CUDA API call or GPU work): " + why);
+}
+
+// Issue 33: a job that recorded no event is told apart from one that did, with the reason the
+// launcher (what --trace asked for, whether a CUDA driver loads) and the parts can give.
+TEST(MergePartLogs, AJobThatRecordedNoEventSaysWhyAsFarAsItIsKnown) {
+  auto merged = [](const JobFacts& job, const std::function<void(TraceLogWriter&, TrackId, std::uint32_t)>& record,
+                   const std::string& warnings = {}) {
+    ScratchDir dir;
+    PartWriter part{.pid = 800, .start = 1000, .end = 2000, .warnings = warnings, .exit_status = 0};
+    part.record = record;
+    part.write(dir / "800.dslog");
+    return merge_part_logs(dir.path(), job);
+  };
+  // A thread's load alone (its ranges fell outside the window) is no event to analyze.
+  auto loads_only = [](TraceLogWriter& w, TrackId t, std::uint32_t) {
+    w.add(ThreadLoadRecord{.track = t, .start = 1100, .end = 1200, .events = 4});
+  };
+  auto windowed = [&](TraceLogWriter& w, TrackId t, std::uint32_t p) {
+    loads_only(w, t, p);
+    w.set_meta("window_from_ns", "5000");
+  };
+  auto with_device = [](TraceLogWriter& w, TrackId, std::uint32_t p) {
+    w.add_device(DeviceInfo{.ordinal = 0, .process = p, .name = "GPU"});
+  };
+  const JobFacts root{.root_pid = 800, .root_exit_status = 0};
+  JobFacts no_driver = root;
+  no_driver.cuda_driver = false;
+  MergedJob m = merged(no_driver, loads_only);
+  EXPECT_EQ(m.no_events, "no process of the job made an NVTX call; no CUDA driver on this machine (libcuda.so.1 not "
+                         "loadable)");
+  EXPECT_TRUE(holds_no_events(m.trace));
+  EXPECT_EQ(m.trace.thread_loads().size(), 1u) << "what was recorded is kept";
+  JobFacts nvtx_only = root;
+  nvtx_only.sources = "nvtx";
+  EXPECT_EQ(merged(nvtx_only, windowed).no_events,
+            "no NVTX range or mark fell in the --delay/--duration window; CUDA was not recorded (--trace nvtx)");
+  JobFacts cuda_only = root;
+  cuda_only.sources = "cuda";
+  EXPECT_EQ(merged(cuda_only, with_device).no_events,
+            "NVTX was not recorded (--trace cuda); CUDA was initialised, but no CUDA API call or GPU work was recorded");
+  EXPECT_EQ(merged(root, {}, "CUPTI is not available (CUPTI_ERROR_UNKNOWN): recording NVTX and the CPU side only")
+                .no_events,
+            "no process of the job made an NVTX call; no CUDA work was recorded: CUPTI could not record it (see the "
+            "warnings)");
+
+  // One range is something: no reason, no meta.no_events, nothing refused.
+  m = merged(no_driver, [](TraceLogWriter& w, TrackId t, std::uint32_t) { annotate(w, t, "step", "step", 1100, 1900); });
+  EXPECT_EQ(m.no_events, "");
+  EXPECT_EQ(m.trace.meta_value("no_events"), "");
+  EXPECT_FALSE(holds_no_events(m.trace));
+  EXPECT_EQ(empty_trace_problem(m.trace), "");
 }
 
 TEST(MergePartLogs, AFolderThatCannotBeListedIsAnErrorNamingIt) {

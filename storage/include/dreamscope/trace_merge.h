@@ -29,6 +29,9 @@ struct JobFacts {
   std::string root_program;  // what it was started as: names a root that left no part
   std::vector<std::string> warnings; // the launcher's own (no CUDA driver): meta.warnings
   std::int64_t cpu_cores = 0;        // cores the job could run on (meta.cpu_cores); 0: unknown
+  // What was asked for and found: why a job that recorded nothing did (MergedJob::no_events).
+  std::string sources = "cuda,nvtx"; // `dreamscope trace --trace`
+  bool cuda_driver = true;           // libcuda.so.1 could be loaded
 };
 
 struct MergedJob {
@@ -40,6 +43,11 @@ struct MergedJob {
   // What the merge found (a part left out, a process that did not close its part), one
   // line each; they are in meta.warnings too, with the parts' and the launcher's.
   std::vector<std::string> warnings;
+  // Empty when the job recorded an event (holds_no_events, trace_summary.h); else why none, as
+  // well as the parts and the launcher can tell: what NVTX gave, then what CUDA gave
+  // ("no process of the job made an NVTX call; no CUDA driver on this machine ..."). Also
+  // meta.no_events, where every command that refuses the trace reads it.
+  std::string no_events;
 };
 
 // Merges every `*.dslog` in `dir`. Never throws for a bad part (it is left out and named in

@@ -107,9 +107,26 @@ struct TraceSummary {
   std::vector<StreamSummary> streams;
   EventCounts counts;
   std::vector<KernelTotal> top_kernels; // by total time, longest first
+  // Why the trace holds nothing to analyze (empty_trace_problem); empty when it holds something.
+  std::string nothing_to_analyze;
 };
 
 TraceSummary summarize(const Trace& trace, std::size_t top_kernels = 5);
+
+// Whether a trace holds no event on the CPU or the GPU side: no annotation (NVTX range or
+// mark, operator), CUDA API call, GPU operation, memory event, nor operator an import counted
+// without keeping (summarized_event_count). Process, thread, device, calibration, overhead,
+// thread-load and flow rows alone are nothing to analyze.
+bool holds_no_events(const Trace& trace);
+
+// Why a trace is not fit to analyze, in one line; empty when it is. The one decision every
+// command makes before it analyzes, replays, compares or exports a trace (docs/limits.md):
+// an imported trace, as empty_import_problem says; any other (a recording, a prediction) when
+// it holds no events (holds_no_events), with what the recording said about why (meta
+// no_events, written by merge_part_logs).
+std::string empty_trace_problem(const Trace& trace);
+// How empty_trace_problem and `dreamscope trace` say it, before the why.
+inline constexpr const char* kNoEventsText = "the trace holds no events (no NVTX range or mark, CUDA API call or GPU work)";
 
 // Why an imported trace is not fit to analyze: it kept none of its events, or none of the
 // CPU or of the GPU events the file holds. One line with the counts and the main reasons;
