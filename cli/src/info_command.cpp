@@ -149,7 +149,9 @@ std::string render_text(const std::string& path, const TraceSummary& s) {
   out += fmt::format("\nstreams ({})\n", s.streams.size());
   for (const auto& st : s.streams) {
     out += fmt::format("  gpu {} stream {:<6} {:<16} {} events\n", st.device_ordinal,
-                       st.stream == kContextWideStream ? std::string("all") : std::to_string(st.stream),
+                       st.stream == kContextWideStream ? std::string("all")
+                       : st.stream == kNoValue         ? std::string("none") // a device's stream-less row
+                                                       : std::to_string(st.stream),
                        st.name.empty() ? "-" : st.name, st.events);
   }
   const auto& c = s.counts;
@@ -242,7 +244,8 @@ std::string render_json(const std::string& path, const TraceSummary& s) {
   }
   j["streams"] = json::array();
   for (const auto& st : s.streams) {
-    j["streams"].push_back({{"device", st.device_ordinal}, {"stream", st.stream}, {"name", st.name}, {"events", st.events}});
+    j["streams"].push_back(
+        {{"device", st.device_ordinal}, {"stream", opt(st.stream)}, {"name", st.name}, {"events", st.events}});
   }
   const auto& c = s.counts;
   j["events"] = {{"runtime_api", c.runtime_api}, {"driver_api", c.driver_api}, {"kernel", c.kernels},

@@ -127,7 +127,8 @@ class ChromeExporter {
 
  private:
   // CPU rows keep their pid and tid, unless two processes share a pid (the ranks of a job on
-  // several machines): then each process is numbered by its place in the trace. A GPU gets a
+  // several machines) or one has none (the pseudo-process "CPU functions" of PyTorch's exporter
+  // without Kineto): then each process is numbered by its place in the trace. A GPU gets a
   // pseudo-process after every process (Kineto uses the device ordinal, which can collide with
   // a pid), and each stream a row numbered by its stream id; streams without an id get rows
   // past the largest one.
@@ -136,7 +137,8 @@ class ChromeExporter {
     for (const auto& p : t_.processes()) pids.insert(p.pid);
     pid_of_process_.resize(t_.processes().size());
     for (std::uint32_t p = 0; p < t_.processes().size(); ++p) {
-      pid_of_process_[p] = pids.size() == t_.processes().size() ? t_.processes()[p].pid : std::int64_t{p} + 1;
+      pid_of_process_[p] = pids.size() == t_.processes().size() && !pids.contains(kNoValue) ? t_.processes()[p].pid
+                                                                                               : std::int64_t{p} + 1;
     }
     std::int64_t max_pid = 0, max_stream = 0;
     for (std::int64_t pid : pid_of_process_) max_pid = std::max(max_pid, pid);

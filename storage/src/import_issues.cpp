@@ -47,6 +47,9 @@ constexpr ImportIssueKind kKinds[] = {
     {"kineto_bad_pid_tid", S::Warning, E::Dropped,
      "event whose pid or tid is neither a number nor a numeric string (dropped)"},
     {"kineto_unknown_category", S::Info, E::Kept, "category this importer does not know (kept as annotations)"},
+    {"kineto_legacy_category_from_name", S::Info, E::Kept,
+     "operator or range of PyTorch's exporter without Kineto, which writes no cat: cpu_op or user_annotation told by "
+     "its name"},
     // Flows.
     {"kineto_flow_without_id", S::Warning, E::Dropped, "flow event without a usable id, pid, tid or ts (dropped)"},
     {"kineto_flow_step", S::Info, E::Dropped, "flow step event, ph t (ignored: flows are kept as start to finish)"},
@@ -54,6 +57,9 @@ constexpr ImportIssueKind kKinds[] = {
     {"kineto_flow_start_on_runtime_call_without_gpu_work", S::Info, E::Dropped,
      "flow start without a finish on a runtime call that ran nothing on the GPU (ROCm writes one for every "
      "hipMalloc and hipFree; dropped)"},
+    {"kineto_flow_kernel_start_only", S::Info, E::Dropped,
+     "cpu_to_cuda flow start without a finish (PyTorch 1.13's exporter without Kineto writes each kernel an operator "
+     "ran as a flow start only, with no kernel event; dropped)"},
     {"kineto_flow_finish_without_start", S::Warning, E::Dropped, "flow finish without a start (dropped)"},
     {"kineto_flow_finish_on_cpu_without_start", S::Info, E::Dropped,
      "ac2g flow finish without a start, on a CPU thread (Kineto marks runtime calls that launched nothing this "

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <unordered_map>
 #include <utility>
 
@@ -115,7 +116,33 @@ class KinetoImporter final : public KinetoJsonSink {
 
   std::uint32_t process_index(std::int64_t pid) {
     auto [it, inserted] = processes_.try_emplace(pid, 0);
-    if (inserted) it->second = builder_.add_process(ProcessInfo{.pid = pid});
+    if (inserted) {
+      // A pseudo-process has no pid, only its name.
+      const auto label = pseudo_process_names_.find(pid);
+      it->second = label == pseudo_process_names_.end()
+                       ? builder_.add_process(ProcessInfo{.pid = pid})
+                       : builder_.add_process(ProcessInfo{.pid = kNoValue, .name = std::string(label->second)});
+    }
+    return it->second;
+  }
+
+  // A pid as written: a number, a string of digits (PyTorch 1.8-1.10), or a pseudo-process of
+  // the exporter without Kineto ("CPU functions").
+  std::optional<std::int64_t> pid_of(const JsonValue& v) {
+    if (auto pid = as_id(v)) return pid;
+    if (legacy_row(v) != LegacyRow::None) return pseudo_process(v.text);
+    return std::nullopt;
+  }
+
+  // The key of a pseudo-process, by its name: kNoValue + 1, + 2, ... in the order they come,
+  // below any pid a file writes (kNoValue itself marks an unset origin).
+  std::int64_t pseudo_process(std::string_view name) {
+    auto it = pseudo_processes_.find(name);
+    if (it == pseudo_processes_.end()) {
+      const std::int64_t key = kNoValue + 1 + static_cast<std::int64_t>(pseudo_processes_.size());
+      it = pseudo_processes_.emplace(std::string(name), key).first;
+      pseudo_process_names_.emplace(key, it->first);
+    }
     return it->second;
   }
 
@@ -148,10 +175,16 @@ class KinetoImporter final : public KinetoJsonSink {
   }
 
   void handle_complete() {
-    if (event().cat.empty()) {
+    // PyTorch without Kineto writes no cat: the pseudo-process says what an event is.
+    const LegacyRow legacy = event().cat.empty() ? legacy_row(event().pid) : LegacyRow::None;
+    if (event().cat.empty() && legacy == LegacyRow::None) {
       return stats_.note("kineto_event_without_cat", example());
     }
-    EventClass cls = classify_category(event().cat);
+    EventClass cls = legacy == LegacyRow::Cpu      ? EventClass::CpuAnnotation
+                     : legacy == LegacyRow::Device ? EventClass::GpuKernel
+                                                   : classify_category(event().cat);
+    const std::string_view category = legacy == LegacyRow::Cpu ? legacy_category(event().name) : event().cat;
+    if (legacy != LegacyRow::None) legacy_events_ = true;
     if (cls == EventClass::ProfilerSpan) {
       // Not an event of the run, but the TensorBoard plugin draws its GPU-utilization
       // timeline over the first profiler span ("PyTorch Profiler (0)"): keep where it lies.
@@ -197,15 +230,24 @@ class KinetoImporter final : public KinetoJsonSink {
     const TimeNs start = *ts, end = *ts + *dur;
 
     // PyTorch 1.8-1.10 wrote pid and tid as strings of digits ("tid": "25738").
-    auto pid = as_id(event().pid);
+    auto pid = pid_of(event().pid);
     std::optional<std::int64_t> tid_stream;
     std::optional<std::int64_t> tid = tid_of(event().tid, &tid_stream);
+    if (!tid && legacy == LegacyRow::Cpu) {
+      // A remote (RPC) event: a thread of the callee's process.
+      if (const auto remote = legacy_remote_tid(event().tid)) {
+        pid = pseudo_process("CPU functions, node_id:" + std::to_string(remote->node));
+        tid = remote->thread;
+      }
+    }
     if (!pid || !tid) {
       return stats_.note("kineto_bad_pid_tid", example());
     }
+    // Counted here, noted once the pass ends: an example string per event costs.
+    if (legacy == LegacyRow::Cpu && legacy_categorized_++ == 0) legacy_category_example_ = example();
 
     if (cls == EventClass::CpuAnnotation && detail_ == ImportDetail::WithoutOperators &&
-        !kept_without_operators(event().cat, event().name)) {
+        !kept_without_operators(category, event().name)) {
       cpu_track(*pid, *tid); // its thread and process, as the event would have made them
       builder_.add_summarized(start, end);
       ++stats_.events_kept;
@@ -236,7 +278,7 @@ class KinetoImporter final : public KinetoJsonSink {
       case EventClass::CpuAnnotation: {
         TrackId track = cpu_track(*pid, *tid);
         AnnotationRecord a{.track = track, .start = start, .end = end, .name = name, .domain = pytorch_,
-                           .category = builder_.intern(event().cat)};
+                           .category = builder_.intern(category)};
         a.external_id = take_external_id();
         table = EventTable::Annotation;
         row = builder_.add(a);
@@ -275,7 +317,7 @@ class KinetoImporter final : public KinetoJsonSink {
         break;
       }
       default: {
-        TrackId track = gpu_track(*pid, *tid, tid_stream);
+        TrackId track = legacy == LegacyRow::Device ? legacy_gpu_track(*pid, *tid) : gpu_track(*pid, *tid, tid_stream);
         GpuOpRecord g{.track = track, .start = start, .end = end, .name = name};
         g.correlation = as_int(take("correlation")).value_or(kNoValue);
         if (cls == EventClass::GpuKernel) {
@@ -427,6 +469,13 @@ class KinetoImporter final : public KinetoJsonSink {
     return t;
   }
 
+  // The kernel rows of the exporter without Kineto: one per device (the tid), no stream.
+  TrackId legacy_gpu_track(std::int64_t pid, std::int64_t device) {
+    TrackId t = builder_.stream_track(device_index(device), kNoValue);
+    remember_origin(pid, device, t);
+    return t;
+  }
+
   void consume(std::string_view key) {
     for (std::size_t i = 0; i < event().args.size(); ++i) {
       if (event().args[i].key == key) consumed_[i] = true;
@@ -440,7 +489,7 @@ class KinetoImporter final : public KinetoJsonSink {
     if (event().ts.type != od::json_type::number) return stats_.note("kineto_time_not_a_number", example());
     const auto ts = parse_us_as_ns(event().ts.text);
     if (!ts || !time_in_range(*ts)) return stats_.note("kineto_time_out_of_range", example());
-    const auto pid = as_id(event().pid);
+    const auto pid = pid_of(event().pid);
     const auto tid = tid_of(event().tid);
     if (!pid || !tid) return stats_.note("kineto_bad_pid_tid", example());
     if (event().args_not_object) stats_.note("kineto_args_not_object", example());
@@ -495,7 +544,7 @@ class KinetoImporter final : public KinetoJsonSink {
       // An id that is a string but not a number: both ends carry the same text.
       id = flows_.id_of_text(event().id.text);
     }
-    auto pid = as_id(event().pid);
+    auto pid = pid_of(event().pid);
     auto tid = tid_of(event().tid);
     std::optional<TimeNs> ts;
     if (event().ts.type == od::json_type::number) ts = parse_us_as_ns(event().ts.text);
@@ -596,6 +645,12 @@ class KinetoImporter final : public KinetoJsonSink {
     }
 
     builder_.set_meta("kineto.ts_precision", ns_precision_ ? "ns" : "us");
+    // Which exporter wrote the file, where it was not Kineto.
+    if (legacy_events_) builder_.set_meta("kineto.exporter", "autograd_profiler");
+    if (legacy_categorized_ > 0) {
+      stats_.note("kineto_legacy_category_from_name", std::move(legacy_category_example_));
+      stats_.issues.find("kineto_legacy_category_from_name")->second.count = legacy_categorized_;
+    }
     // Complete as far as the file goes; a damaged file is not.
     builder_.set_meta("complete", reader_.stopped() ? "0" : "1");
     if (!distributed_info_.empty()) {
@@ -646,6 +701,12 @@ class KinetoImporter final : public KinetoJsonSink {
   std::string distributed_info_;
 
   std::unordered_map<std::int64_t, std::uint32_t> processes_;
+  // The exporter without Kineto's pseudo-processes: name → key, key → name.
+  std::map<std::string, std::int64_t, std::less<>> pseudo_processes_;
+  std::unordered_map<std::int64_t, std::string_view> pseudo_process_names_;
+  bool legacy_events_ = false; // an event of the exporter without Kineto was read
+  std::int64_t legacy_categorized_ = 0; // its CPU events kept, each categorized by its name
+  std::string legacy_category_example_;
   DeviceTable devices_;
   std::unordered_map<PidTid, TrackId, PidTidHash> origin_; // Kineto's (pid, tid) → our track
   std::vector<PidTid> track_origin_;                       // our track → its first (pid, tid)

@@ -61,7 +61,12 @@ void FlowTable::pair(TraceBuilder& builder, ImportStats& stats, const OriginMap&
     for (std::size_t k = pairs; k < starts.size(); ++k) {
       // ROCm starts a flow on every hipMalloc and hipFree, which launch nothing.
       const bool allocation = calls_without_gpu_work_.count(CallKey{starts[k]->pid, starts[k]->tid, starts[k]->ts});
-      stats.note(allocation ? "kineto_flow_start_on_runtime_call_without_gpu_work" : "kineto_flow_start_without_finish",
+      // PyTorch 1.13 without Kineto writes each kernel it timed as a cpu_to_cuda (cpu_to_npu)
+      // start alone: it no longer knows where the kernel ran.
+      const bool legacy_kernel = starts[k]->cat.starts_with("cpu_to_");
+      stats.note(allocation      ? "kineto_flow_start_on_runtime_call_without_gpu_work"
+                 : legacy_kernel ? "kineto_flow_kernel_start_only"
+                                 : "kineto_flow_start_without_finish",
                  example(*starts[k]));
     }
     for (std::size_t k = pairs; k < finishes.size(); ++k) {

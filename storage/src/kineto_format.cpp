@@ -2,6 +2,7 @@
 
 #include "dreamscope/limits.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -351,6 +352,51 @@ std::optional<MemoryEventRecord> memory_event_args(const RawEvent& e, std::strin
     return std::nullopt;
   }
   return m;
+}
+
+LegacyRow legacy_row(const JsonValue& pid) {
+  if (!pid.present || pid.type != od::json_type::string) return LegacyRow::None;
+  constexpr std::string_view kSuffix = " functions";
+  const std::string_view text = pid.text;
+  if (!text.ends_with(kSuffix) || text.size() == kSuffix.size()) return LegacyRow::None;
+  const std::string_view device = text.substr(0, text.size() - kSuffix.size());
+  for (const char c : device) {
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'))) return LegacyRow::None;
+  }
+  return device == "CPU" ? LegacyRow::Cpu : LegacyRow::Device;
+}
+
+std::optional<RemoteThread> legacy_remote_tid(const JsonValue& tid) {
+  if (!tid.present || tid.type != od::json_type::string) return std::nullopt;
+  std::string_view s = tid.text;
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  s = trim(s);
+  // The exporter's f'" node_id:{evt.node_id}, thread_id:{evt.thread} "'.
+  constexpr std::string_view kNode = "node_id:", kThread = ", thread_id:";
+  if (!s.starts_with(kNode)) return std::nullopt;
+  s.remove_prefix(kNode.size());
+  const std::size_t comma = s.find(kThread);
+  if (comma == std::string_view::npos) return std::nullopt;
+  const auto node = parse_int(s.substr(0, comma));
+  const auto thread = parse_int(s.substr(comma + kThread.size()));
+  if (!node || !thread) return std::nullopt;
+  return RemoteThread{*node, *thread};
+}
+
+std::string_view legacy_category(std::string_view name) {
+  if (name.find("::") != std::string_view::npos) return "cpu_op";
+  // An autograd node: an identifier ending in Backward and a version number (AddmmBackward0,
+  // or without one before PyTorch 1.10: AddmmBackward).
+  std::string_view stem = name;
+  while (!stem.empty() && stem.back() >= '0' && stem.back() <= '9') stem.remove_suffix(1);
+  constexpr std::string_view kBackward = "Backward";
+  if (stem.size() > kBackward.size() && stem.ends_with(kBackward)) {
+    const auto identifier = [](char c) {
+      return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    };
+    if (std::all_of(stem.begin(), stem.end(), identifier)) return "cpu_op";
+  }
+  return "user_annotation";
 }
 
 std::optional<std::int64_t> as_id(const JsonValue& v) {

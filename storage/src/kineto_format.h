@@ -90,6 +90,28 @@ struct RawEvent {
   }
 };
 
+// PyTorch without Kineto (USE_KINETO=0, Debian's python3-torch): the autograd profiler's own
+// exporter (torch/autograd/profiler_util.py, EventList.export_chrome_trace) writes a bare array
+// of X events without cat on the pseudo-processes "CPU functions" (operators and
+// record_function ranges, tid the profiler's thread number) and, in older releases with
+// use_cuda, "CUDA functions" (kernels, tid the device index); forks write "NPU functions".
+enum class LegacyRow : std::uint8_t { None, Cpu, Device };
+// Which of those rows a pid is: a string "<NAME> functions", NAME letters ("CPU": the host).
+LegacyRow legacy_row(const JsonValue& pid);
+// A remote (RPC) event's tid as the exporter writes it: " node_id:1, thread_id:4 ".
+struct RemoteThread {
+  std::int64_t node = 0, thread = 0;
+};
+std::optional<RemoteThread> legacy_remote_tid(const JsonValue& tid);
+// The exporter writes no category: an operator (cpu_op) or a record_function range
+// (user_annotation), told by PyTorch's naming. Operators are namespaced ("aten::mm",
+// "autograd::engine::evaluate_function: AddmmBackward0", "torch::autograd::AccumulateGrad", a
+// remote op "rpc_sync#f(w0 -> w1)#remote_op: aten::add") or autograd nodes ("AddmmBackward0");
+// everything else is a range (the user's, ProfilerStep#N, Optimizer.step#SGD.step), as are
+// the few operators named otherwise (TorchScript functions, "detach"), which the file does not
+// tell apart.
+std::string_view legacy_category(std::string_view name);
+
 // A number, or (as PyTorch 1.8-1.10 wrote pid, tid and flow ids) a string of digits.
 std::optional<std::int64_t> as_id(const JsonValue& v);
 

@@ -129,5 +129,57 @@ TEST(ImportCli, InfoListsOnlyProcessesWithEventsAndNamesTheContextWideStream) {
   EXPECT_EQ(r.out.find("4294967295   "), std::string::npos) << r.out;
 }
 
+// PyTorch without Kineto (tests/data/importers/kineto/autograd-legacy, recorded with Debian's
+// python3-torch 1.13.1): every command reads the bare array of cat-less events.
+TEST(ImportCli, EveryCommandReadsTheExportOfPyTorchWithoutKineto) {
+  TempDir dir;
+  const auto legacy = std::filesystem::path(DREAMSCOPE_TEST_DATA_DIR) / "importers" / "kineto" / "autograd-legacy";
+  const std::string steps = (legacy / "profiler-schedule-steps.json").string();
+  auto r = run_command(dreamscope_bin() + " info " + steps);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  // 310 events, all on thread 1 of the pseudo-process "CPU functions", which has no pid.
+  EXPECT_NE(r.out.find("complete          yes"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  pid ?        CPU functions"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("    thread 1        -                        310 events"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  annotations              310"), std::string::npos) << r.out;
+  // The steps are ProfilerStep#1 (1046 µs in the file) and #2 (756 µs); the TensorBoard
+  // plugin's breakdown counts their operators as CPU Exec.
+  r = run_command(dreamscope_bin() + " analyze " + steps + " --only steps,cross-stack");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\n  ProfilerStep#1 +1\.046 ms .* [1-9][0-9.]* us +[0-9.]+ us\n)"))) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\n  ProfilerStep#2 +756\.000 us )"))) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\n  aten::addmm +4 )"))) << r.out;
+  for (const std::string& cmd : std::vector<std::string>{"replay", "whatif -s amp", "export --chrome " + (dir / "x.json").string(),
+                                                         "import -o " + (dir / "x.db").string()}) {
+    SCOPED_TRACE(cmd);
+    r = run_command(dreamscope_bin() + " " + cmd + " " + steps);
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+  }
+  EXPECT_EQ(read_trace(dir / "x.db").annotations().size(), 310u);
+  // The export is a Kineto document: the categories told at import, a pid of its own.
+  const Trace back = load_trace(dir / "x.json");
+  EXPECT_EQ(back.annotations().size(), 310u);
+  EXPECT_EQ(back.processes().at(0).pid, 1);
+  EXPECT_EQ(back.processes().at(0).name, "CPU functions");
+  // use_cuda kernels (tid: the device) are on their device's row, which has no stream.
+  r = run_command(dreamscope_bin() + " info " + (legacy / "handwritten-1.7-use-cuda.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("  gpu 1 stream none   -                1 events"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  pid ?        CPU functions, node_id:1"), std::string::npos) << r.out;
+  // A quote the exporter did not escape: the events before it, and a warning.
+  r = run_command(dreamscope_bin() + " import " + (legacy / "autograd-profile-quote-in-name.json").string() + " -o " +
+                  (dir / "q.db").string());
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("11 of 12 events kept"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[kineto_damaged_json]"), std::string::npos) << r.out;
+  // An empty profile is written "[]": one line naming the file, as any empty import.
+  const auto empty = dir.write("empty.json", "[]");
+  r = run_command(dreamscope_bin() + " info " + empty.string());
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(r.out, "dreamscope info: " + empty.string() +
+                       ": the import kept none of the 0 events in the file; nothing to analyze (--allow-empty goes on "
+                       "anyway)\n");
+}
+
 } // namespace
 } // namespace dreamscope::test

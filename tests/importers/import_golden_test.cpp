@@ -39,7 +39,10 @@ std::vector<Input> inputs() {
     for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
       if (!e.is_regular_file()) continue;
       const std::string rel = std::filesystem::relative(e.path(), root).string();
-      if (rel.ends_with(".md") || rel.starts_with("golden/") || rel.ends_with(".summary")) continue;
+      // Not traces: READMEs, goldens, and the scripts that recorded the fixtures.
+      if (rel.ends_with(".md") || rel.starts_with("golden/") || rel.ends_with(".summary") || rel.ends_with(".py")) {
+        continue;
+      }
       std::string name = prefix + rel;
       for (std::size_t p = name.find('/'); p != std::string::npos; p = name.find('/')) name.replace(p, 1, "__");
       out.push_back({name, e.path()});

@@ -85,5 +85,38 @@ TEST(KinetoArgFormat, WholeFloatsAreIntsOnlyWhereTheyFit) {
   EXPECT_EQ(as_int_of("1.5"), std::nullopt);
 }
 
+// The exporter of PyTorch builds without Kineto (torch/autograd/profiler_util.py): its
+// pseudo-processes, its remote tids, and the category it does not write.
+TEST(KinetoLegacyFormat, PseudoProcessesRemoteTidsAndCategories) {
+  const auto string = [](std::string_view text) {
+    return JsonValue{.type = od::json_type::string, .text = text, .present = true};
+  };
+  EXPECT_EQ(legacy_row(string("CPU functions")), LegacyRow::Cpu);
+  EXPECT_EQ(legacy_row(string("CUDA functions")), LegacyRow::Device);
+  EXPECT_EQ(legacy_row(string("NPU functions")), LegacyRow::Device);
+  for (const char* not_one : {"functions", " functions", "CPU 2 functions", "CPU functions ", "main", "24572"}) {
+    EXPECT_EQ(legacy_row(string(not_one)), LegacyRow::None) << not_one;
+  }
+  EXPECT_EQ(legacy_row(JsonValue{.type = od::json_type::number, .text = "1", .present = true}), LegacyRow::None);
+
+  const auto remote = legacy_remote_tid(string(" node_id:1, thread_id:4 "));
+  ASSERT_TRUE(remote.has_value());
+  EXPECT_EQ(remote->node, 1);
+  EXPECT_EQ(remote->thread, 4);
+  for (const char* not_one : {"node_id:1", "node_id:x, thread_id:4", "node_id:1, thread_id:", "thread_id:4", "7"}) {
+    EXPECT_FALSE(legacy_remote_tid(string(not_one)).has_value()) << not_one;
+  }
+
+  for (const char* op : {"aten::mm", "autograd::engine::evaluate_function: AddmmBackward0",
+                         "torch::autograd::AccumulateGrad", "AddmmBackward0", "AddmmBackward", "ReluBackward1",
+                         "rpc_sync#f(w0 -> w1)#remote_op: aten::add"}) {
+    EXPECT_EQ(legacy_category(op), "cpu_op") << op;
+  }
+  for (const char* range : {"forward", "ProfilerStep#3", "Optimizer.step#SGD.step", "Backward", "my Backward0",
+                            "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", ""}) {
+    EXPECT_EQ(legacy_category(range), "user_annotation") << range;
+  }
+}
+
 } // namespace
 } // namespace dreamscope::kineto
