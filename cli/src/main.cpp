@@ -1,5 +1,6 @@
 #include "commands.h"
 
+#include <dreamscope/limits.h>
 #include <dreamscope/memory_reuse.h>
 
 #include <algorithm>
@@ -58,7 +59,7 @@ int main(int argc, char** argv) {
     try {
       return action();
     } catch (const std::exception& e) { // TraceError and the rest: the message names the file
-      std::fprintf(stderr, "dreamscope %s: %s\n", cmd->get_name().c_str(), e.what());
+      std::fprintf(stderr, "dreamscope %s: %s\n", cmd->get_name().c_str(), dreamscope::limits::one_line(e.what()).c_str());
       return kExitError;
     }
   }

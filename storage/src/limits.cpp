@@ -65,8 +65,11 @@ std::string repair_utf8(std::string_view text) {
   return out;
 }
 
-std::string quoted(std::string_view text, std::size_t max_chars) {
-  std::string out = "'";
+namespace {
+
+// Appends `text` to `out` with control characters escaped and ill-formed UTF-8 shown as \xNN,
+// up to `max_chars` characters; `quote` is escaped too. Returns the bytes of `text` consumed.
+std::size_t append_escaped(std::string& out, std::string_view text, std::size_t max_chars, char quote) {
   std::size_t shown = 0;
   std::size_t i = 0;
   while (i < text.size() && shown < max_chars) {
@@ -78,7 +81,7 @@ std::string quoted(std::string_view text, std::size_t max_chars) {
       out += "\\t";
     } else if (c == '\r') {
       out += "\\r";
-    } else if (c == '\'' || c == '\\') {
+    } else if (quote && (c == static_cast<unsigned char>(quote) || c == '\\')) {
       out += '\\';
       out += static_cast<char>(c);
     } else if (c < 0x20 || c == 0x7F || n == 0) {
@@ -94,8 +97,23 @@ std::string quoted(std::string_view text, std::size_t max_chars) {
     ++i;
     ++shown;
   }
+  return i;
+}
+
+} // namespace
+
+std::string quoted(std::string_view text, std::size_t max_chars) {
+  std::string out = "'";
+  const std::size_t i = append_escaped(out, text, max_chars, '\'');
   out += '\'';
   if (i < text.size()) out += "... (" + std::to_string(text.size()) + " bytes)";
+  return out;
+}
+
+std::string one_line(std::string_view message) {
+  std::string out;
+  out.reserve(message.size());
+  append_escaped(out, message, message.size(), '\0');
   return out;
 }
 

@@ -226,7 +226,7 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
   try {
     v = std::stoi(version);
   } catch (const std::exception&) {
-    r.fail("meta.schema_version is '" + version + "', not a number");
+    r.fail("meta.schema_version is " + limits::quoted(version) + ", not a number");
   }
   if (v != kSchemaVersion) {
     r.fail("trace schema version " + version + " is not one this dreamscope reads (it reads version " +

@@ -66,6 +66,10 @@ std::int64_t add_ns(std::int64_t a, std::int64_t b);
 // an error quoting a 100 000-character name or a value with newlines stays one short line.
 std::string quoted(std::string_view text, std::size_t max_chars = 80);
 
+// `message` made one line, as every error the CLI prints is: control characters escaped and
+// ill-formed UTF-8 shown as \xNN, whatever a message quoted from its input without quoted().
+std::string one_line(std::string_view message);
+
 // True when `text` is well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF).
 bool is_valid_utf8(std::string_view text);
 
