@@ -91,7 +91,7 @@ std::string render_text(const ReplayCommandOptions& o, const Trace& trace, const
     // its size.
     const std::int64_t writer = trace.tracer_writer_cpu_ns();
     if (writer != kNoValue && writer > 0 && r.measured_span() > 0) {
-      const std::string cores = trace.meta_value("cpu_cores");
+      const std::string cores = trace.cpu_cores() > 0 ? std::to_string(trace.cpu_cores()) : std::string();
       line("writer", fmt::format("the tracer's writer thread used {} of CPU, {:.1f} % of one core over the run{}; {}",
                                  format_duration(writer),
                                  100.0 * static_cast<double>(writer) / static_cast<double>(r.measured_span()),

@@ -125,6 +125,14 @@ std::string Trace::meta_value(const std::string& key, std::string fallback) cons
   return it == meta_.end() ? std::move(fallback) : it->second;
 }
 
+std::int64_t Trace::cpu_cores() const {
+  const std::string text = meta_value("cpu_cores");
+  std::int64_t n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  const bool whole = ec == std::errc() && end == text.data() + text.size();
+  return whole && n > 0 && n <= (std::int64_t{1} << 20) ? n : 0;
+}
+
 std::optional<StringId> Trace::find_string(std::string_view s) const {
   auto it = std::lower_bound(strings_sorted_.begin(), strings_sorted_.end(), s,
                              [&](StringId id, std::string_view v) { return strings_[id] < v; });

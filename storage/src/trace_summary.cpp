@@ -15,7 +15,7 @@ TraceSummary summarize(const Trace& trace, std::size_t top_kernels) {
   s.source = trace.meta_value("source", std::string(to_string(trace.source())));
   s.command = trace.meta_value("command");
   s.host = trace.meta_value("host");
-  s.cpu_cores = trace.meta_value("cpu_cores");
+  if (const std::int64_t cores = trace.cpu_cores(); cores > 0) s.cpu_cores = std::to_string(cores);
   s.tracer_writer_cpu_ns = trace.tracer_writer_cpu_ns();
   // "pid start end; pid start end; ..." (the tracer's writer_thread.cpp)
   const std::string pauses = trace.meta_value("recording_paused");

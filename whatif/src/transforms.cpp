@@ -474,12 +474,7 @@ namespace {
 
 // The cores the traced job could run on (meta cpu_cores, written by `dreamscope trace`);
 // 0 when the trace does not say (an imported trace).
-std::int64_t traced_machine_cores(const Trace& trace) {
-  const std::string text = trace.meta_value("cpu_cores");
-  std::int64_t n = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  return ec == std::errc() && end == text.data() + text.size() && n > 0 ? n : 0;
-}
+std::int64_t traced_machine_cores(const Trace& trace) { return trace.cpu_cores(); }
 
 // Turns on core sharing for the prediction (`cores` as a scenario writes it) and, once per
 // prediction, makes the CPU tasks their work at full speed so that sharing the cores again

@@ -345,6 +345,9 @@ class Trace {
   // meta: source, command, host, start/end, complete, dropped_events, warnings, ...
   const std::map<std::string, std::string>& meta() const { return meta_; }
   std::string meta_value(const std::string& key, std::string fallback = {}) const;
+  // The cores the traced job could run on (meta cpu_cores, written by `dreamscope trace`): a
+  // whole number from 1 to 2^20, or 0 when the trace does not say or says something else.
+  std::int64_t cpu_cores() const;
   TraceSource source() const { return source_; }
   bool complete() const { return complete_; }
   std::int64_t dropped_events() const { return dropped_events_; }
