@@ -64,6 +64,7 @@ struct OtherThreads {
     std::int64_t runqueue_ns = 0;
     TrackId track = 0;
     bool has_track = false;
+    bool known = false;        // cpu_ns and runqueue_ns were read (the file may be missing)
     std::uint64_t listing = 0; // the last listing of /proc/self/task that had it
   };
   std::int64_t window_start = -1; // ns; -1: no window yet (the part file is not created)

@@ -254,6 +254,7 @@ void write_other_load(Session& s, std::int64_t tid, OtherThreads::Seen& seen, st
                       std::int64_t wait) {
   const OtherThreads& o = s.others;
   if (o.window_start < 0 || end <= o.window_start || o.window_paused || !s.target->in_window(o.window_start)) return;
+  if (!seen.known) return; // not read where the window began
   // Lower than before: another thread got the id of one that exited.
   if (cpu <= seen.cpu_ns || wait < seen.runqueue_ns) return;
   if (!seen.has_track) {
@@ -279,28 +280,35 @@ void note_other_threads(Session& s, const std::vector<ThreadBuffer*>& buffers, b
   if (o.window_start >= 0 && !end_now && now - o.window_start < kLoadWindowNs) return;
   const bool first = o.window_start < 0;
   const std::int64_t writer = g_tracer->writer_tid.load();
+  // Not listed (no file descriptor left in the process): the window goes on, and the next
+  // drain tries again.
+  DIR* dir = opendir("/proc/self/task");
+  if (!dir) return;
   const std::uint64_t listing = ++o.listing;
-  if (DIR* dir = opendir("/proc/self/task")) {
-    while (const dirent* e = readdir(dir)) {
-      if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-      const std::int64_t tid = std::strtoll(e->d_name, nullptr, 10);
-      if (tid == writer) continue;
-      if (auto r = o.recorded.find(tid); r != o.recorded.end()) {
-        r->second = listing;
-        continue;
-      }
-      std::int64_t cpu = 0, wait = 0;
-      if (!read_task_schedstat(tid, cpu, wait)) continue;
-      auto [it, fresh] = o.threads.try_emplace(tid);
-      OtherThreads::Seen& seen = it->second;
-      // A thread new since the first window began ran only since the listing before.
-      if (!fresh || !first) write_other_load(s, tid, seen, now, cpu, wait);
-      seen.cpu_ns = cpu;
-      seen.runqueue_ns = wait;
-      seen.listing = listing;
+  while (const dirent* e = readdir(dir)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    const std::int64_t tid = std::strtoll(e->d_name, nullptr, 10);
+    if (tid == writer) continue;
+    if (auto r = o.recorded.find(tid); r != o.recorded.end()) {
+      r->second = listing;
+      continue;
     }
-    closedir(dir);
+    auto [it, fresh] = o.threads.try_emplace(tid);
+    OtherThreads::Seen& seen = it->second;
+    seen.listing = listing;
+    std::int64_t cpu = 0, wait = 0;
+    if (!read_task_schedstat(tid, cpu, wait)) {
+      seen.known = false; // its next window, from counters not read, is left out
+      continue;
+    }
+    // A thread new since the first window began ran only since the listing before: from 0.
+    if (fresh && !first) seen.known = true;
+    write_other_load(s, tid, seen, now, cpu, wait);
+    seen.cpu_ns = cpu;
+    seen.runqueue_ns = wait;
+    seen.known = true;
   }
+  closedir(dir);
   std::erase_if(o.threads, [&](const auto& t) { return t.second.listing != listing; });
   std::erase_if(o.recorded, [&](const auto& t) { return t.second != listing; });
   o.window_start = now;
