@@ -114,6 +114,41 @@ TEST(CpuThreads, ThreadsThatRecordNothingAreTracksWithTheirCpuTime) {
   EXPECT_GE(silent_busy, 2u) << json.output;
 }
 
+// spin-b spins 100 ms unrecorded, then records a range around 100 ms more: one track, with
+// its unrecorded windows first and its recorded ones after, none overlapping.
+TEST(CpuThreads, AThreadThatBeginsRecordingKeepsItsTrackAndItsLoad) {
+  const auto dir = scratch_dir("cpu-threads-late");
+  const auto out = dir / "late.db";
+  RunResult r = run(traced(out, {program("busy_threads")}), {{"SPIN_MS", "100"}, {"LATE_RANGE", "1"}});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Trace t = read_trace(out);
+  TrackId track = kNoIndex;
+  for (const Row& row : annotation_rows(t)) {
+    if (row.name != "late") continue;
+    for (TrackId k = 0; k < t.tracks().size(); ++k) {
+      if (t.tracks()[k].kind == TrackKind::CpuThread && t.tracks()[k].tid == row.tid) track = k;
+    }
+  }
+  ASSERT_NE(track, kNoIndex) << "no 'late' range";
+  EXPECT_EQ(t.tracks()[track].name, "spin-b");
+  std::size_t tracks_of_tid = 0;
+  for (const TrackInfo& k : t.tracks()) tracks_of_tid += k.tid == t.tracks()[track].tid;
+  EXPECT_EQ(tracks_of_tid, 1u);
+  std::int64_t unrecorded = 0, recorded = 0;
+  TimeNs previous_end = kNoValue;
+  for (const ThreadLoadRecord& l : t.thread_loads()) {
+    if (l.track != track) continue;
+    if (previous_end != kNoValue) {
+      EXPECT_GE(l.start, previous_end) << "windows of a thread overlap";
+    }
+    previous_end = l.end;
+    (l.cost_samples == 0 && l.events == 0 && recorded == 0 ? unrecorded : recorded) += l.cpu_ns;
+  }
+  // About 100 ms each side (the window in which it began recording may count on either).
+  EXPECT_GT(unrecorded, 30'000'000);
+  EXPECT_GT(unrecorded + recorded, 130'000'000);
+}
+
 // A python3 that imports torch: the one on PATH, else Debian's.
 std::string python_with_torch() {
   for (const char* python : {"python3", "/usr/bin/python3"}) {
