@@ -135,8 +135,34 @@ std::string render_text(const std::string& path, const TraceSummary& s) {
     if (p.clock_offset != 0) rank += fmt::format("clock {:+.3f} ms  ", static_cast<double>(p.clock_offset) / 1e6);
     out += fmt::format("  pid {:<8} {}{}  exit {}\n", p.pid == kNoValue ? std::string("?") : std::to_string(p.pid),
                        rank, p.command.empty() ? p.name : p.command, exit_status_text(p.exit_status));
+    // The CPU its threads used (thread_load rows), those that recorded no events apart: the
+    // threads that work without recording (an OpenMP pool, PyTorch's autograd thread).
+    std::int64_t cpu = 0, silent_cpu = 0;
+    std::size_t busy = 0, silent = 0;
     for (const auto& t : p.threads) {
-      out += fmt::format("    thread {:<8} {:<24} {} events\n", t.tid, t.name.empty() ? "-" : t.name, t.events);
+      if (t.cpu_ns == kNoValue || t.cpu_ns <= 0) continue;
+      cpu += t.cpu_ns;
+      ++busy;
+      if (t.events == 0) {
+        silent_cpu += t.cpu_ns;
+        ++silent;
+      }
+    }
+    if (busy > 0) {
+      out += fmt::format("    cpu {} on {} thread{}{}\n", format_duration(cpu), busy, busy == 1 ? "" : "s",
+                         silent == 0 ? std::string()
+                                     : fmt::format(", {} of it on {} that recorded no events", format_duration(silent_cpu),
+                                                   silent));
+    }
+    for (const auto& t : p.threads) {
+      std::string load;
+      if (t.cpu_ns != kNoValue) {
+        load = fmt::format("  cpu {}", format_duration(t.cpu_ns));
+        if (t.runqueue_ns != kNoValue && t.runqueue_ns > 0) {
+          load += fmt::format(", waited {} for a core", format_duration(t.runqueue_ns));
+        }
+      }
+      out += fmt::format("    thread {:<8} {:<24} {} events{}\n", t.tid, t.name.empty() ? "-" : t.name, t.events, load);
     }
   }
   out += fmt::format("\ndevices ({})\n", s.devices.size());
@@ -228,7 +254,10 @@ std::string render_json(const std::string& path, const TraceSummary& s) {
             {"world_size", opt(p.world_size)}, {"host", p.host},
             {"clock_offset_ns", p.clock_offset}};
     jp["threads"] = json::array();
-    for (const auto& t : p.threads) jp["threads"].push_back({{"tid", t.tid}, {"name", t.name}, {"events", t.events}});
+    for (const auto& t : p.threads) {
+      jp["threads"].push_back({{"tid", t.tid}, {"name", t.name}, {"events", t.events}, {"cpu_ns", opt(t.cpu_ns)},
+                               {"runqueue_ns", opt(t.runqueue_ns)}});
+    }
     j["processes"].push_back(std::move(jp));
   }
   j["devices"] = json::array();

@@ -42,7 +42,9 @@ TraceSummary summarize(const Trace& trace, std::size_t top_kernels) {
       timed += l.range_cost_ns * static_cast<double>(l.cost_samples);
       timed_calls += l.cost_samples;
     }
-    if (l.cpu_ns != kNoValue && l.runqueue_ns != kNoValue) {
+    // The recording threads' windows: the state overhead correction works in. Threads that
+    // recorded nothing have windows too (their CPU time), listed with their threads below.
+    if (l.events > 0 && l.cpu_ns != kNoValue && l.runqueue_ns != kNoValue) {
       s.threads_cpu_ns = (s.threads_cpu_ns == kNoValue ? 0 : s.threads_cpu_ns) + l.cpu_ns;
       s.threads_runqueue_ns = (s.threads_runqueue_ns == kNoValue ? 0 : s.threads_runqueue_ns) + l.runqueue_ns;
     }
@@ -127,12 +129,21 @@ TraceSummary summarize(const Trace& trace, std::size_t top_kernels) {
     s.ranks.hosts = hosts.size();
     s.ranks.clock_aligned = aligned.size();
   }
+  std::vector<std::pair<std::int64_t, std::int64_t>> load(trace.tracks().size(), {kNoValue, kNoValue});
+  for (const ThreadLoadRecord& l : trace.thread_loads()) {
+    if (l.track >= load.size()) continue;
+    auto add = [](std::int64_t& sum, std::int64_t v) {
+      if (v != kNoValue) sum = (sum == kNoValue ? 0 : sum) + v;
+    };
+    add(load[l.track].first, l.cpu_ns);
+    add(load[l.track].second, l.runqueue_ns);
+  }
   ProcessSummary unknown_process; // threads whose process the trace does not name
   for (TrackId t = 0; t < trace.tracks().size(); ++t) {
     const auto& tr = trace.tracks()[t];
     std::size_t events = trace.cuda_api_on(t).size() + trace.gpu_ops_on(t).size() + trace.annotations_on(t).size();
     if (tr.kind == TrackKind::CpuThread) {
-      ThreadSummary ts{tr.tid, tr.name, events};
+      ThreadSummary ts{tr.tid, tr.name, events, load[t].first, load[t].second};
       if (tr.process < s.processes.size()) {
         s.processes[tr.process].threads.push_back(std::move(ts));
       } else {

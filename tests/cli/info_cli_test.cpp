@@ -42,6 +42,39 @@ TEST(InfoCli, JsonForMachines) {
   }
 }
 
+// Per process, the CPU its threads used (thread_load rows), and apart that of threads that
+// recorded no events (an OpenMP pool): the tracer's windows of both kinds.
+TEST(InfoCli, ThreadsThatUsedCpuAndHowMuch) {
+  TraceBuilder b;
+  b.set_source(TraceSource::Tracer);
+  const auto p = b.add_process({.pid = 200, .name = "python3", .command = "python3 train.py"});
+  const TrackId main = b.thread_track(p, 200, "python3"), omp = b.thread_track(p, 201, "omp-worker");
+  b.add(AnnotationRecord{.track = main, .start = 0, .end = 9'000'000, .name = b.intern("forward"),
+                         .domain = b.intern("nvtx")});
+  b.add(ThreadLoadRecord{.track = main, .start = 0, .end = 10'000'000, .cpu_ns = 5'000'000, .runqueue_ns = 500,
+                         .events = 2});
+  b.add(ThreadLoadRecord{.track = omp, .start = 0, .end = 10'000'000, .cpu_ns = 2'000'000, .runqueue_ns = 0});
+  b.add(ThreadLoadRecord{.track = omp, .start = 10'000'000, .end = 20'000'000, .cpu_ns = 3'000'000,
+                         .runqueue_ns = 1'000'000});
+  test::ScratchDir dir;
+  write_trace(std::move(b).build(), dir / "t.db");
+  auto r = run_command(dreamscope_bin() + " info " + (dir / "t.db").string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  for (const char* expected :
+       {"    cpu 10.000 ms on 2 threads, 5.000 ms of it on 1 that recorded no events\n",
+        "    thread 200      python3                  1 events  cpu 5.000 ms, waited 500 ns for a core\n",
+        "    thread 201      omp-worker               0 events  cpu 5.000 ms, waited 1.000 ms for a core\n",
+        // The tracer's cost: the recording threads' windows alone.
+        "threads waited 500 ns for a core"}) {
+    EXPECT_NE(r.out.find(expected), std::string::npos) << "missing '" << expected << "' in\n" << r.out;
+  }
+  r = run_command(dreamscope_bin() + " info --json " + (dir / "t.db").string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  for (const char* expected : {"\"cpu_ns\": 5000000", "\"runqueue_ns\": 1000000", "\"threads_cpu_ns\": 5000000"}) {
+    EXPECT_NE(r.out.find(expected), std::string::npos) << "missing '" << expected << "' in\n" << r.out;
+  }
+}
+
 TEST(InfoCli, HelpSaysHowToUseIt) {
   auto r = run_command(dreamscope_bin() + " --help");
   EXPECT_EQ(r.exit_code, 0);

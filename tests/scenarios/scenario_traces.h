@@ -6,6 +6,7 @@
 
 #include <dreamscope/trace.h>
 
+#include <algorithm>
 #include <string_view>
 
 namespace dreamscope::scenario_test {
@@ -45,11 +46,20 @@ inline Trace gpu_step_trace() {
 //   step 2 [700, 1000) wait [700, 900)  compute [900, 1000)
 // `cpu_cores`: the traced machine's cores as `dreamscope trace` records them (meta
 // cpu_cores); empty, as in an imported trace, leaves it out.
-inline Trace data_pipeline_trace(const std::string& cpu_cores = "") {
+// With `silent_busy_until`, a third thread (tid 3) that recorded nothing ran on a core from 0
+// until then (thread_load rows of 100 ns windows, as an OpenMP thread beside the steps).
+inline Trace data_pipeline_trace(const std::string& cpu_cores = "", TimeNs silent_busy_until = 0) {
   test::HandTrace w("");
   if (!cpu_cores.empty()) w.meta("cpu_cores", cpu_cores);
   const TrackId main = w.thread(1);
   const TrackId loader = w.thread(2);
+  if (silent_busy_until > 0) {
+    const TrackId silent = w.thread(3);
+    for (TimeNs t = 0; t < silent_busy_until; t += 100) {
+      const TimeNs end = std::min(t + 100, silent_busy_until);
+      w.thread_load(ThreadLoadRecord{.track = silent, .start = t, .end = end, .cpu_ns = end - t, .runqueue_ns = 0});
+    }
+  }
   for (std::int64_t b = 0; b < 3; ++b) {
     w.annotation(loader, "fetch", "fetch", 300 * b, 300 * b + 100, b);
     w.annotation(loader, "prep", "prep", 300 * b + 100, 300 * b + 300, b);

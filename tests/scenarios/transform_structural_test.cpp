@@ -283,6 +283,34 @@ TEST(DataScenario, WorkersPrepareBatchesInParallel) {
   EXPECT_DOUBLE_EQ(report.predictions[0].step_median, 150);
 }
 
+TEST(DataScenario, WorkersShareTheCoresWithThreadsThatRecordNothing) {
+  // The pipeline on a 2-core machine where a thread that records nothing (an OpenMP thread)
+  // kept one core busy all along. workers=2 on the traced machine's cores: preps 0 and 1 share
+  // the other core with it, [100, 400) at 2/3 speed; compute 0 runs [400, 500) beside it; prep
+  // 2 and compute 1 share from 500 (compute 1 done at 650, prep 2 at 750); compute 2 [750,
+  // 850). Steps 500, 150, 200, where a core per thread gives 400, 100, 200.
+  const Trace trace = data_pipeline_trace("2", 1000);
+  std::vector<ScenarioRequest> requests;
+  requests.push_back({find_scenario("data"), {{"workers", "2"}}});
+  auto report = run_whatif(trace, requests);
+  ASSERT_EQ(report.predictions[0].steps.size(), 3u);
+  std::vector<TimeNs> steps;
+  for (const auto& s : report.predictions[0].steps) steps.push_back(s.predicted());
+  EXPECT_EQ(steps, (std::vector<TimeNs>{500, 150, 200}));
+
+  // Without that thread, the two workers have the cores to themselves.
+  report = run_whatif(data_pipeline_trace("2"), requests);
+  steps.clear();
+  for (const auto& s : report.predictions[0].steps) steps.push_back(s.predicted());
+  EXPECT_EQ(steps, (std::vector<TimeNs>{400, 100, 200}));
+  // Nor does it count with a core per thread.
+  requests = {{find_scenario("data"), {{"workers", "2"}, {"cores", "0"}}}};
+  report = run_whatif(trace, requests);
+  steps.clear();
+  for (const auto& s : report.predictions[0].steps) steps.push_back(s.predicted());
+  EXPECT_EQ(steps, (std::vector<TimeNs>{400, 100, 200}));
+}
+
 TEST(DataParallel, AllReducePerBucketDelaysTheOptimizer) {
   // gpu_step_trace with its forward kernels standing in for the backward pass, two buckets of
   // 0.5 MB on two GPUs at 1250 GB/s and no latency: 2·(1/2)·500 kB / 1250 GB/s = 400 ns each.

@@ -185,6 +185,19 @@ TEST(TraceInvariants, ThreadLoadsAreBoundedWindowsTimesCountsAndCosts) {
             "no error");
 }
 
+// A thread the tracer saw only by its CPU time (an OpenMP thread that recorded nothing): a
+// track with load rows and no events, which the invariants accept.
+TEST(TraceInvariants, AThreadWithNoEventsButItsLoadIsFine) {
+  Fixture f;
+  const TrackId omp = f.b.thread_track(0, 8, "omp");
+  f.b.add(ThreadLoadRecord{.track = omp, .start = 0, .end = 100, .cpu_ns = 90, .runqueue_ns = 3});
+  f.b.add(ThreadLoadRecord{.track = omp, .start = 100, .end = 200, .cpu_ns = 100, .runqueue_ns = 0});
+  const Trace t = std::move(f.b).build();
+  ASSERT_EQ(t.thread_loads().size(), 2u);
+  EXPECT_TRUE(t.annotations_on(omp).empty());
+  EXPECT_EQ(t.thread_loads()[0].events, 0);
+}
+
 // A memory event: on a known track, at a time within the bounds, with bytes and totals the
 // memory view can sum without overflow (unknown totals are fine).
 TEST(TraceInvariants, MemoryEventsAreOnKnownTracksWithBoundedTimesAndBytes) {

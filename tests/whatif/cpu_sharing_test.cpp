@@ -38,6 +38,7 @@ SimulationResult simulate_shared(const DependencyGraph& g, const whatif::CpuPool
   SimulationOptions options;
   options.cpu_cores = pools.cores;
   options.cpu_pool = pools.of_resource;
+  options.cpu_background = pools.background;
   return simulate(g, options);
 }
 
@@ -106,6 +107,80 @@ TEST(CpuSharing, ThreadsThatOverlapPartlyLoseOnlyTheirSharedTime) {
   EXPECT_EQ(durations[0], 333);
   EXPECT_EQ(durations[1], 333);
   EXPECT_EQ(durations[2], 2333); // 1000 alone, a third of 1000, 1000 alone
+}
+
+// Two threads computing from 0 to 800 ns on a machine of two cores, beside two threads that
+// recorded nothing (an OpenMP pool) and each ran on a core from 0 to 400 (thread_load rows of
+// 400 ns of CPU in [0, 400)). A thread that recorded events is no background, whatever its
+// rows say.
+Trace with_silent_threads(const std::vector<ThreadLoadRecord>& silent_rows = {}) {
+  TraceBuilder b;
+  b.set_meta("cpu_cores", "2");
+  const StringId ds = b.intern("dreamscope"), op = b.intern(annotation_category::kOperation);
+  const auto p = b.add_process({.pid = 1, .name = "train"});
+  for (int i = 0; i < 2; ++i) {
+    const TrackId t = b.thread_track(p, 10 + i, "main");
+    b.add(AnnotationRecord{.track = t, .start = 0, .end = 800, .name = b.intern(i == 0 ? "forward" : "prep"),
+                           .domain = ds, .category = op});
+    b.add(ThreadLoadRecord{.track = t, .start = 0, .end = 800, .cpu_ns = 800, .runqueue_ns = 0, .events = 2});
+  }
+  const TrackId omp1 = b.thread_track(p, 20, "omp1"), omp2 = b.thread_track(p, 21, "omp2");
+  for (const TrackId t : {omp1, omp2}) b.add(ThreadLoadRecord{.track = t, .start = 0, .end = 400, .cpu_ns = 400, .runqueue_ns = 0});
+  for (ThreadLoadRecord r : silent_rows) {
+    r.track = omp1;
+    b.add(r);
+  }
+  return std::move(b).build();
+}
+
+TEST(CpuSharing, ThreadsThatRecordedNothingLoadTheCoresWhileTheyRan) {
+  const Trace t = with_silent_threads();
+  DependencyGraph g = build_dependency_graph(t);
+  const whatif::CpuPools pools = whatif::machine_pools(t, g, 2);
+  // Two threads' worth from 0 to 400, none after.
+  ASSERT_EQ(pools.background.size(), 1u);
+  EXPECT_EQ(pools.background[0], (std::vector<CpuLoadStep>{{0, 2.0}, {400, 0.0}}));
+  // Measured: four running threads on two cores until 400 (half speed: 200 ns of work each),
+  // then the two alone (400 more): 600 ns of work each.
+  const whatif::ContentionRemoved removed = whatif::remove_measured_contention(g, pools);
+  EXPECT_EQ(removed.tasks, 2u);
+  EXPECT_EQ(removed.time_before, 1600);
+  EXPECT_EQ(removed.time_after, 1200);
+  // Shared again with the background, they end as measured.
+  const SimulationResult r = simulate_shared(g, pools);
+  for (TaskId k = 0; k < g.task_count(); ++k) EXPECT_EQ(r.end[k], 800) << k;
+  EXPECT_EQ(r.cpu_contention, 2 * 200);
+  // Without it, the two cores are theirs: done at 600.
+  SimulationOptions alone;
+  alone.cpu_cores = 2;
+  const SimulationResult without = simulate(g, alone);
+  for (TaskId k = 0; k < g.task_count(); ++k) EXPECT_EQ(without.end[k], 600) << k;
+  // Four cores: nobody waits, with or without it.
+  const whatif::CpuPools four = whatif::machine_pools(t, g, 4);
+  const SimulationResult wide = simulate_shared(g, four);
+  for (TaskId k = 0; k < g.task_count(); ++k) EXPECT_EQ(wide.end[k], 600) << k;
+}
+
+TEST(CpuSharing, AThreadThatRanHalfAWindowIsHalfAThreadOverIt) {
+  // One core; a thread computes 300 ns from 0; a thread that recorded nothing ran all of
+  // [0, 200) and half of [200, 1000) (400 ns of CPU in it).
+  TraceBuilder b;
+  const auto p = b.add_process({.pid = 1, .name = "train"});
+  const TrackId main = b.thread_track(p, 10, "main"), omp = b.thread_track(p, 20, "omp");
+  b.add(AnnotationRecord{.track = main, .start = 0, .end = 300, .name = b.intern("forward"),
+                         .domain = b.intern("dreamscope"), .category = b.intern(annotation_category::kOperation)});
+  b.add(ThreadLoadRecord{.track = omp, .start = 0, .end = 200, .cpu_ns = 200, .runqueue_ns = 0});
+  b.add(ThreadLoadRecord{.track = omp, .start = 200, .end = 1000, .cpu_ns = 400, .runqueue_ns = 0});
+  const Trace t = std::move(b).build();
+  const DependencyGraph g = build_dependency_graph(t);
+  const whatif::CpuPools pools = whatif::machine_pools(t, g, 1);
+  EXPECT_EQ(pools.background[0], (std::vector<CpuLoadStep>{{0, 1.0}, {200, 0.5}, {1000, 0.0}}));
+  // Half a core until 200 (100 ns of work done), then 1 / 1.5 of it for the other 200: 300 ns
+  // more, done at 500.
+  const SimulationResult r = simulate_shared(g, pools);
+  ASSERT_EQ(g.task_count(), 1u);
+  EXPECT_EQ(r.end[0], 500);
+  EXPECT_EQ(r.cpu_contention, 200);
 }
 
 // The recorded 8-rank job on this project's 2-core machine (tests/data/cpu/multirank): with

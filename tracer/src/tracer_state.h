@@ -43,6 +43,7 @@ struct LoadWindow {
   std::pair<std::uint64_t, std::uint64_t> cost[ThreadBuffer::kCostKinds] = {};
   std::int64_t cpu_ns = kNoValue;
   std::int64_t runqueue_ns = kNoValue;
+  bool paused = false; // recording was paused when the window began
 };
 
 // What the writer keeps per traced thread: its track, its open ranges, its load window.
@@ -52,6 +53,27 @@ struct ThreadSink {
   std::vector<OpenRange> stack;
   LoadWindow window;
   std::size_t pause_index = 0; // Session::pauses: the first that began after the thread's last event
+};
+
+// The process's threads that have no buffer (they never recorded an event: an OpenMP or BLAS
+// pool, PyTorch's autograd thread), as the writer read them where their current load window
+// began. One window for all of them, ~100 ms (writer_thread.cpp, note_other_threads).
+struct OtherThreads {
+  struct Seen {
+    std::int64_t cpu_ns = 0;
+    std::int64_t runqueue_ns = 0;
+    TrackId track = 0;
+    bool has_track = false;
+    bool known = false;        // cpu_ns and runqueue_ns were read (the file may be missing)
+    std::uint64_t listing = 0; // the last listing of /proc/self/task that had it
+  };
+  std::int64_t window_start = -1; // ns; -1: no window yet (the part file is not created)
+  bool window_paused = false;     // recording was paused when the window began
+  std::uint64_t listing = 0;      // listings of /proc/self/task so far
+  std::unordered_map<std::int64_t, Seen> threads; // by OS thread id
+  // Threads that had a buffer in this session, alive or exiting (their load is their buffer's),
+  // with the last listing that had them.
+  std::unordered_map<std::int64_t, std::uint64_t> recorded;
 };
 
 // One part file and the thread that writes it.
@@ -70,6 +92,7 @@ struct Session {
   std::atomic<std::uint64_t> drains_done{0};
   bool failed = false; // the file could not be written: records are drained and discarded
   std::unordered_map<std::uint32_t, ThreadSink> sinks;
+  OtherThreads others;
   std::unordered_map<std::uint64_t, OpenRange> open_starts;
   std::vector<StringId> string_ids;                       // tracer string id -> trace string id
   std::vector<StringId> domain_ids;                       // domain index -> trace string id

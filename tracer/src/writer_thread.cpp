@@ -4,11 +4,13 @@
 #include "cupti_session.h"
 #include "tracer_state.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <string>
 
 namespace dreamscope::tracer {
@@ -162,6 +164,9 @@ void read_thread_schedstat(const ThreadBuffer& b, bool retired, std::int64_t& cp
   }
 }
 
+// Whether recording is paused, as of this drain's view of the pauses.
+bool paused_now(const Session& s) { return !s.pauses.empty() && s.pauses.back().end == PauseInterval::kStillPaused; }
+
 // The counters are read together with the clock, so that the window's CPU time and its
 // length are measured over the same interval.
 void begin_window(LoadWindow& w, const ThreadBuffer& b, bool retired) {
@@ -178,12 +183,14 @@ void note_thread_load(Session& s, ThreadSink& sink, const ThreadBuffer& b, bool 
   LoadWindow& w = sink.window;
   if (w.start < 0) {
     begin_window(w, b, retired);
+    w.paused = paused_now(s);
     return;
   }
   const std::int64_t length = monotonic_ns() - w.start;
   if (!end_now && length < kShortLoadWindowNs) return;
   LoadWindow next;
   begin_window(next, b, retired);
+  next.paused = paused_now(s);
   std::uint64_t samples = 0;
   for (std::size_t k = 0; k < ThreadBuffer::kCostKinds; ++k) samples += next.cost[k].first - w.cost[k].first;
   if (!end_now && length < kLoadWindowNs && samples < kSamplesThatEndAWindow &&
@@ -215,9 +222,97 @@ void note_thread_load(Session& s, ThreadSink& sink, const ThreadBuffer& b, bool 
     r.range_cost_ns = mean[kind(EventKind::Start)] + mean[kind(EventKind::End)];
   }
   r.mark_cost_ns = mean[kind(EventKind::Mark)];
-  // A thread that recorded nothing in the window has nothing there to correct.
-  if (r.events > 0) s.writer->add(r);
+  // A window in which the thread recorded nothing has nothing to correct, but the CPU the
+  // thread used is its load all the same (`info`, and the cores a what-if shares): written
+  // when it ran, unless recording was paused (what ran then is not in the trace). Overhead
+  // correction reads only the windows with events.
+  if (r.events > 0 || (!w.paused && r.cpu_ns != kNoValue && r.cpu_ns > 0)) s.writer->add(r);
   w = next;
+}
+
+// The threads of the process that have no buffer (they never recorded an event: an OpenMP or
+// BLAS pool, PyTorch's autograd thread, a thread the program spins up) do much of the work and
+// compete for the cores, so their CPU time is in the trace too: a load row per thread and per
+// window in which it ran, with no events. One window for all of them, of kLoadWindowNs, ended
+// early by a pause or resume and by the end of the session, as the recorded threads' windows
+// are: at its end the writer lists /proc/self/task and reads each such thread's schedstat (a
+// listing and a few µs a thread every 100 ms). A thread first listed after the first window
+// began ran only since the listing before: all its CPU time is the window's. A thread that
+// exits between two listings loses the CPU of its last window; one that began and ended
+// between two, all of it. The writer itself is left out (meta tracer_writer_cpu_ns has its
+// CPU time), and so is every thread that ever had a buffer.
+
+bool read_task_schedstat(std::int64_t tid, std::int64_t& cpu, std::int64_t& wait) {
+  const std::string path = "/proc/self/task/" + std::to_string(tid) + "/schedstat";
+  return read_schedstat(path.c_str(), cpu, wait);
+}
+
+// Writes what thread `tid` ran in the current window, up to `end`, from its counters then
+// (`cpu`, `wait`) against those `seen` at the window's start: when it ran at all, and the
+// window was recorded (not paused, inside --delay/--duration).
+void write_other_load(Session& s, std::int64_t tid, OtherThreads::Seen& seen, std::int64_t end, std::int64_t cpu,
+                      std::int64_t wait) {
+  const OtherThreads& o = s.others;
+  if (o.window_start < 0 || end <= o.window_start || o.window_paused || !s.target->in_window(o.window_start)) return;
+  if (!seen.known) return; // not read where the window began
+  // Lower than before: another thread got the id of one that exited.
+  if (cpu <= seen.cpu_ns || wait < seen.runqueue_ns) return;
+  if (!seen.has_track) {
+    seen.track = s.target->thread_track(tid, 0, thread_name(tid));
+    seen.has_track = true;
+  }
+  s.writer->add(ThreadLoadRecord{.track = seen.track, .start = o.window_start, .end = end, .cpu_ns = cpu - seen.cpu_ns,
+                                 .runqueue_ns = wait - seen.runqueue_ns});
+}
+
+void note_other_threads(Session& s, const std::vector<ThreadBuffer*>& buffers, bool end_now) {
+  OtherThreads& o = s.others;
+  const std::int64_t now = monotonic_ns();
+  for (ThreadBuffer* b : buffers) {
+    if (!o.recorded.try_emplace(b->tid(), o.listing).second) continue;
+    // A thread that began recording: from now on its load is its buffer's.
+    auto it = o.threads.find(b->tid());
+    if (it == o.threads.end()) continue;
+    std::int64_t cpu = 0, wait = 0;
+    if (read_task_schedstat(b->tid(), cpu, wait)) write_other_load(s, b->tid(), it->second, now, cpu, wait);
+    o.threads.erase(it);
+  }
+  if (o.window_start >= 0 && !end_now && now - o.window_start < kLoadWindowNs) return;
+  const bool first = o.window_start < 0;
+  const std::int64_t writer = g_tracer->writer_tid.load();
+  // Not listed (no file descriptor left in the process): the window goes on, and the next
+  // drain tries again.
+  DIR* dir = opendir("/proc/self/task");
+  if (!dir) return;
+  const std::uint64_t listing = ++o.listing;
+  while (const dirent* e = readdir(dir)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    const std::int64_t tid = std::strtoll(e->d_name, nullptr, 10);
+    if (tid == writer) continue;
+    if (auto r = o.recorded.find(tid); r != o.recorded.end()) {
+      r->second = listing;
+      continue;
+    }
+    auto [it, fresh] = o.threads.try_emplace(tid);
+    OtherThreads::Seen& seen = it->second;
+    seen.listing = listing;
+    std::int64_t cpu = 0, wait = 0;
+    if (!read_task_schedstat(tid, cpu, wait)) {
+      seen.known = false; // its next window, from counters not read, is left out
+      continue;
+    }
+    // A thread new since the first window began ran only since the listing before: from 0.
+    if (fresh && !first) seen.known = true;
+    write_other_load(s, tid, seen, now, cpu, wait);
+    seen.cpu_ns = cpu;
+    seen.runqueue_ns = wait;
+    seen.known = true;
+  }
+  closedir(dir);
+  std::erase_if(o.threads, [&](const auto& t) { return t.second.listing != listing; });
+  std::erase_if(o.recorded, [&](const auto& t) { return t.second != listing; });
+  o.window_start = now;
+  o.window_paused = paused_now(s);
 }
 
 // Free chunks the writer keeps mapped for the traced threads: two bursts' worth of head
@@ -240,6 +335,9 @@ void drain_all(Session& s, bool final) {
   const bool with_external_ids = cupti_active();
   if (with_external_ids) ensure_writer(s);
   apply_thread_names(s); // before the tracks of this drain are made: they take the names
+  // Before the buffers: a thread that began recording ends its window here, before its
+  // buffer's first window begins.
+  if (!s.failed && s.writer) note_other_threads(s, buffers, final || pauses_changed);
   std::vector<ThreadBuffer*> finished;
   for (ThreadBuffer* b : buffers) {
     // Read before draining: a buffer seen retired is drained completely afterwards.

@@ -3,6 +3,7 @@
 #include <dreamscope/limits.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 
@@ -17,21 +18,28 @@ const TrackInfo* track_of(const Trace& trace, const DependencyGraph& graph, Reso
   return r - traced < added.size() ? &added[r - traced] : nullptr;
 }
 
-// A pool's rate of progress over time: min(1, cores / running) between breakpoints, and its
-// integral from the first breakpoint on, so that the work done over any interval is one
-// difference of two lookups.
+// A pool's rate of progress over time: min(1, cores / running) between breakpoints, running
+// counting the background load, and its integral from the first breakpoint on, so that the
+// work done over any interval is one difference of two lookups.
 class PoolRate {
  public:
   void add(TimeNs start, TimeNs end) {
     if (end <= start) return;
-    changes_.push_back({start, +1});
-    changes_.push_back({end, -1});
+    changes_.push_back({start, +1.0});
+    changes_.push_back({end, -1.0});
+  }
+  void add_background(const std::vector<CpuLoadStep>& steps) {
+    double before = 0;
+    for (const CpuLoadStep& s : steps) {
+      changes_.push_back({s.time, s.threads - before});
+      before = s.threads;
+    }
   }
 
   void build(std::size_t cores) {
     std::sort(changes_.begin(), changes_.end());
     TimeNs at = changes_.empty() ? 0 : changes_.front().first;
-    std::int64_t running = 0;
+    double running = 0;
     double integral = 0;
     for (std::size_t i = 0; i < changes_.size();) {
       const TimeNs t = changes_[i].first;
@@ -54,9 +62,9 @@ class PoolRate {
     double rate;     // from `time` to the next point
   };
 
-  static double rate(std::int64_t running, std::size_t cores) {
-    return running <= static_cast<std::int64_t>(cores) ? 1.0
-                                                       : static_cast<double>(cores) / static_cast<double>(running);
+  // Whole threads count exactly; a background's sums of fractions may be off by an ulp or so.
+  static double rate(double running, std::size_t cores) {
+    return running <= static_cast<double>(cores) + 1e-9 ? 1.0 : static_cast<double>(cores) / running;
   }
 
   double at(TimeNs t) const {
@@ -66,7 +74,7 @@ class PoolRate {
     return it->integral + it->rate * static_cast<double>(t - it->time);
   }
 
-  std::vector<std::pair<TimeNs, int>> changes_;
+  std::vector<std::pair<TimeNs, double>> changes_;
   std::vector<Point> points_;
 };
 
@@ -84,6 +92,38 @@ CpuPools machine_pools(const Trace& trace, const DependencyGraph& graph, std::si
     pools.of_resource[r] = by_host.try_emplace(host, static_cast<std::uint32_t>(by_host.size())).first->second;
   }
   pools.pools = std::max<std::size_t>(by_host.size(), 1);
+
+  // The background: the windows of threads with no events, as running threads' worth.
+  std::vector<std::vector<std::pair<TimeNs, double>>> changes(pools.pools);
+  const auto& tracks = trace.tracks();
+  std::vector<std::int8_t> silent(tracks.size(), -1); // per track: -1 not known yet, 1 no events
+  for (const ThreadLoadRecord& l : trace.thread_loads()) {
+    if (l.track >= tracks.size() || l.track >= pools.of_resource.size() || tracks[l.track].kind != TrackKind::CpuThread) {
+      continue;
+    }
+    if (silent[l.track] < 0) {
+      silent[l.track] = trace.annotations_on(l.track).empty() && trace.cuda_api_on(l.track).empty() &&
+                        trace.gpu_ops_on(l.track).empty();
+    }
+    if (!silent[l.track] || l.cpu_ns == kNoValue || l.cpu_ns <= 0 || l.end <= l.start) continue;
+    const double threads = std::min(1.0, static_cast<double>(l.cpu_ns) / static_cast<double>(l.end - l.start));
+    auto& c = changes[pools.of_resource[l.track]];
+    c.push_back({l.start, threads});
+    c.push_back({l.end, -threads});
+  }
+  pools.background.resize(pools.pools);
+  for (std::size_t p = 0; p < pools.pools; ++p) {
+    auto& c = changes[p];
+    std::sort(c.begin(), c.end());
+    double load = 0;
+    for (std::size_t i = 0; i < c.size();) {
+      const TimeNs t = c[i].first;
+      for (; i < c.size() && c[i].first == t; ++i) load += c[i].second;
+      if (std::abs(load) < 1e-9) load = 0; // the sums of fractions come back to none
+      auto& steps = pools.background[p];
+      if (steps.empty() ? load != 0 : steps.back().threads != load) steps.push_back({t, load});
+    }
+  }
   return pools;
 }
 
@@ -98,6 +138,7 @@ ContentionRemoved remove_measured_contention(DependencyGraph& graph, const CpuPo
   for (TaskId t = 0; t < graph.task_count(); ++t) {
     if (graph.uses_cpu(t)) rates[pool_of(t)].add(graph.measured_start(t), graph.measured_end(t));
   }
+  for (std::size_t p = 0; p < pools.background.size() && p < rates.size(); ++p) rates[p].add_background(pools.background[p]);
   for (PoolRate& r : rates) r.build(pools.cores);
 
   for (TaskId t = 0; t < graph.task_count(); ++t) {

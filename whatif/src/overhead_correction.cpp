@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <span>
 
@@ -97,10 +98,15 @@ class InRunCosts {
   double range_ = -1, mark_ = -1;
 };
 
-// The thread loads of each track (Trace::thread_loads is sorted by track, then start).
-std::vector<std::span<const ThreadLoadRecord>> loads_by_track(const Trace& trace) {
+// The thread loads of each track (Trace::thread_loads is sorted by track, then start), of the
+// windows in which the thread recorded events: the tracer also writes the CPU time of windows
+// without any (and of threads that never record), in which there is nothing to correct.
+// `loads` keeps the rows the spans point into.
+std::vector<std::span<const ThreadLoadRecord>> loads_by_track(const Trace& trace, std::vector<ThreadLoadRecord>& loads) {
   std::vector<std::span<const ThreadLoadRecord>> out(trace.tracks().size());
-  const auto& loads = trace.thread_loads();
+  loads.clear();
+  std::copy_if(trace.thread_loads().begin(), trace.thread_loads().end(), std::back_inserter(loads),
+               [](const ThreadLoadRecord& l) { return l.events > 0; });
   for (std::size_t i = 0; i < loads.size();) {
     std::size_t j = i;
     while (j < loads.size() && loads[j].track == loads[i].track) ++j;
@@ -189,7 +195,8 @@ OverheadCorrection correct_overhead(const Trace& trace, DependencyGraph& graph, 
   OverheadCorrection out;
   out.costs = costs ? *costs : overhead_costs(trace.calibration());
   const std::size_t n = graph.task_count();
-  const auto loads = loads_by_track(trace);
+  std::vector<ThreadLoadRecord> recorded_loads;
+  const auto loads = loads_by_track(trace, recorded_loads);
   // Charges in fractional nanoseconds: a 30.4 ns range cost must not round to 30 per range.
   std::vector<double> charge(n, 0.0);
   const auto& ann = trace.annotations();
@@ -247,7 +254,7 @@ OverheadCorrection correct_overhead(const Trace& trace, DependencyGraph& graph, 
   // Before the tracer's costs: a task's wait for a core is part of its measured time, not of
   // the work the costs are taken from.
   double runqueue_removed = 0;
-  if (!trace.thread_loads().empty() && trace.tracer_writer_cpu_ns() != kNoValue) {
+  if (!recorded_loads.empty() && trace.tracer_writer_cpu_ns() != kNoValue) {
     runqueue_removed = remove_writer_share(runqueue_waits(loads, graph),
                                            static_cast<double>(trace.tracer_writer_cpu_ns()), graph);
   }

@@ -49,10 +49,13 @@ class Simulation {
  public:
   Simulation(const DependencyGraph& g, const SimulationOptions& options)
       : g_(g), policy_(options.policy ? options.policy : &default_policy_), bindings_(options.record_bindings),
-        cores_(options.cpu_cores), pool_of_(options.cpu_pool) {
-    std::uint32_t pools = 1;
-    for (std::uint32_t p : pool_of_) pools = std::max(pools, p + 1);
+        cores_(options.cpu_cores), pool_of_(options.cpu_pool), background_(options.cpu_background) {
+    std::size_t pools = std::max<std::size_t>(1, background_.size());
+    for (std::uint32_t p : pool_of_) pools = std::max<std::size_t>(pools, p + 1);
     running_.assign(pools, 0);
+    load_.assign(pools, 0.0);
+    next_step_.assign(pools, 0);
+    for (const auto& steps : background_) has_background_ |= !steps.empty();
   }
 
   SimulationResult run() {
@@ -80,10 +83,19 @@ class Simulation {
       if (first != g_.resource_end(r)) offer_start(first, later(r_.begin, gap(first)), Constraint::RunStart, kNoTask);
     }
     while (!heap_.empty() || !sharing_.empty()) {
-      // A CPU task that finishes before the next start goes first: it may free its thread.
-      if (!sharing_.empty() && (heap_.empty() || next_cpu_end() <= heap_.top().start)) {
-        end_cpu_task();
-        continue;
+      if (!sharing_.empty()) {
+        const TimeNs next_start = heap_.empty() ? kNever : heap_.top().start;
+        const TimeNs cpu_end = next_cpu_end();
+        // The background load changes first: the rates change with it.
+        if (const TimeNs change = next_load_change(); change < cpu_end && change < next_start) {
+          advance_sharing(change);
+          continue;
+        }
+        // A CPU task that finishes before the next start goes first: it may free its thread.
+        if (cpu_end <= next_start) {
+          end_cpu_task();
+          continue;
+        }
       }
       const Candidate c = heap_.top();
       heap_.pop();
@@ -257,18 +269,38 @@ class Simulation {
   }
 
   // Processor sharing: the CPU tasks of a pool running at `sharing_time_` each progress at
-  // min(1, cores / running in the pool) ns of work per ns.
+  // min(1, cores / (running in the pool + its background load)) ns of work per ns.
   std::uint32_t pool_of(TaskId t) const { return pool_of_.empty() ? 0 : pool_of_[g_.resource(t)]; }
   double sharing_rate(std::uint32_t pool) const {
-    return std::min(1.0, static_cast<double>(cores_) / static_cast<double>(running_[pool]));
+    const double running = static_cast<double>(running_[pool]) + load_[pool];
+    const double cores = static_cast<double>(cores_);
+    return running <= cores ? 1.0 : cores / running;
   }
   // Time from `sharing_time_` until s's work is done at the current rates.
   double time_left(const Sharing& s) const { return std::max(0.0, s.remaining) / sharing_rate(s.pool); }
+  // The rates hold between changes of the background load: time advances from one to the next.
   void advance_sharing(TimeNs to) {
-    if (to <= sharing_time_) return;
-    const double elapsed = static_cast<double>(to) - static_cast<double>(sharing_time_);
-    for (auto& s : sharing_) s.remaining -= elapsed * sharing_rate(s.pool);
-    sharing_time_ = to;
+    while (to > sharing_time_) {
+      const TimeNs at = std::min(to, next_load_change());
+      const double elapsed = static_cast<double>(at) - static_cast<double>(sharing_time_);
+      for (auto& s : sharing_) s.remaining -= elapsed * sharing_rate(s.pool);
+      sharing_time_ = at;
+      if (!has_background_) break;
+      for (std::size_t p = 0; p < background_.size(); ++p) {
+        for (; next_step_[p] < background_[p].size() && background_[p][next_step_[p]].time <= sharing_time_; ++next_step_[p]) {
+          load_[p] = background_[p][next_step_[p]].threads;
+        }
+      }
+    }
+  }
+  // The next change of any pool's background load after `sharing_time_` (kNever: none).
+  TimeNs next_load_change() const {
+    TimeNs next = kNever;
+    if (!has_background_) return next;
+    for (std::size_t p = 0; p < background_.size(); ++p) {
+      if (next_step_[p] < background_[p].size()) next = std::min(next, background_[p][next_step_[p]].time);
+    }
+    return next;
   }
   // The CPU task whose work is done first (the earliest in task order on a tie).
   std::size_t first_cpu_end() const {
@@ -349,8 +381,13 @@ class Simulation {
   MeasuredOrderPolicy default_policy_;
   const TiePolicy* policy_;
   bool bindings_;
+  static constexpr TimeNs kNever = std::numeric_limits<TimeNs>::max();
   std::size_t cores_;
   const std::vector<std::uint32_t>& pool_of_;
+  const std::vector<std::vector<CpuLoadStep>>& background_;
+  bool has_background_ = false;
+  std::vector<std::size_t> next_step_; // per pool, its first background step after sharing_time_
+  std::vector<double> load_;           // per pool, its background load at sharing_time_
   std::vector<std::size_t> running_; // per pool, the tasks in sharing_
   std::vector<Sharing> sharing_;
   TimeNs sharing_time_ = std::numeric_limits<TimeNs>::min();

@@ -128,7 +128,11 @@ Prediction predict(const Trace& trace, DependencyGraph& graph, const TaskSelecti
   SimulationOptions sim;
   sim.policy = applied.policy.get();
   sim.cpu_cores = applied.cpu_cores;
-  if (sim.cpu_cores > 0) sim.cpu_pool = machine_pools(trace, graph, sim.cpu_cores).of_resource;
+  if (sim.cpu_cores > 0) {
+    CpuPools pools = machine_pools(trace, graph, sim.cpu_cores);
+    sim.cpu_pool = std::move(pools.of_resource);
+    sim.cpu_background = std::move(pools.background);
+  }
   const SimulationResult result = simulate(graph, sim);
   if (result.end_time >= limits::kMaxAbsTimestampNs) {
     std::string files;

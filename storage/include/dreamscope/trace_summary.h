@@ -22,6 +22,11 @@ struct ThreadSummary {
   std::int64_t tid = 0;
   std::string name;
   std::size_t events = 0;
+  // What its thread_load rows say it ran and waited for a core, summed (kNoValue: no rows with
+  // them). A thread with CPU time and no events worked without recording anything (an OpenMP
+  // or BLAS pool, PyTorch's autograd thread).
+  std::int64_t cpu_ns = kNoValue;
+  std::int64_t runqueue_ns = kNoValue;
 };
 
 struct ProcessSummary {
@@ -77,7 +82,7 @@ struct TraceSummary {
   // basis of overhead correction; docs/simulation.md): a range's calibrated cost, what the
   // hot path's own timing of a range read at start-up and, on average, in the run, and what a
   // range cost work around it at start-up (-1: not measured); how long the traced threads ran
-  // and waited for a core (kNoValue: unknown).
+  // and waited for a core in the windows in which they recorded events (kNoValue: unknown).
   double range_cost_ns = -1;
   double range_timed_at_start_ns = -1;
   double range_in_work_at_start_ns = -1;

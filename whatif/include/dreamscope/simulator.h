@@ -15,6 +15,9 @@
 // the OS's fair scheduler (processor sharing). Their durations are then CPU work at full
 // speed, and the end of each is when its work is done. With `cpu_pool` given, each resource
 // shares the cores of its own pool (a machine of a distributed job), `cpu_cores` per pool.
+// `cpu_background` adds, per pool, a load that no task carries (threads of the trace with CPU
+// time and no events: an OpenMP pool): b running threads' worth makes the rate
+// min(1, cores / (n + b)).
 #pragma once
 
 #include "dreamscope/dependency_graph.h"
@@ -88,6 +91,15 @@ struct SimulationResult {
   TimeNs span() const { return end_time - begin; }
 };
 
+// A step of a pool's background load (cpu_sharing.h): from `time` on, `threads` running
+// threads' worth (fractional: a thread that ran half a window is half a thread over it), until
+// the next step. None before the first step.
+struct CpuLoadStep {
+  TimeNs time = 0;
+  double threads = 0;
+  bool operator==(const CpuLoadStep&) const = default;
+};
+
 struct SimulationOptions {
   const TiePolicy* policy = nullptr; // null: MeasuredOrderPolicy
   bool record_bindings = true;
@@ -95,6 +107,9 @@ struct SimulationOptions {
   std::size_t cpu_cores = 0;
   // Per resource of the graph, the pool (machine) whose cores it shares; empty: one pool.
   std::vector<std::uint32_t> cpu_pool;
+  // Per pool, load on its cores from threads without tasks, in time order; empty: none. Pinned
+  // to the measured times: it does not move with the predicted tasks.
+  std::vector<std::vector<CpuLoadStep>> cpu_background;
 };
 
 SimulationResult simulate(const DependencyGraph& graph, const SimulationOptions& options = {});
