@@ -52,8 +52,9 @@ def use_annotations():
 class SyntheticImages(Dataset):
     """Each item is a whole batch, so the batch id is the index: fetch and prep are per batch."""
 
-    def __init__(self, batches, batch_size, fetch_delay_s):
+    def __init__(self, batches, batch_size, fetch_delay_s, augment=0):
         self.batches, self.batch_size, self.fetch_delay_s = batches, batch_size, fetch_delay_s
+        self.augment = augment
 
     def __len__(self):
         return self.batches
@@ -68,6 +69,11 @@ class SyntheticImages(Dataset):
             x = raw.float().div_(255).sub_(0.5).div_(0.25)
             if index % 2:
                 x = x.flip(3)
+            # CPU-bound augmentation, as decoding and augmenting real images are: random
+            # shifts and a jitter of brightness, `augment` times over the batch.
+            for _ in range(self.augment):
+                shift = int(torch.randint(-2, 3, (1,), generator=g))
+                x = torch.roll(x, shifts=shift, dims=3).mul_(1.001).add_(-0.0005)
             y = (raw[:, 0, 0, 0] % 10).long()
         return x, y
 
@@ -141,7 +147,9 @@ def main():
     p.add_argument("--steps", type=int, default=50)
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--fetch-delay-ms", type=float, default=0)
+    p.add_argument("--fetch-delay-ms", type=float, default=0, help="emulated storage latency per batch")
+    p.add_argument("--augment", type=int, default=0,
+                   help="passes of CPU-bound augmentation per batch (random shifts, brightness jitter)")
     p.add_argument("--emit-nvtx", action="store_true", help="also record PyTorch's per-operator NVTX ranges")
     p.add_argument("--amp", action="store_true", help="forward and loss under torch.autocast (bfloat16)")
     p.add_argument("--optimizer", choices=["foreach", "for-loop", "fused"], default="foreach",
@@ -174,7 +182,7 @@ def main():
         use_annotations()
     device = torch.device("cuda" if cuda else "cpu")
     loader_options = {"prefetch_factor": 2} if a.workers else {}
-    loader = DataLoader(SyntheticImages(a.steps, a.batch_size, a.fetch_delay_ms / 1000), batch_size=None,
+    loader = DataLoader(SyntheticImages(a.steps, a.batch_size, a.fetch_delay_ms / 1000, a.augment), batch_size=None,
                         num_workers=a.workers, pin_memory=cuda, **loader_options)
     model = SmallCnn(a.width, a.depth).to(device)
     opt = make_optimizer(model.parameters(), a.optimizer)
