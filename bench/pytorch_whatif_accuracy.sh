@@ -67,9 +67,9 @@ keep() {
   if [[ -n $RECORD ]]; then
     python3 - "$RECORD/measured.json" "$1" "$2" <<'PY'
 import json, sys
-path, key, value = sys.argv[1], sys.argv[2], sys.argv[3]
+path, key, values = sys.argv[1], sys.argv[2], sys.argv[3]
 d = json.load(open(path))
-d["figures"][key] = int(float(value))
+d["figures"][key] = [int(float(v)) for v in values.split()]
 json.dump(d, open(path, "w"), indent=2)
 PY
   fi
@@ -104,19 +104,18 @@ run_rounds() {
   done
 }
 
-# measured KEY: the median over the rounds of train.py's own median step (ns), or the figure
-# recorded under KEY.
+# measured KEY: train.py's own median step (ns) in each round, or the figures recorded under KEY.
 measured() {
   if [[ -n $FROM ]]; then
-    python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["figures"][sys.argv[2]])' "$FROM/measured.json" "$1"
+    python3 -c 'import json, sys; print(*json.load(open(sys.argv[1]))["figures"][sys.argv[2]])' "$FROM/measured.json" "$1"
     return
   fi
-  keep "$1" "$(median <"$work/$1.ns")"
+  keep "$1" "$(tr '\n' ' ' <"$work/$1.ns")"
 }
 
 trace_of() { if [[ -n $FROM ]]; then echo "$FROM/$1-$2.db"; else echo "$work/$1-$2.db"; fi; }
 
-# predict NAME ARGS: the median over the RUNS traces of NAME of the predicted median step.
+# predict NAME ARGS: the predicted median step (ns) from the trace of NAME of each round.
 predict() {
   local name=$1 values=() value
   shift
@@ -134,22 +133,32 @@ except ValueError:
     fi
     values+=("$value")
   done
-  printf '%s\n' "${values[@]}" | median
+  echo "${values[*]}"
 }
 
+# report NAME PREDICTIONS MEASUREMENTS: the medians, and the median over the rounds of each
+# round's error (prediction from that round's trace against that round's run), which is what
+# is gated: a round's two runs see the same machine state, two rounds may not.
 failures=0
-printf '%-52s %14s %14s %9s\n' case predicted measured error
+printf '%-48s %12s %12s %10s %s\n' case predicted measured error "errors by round"
 report() {
   local name=$1 predicted=$2 measured=$3
   if [[ $predicted == error:* ]]; then
-    printf '%-52s not predicted: %s\n' "$name" "${predicted#error: }"
+    printf '%-48s not predicted: %s\n' "$name" "${predicted#error: }"
     failures=$((failures + 1))
     return
   fi
-  printf '%-52s %11.3f ms %11.3f ms %9s\n' "$name" "$(python3 -c "print($predicted / 1e6)")" \
-    "$(python3 -c "print($measured / 1e6)")" "$(python3 -c "print(f'{100 * ($predicted - $measured) / $measured:+.1f} %')")"
-  python3 -c "import sys; sys.exit(0 if abs($predicted - $measured) <= $BOUND / 100 * $measured else 1)" ||
-    failures=$((failures + 1))
+  python3 - "$name" "$predicted" "$measured" "$BOUND" <<'PY' || failures=$((failures + 1))
+import statistics, sys
+name, bound = sys.argv[1], float(sys.argv[4])
+p = [float(v) for v in sys.argv[2].split()]
+m = [float(v) for v in sys.argv[3].split()]
+errors = [100 * (a - b) / b for a, b in zip(p, m)]
+error = statistics.median(errors)
+print(f"{name:<48} {statistics.median(p) / 1e6:9.3f} ms {statistics.median(m) / 1e6:9.3f} ms {error:+8.1f} % "
+      + " ".join(f"{e:+.1f}" for e in errors))
+sys.exit(0 if abs(error) <= bound else 1)
+PY
 }
 
 delay=$DELAY_MS

@@ -26,5 +26,7 @@ TREE=build/asan scripts/fuzz.sh "${FUZZ_SECONDS:-15}"
 # a gate (the gating run compares the same predictions with runs recorded in tests/data/cpu).
 echo "== what-if predictions against runs on this machine (printed, not a gate)"
 BIN=build/release/bin RUNS=5 bench/whatif_accuracy.sh || echo "(beyond the script's 5 % here)"
+echo "== what-if predictions for the unmodified PyTorch sample against runs on this machine (printed, not a gate)"
+BIN=build/release/bin RUNS=3 bench/pytorch_whatif_accuracy.sh || echo "(beyond the script's 5 % here)"
 echo "== overhead correction against the paused steps of the same runs on this machine (printed, not a gate)"
 BIN=build/release/bin RUNS=5 TRIES=2 bench/graph/overhead_correction.sh || echo "(outside the bounds, 3 % median and 6 % a run, or too few settled runs, here)"
