@@ -28,8 +28,11 @@ import functools
 import inspect
 import itertools
 import os
+import statistics
 import sys
 import threading
+import time
+import weakref
 
 STEP, OPERATION, FETCH, PREP, WAIT, COLLECTIVE = 1, 2, 3, 4, 5, 7
 _NO_PAYLOAD = -(2 ** 63)
@@ -306,55 +309,70 @@ def _patch_loader_iterator(dataloader_module):
 # The model, backward and the optimizer.
 
 
-def _module_names(root):
-    names = {}
+# Per root module (weakly: a model's labels go with it), the label of each module under it,
+# by id: computed at the root's first call, so that a recorded call costs a dict lookup.
+_root_labels = weakref.WeakKeyDictionary()
+
+
+def _labels_under(root):
+    try:
+        return _root_labels[root]
+    except (KeyError, TypeError):
+        pass
+    labels = {}
     try:
         for name, module in root.named_modules():
-            names.setdefault(id(module), name)
+            if name:
+                labels.setdefault(id(module), ("forward: %s" % name).encode())
+        _root_labels[root] = labels
     except Exception:
         pass
-    return names
+    return labels
+
+
+def _module_call(original, push, pop, depth_limit):
+    """Module.__call__ recording a range around each call down to `depth_limit` calls deep."""
+
+    @functools.wraps(original)
+    def __call__(self, *args, **kwargs):
+        try:
+            stack = _tls.modules
+        except AttributeError:
+            stack = _tls.modules = []
+        # Modules called while a batch is being made are the dataset's transforms (torchvision's
+        # are modules), part of the fetch, not the model.
+        if len(stack) > depth_limit or getattr(_tls, "fetching", False):
+            stack.append(None)
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                stack.pop()
+        if stack:
+            labels = stack[0]
+            label = labels.get(id(self))
+            if label is None:
+                label = labels[id(self)] = ("forward: %s" % type(self).__name__).encode()
+        else:
+            _steps.activity(_grad_enabled())
+            labels = _labels_under(self)
+            label = b"forward"
+        stack.append(labels)
+        push(OPERATION, label, _NO_PAYLOAD)
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            pop()
+            stack.pop()
+
+    __call__._dreamscope = True
+    return __call__
 
 
 def _patch_module_call(module_class):
     original = module_class.__call__
     if getattr(original, "_dreamscope", False):
         return False
-    depth_limit = _module_depth
-
-    @functools.wraps(original)
-    def __call__(self, *args, **kwargs):
-        stack = getattr(_tls, "modules", None)
-        if stack is None:
-            stack = _tls.modules = []
-        depth = len(stack)
-        # Modules called while a batch is being made are the dataset's transforms (torchvision's
-        # are modules), part of the fetch, not the model.
-        if depth > depth_limit or getattr(_tls, "fetching", False):
-            stack.append(None)
-            try:
-                return original(self, *args, **kwargs)
-            finally:
-                stack.pop()
-        if depth == 0:
-            _steps.activity(_grad_enabled())
-            names = _module_names(self)
-            label = b"forward"
-            stack.append(names)
-        else:
-            names = stack[0]
-            path = names.get(id(self)) if names else None
-            label = ("forward: %s" % (path or type(self).__name__)).encode()
-            stack.append(names)
-        _lib.ds_auto_range_push(OPERATION, label, _NO_PAYLOAD)
-        try:
-            return original(self, *args, **kwargs)
-        finally:
-            _lib.ds_auto_range_pop()
-            stack.pop()
-
-    __call__._dreamscope = True
-    module_class.__call__ = __call__
+    module_class.__call__ = _module_call(original, _lib.ds_auto_range_push, _lib.ds_auto_range_pop, _module_depth)
     return True
 
 
@@ -497,12 +515,49 @@ def _start_operator_ranges(torch):
         _say("DREAMSCOPE_PYTHON_OPS: PyTorch's operator ranges are not available here (%s)" % e)
 
 
+_CALIBRATION_RANGE = b"dreamscope calibration"
+
+
+def _calibrate(torch, lib):
+    """What one range recorded from Python costs the program, all of it: a module call through
+    the recording Module.__call__ (the Python wrapper, its two calls through ctypes and the
+    tracer's recording) against the same call through PyTorch's own; 5 rounds of 1000 calls
+    each way, alternating, the median of the rounds' differences. Said to the merge as a mark,
+    which also leaves the calibration's ranges out of the trace; never negative."""
+    push, pop = lib.ds_auto_range_push, lib.ds_auto_range_pop
+    plain = torch.nn.Module.__call__
+    if getattr(plain, "_dreamscope", False):
+        plain = plain.__wrapped__
+    recording = _module_call(plain, push, pop, 1 << 30)
+    module, x = torch.nn.Identity(), torch.zeros(1)
+    saved = getattr(_tls, "modules", None)
+    # As a child of a model (the call a model makes most), with a name the merge drops.
+    _tls.modules = [{id(module): _CALIBRATION_RANGE}]
+    try:
+        differences = []
+        for _ in range(5):
+            timed = []
+            for call in (plain, recording):
+                start = time.perf_counter_ns()
+                for _ in range(1000):
+                    call(module, x)
+                timed.append((time.perf_counter_ns() - start) / 1000)
+            differences.append(timed[1] - timed[0])
+    finally:
+        _tls.modules = saved if saved is not None else []
+    lib.ds_auto_mark(OPERATION, b"python range cost", max(0, int(round(statistics.median(differences)))))
+
+
 def install(torch, lib, module_depth=1, operator_ranges=False):
     """Installs the hooks into the imported `torch` module; `lib` is the annotation library."""
     global _lib, _torch, _module_depth, _installed
     if _installed or lib is None:
         return
     _lib, _torch, _module_depth, _installed = lib, torch, module_depth, True
+    try:
+        _calibrate(torch, lib)
+    except Exception as e:
+        _say("the cost of a Python range could not be measured (%s); it is not charged" % e)
     import importlib
 
     def module(name):
