@@ -85,6 +85,12 @@ std::string render_text(const ReplayCommandOptions& o, const Trace& trace, const
                                   "has no costs timed in the run)",
                                   c.costs.range_ns, c.costs.marker_ns, c.costs.cuda_api_ns));
       }
+      if (c.costs.python_range_ns > 0) {
+        line("python", fmt::format("each range recorded from Python (dreamscope.auto) charged {:.1f} ns: what a "
+                                   "recorded module call cost over a plain one, as the traced process measured it "
+                                   "at start",
+                                   c.costs.python_range_ns));
+      }
     }
     // The writer's CPU: removed where the job's threads waited for a core while it ran (thread
     // loads); what it cost the job otherwise (a core shared with it, caches) stays, said with

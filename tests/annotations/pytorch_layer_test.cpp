@@ -119,6 +119,14 @@ TEST(PytorchLayer, UnmodifiedTorchvisionScriptShowsStepsPipelineAndModel) {
   EXPECT_EQ(select(rows, kAuto, "operation", "backward").size(), 5u);
   EXPECT_EQ(select(rows, kAuto, "operation", "optimizer.step").size(), 5u);
   EXPECT_EQ(select(rows, kAuto, "operation", "zero_grad").size(), 5u);
+  // What a Python range costs the program beyond the tracer's recording, measured at start:
+  // a calibration row, not a mark left in the trace.
+  const auto python = std::find_if(t.calibration().begin(), t.calibration().end(),
+                                   [](const CalibrationRecord& c) { return c.event_kind == "python_range"; });
+  ASSERT_NE(python, t.calibration().end());
+  EXPECT_GT(python->cost_ns, 0);
+  EXPECT_LT(python->cost_ns, 1e6);
+  EXPECT_TRUE(std::none_of(rows.begin(), rows.end(), [](const Row& x) { return x.name == "python range cost"; }));
   for (const auto& s : steps) {
     const auto inside = [&](const Row& x) { return x.start >= s.start && x.end <= s.end; };
     const auto backward = select(rows, kAuto, "operation", "backward");

@@ -72,11 +72,11 @@ class HandTrace {
   }
 
   void annotation(TrackId thread, std::string_view name, std::string_view category, TimeNs start, TimeNs end,
-                  std::int64_t payload = kNoValue) {
+                  std::int64_t payload = kNoValue, std::string_view domain = "dreamscope") {
     AnnotationRecord r;
     r.track = thread;
     r.name = b_.intern(name);
-    r.domain = b_.intern("dreamscope");
+    r.domain = b_.intern(domain);
     r.category = b_.intern(category);
     r.start = start;
     r.end = end;

@@ -57,6 +57,28 @@ TEST(OverheadCorrection, ShrinksEachTaskByTheCostOfWhatWasRecordedInIt) {
   EXPECT_EQ(simulate(g).end_time, 950 - 134);
 }
 
+// Four 5 µs ranges recorded from Python (the Python layer's domain) and one from C: the
+// Python ones cost the program 1 µs each (calibration "python_range", the tracer's recording
+// included), the C one the tracer's 10 ns.
+TEST(OverheadCorrection, RangesRecordedFromPythonAreChargedTheirWholeCost) {
+  HandTrace h;
+  const TrackId t = h.thread(1);
+  for (int i = 0; i < 4; ++i) {
+    h.annotation(t, "forward: layer" + std::to_string(i), "operation", i * 10'000, i * 10'000 + 5'000, kNoValue,
+                 "dreamscope.auto");
+  }
+  h.annotation(t, "forward", "operation", 40'000, 45'000);
+  h.calibration("nvtx_range", 10);
+  h.calibration("python_range", 1'000);
+  const Trace trace = h.build();
+  EXPECT_DOUBLE_EQ(overhead_costs(trace.calibration()).python_range_ns, 1'000);
+  DependencyGraph g = build_dependency_graph(trace);
+  const OverheadCorrection c = correct_overhead(trace, g);
+  EXPECT_EQ(c.events_charged, 5);
+  EXPECT_EQ(c.charged_ns, 10 + 4 * 1'000);
+  EXPECT_EQ(c.removed_ns, c.charged_ns);
+}
+
 TEST(OverheadCorrection, ChargesCarryToTheNextTasksButNotPastAWait) {
   HandTrace h;
   const TrackId t = h.thread(1);

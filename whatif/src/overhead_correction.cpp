@@ -23,6 +23,7 @@ OverheadCosts overhead_costs(const std::vector<CalibrationRecord>& calibration) 
   costs.range_timed_ns = pick("nvtx_range_timed");
   costs.marker_timed_ns = pick("nvtx_mark_timed");
   costs.clock_read_ns = pick("clock_read");
+  costs.python_range_ns = pick("python_range");
   return costs;
 }
 
@@ -200,6 +201,7 @@ OverheadCorrection correct_overhead(const Trace& trace, DependencyGraph& graph, 
   // Charges in fractional nanoseconds: a 30.4 ns range cost must not round to 30 per range.
   std::vector<double> charge(n, 0.0);
   const auto& ann = trace.annotations();
+  const std::optional<StringId> python_domain = trace.find_string("dreamscope.auto");
   double in_run_range_sum = 0;
   std::int64_t in_run_ranges = 0;
   for (TrackId track = 0; track < trace.tracks().size(); ++track) {
@@ -211,7 +213,8 @@ OverheadCorrection correct_overhead(const Trace& trace, DependencyGraph& graph, 
       if (t == kNoTask) continue;
       const bool range = ann.end[row] > ann.start[row];
       const auto [cost, in_run] = thread_costs.cost(ann.start[row], range);
-      charge[t] += cost;
+      const bool from_python = range && python_domain && ann.domain[row] == *python_domain;
+      charge[t] += from_python && out.costs.python_range_ns > 0 ? out.costs.python_range_ns : cost;
       ++out.events_charged;
       if (in_run) {
         ++out.events_charged_in_run;

@@ -38,7 +38,7 @@ struct MergedJob {
   Trace trace;
   std::size_t parts = 0;     // parts merged
   std::size_t processes = 0; // processes in the trace
-  std::size_t events = 0;
+  std::size_t events = 0;    // events in the trace
   bool complete = true;      // every part was read and closed by its process
   // What the merge found (a part left out, a process that did not close its part), one
   // line each; they are in meta.warnings too, with the parts' and the launcher's.

@@ -34,6 +34,10 @@ struct OverheadCosts {
   // measured). Where it is known, a window's cost is its timing less this much per range
   // (half per mark): docs/simulation.md.
   double clock_read_ns = 0;
+  // What a range recorded from Python (the NVTX domain "dreamscope.auto") costs its caller,
+  // all of it: the Python wrapper, its calls through ctypes and the tracer's recording.
+  // Charged for such a range instead of range_ns: "python_range" (0: none).
+  double python_range_ns = 0;
   bool empty() const { return range_ns <= 0 && marker_ns <= 0 && cuda_api_ns <= 0; }
 };
 
