@@ -61,6 +61,9 @@ train=(samples/pytorch/train.py --device cpu --steps "$STEPS" --batch-size "$BAT
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+# shellcheck source=bench/predicted_steps.sh
+source "$(dirname "$0")/predicted_steps.sh"
+
 median() { sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
 keep() {
@@ -117,23 +120,10 @@ trace_of() { if [[ -n $FROM ]]; then echo "$FROM/$1-$2.db"; else echo "$work/$1-
 
 # predict NAME ARGS: the predicted median step (ns) from the trace of NAME of each round.
 predict() {
-  local name=$1 values=() value
+  local name=$1 traces=()
   shift
-  for i in $(seq "$RUNS"); do
-    value=$("$dreamscope" whatif "$(trace_of "$name" "$i")" --format json --no-data-stalls "$@" 2>&1 |
-      python3 -c 'import json, sys
-text = sys.stdin.read()
-try:
-    print(round(json.loads(text)["predictions"][-1]["predicted_step_ns"]))
-except ValueError:
-    print("error: " + text.strip().splitlines()[-1])')
-    if [[ $value == error:* ]]; then
-      echo "$value"
-      return
-    fi
-    values+=("$value")
-  done
-  echo "${values[*]}"
+  for i in $(seq "$RUNS"); do traces+=("$(trace_of "$name" "$i")"); done
+  predicted_steps "${traces[@]}" -- "$@"
 }
 
 # report NAME PREDICTIONS MEASUREMENTS: the medians, and the median over the rounds of each

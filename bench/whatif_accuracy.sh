@@ -55,6 +55,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 data=$work/data
 
+# shellcheck source=bench/predicted_steps.sh
+source "$(dirname "$0")/predicted_steps.sh"
+
 median() { sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
 # recorded KEY: the figure recorded under KEY. keep KEY VALUE: records it (with RECORD).
@@ -93,23 +96,15 @@ trace_of() { if [[ -n $FROM ]]; then echo "$FROM/$(basename "$1")-$2.dslog"; els
 # Predicted median step time (ns) of a scenario applied to each of the RUNS traces of the
 # configuration NAME, the median over them; or the error message.
 predict() {
-  local name=$1 values=() value
+  local name=$1 traces=() value
   shift
-  for i in $(seq "$RUNS"); do
-    value=$("$dreamscope" whatif "$(trace_of "$name" "$i")" --format json --no-data-stalls "$@" 2>&1 |
-      python3 -c 'import json, sys
-text = sys.stdin.read()
-try:
-    print(round(json.loads(text)["predictions"][-1]["predicted_step_ns"]))
-except ValueError:
-    print("error: " + text.strip().splitlines()[-1])')
-    if [[ $value == error:* ]]; then
-      echo "$value"
-      return
-    fi
-    values+=("$value")
-  done
-  printf '%s\n' "${values[@]}" | median
+  for i in $(seq "$RUNS"); do traces+=("$(trace_of "$name" "$i")"); done
+  value=$(predicted_steps "${traces[@]}" -- "$@")
+  if [[ $value == error:* ]]; then
+    echo "$value"
+    return
+  fi
+  tr ' ' '\n' <<<"$value" | median
 }
 
 failures=0
