@@ -424,11 +424,55 @@ def _patch_optimizer(optim_module):
     return True
 
 
+def _first_tensor(tensors):
+    if isinstance(tensors, (list, tuple)):
+        return tensors[0] if tensors else None
+    return tensors
+
+
 def _patch_backward(autograd_module):
     original = getattr(autograd_module, "backward", None)
     if original is None or getattr(original, "_dreamscope", False):
         return False
-    autograd_module.backward = _timed(original, "backward", before=_work)
+    # Where the autograd engine runs the pass on a thread of its own (a CUDA device's), the
+    # backward kernels are launched there, outside the caller's range: the pass is recorded
+    # on that thread too, from a hook on the root tensor (the first thing the pass runs there)
+    # to a callback the engine runs when the pass ends, on the same thread.
+    engine = getattr(getattr(_torch.autograd, "Variable", None), "_execution_engine", None)
+    queue_callback = getattr(engine, "queue_callback", None)
+    push, pop = _lib.ds_auto_range_push, _lib.ds_auto_range_pop
+
+    @functools.wraps(original)
+    def backward(*args, **kwargs):
+        _work()
+        handle = None
+        root = _first_tensor(args[0] if args else kwargs.get("tensors"))
+        if queue_callback is not None and isinstance(root, _torch.Tensor) and root.grad_fn is not None:
+            caller = threading.get_ident()
+
+            def on_engine_thread(grad):
+                try:
+                    if threading.get_ident() != caller:
+                        push(OPERATION, b"backward", _NO_PAYLOAD)
+                        queue_callback(lambda: pop())
+                except Exception:
+                    pass
+                return None
+
+            try:
+                handle = root.register_hook(on_engine_thread)
+            except Exception:
+                handle = None
+        push(OPERATION, b"backward", _NO_PAYLOAD)
+        try:
+            return original(*args, **kwargs)
+        finally:
+            pop()
+            if handle is not None:
+                handle.remove()
+
+    backward._dreamscope = True
+    autograd_module.backward = backward
     return True
 
 
