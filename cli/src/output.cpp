@@ -48,7 +48,12 @@ void check_trace_output(const std::string& path, bool force) {
   if (const auto problem = output_problem(path)) throw TraceError("cannot write " + path + ": " + *problem);
 }
 
-void write_output(const std::string& path, const std::string& text) {
+void write_output(const std::string& path, const std::string& raw) {
+  // Every report is text in UTF-8, whatever bytes the trace held in its names: ill-formed
+  // sequences become U+FFFD here, the one way out of every command (JSON is already clean).
+  std::string repaired;
+  if (!limits::is_valid_utf8(raw)) repaired = limits::repair_utf8(raw);
+  const std::string& text = repaired.empty() ? raw : repaired;
   if (path.empty() || path == "-") {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);

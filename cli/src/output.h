@@ -27,8 +27,9 @@ std::optional<std::string> output_problem(const std::filesystem::path& path);
 // Reports and exports are derived from a trace and are replaced. Throws TraceError naming the path.
 void check_trace_output(const std::string& path, bool force);
 
-// Writes `text` to `path`, or to stdout when path is empty or "-". Throws TraceError
-// naming the file when it cannot be written.
+// Writes `text` to `path`, or to stdout when path is empty or "-", with ill-formed UTF-8
+// replaced by U+FFFD (every report is UTF-8 text). Throws TraceError naming the file when it
+// cannot be written.
 void write_output(const std::string& path, const std::string& text);
 
 // Which traces with nothing to analyze a command refuses: any (analyze, whatif, replay, diff,

@@ -2,6 +2,8 @@
 // memory blow-ups found by fuzzing the release binary) run through the real `dreamscope`
 // commands: each must end with a correct result, or exit 1 with one line on stderr that names
 // the file, without a signal, a hang or more than 200 MB of memory.
+#include <dreamscope/limits.h>
+
 #include <gtest/gtest.h>
 
 #include <array>
@@ -126,6 +128,22 @@ TEST(HostileInput, EveryFuzzTraceEndsCleanlyInEveryCommand) {
     expect_bounded({"whatif", path, "-s", "amp"}, path);
   }
   EXPECT_GE(traces, 14);
+}
+
+// A kernel name with bytes that are not UTF-8 (round2/summary_bad_utf8.summary.db): every
+// report format comes out as valid UTF-8, the bad bytes shown as U+FFFD.
+TEST(HostileInput, ReportsAreValidUtf8WhateverTheTraceHeld) {
+  const fs::path input = kFuzz / "round2" / "summary_bad_utf8.summary.db";
+  if (!fs::exists(input)) GTEST_SKIP() << input << " is not here";
+  for (const char* format : {"text", "md", "html", "json"}) {
+    const Outcome o = run({"analyze", input.string(), "--format", format});
+    SCOPED_TRACE(format);
+    ASSERT_EQ(o.exit_code, 0) << o.err;
+    EXPECT_TRUE(dreamscope::limits::is_valid_utf8(o.out));
+    if (std::string(format) != "json") {
+      EXPECT_NE(o.out.find("\xEF\xBF\xBD"), std::string::npos);
+    }
+  }
 }
 
 TEST(HostileInput, DamagedTraceDbsAreRefusedByName) {
