@@ -9,7 +9,9 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -108,6 +110,29 @@ int apply_gates(std::string_view command, const std::vector<std::string>& gates,
                 const whatif::ExpressionValues& values, const std::string& why) {
   int status = kExitOk;
   for (const auto& gate : gates) {
+    // A gate on a figure that is undefined (a speedup over a step of 0 ns) cannot decide, and
+    // says so: it fails, as a gate that cannot tell the build is good must.
+    std::string undefined;
+    for (const auto& [name, value] : values) {
+      const double* number = std::get_if<double>(&value);
+      if (number == nullptr || !std::isnan(*number)) continue;
+      for (std::size_t at = gate.find(name); at != std::string::npos; at = gate.find(name, at + 1)) {
+        const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; };
+        if ((at == 0 || !word(gate[at - 1])) && (at + name.size() == gate.size() || !word(gate[at + name.size()]))) {
+          undefined = name;
+          break;
+        }
+      }
+      if (!undefined.empty()) break;
+    }
+    if (!undefined.empty()) {
+      std::fprintf(stderr, "%s",
+                   fmt::format("dreamscope {}: gate cannot decide: {} ({} is undefined: a step of 0 ns)\n", command,
+                               limits::one_line(gate), undefined)
+                       .c_str());
+      status = kExitGateFailed;
+      continue;
+    }
     const auto held = whatif::evaluate_expression(gate, values);
     const auto* truth = std::get_if<bool>(&held);
     if (truth == nullptr) {

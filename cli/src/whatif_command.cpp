@@ -5,6 +5,8 @@
 #include "output.h"
 
 #include <dreamscope/importers.h>
+
+#include <cmath>
 #include <dreamscope/limits.h>
 #include <dreamscope/storage.h>
 #include <dreamscope/whatif_engine.h>
@@ -42,7 +44,9 @@ using whatif::WhatIfReport;
 
 std::string ms(double ns) { return format_duration(static_cast<TimeNs>(ns)); }
 std::string percent(double fraction) { return fmt::format("{:+.1f} %", 100 * fraction); }
-std::string times(double speedup) { return fmt::format("{:.3f}×", speedup); }
+std::string times(double speedup) {
+  return std::isfinite(speedup) ? fmt::format("{:.3f}×", speedup) : std::string("undefined");
+}
 
 std::string where(const whatif::SourcePosition& p) {
   return p.line > 0 ? fmt::format("{}:{}", p.file, p.line) : p.file;
@@ -387,7 +391,7 @@ const CommandRegistration whatif_command(70, "whatif", [](CLI::App& app) -> Comm
 
     const auto values = whatif::gate_values(report);
     return apply_gates("whatif", opts->gates, values,
-                       fmt::format("speedup {:.3f}, predicted step {:.3f} ms", std::get<double>(values.at("speedup")),
+                       fmt::format("speedup {}, predicted step {:.3f} ms", times(std::get<double>(values.at("speedup"))),
                                    std::get<double>(values.at("predicted_step_ms"))));
   };
 });

@@ -37,6 +37,10 @@ QString format_ruler_time(TimeNs t, TimeNs step) {
   return QStringLiteral("%1 %2").arg(static_cast<double>(t) / unit->ns, 0, 'f', decimals).arg(unit->name);
 }
 
+QString format_speedup(double speedup) {
+  return std::isfinite(speedup) ? QString::number(speedup, 'f', 2) + "x" : QStringLiteral("undefined");
+}
+
 QString format_count(std::uint64_t n) {
   QString digits = QString::number(n);
   QString out;

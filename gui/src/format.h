@@ -16,5 +16,7 @@ QString format_ruler_time(TimeNs t, TimeNs step);
 inline QString to_qstring(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
 // 1234567 -> "1 234 567"
 QString format_count(std::uint64_t n);
+// "1.23x", or "undefined" where a step of 0 ns leaves it so (NaN).
+QString format_speedup(double speedup);
 
 } // namespace dreamscope::gui

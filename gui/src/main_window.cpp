@@ -229,11 +229,11 @@ void MainWindow::build_docks() {
       predicted_timeline_->set_document(nullptr);
       return;
     }
-    predicted_title_->setText(tr("Predicted: %1   step %2 (measured %3), speedup %4x")
+    predicted_title_->setText(tr("Predicted: %1   step %2 (measured %3), speedup %4")
                                   .arg(QString::fromStdString(p->prediction.label),
                                        format_duration(static_cast<TimeNs>(p->prediction.step_median)),
                                        format_duration(static_cast<TimeNs>(p->measured_step_median)))
-                                  .arg(p->prediction.speedup, 0, 'f', 2));
+                                  .arg(format_speedup(p->prediction.speedup)));
     // A new document fits itself, which would drag the measured view along: keep the
     // measured view's range for both.
     const TimeScale keep = timeline_->scale();

@@ -174,11 +174,11 @@ void WhatIfPanel::run_finished() {
     return;
   }
   last_error_.clear();
-  status_->setText(tr("%1: predicted step %2 (measured %3, replayed %4), speedup %5x")
+  status_->setText(tr("%1: predicted step %2 (measured %3, replayed %4), speedup %5")
                        .arg(QString::fromStdString(r.prediction.label), format_duration(static_cast<TimeNs>(r.prediction.step_median)),
                             format_duration(static_cast<TimeNs>(r.measured_step_median)),
                             format_duration(static_cast<TimeNs>(r.replayed_step_median)))
-                       .arg(r.prediction.speedup, 0, 'f', 2));
+                       .arg(format_speedup(r.prediction.speedup)));
   predictions_->add(std::make_shared<const PredictionResult>(std::move(r)));
   predictions_view_->setCurrentIndex(predictions_->index(predictions_->rowCount() - 1, 0));
   emit finished(true);

@@ -146,6 +146,27 @@ TEST(HostileInput, ReportsAreValidUtf8WhateverTheTraceHeld) {
   }
 }
 
+// A measured step of 0 ns (round2/zero_span.json: one operator of 0 µs) leaves the speedup
+// undefined: said so, null in JSON, and a gate on it cannot decide, which fails it.
+TEST(HostileInput, ASpeedupOverAZeroNanosecondStepIsUndefined) {
+  const fs::path input = kFuzz / "round2" / "zero_span.json";
+  if (!fs::exists(input)) GTEST_SKIP() << input << " is not here";
+  Outcome o = run({"whatif", input.string(), "-s", "amp"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("undefined"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("0.000×"), std::string::npos) << o.out;
+  o = run({"whatif", input.string(), "-s", "amp", "--format", "json"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("\"speedup\": null"), std::string::npos) << o.out;
+  o = run({"whatif", input.string(), "-s", "amp", "--fail-if", "speedup < 1"});
+  EXPECT_EQ(o.exit_code, 3);
+  EXPECT_NE(o.err.find("gate cannot decide: speedup < 1 (speedup is undefined"), std::string::npos) << o.err;
+  EXPECT_EQ(o.err.find('\n'), o.err.size() - 1);
+  // A gate on a figure that is defined still decides.
+  o = run({"whatif", input.string(), "-s", "amp", "--fail-if", "predicted_step_ms > 1000"});
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+}
+
 TEST(HostileInput, DamagedTraceDbsAreRefusedByName) {
   for (const char* name : {"string_id_negative.db", "db_string_id_2e63.db", "db_track_id_huge.db"}) {
     const std::string path = (kFuzz / name).string();

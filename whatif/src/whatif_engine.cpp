@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <unordered_map>
 
 namespace dreamscope::whatif {
@@ -145,7 +146,9 @@ Prediction predict(const Trace& trace, DependencyGraph& graph, const TaskSelecti
   p.unscheduled = result.unscheduled;
   p.steps = step_times(trace, selection.step_annotations(), graph, result);
   p.step_median = median_step(p.steps, p.span, true);
-  p.speedup = p.step_median > 0 ? baseline_step / p.step_median : 0;
+  // A step of 0 ns, measured or predicted, leaves the speedup undefined, not 0 (nor infinite).
+  p.speedup = baseline_step > 0 && p.step_median > 0 ? baseline_step / p.step_median
+                                                      : std::numeric_limits<double>::quiet_NaN();
   p.critical_path = median_step_critical_path(selection, applied.original_ids(graph.task_count()), graph, result, p.steps, options.critical_path_entries);
   if (make_trace) p.predicted = make_predicted_trace(trace, graph, result);
   return p;

@@ -40,7 +40,7 @@ struct Prediction {
   std::vector<TransformEffect> effects;
   TimeNs span = 0;           // predicted run, first task start to last task end
   double step_median = 0;    // ns
-  double speedup = 0;        // baseline step median / predicted step median
+  double speedup = 0;        // baseline step median / predicted step median; NaN when either is 0 ns
   std::size_t unscheduled = 0;
   std::vector<StepTime> steps;
   std::vector<CriticalPathShare> critical_path; // of the median step (or the run), largest first
