@@ -89,7 +89,7 @@ bool noting() {
   return true;
 }
 
-void note_push(int category, bool automatic = false) {
+void note_push(int category, bool automatic) {
   if (!noting()) return;
   if (t_depth < kMaxDepth) {
     t_cpu_at_push[t_depth] = category == DS_CATEGORY_FETCH || category == DS_CATEGORY_PREP ? thread_cpu_ns() : -1;
@@ -114,7 +114,7 @@ void push_registered(int category, nvtxStringHandle_t name, int64_t payload) {
   a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
   a.message.registered = name;
   nvtxDomainRangePushEx(domain(), &a);
-  note_push(category);
+  note_push(category, false);
 }
 
 void note_pop() {
@@ -127,27 +127,37 @@ void note_pop() {
   nvtxDomainMarkEx(t_auto_at_push[t_depth] ? auto_domain() : domain(), &a);
 }
 
+// A range and a mark of either domain: the program's own (ds_*) and the Python layer's (ds_auto_*).
+void push_ascii(bool automatic, int category, const char* name, int64_t payload) {
+  nvtxEventAttributes_t a = ascii(category, name, payload);
+  nvtxDomainRangePushEx(automatic ? auto_domain() : domain(), &a);
+  note_push(category, automatic);
+}
+
+void pop(bool automatic) {
+  note_pop();
+  nvtxDomainRangePop(automatic ? auto_domain() : domain());
+}
+
+void mark_ascii(bool automatic, int category, const char* name, int64_t payload) {
+  nvtxEventAttributes_t a = ascii(category, name, payload);
+  nvtxDomainMarkEx(automatic ? auto_domain() : domain(), &a);
+}
+
 } // namespace
 
 extern "C" {
 
 ds_string_t ds_register_string(const char* name) { return nvtxDomainRegisterStringA(domain(), name); }
 
-void ds_range_push(int category, const char* name, int64_t payload) {
-  nvtxEventAttributes_t a = ascii(category, name, payload);
-  nvtxDomainRangePushEx(domain(), &a);
-  note_push(category);
-}
+void ds_range_push(int category, const char* name, int64_t payload) { push_ascii(false, category, name, payload); }
 
 void ds_range_push_registered(int category, ds_string_t name, int64_t payload) {
   // A null handle (no tool attached when it was registered) still makes a valid range.
   push_registered(category, static_cast<nvtxStringHandle_t>(const_cast<void*>(name)), payload);
 }
 
-void ds_range_pop(void) {
-  note_pop();
-  nvtxDomainRangePop(domain());
-}
+void ds_range_pop(void) { pop(false); }
 
 uint64_t ds_range_start(int category, const char* name, int64_t payload) {
   nvtxEventAttributes_t a = ascii(category, name, payload);
@@ -156,38 +166,16 @@ uint64_t ds_range_start(int category, const char* name, int64_t payload) {
 
 void ds_range_end(uint64_t id) { nvtxDomainRangeEnd(domain(), id); }
 
-void ds_mark(int category, const char* name, int64_t payload) {
-  nvtxEventAttributes_t a = ascii(category, name, payload);
-  nvtxDomainMarkEx(domain(), &a);
-}
+void ds_mark(int category, const char* name, int64_t payload) { mark_ascii(false, category, name, payload); }
 
 void ds_step_push(int64_t step) { push_registered(DS_CATEGORY_STEP, names().step, step); }
 void ds_fetch_push(int64_t batch_id) { push_registered(DS_CATEGORY_FETCH, names().fetch, batch_id); }
 void ds_prep_push(int64_t batch_id) { push_registered(DS_CATEGORY_PREP, names().prep, batch_id); }
 void ds_wait_push(int64_t batch_id) { push_registered(DS_CATEGORY_WAIT, names().wait, batch_id); }
 
-void ds_auto_range_push(int category, const char* name, int64_t payload) {
-  nvtxEventAttributes_t a = ascii(category, name, payload);
-  nvtxDomainRangePushEx(auto_domain(), &a);
-  note_push(category, true);
-}
-
-void ds_auto_range_pop(void) {
-  note_pop();
-  nvtxDomainRangePop(auto_domain());
-}
-
-uint64_t ds_auto_range_start(int category, const char* name, int64_t payload) {
-  nvtxEventAttributes_t a = ascii(category, name, payload);
-  return nvtxDomainRangeStartEx(auto_domain(), &a);
-}
-
-void ds_auto_range_end(uint64_t id) { nvtxDomainRangeEnd(auto_domain(), id); }
-
-void ds_auto_mark(int category, const char* name, int64_t payload) {
-  nvtxEventAttributes_t a = ascii(category, name, payload);
-  nvtxDomainMarkEx(auto_domain(), &a);
-}
+void ds_auto_range_push(int category, const char* name, int64_t payload) { push_ascii(true, category, name, payload); }
+void ds_auto_range_pop(void) { pop(true); }
+void ds_auto_mark(int category, const char* name, int64_t payload) { mark_ascii(true, category, name, payload); }
 
 void ds_tracing_pause(void) {
   g_paused.store(true, std::memory_order_relaxed);

@@ -79,8 +79,6 @@ DS_API void ds_wait_push(int64_t batch_id);
 #define DS_AUTO_DOMAIN "dreamscope.auto"
 DS_API void ds_auto_range_push(int category, const char* name, int64_t payload);
 DS_API void ds_auto_range_pop(void);
-DS_API uint64_t ds_auto_range_start(int category, const char* name, int64_t payload);
-DS_API void ds_auto_range_end(uint64_t id);
 DS_API void ds_auto_mark(int category, const char* name, int64_t payload);
 
 /* 1 when an NVTX tool (the dreamscope tracer or another) is attached to this process. */

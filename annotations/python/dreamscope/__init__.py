@@ -69,10 +69,6 @@ def _load():
             fn.restype = None
         lib.ds_auto_range_pop.argtypes = []
         lib.ds_auto_range_pop.restype = None
-        lib.ds_auto_range_start.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int64]
-        lib.ds_auto_range_start.restype = ctypes.c_uint64
-        lib.ds_auto_range_end.argtypes = [ctypes.c_uint64]
-        lib.ds_auto_range_end.restype = None
         return lib
     return None
 
