@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <tuple>
@@ -55,9 +56,11 @@ bool is_pipeline(std::string_view category) {
 HandAnnotations hand_annotations(const std::vector<Part>& parts) {
   HandAnnotations hand;
   for (const Part& p : parts) {
+    const std::optional<StringId> own = p.trace.find_string("dreamscope");
+    if (!own) continue;
     const auto& ann = p.trace.annotations();
     for (EventIndex i = 0; i < ann.size(); ++i) {
-      if (p.trace.str(ann.domain[i]) != "dreamscope") continue;
+      if (ann.domain[i] != *own) continue;
       const std::string_view category = p.trace.str(ann.category[i]);
       hand.steps = hand.steps || category == annotation_category::kStep;
       hand.pipeline = hand.pipeline || (is_pipeline(category) && category != annotation_category::kCpu);
@@ -173,10 +176,14 @@ void add_part(TraceBuilder& out, const Part& part, const JobFacts& job, bool las
   const Trace& in = part.trace;
   const std::vector<std::int64_t> rank_of_track = track_ranks(in);
   AutoSteps auto_steps;
+  // Only dreamscope's two domains are read: by id, not by string, for every row of a large part.
+  const std::optional<StringId> own_domain = in.find_string("dreamscope"), auto_domain = in.find_string(kAutoDomain);
   edits.annotation = [&](EventIndex i, AnnotationRecord& r) {
-    const std::string_view domain = in.str(in.annotations().domain[i]);
+    const StringId domain = in.annotations().domain[i];
+    const bool automatic = auto_domain && domain == *auto_domain;
+    if (!automatic && !(own_domain && domain == *own_domain)) return true;
     const std::string_view category = in.str(in.annotations().category[i]);
-    if (domain == kAutoDomain) {
+    if (automatic) {
       if (category == annotation_category::kStep) {
         // Marks, not steps: the steps are made from them below.
         if (!hand.steps && r.start == r.end) auto_steps.note(r.track, r.start, in.str(in.annotations().name[i]));
@@ -188,8 +195,6 @@ void add_part(TraceBuilder& out, const Part& part, const JobFacts& job, bool las
         if (python_range_ns < 0 && r.payload >= 0 && r.payload < 1'000'000'000) python_range_ns = r.payload;
         return false;
       }
-    } else if (domain != "dreamscope") {
-      return true;
     }
     if (r.payload == kNoValue) return true;
     if (category == annotation_category::kPrep || category == annotation_category::kWait) {
