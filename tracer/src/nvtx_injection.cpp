@@ -100,9 +100,11 @@ inline int push(std::uint64_t at, std::uint16_t domain, const Attributes& a) {
   return 0;
 }
 
-inline int pop(std::uint64_t at) {
+// NVTX keeps one stack of pushed ranges per domain and thread: a pop ends the innermost range
+// of its own domain (the writer matches it), whatever other domains pushed since.
+inline int pop(std::uint64_t at, std::uint16_t domain) {
   ThreadBuffer& b = thread_buffer();
-  b.pop(make(at, EventKind::Pop, 0, 0, 0, kNoPayload));
+  b.pop(make(at, EventKind::Pop, 0, domain, 0, kNoPayload));
   if (auto ext = g_hot.external_pop.load(std::memory_order_relaxed)) ext();
   sample_cost(b, EventKind::Pop, at);
   return 0;
@@ -168,7 +170,7 @@ int NVTX_API push_w(const wchar_t* m) {
   const auto at = now();
   return push(at, 0, named(intern_wide(m)));
 }
-int NVTX_API pop_range() { return pop(now()); }
+int NVTX_API pop_range() { return pop(now(), 0); }
 void NVTX_API name_category_a(std::uint32_t c, const char* n) { domains().name_category(0, c, n ? n : ""); }
 void NVTX_API name_category_w(std::uint32_t c, const wchar_t* n) {
   domains().name_category(0, c, strings().get(intern_wide(n)));
@@ -198,7 +200,7 @@ int NVTX_API domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a
   const auto at = now();
   return push(at, domain_index(d), decode(a));
 }
-int NVTX_API domain_pop(nvtxDomainHandle_t) { return pop(now()); }
+int NVTX_API domain_pop(nvtxDomainHandle_t d) { return pop(now(), domain_index(d)); }
 // Resources (names for memory, streams, ...) are not recorded; a non-null handle keeps
 // callers that check for null working.
 nvtxResourceHandle_t NVTX_API domain_resource_create(nvtxDomainHandle_t, nvtxResourceAttributes_t*) {
