@@ -49,7 +49,7 @@ namespace fs = std::filesystem;
 struct TraceOptions {
   std::string output = "dreamscope-%n.db";
   std::string sources = "cuda,nvtx";
-  std::string cuda_api = "default";
+  std::string cuda_api = "used";
   double delay_s = 0;
   double duration_s = -1;
   bool output_given = false;
@@ -396,8 +396,10 @@ const CommandRegistration trace_command(10, "trace", [](CLI::App& app) -> Comman
   cmd->add_flag("-f,--force", o->force, "Replace the output file if it exists");
   cmd->add_option("--trace", o->sources, "What to record: cuda, nvtx, or both (cuda,nvtx)")->capture_default_str();
   cmd->add_option("--cuda-api", o->cuda_api,
-                  "default: skip frequent cheap CUDA API calls (cudaGetDevice, ...); all: keep every call")
-      ->check(CLI::IsMember({"default", "all"}))
+                  "Which CUDA API calls to record. used: those an analysis reads (launches, copies, memsets, "
+                  "syncs, events, allocations, graphs); most: all but the frequent ones that launch no GPU work "
+                  "(cudaGetDevice, cuKernelGetName, ...); all: every call")
+      ->check(CLI::IsMember({"used", "most", "all"}))
       ->capture_default_str();
   cmd->add_option("--delay", o->delay_s, "Seconds after the start before recording (events starting earlier are dropped)");
   cmd->add_option("--duration", o->duration_s, "Seconds to record after the delay (the job itself runs to its end)");

@@ -279,6 +279,7 @@ MergedJob merge_part_logs(const fs::path& dir, const JobFacts& job) {
   std::set<std::string> warnings(job.warnings.begin(), job.warnings.end());
   std::string host;
   bool have_calibration = false;
+  bool have_cuda_api_calibration = false;
   BatchEnds batches;
   CorrelationSpace correlations;
   const HandAnnotations hand = hand_annotations(parts);
@@ -292,8 +293,20 @@ MergedJob merge_part_logs(const fs::path& dir, const JobFacts& job) {
     const Part& p = parts[i];
     add_part(out, p, job, i == last_root, batches, correlations, hand, python_range_ns);
     // Every process measures the same machine; the first part's calibration stands for all.
+    // CUPTI's cost per call is measured only by a process that used CUDA (a DataLoader
+    // worker never does): the first such part's.
+    for (const auto& c : p.trace.calibration()) {
+      if (c.event_kind != "cuda_api" || have_cuda_api_calibration) continue;
+      out.add(c);
+      have_cuda_api_calibration = true;
+      if (std::string v = p.trace.meta_value("cuda_api_calibration_calls"); !v.empty()) {
+        out.set_meta("cuda_api_calibration_calls", v);
+      }
+    }
     if (!have_calibration && !p.trace.calibration().empty()) {
-      for (const auto& c : p.trace.calibration()) out.add(c);
+      for (const auto& c : p.trace.calibration()) {
+        if (c.event_kind != "cuda_api") out.add(c);
+      }
       have_calibration = true;
     }
     result.processes += p.trace.processes().size();

@@ -12,6 +12,7 @@
 
 #include <fstream>
 #include <functional>
+#include <map>
 
 namespace dreamscope {
 namespace {
@@ -74,6 +75,27 @@ const ProcessInfo* process_with_pid(const Trace& t, std::int64_t pid) {
     if (p.pid == pid) return &p;
   }
   return nullptr;
+}
+
+// CUPTI's cost per call is measured only in a process that used CUDA: the merged trace takes
+// it, and how many calls it timed, from that part, while the rest is the first part's.
+TEST(MergePartLogs, CudaApiCalibrationComesFromTheProcessThatUsedCuda) {
+  ScratchDir dir;
+  PartWriter launcher{.pid = 300, .start = 1000, .end = 9000};
+  launcher.write(dir / "300-1000-0.dslog");
+  PartWriter cuda_user{.pid = 301, .parent_pid = 300, .start = 2000, .end = 8000};
+  cuda_user.record = [](TraceLogWriter& w, TrackId, std::uint32_t) {
+    w.add(CalibrationRecord{.event_kind = "cuda_api", .cost_ns = 640.0, .samples = 4500, .method = "cupti"});
+    w.set_meta("cuda_api_calibration_calls", "4500");
+  };
+  cuda_user.write(dir / "301-2000-0.dslog");
+  const MergedJob m = merge_part_logs(dir.path(), JobFacts{.command = "python train.py", .root_pid = 300});
+  std::map<std::string, double> costs;
+  for (const auto& c : m.trace.calibration()) costs[c.event_kind] = c.cost_ns;
+  EXPECT_EQ(costs.size(), 2u);
+  EXPECT_EQ(costs["nvtx_range"], 320.0) << "the first part's";
+  EXPECT_EQ(costs["cuda_api"], 640.0);
+  EXPECT_EQ(m.trace.meta_value("cuda_api_calibration_calls"), "4500");
 }
 
 TEST(MergePartLogs, PartsOfAJobBecomeOneTraceWithEachProcessOnItsOwnTracks) {

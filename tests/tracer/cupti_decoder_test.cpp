@@ -182,6 +182,49 @@ TEST_F(CuptiDecoderTest, AllApiKeepsTheNoisyCalls) {
   EXPECT_EQ(t.str(t.cuda_api().name[0]), "cudaGetDevice");
 }
 
+// What PyTorch 2.11 called on every kernel launch on an H100 and no analysis uses: skipped
+// (and, in the tracer, not recorded by CUPTI at all) unless --cuda-api all.
+TEST_F(CuptiDecoderTest, PerLaunchQueriesAreSkippedAndLaunchesKept) {
+  FabricatedBuffer b;
+  b.add(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 1, 10, 20));
+  b.add(api_record(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuKernelGetName, 2, 12, 14));
+  b.add(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaGetErrorString_v3020, 3, 30, 31));
+  b.add(api_record(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuOccupancyMaxActiveClusters, 4, 40, 45));
+  b.add(api_record(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, 5, 50, 60));
+  CuptiDecoderCounts counts;
+  Trace t = decode(b, false, &counts);
+  ASSERT_EQ(t.cuda_api().size(), 2u);
+  EXPECT_EQ(t.str(t.cuda_api().name[0]), "cudaLaunchKernel");
+  EXPECT_EQ(t.str(t.cuda_api().name[1]), "cuLaunchKernelEx");
+  EXPECT_EQ(counts.api_skipped, 3u);
+  EXPECT_EQ(decode(b, true).cuda_api().size(), 5u);
+}
+
+// The tracer's writer times CUPTI's cost per call with calls of its own: they are counted,
+// never written, even with --cuda-api all, and the job's calls around them are kept.
+TEST_F(CuptiDecoderTest, TheCalibrationThreadsCallsAreCountedNotWritten) {
+  TraceWriter writer(path_);
+  const std::uint32_t process = writer.add_process(ProcessInfo{.pid = 4242, .name = "train"});
+  TraceTarget target(writer, process);
+  target.thread_track(4242, 0, "main");
+  CuptiDecoder decoder(target, CuptiDecoderOptions{true, callback_name});
+  FabricatedBuffer b;
+  b.add(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 1, 10, 20));
+  auto calibration_call = api_record(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuDriverGetVersion, 2, 30, 31);
+  calibration_call.threadId = 777;
+  b.add(calibration_call);
+  b.add(calibration_call);
+  decoder.set_calibration_thread(777);
+  decoder.decode_buffer(b.data(), b.size(), b.walker());
+  decoder.finish();
+  EXPECT_EQ(decoder.counts().calibration_api, 2u);
+  EXPECT_EQ(decoder.counts().api, 1u);
+  writer.close();
+  Trace t = read_trace(path_);
+  ASSERT_EQ(t.cuda_api().size(), 1u);
+  EXPECT_EQ(t.str(t.cuda_api().name[0]), "cudaLaunchKernel");
+}
+
 TEST_F(CuptiDecoderTest, ThreadIdsMatchTheTracersThreadsByTidOrPthread) {
   TraceWriter writer(path_);
   const std::uint32_t process = writer.add_process(ProcessInfo{.pid = 1});
@@ -352,6 +395,25 @@ TEST_F(CuptiDecoderTest, ACopyComputeStepDecodesIntoAGraphWithEveryWaitResolved)
   // The kernel's start is explained by the copy it waited for through the event.
   const TaskId kernel = g.gpu_task(*t.gpu_ops_with_correlation(4).begin());
   EXPECT_EQ(g.gap(kernel), 10);
+}
+
+// `--cuda-api used` asks CUPTI for these calls alone: every call that puts work on the GPU,
+// waits for it or moves memory, runtime and driver alike, and none of the queries.
+TEST(CuptiDecoderNames, UsedCallsAreThoseThatLaunchWaitOrMoveMemory) {
+  for (const char* used : {"cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
+                           "cudaGraphLaunch", "cudaMemcpyAsync", "cuMemcpyHtoDAsync", "cudaMemsetAsync",
+                           "cudaDeviceSynchronize", "cudaStreamSynchronize", "cuCtxSynchronize", "cudaEventSynchronize",
+                           "cudaEventRecord", "cudaEventRecordWithFlags", "cudaEventQuery", "cudaStreamWaitEvent",
+                           "cuStreamWaitValue32", "cuStreamBatchMemOp", "cudaMalloc", "cudaFreeAsync", "cuMemAlloc",
+                           "cudaHostAlloc", "cudaStreamBeginCapture", "cudaLaunchHostFunc"}) {
+    EXPECT_TRUE(CuptiDecoder::is_used_api(used)) << used;
+  }
+  for (const char* unused : {"cudaGetDevice", "cuKernelGetName", "cudaGetErrorString", "cudaStreamIsCapturing",
+                             "cudaStreamGetCaptureInfo", "cudaFuncSetAttribute", "cuOccupancyMaxActiveClusters",
+                             "cudaEventCreateWithFlags", "cudaStreamCreateWithFlags", "cuLibraryGetKernel",
+                             "cuDevicePrimaryCtxGetState", "cuGetProcAddress"}) {
+    EXPECT_FALSE(CuptiDecoder::is_used_api(unused)) << unused;
+  }
 }
 
 TEST(CuptiDecoderNames, VersionSuffixesAreStripped) {

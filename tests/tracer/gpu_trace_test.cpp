@@ -88,6 +88,23 @@ TEST(GpuTrace, CudaTrainKernelsCopiesSyncsAndTheirLaunches) {
   EXPECT_GE(actions[SyncOp::RecordEvent], 5u);
   EXPECT_GE(actions[SyncOp::StreamWaitEvent], 5u);
   EXPECT_GE(actions[SyncOp::WaitStreams], 5u);
+
+  // The default recording: CUPTI was told not to record the per-launch queries, so none is
+  // in the trace; the calibration's own calls (the writer thread's) never are.
+  for (std::size_t i = 0; i < t.cuda_api().size(); ++i) {
+    const std::string_view name = t.str(t.cuda_api().name[i]);
+    EXPECT_NE(name, "cuKernelGetName");
+    EXPECT_NE(name, "cuDriverGetVersion");
+    EXPECT_NE(name, "cudaGetDevice");
+  }
+  // CUPTI's cost per call, timed by the writer a moment after CUDA started, where the run
+  // lasted that long: a plausible figure from calls CUPTI did record.
+  for (const CalibrationRecord& c : t.calibration()) {
+    if (c.event_kind != "cuda_api") continue;
+    EXPECT_GE(c.cost_ns, 0.0);
+    EXPECT_LT(c.cost_ns, 20'000.0);
+    EXPECT_EQ(t.meta_value("cuda_api_calibration_calls"), std::to_string(c.samples));
+  }
   std::filesystem::remove_all(dir);
 }
 

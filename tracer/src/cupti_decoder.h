@@ -23,10 +23,13 @@ struct CuptiDecoderOptions {
   std::function<std::string(CUpti_CallbackDomain, CUpti_CallbackId)> api_name;
   // CUPTI reports OS thread ids (cuptiSetThreadIdType(SYSTEM) succeeded), not pthread_self().
   bool system_thread_ids = true;
+  // The thread that times CUPTI's cost per recorded call (the tracer's writer): its API
+  // calls are the calibration's, not the job's, and are counted, not written. 0: none.
+  std::uint64_t calibration_thread = 0;
 };
 
 struct CuptiDecoderCounts {
-  std::uint64_t api = 0, api_skipped = 0, kernels = 0, memcpys = 0, memsets = 0, syncs = 0, overheads = 0,
+  std::uint64_t api = 0, api_skipped = 0, calibration_api = 0, kernels = 0, memcpys = 0, memsets = 0, syncs = 0, overheads = 0,
                 devices = 0, external_correlations = 0, cuda_events = 0, unknown = 0;
   // Correlation records (external id, CUDA event, sync target) attached to an API row
   // decoded in another buffer, and those whose API row never came (CUPTI dropped it).
@@ -59,10 +62,16 @@ class CuptiDecoder {
   void decode_buffer(std::uint8_t* buffer, std::size_t valid, const NextRecord& next);
 
   const CuptiDecoderCounts& counts() const { return counts_; }
+  // The calibration starts after the first buffers were decoded.
+  void set_calibration_thread(std::uint64_t tid) { options_.calibration_thread = tid; }
 
   // Strips CUPTI's version suffix: "cudaLaunchKernel_v7000" -> "cudaLaunchKernel".
   static std::string api_display_name(std::string raw);
   static bool is_noisy_api(std::string_view name);
+  // A call some analysis or what-if reads (its GPU work, its wait, its memory): launches,
+  // copies, memsets, synchronizations, event records and queries, stream waits and memory
+  // operations, allocations, graphs and stream capture. `--cuda-api used` records these alone.
+  static bool is_used_api(std::string_view name);
 
  private:
   StringId api_name(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);

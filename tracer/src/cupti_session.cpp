@@ -3,8 +3,13 @@
 #include "cupti_decoder.h"
 #include "recorder.h"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <unistd.h>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -17,6 +22,11 @@ namespace {
 // drops the records and counts them, which we add to meta.dropped_events.
 constexpr std::size_t kBufferBytes = 4 << 20;
 constexpr std::size_t kMaxBuffers = 32;
+// Buffers kept zeroed and ready for CUPTI's requests. CUPTI zeroes a buffer it is handed on
+// the thread that asked (a traced thread) unless told the buffers come zeroed: on the H200,
+// 26 such requests cost PyTorch's threads 27 ms in a 60-step run of ~3 ms steps (CUPTI's
+// own overhead records, activity_buffer_request). The writer zeroes them instead.
+constexpr std::size_t kReadyBuffers = 4;
 
 struct Completed {
   std::uint8_t* buffer;
@@ -37,11 +47,16 @@ struct CuptiState {
   // Set once the last flush ran, from the exit handler that CUPTI's start registered: the
   // CUDA runtime's own exit handlers run after it, and no CUPTI call is made after them.
   bool exiting = false;
-  std::vector<std::uint8_t*> free;
+  std::vector<std::uint8_t*> free; // every one zeroed
   std::size_t allocated = 0;
   std::vector<Completed> completed;
   std::atomic<bool> active{false};
   bool system_thread_ids = false;
+  bool all_api = false;
+  std::chrono::steady_clock::time_point started;
+  // The thread that timed CUPTI's cost per call: its calls are left out of the trace.
+  std::atomic<std::uint64_t> calibration_thread{0};
+  std::atomic<bool> calibrated{false};
   std::unique_ptr<CuptiDecoder> decoder;
   TraceTarget* decoder_target = nullptr;
 };
@@ -68,8 +83,10 @@ void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::si
     return;
   }
   if (st.allocated < kMaxBuffers) {
+    // The writer keeps ready ones; this is a burst it did not keep up with.
     *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(8, kBufferBytes));
     if (*buffer) {
+      std::memset(*buffer, 0, kBufferBytes);
       ++st.allocated;
       *size = kBufferBytes;
       return;
@@ -107,9 +124,47 @@ bool next_record(std::uint8_t* buffer, std::size_t valid, CUpti_Activity** recor
   return cuptiActivityGetNextRecord(buffer, valid, record) == CUPTI_SUCCESS;
 }
 
+// CUPTI records a call only to have the decoder skip it: told not to record it at all, the
+// traced thread is spared the record (docs/tracing.md, "What CUDA recording costs").
+int stop_recording_noisy_api() {
+  int stopped = 0;
+  for (CUpti_CallbackId cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
+    const std::string name = CuptiDecoder::api_display_name(callback_name(CUPTI_CB_DOMAIN_RUNTIME_API, cbid));
+    if (CuptiDecoder::is_noisy_api(name) && cuptiActivityEnableRuntimeApi(cbid, 0) == CUPTI_SUCCESS) ++stopped;
+  }
+  for (CUpti_CallbackId cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
+    const std::string name = CuptiDecoder::api_display_name(callback_name(CUPTI_CB_DOMAIN_DRIVER_API, cbid));
+    if (CuptiDecoder::is_noisy_api(name) && cuptiActivityEnableDriverApi(cbid, 0) == CUPTI_SUCCESS) ++stopped;
+  }
+  return stopped;
+}
+
+// The calls an analysis reads, asked for one by one with neither API kind enabled: CUPTI
+// then need not record (nor, where it can tell, intercept) the hundreds of other calls a
+// framework makes per step. Returns how many calls it agreed to record.
+int record_used_api_only() {
+  int enabled = 0;
+  for (CUpti_CallbackId cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
+    const std::string name = CuptiDecoder::api_display_name(callback_name(CUPTI_CB_DOMAIN_RUNTIME_API, cbid));
+    if (CuptiDecoder::is_used_api(name) && cuptiActivityEnableRuntimeApi(cbid, 1) == CUPTI_SUCCESS) ++enabled;
+  }
+  for (CUpti_CallbackId cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
+    const std::string name = CuptiDecoder::api_display_name(callback_name(CUPTI_CB_DOMAIN_DRIVER_API, cbid));
+    if (CuptiDecoder::is_used_api(name) && cuptiActivityEnableDriverApi(cbid, 1) == CUPTI_SUCCESS) ++enabled;
+  }
+  return enabled;
+}
+
 void start() {
   CuptiState& st = state();
   if (st.active.load() || !tracer_start() || !tracer_config().cuda) return;
+  {
+    // Every buffer this library hands CUPTI is zeroed (kReadyBuffers). A CUPTI that does not
+    // know the attribute zeroes them again itself: slower, never wrong.
+    std::uint8_t zeroed = 1;
+    std::size_t size = sizeof(zeroed);
+    cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &zeroed);
+  }
   CUptiResult r = cuptiActivityRegisterTimestampCallback(timestamp);
   if (r != CUPTI_SUCCESS) {
     tracer_add_warning("CUPTI refused the tracer's clock (" + result_text(r) +
@@ -129,21 +184,21 @@ void start() {
     tracer_add_warning("CUPTI is not available (" + result_text(r) + "): recording NVTX and the CPU side only");
     return;
   }
-  const CUpti_ActivityKind required[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_RUNTIME};
-  for (auto kind : required) {
-    r = cuptiActivityEnable(kind);
-    if (r != CUPTI_SUCCESS) {
-      // Another profiler holding CUPTI's one subscriber, no permission, no device: degrade.
-      tracer_add_warning("CUPTI refused activity tracing (" + result_text(r) +
-                         "): recording NVTX and the CPU side only");
-      for (auto k : required) cuptiActivityDisable(k);
-      return;
-    }
+  st.all_api = tracer_config().cuda_api_all;
+  const bool used_only = !st.all_api && tracer_config().cuda_api_used_only;
+  r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (r == CUPTI_SUCCESS && !used_only) r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
+  if (r != CUPTI_SUCCESS) {
+    // Another profiler holding CUPTI's one subscriber, no permission, no device: degrade.
+    tracer_add_warning("CUPTI refused activity tracing (" + result_text(r) + "): recording NVTX and the CPU side only");
+    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
+    return;
   }
   const CUpti_ActivityKind optional[] = {
-      CUPTI_ACTIVITY_KIND_MEMCPY,   CUPTI_ACTIVITY_KIND_MEMSET,   CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-      CUPTI_ACTIVITY_KIND_DRIVER,   CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
-      CUPTI_ACTIVITY_KIND_DEVICE,   CUPTI_ACTIVITY_KIND_CONTEXT,  CUPTI_ACTIVITY_KIND_CUDA_EVENT};
+      CUPTI_ACTIVITY_KIND_MEMCPY,   CUPTI_ACTIVITY_KIND_MEMSET,      CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+      CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_DEVICE,
+      CUPTI_ACTIVITY_KIND_CONTEXT,  CUPTI_ACTIVITY_KIND_CUDA_EVENT};
   for (auto kind : optional) {
     r = cuptiActivityEnable(kind);
     if (r != CUPTI_SUCCESS) {
@@ -151,6 +206,18 @@ void start() {
                          result_text(r));
     }
   }
+  // The API calls, after the kinds: enabling a kind overrides what was set per call before it.
+  if (used_only && record_used_api_only() == 0) {
+    tracer_add_warning("CUPTI cannot record single CUDA API calls: recording every call but the frequent cheap ones");
+    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
+    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER);
+    stop_recording_noisy_api();
+  } else if (!used_only) {
+    r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER);
+    if (r != CUPTI_SUCCESS) tracer_add_warning("CUPTI does not record CUDA driver calls: " + result_text(r));
+    if (!st.all_api) stop_recording_noisy_api();
+  }
+  st.started = std::chrono::steady_clock::now();
   st.active.store(true);
   // As CUPTI's own injection sample does: flush while the CUDA runtime is still up, since
   // its exit handlers, registered after the tracer's, run before the tracer's final close.
@@ -182,16 +249,92 @@ std::uint64_t cupti_drain(TraceTarget& target, bool all_api, bool final) {
     st.decoder = std::make_unique<CuptiDecoder>(target, CuptiDecoderOptions{all_api, callback_name, st.system_thread_ids});
     st.decoder_target = &target;
   }
+  st.decoder->set_calibration_thread(st.calibration_thread.load());
   std::uint64_t dropped = 0;
   for (const auto& c : work) {
     if (c.buffer && c.valid > 0) st.decoder->decode_buffer(c.buffer, c.valid, next_record);
     dropped += c.dropped;
+    if (c.buffer) std::memset(c.buffer, 0, kBufferBytes); // CUPTI takes it back as zeroed
     std::lock_guard lock(st.mu);
     if (c.buffer) st.free.push_back(c.buffer);
   }
   if (final) st.decoder->finish();
   return dropped;
 }
+
+std::optional<CalibrationRecord> cupti_calibrate_api_cost() {
+  CuptiState& st = state();
+  if (!st.active.load() || st.calibrated.load()) return std::nullopt;
+  // Not while cuInit, which started CUPTI, may still be initializing the driver.
+  if (std::chrono::steady_clock::now() - st.started < std::chrono::milliseconds(200)) return std::nullopt;
+  st.calibrated.store(true);
+  // The process's own driver, already loaded (it loaded this library): never a second one.
+  void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (!driver) return std::nullopt;
+  using DriverGetVersion = int (*)(int*);
+  auto get_version = reinterpret_cast<DriverGetVersion>(dlsym(driver, "cuDriverGetVersion"));
+  if (!get_version) {
+    dlclose(driver);
+    return std::nullopt;
+  }
+  std::lock_guard lock(st.flush_mu);
+  if (st.exiting) {
+    dlclose(driver);
+    return std::nullopt;
+  }
+  st.calibration_thread.store(static_cast<std::uint64_t>(gettid()));
+  // The cheapest call the driver has, recorded and not in alternating rounds, so that a
+  // change of the machine's state falls on both: the difference is what CUPTI's record of one
+  // call costs the calling thread (its callback, two timestamps, the record, the external
+  // correlation of the enclosing range where there is one).
+  constexpr int kRounds = 9, kCalls = 500;
+  const CUpti_CallbackId cbid = CUPTI_DRIVER_TRACE_CBID_cuDriverGetVersion;
+  auto time_calls = [&] {
+    int version = 0;
+    const std::int64_t t0 = monotonic_ns();
+    for (int i = 0; i < kCalls; ++i) get_version(&version);
+    return static_cast<double>(monotonic_ns() - t0) / kCalls;
+  };
+  std::vector<double> costs;
+  bool toggled = true;
+  for (int r = 0; r < kRounds && toggled; ++r) {
+    toggled = cuptiActivityEnableDriverApi(cbid, 1) == CUPTI_SUCCESS;
+    const double recorded = time_calls();
+    toggled = toggled && cuptiActivityEnableDriverApi(cbid, 0) == CUPTI_SUCCESS;
+    const double plain = time_calls();
+    costs.push_back(recorded - plain);
+  }
+  cuptiActivityEnableDriverApi(cbid, st.all_api ? 1 : 0);
+  dlclose(driver);
+  if (!toggled || costs.empty()) return std::nullopt;
+  std::sort(costs.begin(), costs.end());
+  const double cost = std::max(0.0, costs[costs.size() / 2]);
+  return CalibrationRecord{"cuda_api", cost, std::int64_t{kRounds} * kCalls,
+                           "self-calibration once CUDA started: 9 x 500 cuDriverGetVersion calls recorded by CUPTI, "
+                           "less as many not recorded (median of rounds)"};
+}
+
+void cupti_keep_buffers_ready() {
+  CuptiState& st = state();
+  if (!st.active.load()) return;
+  for (;;) {
+    {
+      std::lock_guard lock(st.mu);
+      if (st.free.size() >= kReadyBuffers || st.allocated >= kMaxBuffers) return;
+      ++st.allocated; // reserved: a request meanwhile cannot go past the cap
+    }
+    auto* b = static_cast<std::uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+    if (b) std::memset(b, 0, kBufferBytes); // every page touched here, not by a traced thread
+    std::lock_guard lock(st.mu);
+    if (!b) {
+      --st.allocated;
+      return;
+    }
+    st.free.push_back(b);
+  }
+}
+
+std::uint64_t cupti_calibration_calls() { return state().decoder ? state().decoder->counts().calibration_api : 0; }
 
 // Once the exit handler's flush ran, the CUDA runtime may be gone: what CUPTI had is
 // already handed over, and a flush now could crash the exiting process.

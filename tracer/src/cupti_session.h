@@ -6,7 +6,10 @@
 
 #include "trace_target.h"
 
+#include <dreamscope/trace.h>
+
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace dreamscope::tracer {
@@ -21,6 +24,15 @@ void cupti_flush_all();
 // the writer thread, until the process starts exiting. Also without a tracer lock held.
 void cupti_flush_completed();
 bool cupti_active();
+// CUPTI's cost per recorded CUDA API call to the calling thread, timed once on the calling
+// thread (the writer) a moment after CUDA started; nullopt before then, after the first try,
+// or where the driver or CUPTI refuses. The calls it makes are left out of the trace.
+std::optional<CalibrationRecord> cupti_calibrate_api_cost();
+// Keeps a few zeroed activity buffers ready (from the writer thread), so that CUPTI's
+// requests on traced threads find one and neither allocate, fault nor zero there.
+void cupti_keep_buffers_ready();
+// The calibration's calls CUPTI recorded (0: the figure timed nothing CUPTI did).
+std::uint64_t cupti_calibration_calls();
 // A fork child cannot use its parent's CUDA context: CUPTI is off there.
 void cupti_forget_after_fork();
 // The session's locks, held across fork so that the child never finds one taken by a

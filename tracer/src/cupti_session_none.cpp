@@ -9,6 +9,9 @@ std::uint64_t cupti_drain(TraceTarget&, bool, bool) { return 0; }
 void cupti_flush_all() {}
 void cupti_flush_completed() {}
 bool cupti_active() { return false; }
+std::optional<CalibrationRecord> cupti_calibrate_api_cost() { return std::nullopt; }
+std::uint64_t cupti_calibration_calls() { return 0; }
+void cupti_keep_buffers_ready() {}
 void cupti_forget_after_fork() {}
 
 // Still taken across fork, in the same order as with CUPTI: one code path for both builds.

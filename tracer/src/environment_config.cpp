@@ -29,7 +29,10 @@ Config config_from_environment() {
     c.nvtx = s.find("nvtx") != std::string::npos;
     c.cuda = s.find("cuda") != std::string::npos;
   }
-  if (const char* a = std::getenv(env::kCudaApi); a && std::strcmp(a, "all") == 0) c.cuda_api_all = true;
+  if (const char* a = std::getenv(env::kCudaApi); a && *a) {
+    c.cuda_api_all = std::strcmp(a, "all") == 0;
+    c.cuda_api_used_only = !c.cuda_api_all && std::strcmp(a, "most") != 0;
+  }
   c.job_start_ns = env_int(env::kJobStartNs, 0);
   c.delay_ns = env_int(env::kDelayNs, 0);
   c.duration_ns = env_int(env::kDurationNs, -1);

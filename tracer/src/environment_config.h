@@ -13,6 +13,9 @@ struct Config {
   bool nvtx = true;              // record NVTX ranges and marks
   bool cuda = true;              // record CUDA through CUPTI
   bool cuda_api_all = false;     // keep every CUDA API call, the cheap frequent ones too
+  // Record only the calls an analysis reads (CUPTI is asked for those calls alone), rather
+  // than every call less the frequent no-GPU-work ones ("most").
+  bool cuda_api_used_only = true;
   std::int64_t job_start_ns = 0; // the recording window's origin (0: no window)
   std::int64_t delay_ns = 0;
   std::int64_t duration_ns = -1; // -1: to the end

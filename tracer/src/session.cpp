@@ -1,6 +1,7 @@
 // A session: one part file of this process and the writer thread that fills it. Opened at
 // start, in a fork child and after a failed exec; the file itself is created with the
 // first thing to record; closed at exit, _exit, exec or a termination signal.
+#include "cupti_session.h"
 #include "tracer_state.h"
 
 #include <sched.h>
@@ -49,6 +50,8 @@ void finish_session(Session& s, bool clean, std::int64_t exit_status, const char
     s.writer->update_process(s.process, s.info);
     if (why) s.writer->set_meta("ended_by", why);
     s.writer->set_meta("end", std::to_string(end));
+    // Whether the cuda_api calibration timed anything CUPTI recorded (0: it did not).
+    if (s.cupti_calibrated) s.writer->set_meta("cuda_api_calibration_calls", std::to_string(cupti_calibration_calls()));
     write_status(s);
     if (clean) {
       s.writer->close();

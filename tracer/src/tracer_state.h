@@ -115,6 +115,8 @@ struct Session {
   std::uint64_t pauses_version = 0;
   std::uint64_t pauses_written = 0;
   bool closed = false;
+  // CUPTI's cost per call was timed and its calibration row written (cupti_calibrate_api_cost).
+  bool cupti_calibrated = false;
 };
 
 struct Tracer {

@@ -82,12 +82,18 @@ void process_event(Session& s, ThreadSink& sink, std::uint32_t thread_index, con
                                      with_external_ids ? (std::uint64_t{thread_index} << 40) | pos : 0, e.name,
                                      e.domain, e.category, sink.track});
       break;
-    case EventKind::Pop:
-      if (!sink.stack.empty()) {
-        write_range(s, sink.stack.back(), t);
-        sink.stack.pop_back();
+    case EventKind::Pop: {
+      // The innermost open range of the pop's domain: PyTorch's operator ranges (default
+      // domain) open and close around the autograd thread's `backward` (dreamscope.auto), and
+      // a pop of one closed the other on the first GPU that ran both.
+      auto open = std::find_if(sink.stack.rbegin(), sink.stack.rend(),
+                               [&](const OpenRange& r) { return r.domain == e.domain; });
+      if (open != sink.stack.rend()) {
+        write_range(s, *open, t);
+        sink.stack.erase(std::next(open).base());
       }
       break;
+    }
     case EventKind::Mark:
       write_range(s, OpenRange{t, e.payload, 0, e.name, e.domain, e.category, sink.track}, t);
       break;
@@ -476,7 +482,18 @@ void writer_loop(Session* s) {
       cupti_flush_completed();
       last_cupti_flush = std::chrono::steady_clock::now();
     }
+    // Timed outside the work lock (a few ms of driver calls) and by this thread, the one that
+    // never calls CUDA otherwise, so that its calls are told apart from the job's.
+    std::optional<CalibrationRecord> cupti_calibration;
+    if (requested == t.flush_done.load() && cupti_active()) {
+      if (!s->cupti_calibrated) cupti_calibration = cupti_calibrate_api_cost();
+      cupti_keep_buffers_ready();
+    }
     std::lock_guard work(t.work_mu);
+    if (cupti_calibration && ensure_writer(*s)) {
+      s->writer->add(*cupti_calibration);
+      s->cupti_calibrated = true;
+    }
     if (const int sig = t.close_signal.load(); sig != 0 && requested != t.flush_done.load()) {
       // A termination signal: the process is about to die in good order, so its part
       // ends complete, with the status the signal will give it.

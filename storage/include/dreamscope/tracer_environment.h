@@ -12,7 +12,9 @@ namespace dreamscope::tracer_environment {
 inline constexpr char kOutputDir[] = "DREAMSCOPE_OUTPUT_DIR";
 // What to record: a list that holds "cuda", "nvtx" or both (default both).
 inline constexpr char kSources[] = "DREAMSCOPE_TRACE";
-// "all": keep every CUDA API call; anything else skips frequent cheap ones (cudaGetDevice...).
+// Which CUDA API calls CUPTI records: "used" (only those an analysis reads: launches, copies,
+// memsets, syncs, events, allocations, graphs), "most" (all but the frequent ones that launch
+// no GPU work: cudaGetDevice, cuKernelGetName...), "all". Unset or anything else: "used".
 inline constexpr char kCudaApi[] = "DREAMSCOPE_CUDA_API";
 // Memory, in MiB (1 to 2^20, default 512), for the events of all the threads of a process
 // not yet written; past it events are dropped and counted.
