@@ -4,7 +4,8 @@
 # libraries, and reach no package registry. Builds the release tree here (CUDA samples
 # included, with nvcc), then copies into build/device/:
 #   bin/    dreamscope, cpu_train, cuda_train (stripped)
-#   lib/    the tracer and annotation libraries, the Python module, and every shared library
+#   lib/    the tracer and annotation libraries, the Python module and the zero-code PyTorch
+#           layer (python-boot), and every shared library
 #           they need that is not glibc's, libstdc++'s or CUDA's own (fmt, SQLite, simdjson,
 #           toml++, zlib), plus CUPTI
 #   tests/  the tracer's process tests and their programs
@@ -20,7 +21,7 @@ for b in dreamscope cpu_train cuda_train; do
   [ -x "$src/bin/$b" ] && cp "$src/bin/$b" "$out/bin/"
 done
 cp "$src"/lib/libdreamscope-*.so "$out/lib/"
-cp -r "$src/lib/python" "$out/lib/"
+cp -r "$src/lib/python" "$src/lib/python-boot" "$out/lib/"
 cp "$src/tests/tracer/tracer_process_tests" "$out/tests/"
 cp "$src"/tests/tracer/programs/* "$out/tests/programs/"
 # Shared libraries from this machine's packages; the system's own (glibc, the C++ runtime)

@@ -3,7 +3,8 @@
 # (docs/gpu.md). Runs from the repository root there, on the bundle scripts/device-bundle.sh
 # made here (carried as build/device), and writes under $OUT (at most 8 files come back):
 #   summary.txt                       the figures, also printed last
-#   cuda_train.db, pytorch_train.db   small real traces, to commit under tests/data/gpu/
+#   cuda_train.db, pytorch_train.db,  small real traces, to commit under tests/data/gpu/
+#   pytorch_auto.db
 #   baselines.tgz                     the traces the predictions were made from
 #   logs.tgz                          each step's full output
 #
@@ -12,10 +13,13 @@
 #   DEADLINE_S=400 bash bench/gpu/device_session.sh  # skip what would not end in time
 #
 # Steps: tests      the tracer's process tests, the GPU one included (it skips without a GPU)
-#        fixtures   cuda_train and samples/pytorch/train.py traced, replayed (baseline error)
+#        fixtures   cuda_train and samples/pytorch/train.py traced (with its own emit_nvtx, and
+#                   with dreamscope's zero-code layer: --python-ops --python-modules 2),
+#                   what each recorded (bench/gpu/trace_facts.py), replayed (baseline error)
 #        overhead   traced / untraced median step (cuda_train, train.py), each traced run's
-#                   `replay --correct-overhead` against the untraced median, and train.py
-#                   traced without CUPTI (--trace nvtx), to tell where the cost is
+#                   `replay --correct-overhead` against the untraced median; train.py with the
+#                   default recording and with --cuda-api all, and traced without CUPTI
+#                   (--trace nvtx) and without the Python layer, to tell where the cost is
 #        amp        a GPU-bound train.py traced in FP32; `amp` predicted, run with --amp, compared;
 #                   `gpu` to an H200 and an A100 predicted
 #        graphs     a launch-bound train.py traced; `cuda-graphs` (and cuda-graphs-host.toml
@@ -134,7 +138,15 @@ if step fixtures 40; then
   timeout 120 "$DS" trace -f -o "$OUT/pytorch_train.db" -- "$PY" "${train[@]}" --steps 20 --workers 2 --emit-nvtx \
     >"$logs/fixture_torch.log" 2>&1
   say "pytorch_train.db: exit $?, $(du -h "$OUT/pytorch_train.db" 2>/dev/null | cut -f1)"
-  for f in cuda_train pytorch_train; do
+  # The zero-code PyTorch layer on CUDA: operators (emit_nvtx) and module forwards two deep
+  # from `dreamscope trace` alone, the backward range on the autograd engine's thread.
+  timeout 120 "$DS" trace -f --python-ops --python-modules 2 -o "$OUT/pytorch_auto.db" -- "$PY" "${train[@]}" \
+    --steps 20 --workers 2 >"$logs/fixture_auto.log" 2>&1
+  say "pytorch_auto.db: exit $?, $(du -h "$OUT/pytorch_auto.db" 2>/dev/null | cut -f1)"
+  for f in cuda_train pytorch_train pytorch_auto; do
+    timeout 60 $PY bench/gpu/trace_facts.py "$OUT/$f.db" 20 2>&1 | tee -a "$summary"
+  done
+  for f in cuda_train pytorch_train pytorch_auto; do
     timeout 60 "$DS" info "$OUT/$f.db" >"$logs/$f.info.txt" 2>&1
     grep -iE 'kernel|memcpy|sync|dropped|complete|warning' "$logs/$f.info.txt" | head -12 | sed 's/^/   /' >>"$summary"
     timeout 60 "$DS" replay "$OUT/$f.db" >"$logs/$f.replay.txt" 2>&1
@@ -158,7 +170,7 @@ if step overhead 150; then
   cu=("$B/bin/cuda_train" --steps 200 --no-loading)
   step_ns "${cu[@]}" >/dev/null # warm-up: module load, clocks
   us_=() ts=() cs=()
-  for i in 1 2 3 4 5 6 7; do
+  for i in 1 2 3 4 5; do
     us_+=("$(step_ns "${cu[@]}")")
     ts+=("$(traced "$work/c$i.db" "${cu[@]}")")
     cs+=("$(corrected "$work/c$i.db")")
@@ -176,24 +188,34 @@ print(f"{name}: median step traced/untraced {st.median(ts) / mu:.3f} ({mu / 1e3:
 PY
   }
   ratios "cuda_train --steps 200 --no-loading" "${us_[*]}" "${ts[*]}" "${cs[*]}"
-  us_=() ts=() cs=() ns=()
+  # train.py: rounds of untraced, traced with the default recording, and (two rounds) traced
+  # with every CUDA API call recorded (--cuda-api all, the first visit's recording).
+  tr=("$PY" "${train[@]}" --steps 60 --workers 2)
+  us_=() ts=() cs=() as=() acs=() ns=() po=()
   for i in 1 2 3 4; do
-    us_+=("$(step_ns "$PY" "${train[@]}" --steps 60 --workers 2)")
-    ts+=("$(traced "$work/t$i.db" "$PY" "${train[@]}" --steps 60 --workers 2)")
+    us_+=("$(step_ns "${tr[@]}")")
+    ts+=("$(traced "$work/t$i.db" "${tr[@]}")")
     cs+=("$(corrected "$work/t$i.db")")
+    if ((i <= 2)); then
+      as+=("$(step_ns "$DS" trace --cuda-api all -f -o "$work/a$i.db" -- "${tr[@]}")")
+      acs+=("$(corrected "$work/a$i.db")")
+    fi
   done
-  # Where the cost is: the same run traced without CUPTI (annotations only); and what the
-  # PyTorch profiler costs the same job (its trace kept: a PyTorch 2.11 fixture for the importer).
-  for i in 1 2; do ns+=("$(step_ns "$DS" trace --trace nvtx -f -o "$work/n$i.db" -- "$PY" "${train[@]}" --steps 60 --workers 2)"); done
-  kt=()
-  for i in 1 2; do kt+=("$(step_ns "$PY" "${train[@]}" --steps 60 --workers 2 --torch-profiler "$work/kineto$i.json")"); done
+  # Where the cost is: without CUPTI (annotations only), and without the Python layer.
+  ns+=("$(step_ns "$DS" trace --trace nvtx -f -o "$work/n1.db" -- "${tr[@]}")")
+  po+=("$(step_ns "$DS" trace --python off -f -o "$work/p1.db" -- "${tr[@]}")")
+  kt=("$(step_ns "${tr[@]}" --torch-profiler "$work/kineto1.json")")
   gzip -c "$work/kineto1.json" >"$keep/torch_profiler_train_60.json.gz" 2>/dev/null
   timeout 60 "$DS" info "$keep/torch_profiler_train_60.json.gz" >"$logs/torch_profiler.info.txt" 2>&1
   info_rc=$?
   say "   the PyTorch profiler on the same job: $(printf '%s\n' "${kt[@]}" | median | awk '{print int($1 / 1000)}') us (runs ${kt[*]}); dreamscope info on its trace: exit $info_rc"
   cp "$work/t1.db" "$keep/train_60.db" 2>/dev/null
-  ratios "train.py --steps 60 --workers 2" "${us_[*]}" "${ts[*]}" "${cs[*]}"
-  say "   traced with --trace nvtx (no CUPTI): $(printf '%s\n' "${ns[@]}" | median | awk '{print int($1 / 1000)}') us (runs ${ns[*]})"
+  cp "$work/a1.db" "$keep/train_60_all_api.db" 2>/dev/null
+  ratios "train.py --steps 60 --workers 2 (default recording)" "${us_[*]}" "${ts[*]}" "${cs[*]}"
+  ratios "train.py --steps 60 --workers 2 (--cuda-api all)" "${us_[*]}" "${as[*]}" "${acs[*]}"
+  say "   traced with --trace nvtx (no CUPTI): ${ns[*]} ns; with --python off: ${po[*]} ns"
+  timeout 60 $PY bench/gpu/trace_facts.py "$work/t1.db" 60 2>&1 | tee -a "$summary"
+  timeout 60 $PY bench/gpu/trace_facts.py "$work/a1.db" 60 2>&1 | tee -a "$summary"
   timeout 60 "$DS" replay "$work/t1.db" --correct-overhead --format json 2>&1 | $PY -c 'import json, sys; print("   overhead", json.load(sys.stdin)["overhead"])' 2>&1 | tee -a "$summary"
   timeout 60 "$DS" info "$work/t1.db" >"$logs/train_60.info.txt" 2>&1
   took overhead

@@ -22,7 +22,8 @@ void expect_whole_gpu_trace(const Trace& t) {
   EXPECT_TRUE(t.complete());
   EXPECT_EQ(t.dropped_events(), 0);
   ASSERT_EQ(t.devices().size(), 1u);
-  EXPECT_NE(t.devices()[0].name.find("H100"), std::string::npos) << t.devices()[0].name;
+  const std::string& device = t.devices()[0].name;
+  EXPECT_TRUE(device.find("H100") != std::string::npos || device.find("H200") != std::string::npos) << device;
   EXPECT_EQ(t.devices()[0].sm_count, 132);
   EXPECT_EQ(t.devices()[0].compute_capability_major, 9);
 
@@ -50,6 +51,14 @@ void expect_whole_gpu_trace(const Trace& t) {
   }
   EXPECT_GT(kernels, 0u);
   EXPECT_GT(copies, 0u);
+  // Every call is on its thread's own track: CUPTI gave OS thread ids (the first H100 traces
+  // had the main thread's calls on a nameless track named by a pthread_t value).
+  std::set<TrackId> call_tracks(t.cuda_api().track.begin(), t.cuda_api().track.end());
+  for (TrackId track : call_tracks) {
+    EXPECT_EQ(t.tracks()[track].kind, TrackKind::CpuThread);
+    EXPECT_LT(t.tracks()[track].tid, 1 << 22) << "not an OS thread id (pid_max is 2^22)";
+    EXPECT_FALSE(t.tracks()[track].name.empty()) << "tid " << t.tracks()[track].tid;
+  }
 
   // Every wait resolves: the event a stream waited for, the stream a sync waited for.
   const DependencyGraph g = build_dependency_graph(t);
@@ -151,6 +160,48 @@ TEST(GpuFixtures, PyTorchKernelsLinkToTheOperatorThatLaunchedThem) {
                          "aten::addmm", "aten::_foreach_add_"}) {
     EXPECT_TRUE(operators.count(op)) << op << " launched no kernel";
   }
+}
+
+// The zero-code PyTorch layer on CUDA (`dreamscope trace --python-ops --python-modules 2`, no
+// annotation in train.py): steps, batch waits, the workers' fetch and collate, module
+// forwards, backward on the caller's thread and on the autograd engine's, and PyTorch's
+// operator ranges that every kernel's launch links to.
+TEST(GpuFixtures, PyTorchWithNoCodeChangeHasItsFrameworkLayer) {
+  const Trace t = read_trace(gpu_data("pytorch_auto.db"));
+  expect_whole_gpu_trace(t);
+  ASSERT_EQ(t.processes().size(), 3u);
+  const auto& ann = t.annotations();
+  std::map<std::string, std::size_t> by_name;             // dreamscope.auto ranges by name
+  std::map<std::string, std::set<std::string>> threads_of; // and the threads that hold them
+  for (EventIndex i = 0; i < ann.size(); ++i) {
+    if (t.str(ann.domain[i]) != "dreamscope.auto") continue;
+    const std::string name(t.str(ann.name[i]));
+    ++by_name[name];
+    threads_of[name].insert(t.tracks()[ann.track[i]].name);
+  }
+  constexpr std::size_t kSteps = 20;
+  for (const char* name : {"step", "wait", "fetch", "prep", "forward", "forward: conv1", "forward: fc", "optimizer.step",
+                           "zero_grad"}) {
+    EXPECT_EQ(by_name[name], kSteps) << name;
+  }
+  EXPECT_EQ(threads_of["fetch"], std::set<std::string>{"pt_data_worker"});
+  // The caller's backward and the engine's: CUDA runs the pass on a thread of its own.
+  EXPECT_EQ(by_name["backward"], 2 * kSteps);
+  EXPECT_EQ(threads_of["backward"], (std::set<std::string>{"python3", "pt_autograd_0"}));
+
+  // --python-ops: every kernel's launch carries the external id of an aten:: operator range.
+  const auto ranges = ranges_by_external_id(t);
+  std::size_t kernels = 0, by_aten = 0;
+  for (std::size_t i = 0; i < t.gpu_ops().size(); ++i) {
+    if (t.gpu_ops().kind[i] != GpuOpKind::Kernel) continue;
+    ++kernels;
+    const auto api = t.cuda_api_with_correlation(t.gpu_ops().correlation[i]);
+    ASSERT_TRUE(api.has_value());
+    const auto range = ranges.find(t.cuda_api().external_id[*api]);
+    if (range != ranges.end() && t.str(ann.name[range->second]).starts_with("aten::")) ++by_aten;
+  }
+  EXPECT_GT(kernels, 40 * kSteps);
+  EXPECT_EQ(by_aten, kernels);
 }
 
 } // namespace

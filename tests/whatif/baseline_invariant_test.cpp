@@ -126,13 +126,13 @@ TEST(Baseline, ImportedPyTorchProfilerTraces) {
 TEST(Baseline, TracedGpuRuns) {
   const std::filesystem::path dir = std::filesystem::path(DREAMSCOPE_TEST_DATA_DIR) / "gpu";
   std::vector<std::filesystem::path> traces;
-  for (const auto& sub : {dir, dir / "h100_whatif"}) {
+  for (const auto& sub : {dir, dir / "h100_whatif", dir / "h200_visit"}) {
     for (const auto& e : std::filesystem::directory_iterator(sub)) {
       if (e.path().extension() == ".db") traces.push_back(e.path());
     }
   }
   std::sort(traces.begin(), traces.end());
-  ASSERT_GE(traces.size(), 7u);
+  ASSERT_GE(traces.size(), 14u);
   for (const auto& path : traces) {
     const Trace trace = read_trace(path);
     const ReplayReport report = replay(trace);
