@@ -4,11 +4,13 @@
 
 #include <sqlite3.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 
 namespace dreamscope::analyzers {
@@ -242,7 +244,9 @@ void write_rows(SummaryDb& db, const RankSummary& s) {
 
 // ---- Reading
 
-// One row's columns, each checked for its type; a bad one throws naming table and row.
+// One row's columns, each checked for its type and, for what can only be a count, a duration
+// or a share, its range; a bad one throws naming table, row and column. Every report and
+// merge reads summaries through here, so none of them meets a negative time or a NaN.
 class Row {
  public:
   Row(const SummaryDb& db, sqlite3_stmt* s, const char* table, std::int64_t row)
@@ -261,6 +265,35 @@ class Row {
   std::optional<double> maybe_d(int c) const {
     return sqlite3_column_type(s_, c) == SQLITE_NULL ? std::nullopt : std::optional<double>(d(c));
   }
+  // A count or a duration: an integer of at least 0.
+  std::int64_t count(int c) const {
+    const std::int64_t v = i(c);
+    if (v < 0) out_of_range(c, std::to_string(v), "at least 0");
+    return v;
+  }
+  std::int64_t maybe_count(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL ? kNoValue : count(c); }
+  // A mean or spread of durations: a finite number of at least 0.
+  double amount(int c) const {
+    const double v = d(c);
+    if (!std::isfinite(v) || v < 0) out_of_range(c, number_text(v), "a finite number of at least 0");
+    return v;
+  }
+  // A share, as a percentage (0-100) or a ratio (0-1); a little past the top is rounding.
+  double share(int c, double top) const {
+    const double v = d(c);
+    if (!std::isfinite(v) || v < 0 || v > top * (1 + 1e-6)) {
+      out_of_range(c, number_text(v), "between 0 and " + number_text(top));
+    }
+    return v;
+  }
+  std::optional<double> maybe_share(int c, double top) const {
+    return sqlite3_column_type(s_, c) == SQLITE_NULL ? std::nullopt : std::optional<double>(share(c, top));
+  }
+  double finite(int c) const {
+    const double v = d(c);
+    if (!std::isfinite(v)) out_of_range(c, number_text(v), "a finite number");
+    return v;
+  }
   std::string t(int c) const {
     if (sqlite3_column_type(s_, c) != SQLITE_TEXT) bad(c, "text");
     const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_, c));
@@ -278,6 +311,14 @@ class Row {
  private:
   [[noreturn]] void bad(int c, const char* expected) const {
     problem(std::string("column ") + sqlite3_column_name(s_, c) + " is not " + expected);
+  }
+  [[noreturn]] void out_of_range(int c, const std::string& value, const std::string& expected) const {
+    problem(std::string("column ") + sqlite3_column_name(s_, c) + " is " + value + ", not " + expected);
+  }
+  static std::string number_text(double v) {
+    std::ostringstream o;
+    o << v;
+    return o.str();
   }
   const SummaryDb& db_;
   sqlite3_stmt* s_;
@@ -318,7 +359,7 @@ RankSummary read_rows(const SummaryDb& db) {
                                             const TimeSpan span = r.span(6);
                                             s.begin = span.start;
                                             s.end = span.end;
-                                            s.events = r.i(8);
+                                            s.events = r.count(8);
                                             s.data_source = r.t(9);
                                             if (s.rank < 0) r.problem("has a negative rank");
                                           });
@@ -330,39 +371,41 @@ RankSummary read_rows(const SummaryDb& db) {
                    "max_launch_delay_us, short_kernels, profiler_steps, step_filter_applied",
                    [&](const Row& r) {
                      TemporalBreakdown& t = s.hta.temporal;
-                     t.idle = r.i(0);
-                     t.compute = r.i(1);
-                     t.non_compute = r.i(2);
-                     t.kernel_time = r.i(3);
-                     t.idle_pct = r.d(4);
-                     t.compute_pct = r.d(5);
-                     t.non_compute_pct = r.d(6);
-                     s.hta.comm_comp_overlap_pct = r.maybe_d(7);
+                     t.idle = r.count(0);
+                     t.compute = r.count(1);
+                     t.non_compute = r.count(2);
+                     t.kernel_time = r.count(3);
+                     t.idle_pct = r.share(4, 100);
+                     t.compute_pct = r.share(5, 100);
+                     t.non_compute_pct = r.share(6, 100);
+                     s.hta.comm_comp_overlap_pct = r.maybe_share(7, 100);
                      LaunchSummary& l = s.hta.launches;
-                     l.count = r.i(8);
-                     l.mean_cpu_duration = r.d(9);
-                     l.mean_gpu_duration = r.d(10);
-                     l.mean_launch_delay = r.d(11);
+                     l.count = r.count(8);
+                     l.mean_cpu_duration = r.amount(9);
+                     l.mean_gpu_duration = r.amount(10);
+                     // A launch delay can be negative: the CPU's and the GPU's clocks apart.
+                     l.mean_launch_delay = r.finite(11);
                      l.max_launch_delay = r.i(12);
-                     l.short_kernels = r.i(13);
-                     s.hta.profiler_steps = r.i(14);
+                     l.short_kernels = r.count(13);
+                     s.hta.profiler_steps = r.count(14);
                      s.hta.step_filter_applied = r.i(15) != 0;
                    });
   if (htas != 1) db.fail("table hta_rank has " + std::to_string(htas) + " rows, not 1");
   for_each_row(db, "hta_kernel_type", "kernel_type, sum_us, percentage", [&](const Row& r) {
-    s.hta.kernel_types.push_back({r.t(0), r.i(1), r.d(2)});
+    s.hta.kernel_types.push_back({r.t(0), r.count(1), r.share(2, 100)});
   });
   for_each_row(db, "hta_kernel", "name, kernel_type, count, sum_us, min_us, max_us, mean_us, stddev_us",
                [&](const Row& r) {
                  KernelNameStats k;
                  k.name = r.t(0);
                  k.type = kernel_type_named(r, r.t(1));
-                 k.count = r.i(2);
-                 k.sum = r.i(3);
-                 k.min = r.i(4);
-                 k.max = r.i(5);
-                 k.mean = r.d(6);
-                 k.stddev = r.d(7);
+                 k.count = r.count(2);
+                 k.sum = r.count(3);
+                 k.min = r.count(4);
+                 k.max = r.count(5);
+                 k.mean = r.amount(6);
+                 k.stddev = r.amount(7);
+                 if (k.min > k.max) r.problem("has min_us " + std::to_string(k.min) + " above max_us " + std::to_string(k.max));
                  s.hta.kernels.push_back(std::move(k));
                });
   for_each_row(db, "hta_idle_time",
@@ -371,12 +414,12 @@ RankSummary read_rows(const SummaryDb& db) {
                [&](const Row& r) {
                  s.hta.idle_time.push_back({.device = r.maybe_i(0),
                                             .stream = r.maybe_i(1),
-                                            .host_wait = r.i(2),
-                                            .kernel_wait = r.i(3),
-                                            .other = r.i(4),
-                                            .host_wait_ratio = r.d(5),
-                                            .kernel_wait_ratio = r.d(6),
-                                            .other_ratio = r.d(7)});
+                                            .host_wait = r.count(2),
+                                            .kernel_wait = r.count(3),
+                                            .other = r.count(4),
+                                            .host_wait_ratio = r.share(5, 1),
+                                            .kernel_wait_ratio = r.share(6, 1),
+                                            .other_ratio = r.share(7, 1)});
                });
   for_each_row(db, "step", "number, name, start_ns, end_ns, data_wait_ns", [&](const Row& r) {
     const TimeSpan span = r.span(2);
@@ -394,7 +437,7 @@ RankSummary read_rows(const SummaryDb& db) {
                                           .pytorch_sequence = r.i(2) != 0,
                                           .step = r.maybe_i(3),
                                           .op = r.t(4),
-                                          .bytes = r.maybe_i(5),
+                                          .bytes = r.maybe_count(5),
                                           .start = span.start,
                                           .end = span.end});
                });

@@ -442,6 +442,22 @@ TEST(RankSummaryFile, AWrongFileIsRefusedInOneLineNamingIt) {
   sql(kind, "INSERT INTO hta_kernel VALUES ('k', 'SOMETHING', 1, 1, 1, 1, 1.0, 0.0)");
   EXPECT_EQ(read_error(kind), kind.string() + ": row 1 of table hta_kernel: names an unknown kernel type 'SOMETHING'");
 
+  // What can only be a count, a duration or a share is range-checked (round2's
+  // summary_negative.summary.db: a kernel's mean of -2^63 us was reported as it was).
+  const auto negative = copy("negative.summary.db");
+  sql(negative, "INSERT INTO hta_kernel VALUES ('k', 'COMPUTATION', 1, -5, 1, 1, -9.2e18, 0.0)");
+  EXPECT_EQ(read_error(negative), negative.string() + ": row 1 of table hta_kernel: column sum_us is -5, not at least 0");
+  const auto mean = copy("mean.summary.db");
+  sql(mean, "INSERT INTO hta_kernel VALUES ('k', 'COMPUTATION', 1, 5, 1, 9, -9.2e18, 0.0)");
+  EXPECT_EQ(read_error(mean),
+            mean.string() + ": row 1 of table hta_kernel: column mean_us is -9.2e+18, not a finite number of at least 0");
+  const auto share = copy("share.summary.db");
+  sql(share, "UPDATE hta_rank SET idle_pct = 250.0");
+  EXPECT_EQ(read_error(share), share.string() + ": row 1 of table hta_rank: column idle_pct is 250, not between 0 and 100");
+  const auto order = copy("order.summary.db");
+  sql(order, "INSERT INTO hta_kernel VALUES ('k', 'COMPUTATION', 2, 10, 9, 1, 5.0, 0.0)");
+  EXPECT_EQ(read_error(order), order.string() + ": row 1 of table hta_kernel: has min_us 9 above max_us 1");
+
   EXPECT_EQ(read_error(dir / "absent.summary.db"), (dir / "absent.summary.db").string() + ": no such file");
   EXPECT_THROW(analyzers::write_rank_summary(s, dir / "no-such-folder" / "x.summary.db"), TraceError);
 }
