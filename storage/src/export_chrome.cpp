@@ -1,8 +1,10 @@
 #include "dreamscope/exporters.h"
 #include "dreamscope/trace_file.h"
+#include "kineto_format.h"
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -240,15 +242,35 @@ class ChromeExporter {
       switch (a.type) {
         case ArgType::Int: out_ << a.int_value; break;
         case ArgType::Double: {
+          // JSON has no NaN or infinity; a trace file may hold them all the same.
+          if (!std::isfinite(a.double_value)) {
+            out_ << "null";
+            break;
+          }
           char tmp[32];
           int n = std::snprintf(tmp, sizeof tmp, "%.17g", a.double_value);
           out_ << std::string_view(tmp, static_cast<std::size_t>(n));
           break;
         }
         case ArgType::String: out_.string(t_.str(a.text)); break;
-        case ArgType::Json: out_ << t_.str(a.text); break;
+        // Written as it is only once checked here: a trace file from elsewhere may call any
+        // text JSON, and a file that does not parse is worse than a quoted arg.
+        case ArgType::Json:
+          if (json_text_valid(a.text)) {
+            out_ << t_.str(a.text);
+          } else {
+            out_.string(t_.str(a.text));
+          }
+          break;
       }
     }
+  }
+
+  bool json_text_valid(StringId text) {
+    if (text >= json_text_valid_.size()) json_text_valid_.resize(text + 1, -1);
+    std::int8_t& v = json_text_valid_[text];
+    if (v < 0) v = kineto::is_valid_json_text(t_.str(text)) ? 1 : 0;
+    return v == 1;
   }
 
   void gpu_location(TrackId track) {
@@ -362,6 +384,7 @@ class ChromeExporter {
   const Trace& t_;
   JsonOut& out_;
   std::vector<Row> rows_;
+  std::vector<std::int8_t> json_text_valid_; // per string id: -1 unchecked, 0 no, 1 yes
   std::int64_t gpu_pid_base_ = 0;
   std::vector<std::int64_t> pid_of_process_;
   bool first_ = true;

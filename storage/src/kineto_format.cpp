@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -195,65 +196,106 @@ bool is_json_number(std::string_view s) {
 
 namespace {
 
-// What a byte of raw JSON text is to is_valid_json_text, outside strings.
-enum class JsonByte : std::uint8_t { Token, Space, Open, Close, Quote };
+// Where the JSON string that opens at `s[i]` (a quote) ends: the index after its closing
+// quote, or npos if it does not close, holds a raw control character or an escape JSON does
+// not have (`\a`, a `\u` without four hex digits). Those were copied into exported files.
+std::size_t json_string_end(std::string_view s, std::size_t i) {
+  for (++i; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == '"') return i + 1;
+    if (c < 0x20) return std::string_view::npos;
+    if (c != '\\') continue;
+    if (++i >= s.size()) return std::string_view::npos;
+    switch (s[i]) {
+      case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't': break;
+      case 'u':
+        if (i + 4 >= s.size()) return std::string_view::npos;
+        for (std::size_t k = 1; k <= 4; ++k) {
+          if (!std::isxdigit(static_cast<unsigned char>(s[i + k]))) return std::string_view::npos;
+        }
+        i += 4;
+        break;
+      default: return std::string_view::npos;
+    }
+  }
+  return std::string_view::npos;
+}
 
-constexpr std::array<JsonByte, 256> kJsonBytes = [] {
-  std::array<JsonByte, 256> t{};
-  t.fill(JsonByte::Token);
-  for (unsigned char c : std::string_view(" \n\r\t,:")) t[c] = JsonByte::Space;
-  t['['] = t['{'] = JsonByte::Open;
-  t[']'] = t['}'] = JsonByte::Close;
-  t['"'] = JsonByte::Quote;
-  return t;
-}();
+bool is_json_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
 } // namespace
 
-// Called on every compound arg of every event (shapes, types, strides): a table walk, with
-// the open brackets in a string that holds 15 of them without allocating.
+// Called once per distinct compound arg text (shapes, types, strides: the importer keeps the
+// verdict per interned text). JSON's grammar, without recursion (a fuzzed arg can nest a
+// million brackets): what passes is written into exported files as it is.
 bool is_valid_json_text(std::string_view s) {
-  std::string closers;
-  const char* p = s.data();
-  const char* const end = p + s.size();
-  while (p < end) {
-    const char c = *p;
-    switch (kJsonBytes[static_cast<unsigned char>(c)]) {
-      case JsonByte::Space:
-        ++p;
+  enum class Want { Value, FirstValue, FirstKey, Key, Colon, Next, Done };
+  std::string open; // '[' or '{' of each container still open, innermost last
+  Want want = Want::Value;
+  const auto after_value = [&] { return open.empty() ? Want::Done : Want::Next; };
+  std::size_t i = 0;
+  for (;;) {
+    while (i < s.size() && is_json_space(s[i])) ++i;
+    if (i == s.size()) return want == Want::Done;
+    const char c = s[i];
+    switch (want) {
+      case Want::Done:
+        return false;
+      case Want::Colon:
+        if (c != ':') return false;
+        ++i;
+        want = Want::Value;
         break;
-      case JsonByte::Open:
-        closers.push_back(c == '[' ? ']' : '}');
-        ++p;
-        break;
-      case JsonByte::Close:
-        if (closers.empty() || closers.back() != c) return false;
-        closers.pop_back();
-        ++p;
-        break;
-      case JsonByte::Quote:
-        for (++p; p < end && *p != '"'; ++p) {
-          if (*p == '\\') ++p;
+      case Want::Next:
+        if (c == ',') {
+          ++i;
+          want = open.back() == '[' ? Want::Value : Want::Key;
+        } else if ((c == ']' && open.back() == '[') || (c == '}' && open.back() == '{')) {
+          ++i;
+          open.pop_back();
+          want = after_value();
+        } else {
+          return false;
         }
-        if (p >= end) return false;
-        ++p;
         break;
-      case JsonByte::Token: {
-        // A token ends at a space, comma, colon or closing bracket only: "1[" is one token.
-        const char* token_end = p + 1;
-        while (token_end < end) {
-          const JsonByte b = kJsonBytes[static_cast<unsigned char>(*token_end)];
-          if (b == JsonByte::Space || b == JsonByte::Close) break;
-          ++token_end;
+      case Want::FirstKey:
+      case Want::Key:
+        if (want == Want::FirstKey && c == '}') {
+          ++i;
+          open.pop_back();
+          want = after_value();
+          break;
         }
-        const std::string_view token(p, static_cast<std::size_t>(token_end - p));
-        if (token != "true" && token != "false" && token != "null" && !is_json_number(token)) return false;
-        p = token_end;
+        if (c != '"' || (i = json_string_end(s, i)) == std::string_view::npos) return false;
+        want = Want::Colon;
         break;
-      }
+      case Want::FirstValue:
+      case Want::Value:
+        if (want == Want::FirstValue && c == ']') {
+          ++i;
+          open.pop_back();
+          want = after_value();
+        } else if (c == '[' || c == '{') {
+          open.push_back(c);
+          ++i;
+          want = c == '[' ? Want::FirstValue : Want::FirstKey;
+        } else if (c == '"') {
+          if ((i = json_string_end(s, i)) == std::string_view::npos) return false;
+          want = after_value();
+        } else {
+          // A literal or a number runs to the next space or punctuation: "1[" is one token.
+          std::size_t end = i;
+          while (end < s.size() && !is_json_space(s[end]) && std::string_view(",:[]{}\"").find(s[end]) == std::string_view::npos) {
+            ++end;
+          }
+          const std::string_view token = s.substr(i, end - i);
+          if (token != "true" && token != "false" && token != "null" && !is_json_number(token)) return false;
+          i = end;
+          want = after_value();
+        }
+        break;
     }
   }
-  return closers.empty();
 }
 
 CopyKind copy_kind_from_text(std::string_view s) {

@@ -56,8 +56,9 @@ std::optional<TimeNs> parse_us_as_ns(std::string_view s);
 void parse_dim3(std::string_view s, std::int32_t out[3]);
 // JSON's number grammar, strictly (simdjson's on-demand parser types 512c as a number).
 bool is_json_number(std::string_view s);
-// Whether raw JSON text (an array or object as found in args) is well formed: its
-// numbers by is_json_number, its literals true/false/null, its brackets balanced.
+// Whether raw JSON text (an array or object as found in args) is JSON by its grammar: its
+// numbers by is_json_number, its strings' escapes and characters, commas and colons where
+// they belong. Exporters write such an arg as it is, so nothing less may pass.
 bool is_valid_json_text(std::string_view s);
 CopyKind copy_kind_from_text(std::string_view s);
 SyncKind sync_kind_from_text(std::string_view s);

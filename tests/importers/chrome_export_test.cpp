@@ -8,6 +8,7 @@
 #include <dreamscope/trace_file.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <iterator>
 #include <tuple>
@@ -103,6 +104,39 @@ TEST(ChromeExport, ATraceMadeByTraceBuilderRoundTrips) {
     x.track = y.track = 0;
     EXPECT_EQ(x, y) << i;
   }
+}
+
+// An arg is written as raw JSON only once the exporter checked it is JSON, and a double JSON
+// cannot hold is null: a trace file may say anything (round2's export_*_escape_args.json made
+// files that did not parse).
+TEST(ChromeExport, WhatJsonCannotHoldIsNeverWrittenRaw) {
+  TempDir dir;
+  TraceBuilder b;
+  b.set_source(TraceSource::Tracer);
+  const auto process = b.add_process(ProcessInfo{.pid = 1, .name = "p"});
+  const TrackId thread = b.thread_track(process, 1, "main");
+  const EventIndex row =
+      b.add(AnnotationRecord{.track = thread, .start = 10, .end = 20, .name = b.intern("aten::add")});
+  b.add_arg(EventTable::Annotation, row,
+            EventArg{.key = b.intern("escape"), .type = ArgType::Json, .text = b.intern(R"(["Sc\alar"])")});
+  b.add_arg(EventTable::Annotation, row,
+            EventArg{.key = b.intern("grammar"), .type = ArgType::Json, .text = b.intern("[1 2]")});
+  b.add_arg(EventTable::Annotation, row,
+            EventArg{.key = b.intern("shape"), .type = ArgType::Json, .text = b.intern("[[2, 3]]")});
+  b.add_arg(EventTable::Annotation, row,
+            EventArg{.key = b.intern("ratio"), .type = ArgType::Double, .double_value = std::nan("")});
+  const Trace a = std::move(b).build();
+  export_chrome(a, dir / "hostile.json");
+  std::ifstream in(dir / "hostile.json");
+  const std::string json((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(json.find(R"("escape":"[\"Sc\\alar\"]")"), std::string::npos) << json;
+  EXPECT_NE(json.find(R"("grammar":"[1 2]")"), std::string::npos) << json;
+  EXPECT_NE(json.find(R"("shape":[[2, 3]])"), std::string::npos) << json;
+  EXPECT_NE(json.find(R"("ratio":null)"), std::string::npos) << json;
+  ImportStats stats;
+  const Trace back = import_kineto(dir / "hostile.json", &stats);
+  EXPECT_EQ(stats.warning_count(), 0) << stats.summary();
+  ASSERT_EQ(back.annotations().size(), 1u);
 }
 
 TEST(ChromeExport, ArgsAndMetadataAreWritten) {

@@ -66,6 +66,15 @@ TEST(KinetoArgFormat, CompoundArgsAreCheckedAsJson) {
   for (const char* bad : {"[", "]", "[}", "{]", "[512c]", "[1[2]]", "[\"open]", "[tru]", "[1}", "[1 \"a\"x]"}) {
     EXPECT_FALSE(is_valid_json_text(bad)) << bad;
   }
+  // What an exporter would have copied into a file that then does not parse (round2's
+  // export_invalid_escape_args.json and export_bad_u_escape_args.json, and the grammar's rest).
+  for (const char* bad : {R"(["Sc\alar"])", R"(["\u12"])", R"(["\u12G4"])", "[1 2]", R"({"a" 1})", "[1,]", R"({"a":1,})",
+                          "[,1]", R"({1:2})", "1 2", "[\"a\x01\"]", R"({"a"})", "[]]", "{}{}"}) {
+    EXPECT_FALSE(is_valid_json_text(bad)) << bad;
+  }
+  for (const char* good : {R"(["\u00e9\n\t\/\\"])", R"({"a":{"b":[{}]}})", " [ 1 , 2 ] ", "-0.5e-3", R"("x")"}) {
+    EXPECT_TRUE(is_valid_json_text(good)) << good;
+  }
 }
 
 // Ids and sizes written as floating point (totalGlobalMem, External id) are whole numbers
