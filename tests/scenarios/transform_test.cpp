@@ -390,6 +390,30 @@ TEST(Engine, CombinesScenariosAndExposesGateValues) {
   EXPECT_EQ(evaluate_expression("speedup < 1.10", gates), ParameterValue(false));
 }
 
+// A scenario that removes every task predicts 0 ns, an answer to no question: refused, naming
+// the transform (round2's remove_all.toml: `select = {}` on a cpu_train trace gave 0.000x).
+TEST(Engine, AScenarioThatLeavesNoTaskIsRefused) {
+  const Trace trace = gpu_step_trace();
+  std::vector<ScenarioRequest> requests;
+  requests.push_back({Scenario::parse("name = \"remove-all\"\n[[transform]]\nop = \"remove\"\nselect = { }\n",
+                                      "remove_all.toml"),
+                      {}});
+  try {
+    (void)run_whatif(trace, requests);
+    ADD_FAILURE() << "no error";
+  } catch (const ScenarioError& e) {
+    EXPECT_STREQ(e.what(), "remove_all.toml:2:1: this 'remove' leaves no task of the trace: nothing is left to "
+                           "simulate (an empty selector selects every task)");
+  }
+  // Removing some of the work is a question like any other.
+  requests.clear();
+  requests.push_back({Scenario::parse("name = \"no-relu\"\n[[transform]]\nop = \"remove\"\n"
+                                      "select = { kind = \"kernel\", name = \"relu_fw\" }\n",
+                                      "no_relu.toml"),
+                      {}});
+  EXPECT_EQ(run_whatif(trace, requests).predictions.size(), 1u);
+}
+
 namespace {
 
 // PyTorch's backward(): the training thread waits in its `backward` range while the autograd

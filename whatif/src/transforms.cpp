@@ -610,6 +610,14 @@ void apply(const std::vector<Transform>& transforms, const TaskSelection& select
             } else if constexpr (std::is_same_v<Spec, RemoveSpec>) {
               needs_original_ids(where, transform.op);
               effect = remove(graph, selection, pick(spec.select), spec.with_launches);
+              // A run with no work left predicts 0 ns, which no question has as its answer:
+              // an empty selector (`select = {}`) removes everything, and says so here.
+              bool any_left = false;
+              for (TaskId t = 0; t < graph.task_count() && !any_left; ++t) any_left = !graph.removed(t);
+              if (!any_left) {
+                throw ScenarioError(where, "this 'remove' leaves no task of the trace: nothing is left to simulate "
+                                           "(an empty selector selects every task)");
+              }
             } else if constexpr (std::is_same_v<Spec, FuseSpec>) {
               needs_original_ids(where, transform.op);
               std::optional<CostModel> model;
