@@ -172,7 +172,7 @@ std::string render_text(const WhatIfCommandOptions& o, const WhatIfReport& r) {
   for (const auto& c : r.baseline_critical_path) out += fmt::format("    {:>12}  {}\n", format_duration(c.time), c.what);
   if (r.data_stalls) {
     const auto& d = *r.data_stalls;
-    out += "\ndata stalls (DS-Analyzer, from three simulations; step medians)\n";
+    out += fmt::format("\ndata stalls (DS-Analyzer, from three simulations; {})\n", d.basis_text());
     line("  as traced", ms(d.traced_step));
     line("  cached fetch", ms(d.cached_step));
     line("  no loading", ms(d.synthetic_step));
@@ -227,7 +227,7 @@ std::string render_markdown(const WhatIfCommandOptions& o, const WhatIfReport& r
   }
   if (r.data_stalls) {
     const auto& d = *r.data_stalls;
-    out += "\n**Data stalls** (DS-Analyzer's differential method, step medians): ";
+    out += fmt::format("\n**Data stalls** (DS-Analyzer's differential method, {}): ", d.basis_text());
     out += fmt::format("fetch stall {}, prep stall {} (as traced {}, cached fetch {}, no loading {}).\n",
                        ms(d.fetch_stall()), ms(d.prep_stall()), ms(d.traced_step), ms(d.cached_step),
                        ms(d.synthetic_step));
@@ -277,7 +277,7 @@ std::string render_json(const WhatIfCommandOptions& o, const WhatIfReport& r) {
     const auto& d = *r.data_stalls;
     j["data_stalls"] = {{"traced_step_ns", d.traced_step},   {"cached_step_ns", d.cached_step},
                         {"synthetic_step_ns", d.synthetic_step}, {"fetch_stall_ns", d.fetch_stall()},
-                        {"prep_stall_ns", d.prep_stall()}};
+                        {"prep_stall_ns", d.prep_stall()}, {"basis", d.basis_text()}};
   }
   if (!o.predicted.empty()) j["predicted_trace"] = o.predicted;
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";

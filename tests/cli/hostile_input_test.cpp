@@ -5,6 +5,7 @@
 #include <dreamscope/limits.h>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <array>
 #include <csignal>
@@ -165,6 +166,26 @@ TEST(HostileInput, ASpeedupOverAZeroNanosecondStepIsUndefined) {
   // A gate on a figure that is defined still decides.
   o = run({"whatif", input.string(), "-s", "amp", "--fail-if", "predicted_step_ms > 1000"});
   EXPECT_EQ(o.exit_code, 0) << o.err;
+}
+
+// A 4-rank job with one rank's first `step` missing (round2/negative_fetch_stall.db): with
+// every fetch removed, the medians of the steps grew (a rank whose steps are one behind the
+// others' starts a step sooner and waits in it), and the report said "fetch stall -1.946 ms".
+// The breakdown then compares the runs' spans per step instead, and says so.
+TEST(HostileInput, ADataStallIsNeverNegativeWhenStepsAreMisaligned) {
+  const fs::path input = kFuzz / "round2" / "negative_fetch_stall.db";
+  if (!fs::exists(input)) GTEST_SKIP() << input << " is not here";
+  Outcome o = run({"whatif", input.string(), "-s", "amp", "--format", "json"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  const auto& d = j.at("data_stalls");
+  EXPECT_EQ(d.at("basis"), "run span per step");
+  EXPECT_GE(d.at("fetch_stall_ns").get<double>(), 0.0);
+  EXPECT_GE(d.at("prep_stall_ns").get<double>(), 0.0);
+  EXPECT_GE(d.at("traced_step_ns").get<double>(), d.at("cached_step_ns").get<double>());
+  o = run({"whatif", input.string(), "-s", "amp"});
+  EXPECT_NE(o.out.find("data stalls (DS-Analyzer, from three simulations; run span per step)"), std::string::npos)
+      << o.out;
 }
 
 TEST(HostileInput, DamagedTraceDbsAreRefusedByName) {

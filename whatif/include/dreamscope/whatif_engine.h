@@ -48,13 +48,19 @@ struct Prediction {
 };
 
 // DS-Analyzer's differential breakdown: fetch stall = T_traced − T_cached, prep stall =
-// T_cached − T_synthetic, per step (medians).
+// T_cached − T_synthetic, per step: the medians of the three simulations' steps, or, where
+// those are not ordered (removing work lengthened the median step: a rank whose steps are
+// not aligned with the others' starts a step sooner and waits in it for them), each run's
+// span over its steps, as DS-Analyzer compares whole epochs.
 struct DataStallBreakdown {
+  enum class Basis { StepMedians, SpanPerStep };
   double traced_step = 0;    // as traced: min(F, P, G)
   double cached_step = 0;    // every fetch at cache speed (removed): min(P, G)
   double synthetic_step = 0; // no loading at all: G
+  Basis basis = Basis::StepMedians;
   double fetch_stall() const { return traced_step - cached_step; }
   double prep_stall() const { return cached_step - synthetic_step; }
+  const char* basis_text() const { return basis == Basis::StepMedians ? "step medians" : "run span per step"; }
 };
 
 struct WhatIfReport {
