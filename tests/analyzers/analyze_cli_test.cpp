@@ -1,5 +1,6 @@
 // `dreamscope analyze` end to end: the built binary on a trace.db and on a real PyTorch
 // profiler trace, every format, and the HTML report rendered by headless Chromium.
+#include "../common/required_data.h"
 #include "analysis_traces.h"
 #include "png.h"
 #include "../cli/run_command.h"
@@ -131,7 +132,7 @@ TEST(AnalyzeCli, ErrorsSayWhatWentWrong) {
 
 TEST(AnalyzeCli, ReadsPyTorchProfilerTracesDirectly) {
   const fs::path trace = fs::path(DREAMSCOPE_SHARED_DATA_DIR) / "kineto-hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz";
-  if (!fs::exists(trace)) GTEST_SKIP() << "shared test data not found at " << trace;
+  DREAMSCOPE_REQUIRE_DATA(trace);
   const CommandResult r = run_dreamscope("analyze " + trace.string() + " --format json --only hta");
   ASSERT_EQ(r.exit_code, 0) << r.out.substr(0, 2000);
   const auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
@@ -144,7 +145,7 @@ TEST(AnalyzeCli, ReadsPyTorchProfilerTracesDirectly) {
 TEST(AnalyzeDocs, EveryExampleRuns) {
   const fs::path doc = fs::path(DREAMSCOPE_SOURCE_DIR) / "docs/analyze.md";
   ASSERT_TRUE(fs::exists(doc)) << doc;
-  if (!fs::exists(fs::path(DREAMSCOPE_SHARED_DATA_DIR) / "kineto-hta")) GTEST_SKIP() << "shared test data not found";
+  DREAMSCOPE_REQUIRE_DATA(fs::path(DREAMSCOPE_SHARED_DATA_DIR) / "kineto-hta");
   ScratchDir dir;
   std::istringstream lines(slurp(doc));
   const std::string prefix = "$ dreamscope analyze ";

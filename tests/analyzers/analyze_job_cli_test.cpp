@@ -2,6 +2,7 @@
 // or several files of per-rank traces, one trace of every rank, and the ranks' summaries
 // written by separate `--summary` processes (the recipe for a job of many machines), which
 // must give the report the traces give.
+#include "../common/required_data.h"
 #include "job_traces.h"
 #include "../cli/run_command.h"
 #include "../common/scratch_dir.h"
@@ -37,7 +38,7 @@ const fs::path kDlrm = fs::path(DREAMSCOPE_SHARED_DATA_DIR) / "wild" / "param-dl
 const std::string kBin = DREAMSCOPE_BIN_DIR "/dreamscope";
 
 #define REQUIRE_DLRM() \
-  if (!fs::exists(kDlrm)) GTEST_SKIP() << "shared test data not found: " << kDlrm
+  DREAMSCOPE_REQUIRE_DATA(kDlrm)
 
 std::vector<fs::path> dlrm_files() { return job_files({kDlrm.string()}); }
 

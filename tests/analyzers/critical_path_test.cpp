@@ -1,5 +1,6 @@
 // The critical path of the replayed run: a hand-built launch/sync trace whose path is worked
 // out on paper, and real PyTorch traces whose path must tile the replayed run exactly.
+#include "../common/required_data.h"
 #include "analysis_traces.h"
 
 #include <dreamscope/importers.h>
@@ -129,7 +130,7 @@ class CriticalPathOnKineto : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(CriticalPathOnKineto, PathTotalIsTheReplayedRun) {
   const std::filesystem::path file = std::filesystem::path(DREAMSCOPE_SHARED_DATA_DIR) / "kineto-hta" / GetParam();
-  if (!std::filesystem::exists(file)) GTEST_SKIP() << "shared test data not found at " << file;
+  DREAMSCOPE_REQUIRE_DATA(file);
   const Trace t = load_trace(file);
   const CriticalPathReport c = critical_path_analysis(t);
   ASSERT_TRUE(c.available) << c.note;

@@ -1,6 +1,7 @@
 // Every number HTA reports on the traces in ../shared/data (README there), reproduced
 // through the importer and the analyzers. Exact, except launch delay where HTA's own tests
 // allow ±2 µs.
+#include "../common/required_data.h"
 #include <dreamscope/analyzers.h>
 #include <dreamscope/importers.h>
 
@@ -25,8 +26,7 @@ const Trace& trace_of(const std::string& rel) {
   return it->second;
 }
 
-#define REQUIRE_DATA(rel) \
-  if (!fs::exists(data(rel))) GTEST_SKIP() << "shared test data not found: " << data(rel)
+#define REQUIRE_DATA(rel) DREAMSCOPE_REQUIRE_DATA(data(rel))
 
 const char* const kMtia = "mtia_trace_single_rank/mtia_rank_0.json.gz";
 const char* const kNsResolution = "ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz";
@@ -158,7 +158,7 @@ TEST(HtaConformance, CuptiProfilerCounters) {
 
 TEST(HtaConformance, TritonOperator) {
   const char* dir = "triton_example";
-  if (!fs::exists(data(dir))) GTEST_SKIP() << "shared test data not found: " << data(dir);
+  DREAMSCOPE_REQUIRE_DATA(data(dir));
   const fs::path file = fs::directory_iterator(data(dir))->path();
   const Trace t = load_trace(file);
   const auto& ann = t.annotations();

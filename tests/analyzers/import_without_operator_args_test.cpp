@@ -8,6 +8,7 @@
 // 8-rank NCCL job, the hostile inputs) and the hand-written fixtures. An analysis that came
 // to read what an import skipped, without report.h's reads_operator_args or reads_operators
 // saying so, fails here.
+#include "../common/required_data.h"
 #include "dreamscope/collectives.h"
 #include "dreamscope/importers.h"
 #include "dreamscope/job_analysis.h"
@@ -65,7 +66,7 @@ std::string reports_of(const fs::path& path, ImportDetail detail, bool (*reads)(
 void expect_reports_of_a_full_import(ImportDetail detail, bool (*reads)(analyzers::ReportSection),
                                      std::size_t* summarized = nullptr) {
   const std::vector<fs::path> traces = kineto_traces();
-  if (!fs::exists(DREAMSCOPE_SHARED_DATA_DIR)) GTEST_SKIP() << "shared test data not found: " << DREAMSCOPE_SHARED_DATA_DIR;
+  DREAMSCOPE_REQUIRE_DATA(DREAMSCOPE_SHARED_DATA_DIR);
   ASSERT_GE(traces.size(), 40u) << "the Kineto traces of shared/data and tests/data are not where they were";
   for (const fs::path& path : traces) {
     SCOPED_TRACE(path.string());
@@ -92,7 +93,7 @@ TEST(ImportWithoutOperators, EveryKinetoTraceGivesTheJobReportAndAnalysesOfAFull
 TEST(ImportWithoutOperators, KeepsStepsDataLoaderRangesCollectivesAndAnnotationsAndCountsTheRest) {
   const fs::path file = fs::path(DREAMSCOPE_SHARED_DATA_DIR) / "wild" / "param-dlrm-v100x8-nccl" /
                         "worker0_step_12.1694128201545.pt.trace.json";
-  if (!fs::exists(file)) GTEST_SKIP() << "shared test data not found: " << file;
+  DREAMSCOPE_REQUIRE_DATA(file);
   const Trace full = load_trace(file);
   const Trace without = load_trace(file, nullptr, {}, ImportDetail::WithoutOperators);
   EXPECT_EQ(summarized_event_count(full), 0);
@@ -128,7 +129,7 @@ TEST(ImportWithoutOperatorArgs, KeepsEveryEventAndTheArgsOfCollectivesAndGpuWork
   // kernels with theirs; other operators without.
   const fs::path file = fs::path(DREAMSCOPE_SHARED_DATA_DIR) / "wild" / "param-dlrm-v100x8-nccl" /
                         "worker0_step_12.1694128201545.pt.trace.json";
-  if (!fs::exists(file)) GTEST_SKIP() << "shared test data not found: " << file;
+  DREAMSCOPE_REQUIRE_DATA(file);
   const Trace full = load_trace(file);
   const Trace summary = load_trace(file, nullptr, {}, ImportDetail::WithoutOperatorArgs);
   EXPECT_EQ(full.event_count(), summary.event_count());

@@ -1,6 +1,7 @@
 // HTA's per-rank numbers on the 8-rank DLRM job (../shared/data/wild/README.md), through the
 // job report: the ranks' files summarised one at a time, and the same ranks cut out of the
 // job merged into one trace. Exact, rank by rank.
+#include "../common/required_data.h"
 #include <dreamscope/importers.h>
 #include <dreamscope/job.h>
 #include <dreamscope/job_analysis.h>
@@ -57,7 +58,7 @@ std::vector<RankSummary> summaries_by_file() {
 }
 
 TEST(JobConformance, DlrmPerRankHtaNumbersFromEachRanksFile) {
-  if (!fs::exists(kDlrm)) GTEST_SKIP() << "shared test data not found: " << kDlrm;
+  DREAMSCOPE_REQUIRE_DATA(kDlrm);
   const JobReport r = analyze_job(summaries_by_file());
   expect_readme(r);
   // The rank's own report says the same: the summary adds nothing and loses nothing.
@@ -98,7 +99,7 @@ TEST(JobConformance, DlrmPerRankHtaNumbersFromEachRanksFile) {
 }
 
 TEST(JobConformance, DlrmPerRankHtaNumbersFromTheJobMergedIntoOneTrace) {
-  if (!fs::exists(kDlrm)) GTEST_SKIP() << "shared test data not found: " << kDlrm;
+  DREAMSCOPE_REQUIRE_DATA(kDlrm);
   const Trace job = load_job(job_files({kDlrm.string()})).trace;
   std::vector<RankSummary> summaries;
   for (const JobRank& r : job_ranks(job))

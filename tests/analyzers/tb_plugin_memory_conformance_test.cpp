@@ -3,6 +3,7 @@
 // tb_plugin_conformance_test.cpp does for its other views: each upstream trace through the Kineto
 // importer, every value upstream asserts asserted, in bytes and ns. "Plugin-derived" marks values
 // the plugin computes on the same trace (run through it) that its tests do not assert.
+#include "../common/required_data.h"
 #include "tb_plugin_fixtures.h"
 
 #include "../common/scratch_dir.h"
@@ -234,7 +235,7 @@ TEST(TbPluginConformance, MemoryViewReleaseWithoutAllocation) {
 // The same comparison, row by row, holds on every trace of ../shared/data with memory events.
 TEST(TbPluginConformance, MemoryViewOfARealTraceIsThePlugins) {
   const auto path = std::filesystem::path(DREAMSCOPE_SHARED_DATA_DIR) / "wild" / "switchtf-a100" / "trace.json";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared test data not found: " << path;
+  DREAMSCOPE_REQUIRE_DATA(path);
   const Trace t = load_trace(path);
   const MemoryView v = memory_view(t);
   ASSERT_TRUE(v.available);

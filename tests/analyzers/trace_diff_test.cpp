@@ -2,6 +2,7 @@
 // and hand-built pairs whose changes are known: a kernel that doubles, an operation that
 // vanishes and one that appears; a trace against itself; runs of different length; a job
 // with one rank slowed.
+#include "../common/required_data.h"
 #include "analysis_traces.h"
 #include "diff_test_traces.h"
 
@@ -40,7 +41,7 @@ const OperationDiff* find(const TraceDiff& d, DiffSubject subject, const std::st
 class HtaTraceCompare : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists(hta_data("base/base.json.gz"))) GTEST_SKIP() << "shared test data not found";
+    DREAMSCOPE_REQUIRE_DATA(hta_data("base/base.json.gz"));
     base_ = load_trace(hta_data("base/base.json.gz"));
     test_ = load_trace(hta_data("test/test.json.gz"));
     DiffOptions o;

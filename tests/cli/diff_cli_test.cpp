@@ -1,6 +1,7 @@
 // `dreamscope diff` end to end: the built binary on trace.db files, on HTA's Kineto pair and
 // on a run against its own what-if prediction; every format, -o, the --fail-if gate and its
 // exit code, the errors, and every example of docs/diff.md.
+#include "../common/required_data.h"
 #include "../analyzers/diff_test_traces.h"
 #include "../common/scratch_dir.h"
 #include "run_command.h"
@@ -136,7 +137,7 @@ TEST(DiffCli, RunAgainstItsAmpPredictionShowsKernelsFaster) {
 
 TEST(DiffCli, HtasTracePairAtIteration1010) {
   const fs::path base = fs::path(DREAMSCOPE_SHARED_DATA_DIR) / "kineto-hta/trace_compare/base/base.json.gz";
-  if (!fs::exists(base)) GTEST_SKIP() << "shared test data not found";
+  DREAMSCOPE_REQUIRE_DATA(base);
   const CommandResult r = dreamscope("diff ../shared/data/kineto-hta/trace_compare/base/base.json.gz "
                                      "../shared/data/kineto-hta/trace_compare/test/test.json.gz --steps 1010 "
                                      "--format json --fail-if 'appeared > 0'");
@@ -178,7 +179,7 @@ TEST(DiffCli, RanksOfOneJobAndTheSlowedRank) {
 // nothing changed; two of its ranks compare as two traces.
 TEST(DiffCli, AJobFolderOfPerRankFiles) {
   const std::string job = "../shared/data/wild/param-dlrm-v100x8-nccl";
-  if (!fs::exists(fs::path(DREAMSCOPE_SOURCE_DIR) / job)) GTEST_SKIP() << "shared test data not found";
+  DREAMSCOPE_REQUIRE_DATA(fs::path(DREAMSCOPE_SOURCE_DIR) / job);
   const CommandResult same = dreamscope("diff " + job + " '" + job + "/worker*.json' --format json");
   ASSERT_EQ(same.exit_code, 0) << same.out.substr(0, 2000);
   const auto j = nlohmann::json::parse(same.out);
@@ -239,7 +240,7 @@ TEST(DiffCli, BadInputGetsOneLineNamingTheProblem) {
 // hostile_input_test.cpp) as either side: a report, or one line naming the file.
 TEST(DiffCli, HostileTracesGiveAReportOrOneLine) {
   const fs::path fuzz = fs::path(DREAMSCOPE_SHARED_DATA_DIR) / "fuzz";
-  if (!fs::exists(fuzz)) GTEST_SKIP() << "shared test data not found";
+  DREAMSCOPE_REQUIRE_DATA(fuzz);
   const std::string good = "tests/data/importers/kineto/pytorch-1.9-cpu-only.json";
   ScratchDir dir;
   const std::string report = (dir / "report").string();
@@ -279,7 +280,7 @@ TEST(DiffCli, HelpListsTheGateNamesAndComesAfterWhatif) {
 TEST(DiffDocs, EveryExampleRuns) {
   const fs::path doc = fs::path(DREAMSCOPE_SOURCE_DIR) / "docs/diff.md";
   ASSERT_TRUE(fs::exists(doc)) << doc;
-  if (!fs::exists(fs::path(DREAMSCOPE_SHARED_DATA_DIR) / "kineto-hta")) GTEST_SKIP() << "shared test data not found";
+  DREAMSCOPE_REQUIRE_DATA(fs::path(DREAMSCOPE_SHARED_DATA_DIR) / "kineto-hta");
   ScratchDir dir;
   std::istringstream text(slurp(doc));
   const std::string prefix = "$ dreamscope ";

@@ -2,6 +2,7 @@
 // memory blow-ups found by fuzzing the release binary) run through the real `dreamscope`
 // commands: each must end with a correct result, or exit 1 with one line on stderr that names
 // the file, without a signal, a hang or more than 200 MB of memory.
+#include "../common/required_data.h"
 #include <dreamscope/limits.h>
 
 #include <gtest/gtest.h>
@@ -135,7 +136,7 @@ TEST(HostileInput, EveryFuzzTraceEndsCleanlyInEveryCommand) {
 // report format comes out as valid UTF-8, the bad bytes shown as U+FFFD.
 TEST(HostileInput, ReportsAreValidUtf8WhateverTheTraceHeld) {
   const fs::path input = kFuzz / "round2" / "summary_bad_utf8.summary.db";
-  if (!fs::exists(input)) GTEST_SKIP() << input << " is not here";
+  DREAMSCOPE_REQUIRE_DATA(input);
   for (const char* format : {"text", "md", "html", "json"}) {
     const Outcome o = run({"analyze", input.string(), "--format", format});
     SCOPED_TRACE(format);
@@ -151,7 +152,7 @@ TEST(HostileInput, ReportsAreValidUtf8WhateverTheTraceHeld) {
 // undefined: said so, null in JSON, and a gate on it cannot decide, which fails it.
 TEST(HostileInput, ASpeedupOverAZeroNanosecondStepIsUndefined) {
   const fs::path input = kFuzz / "round2" / "zero_span.json";
-  if (!fs::exists(input)) GTEST_SKIP() << input << " is not here";
+  DREAMSCOPE_REQUIRE_DATA(input);
   Outcome o = run({"whatif", input.string(), "-s", "amp"});
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_NE(o.out.find("undefined"), std::string::npos) << o.out;
@@ -174,7 +175,7 @@ TEST(HostileInput, ASpeedupOverAZeroNanosecondStepIsUndefined) {
 // The breakdown then compares the runs' spans per step instead, and says so.
 TEST(HostileInput, ADataStallIsNeverNegativeWhenStepsAreMisaligned) {
   const fs::path input = kFuzz / "round2" / "negative_fetch_stall.db";
-  if (!fs::exists(input)) GTEST_SKIP() << input << " is not here";
+  DREAMSCOPE_REQUIRE_DATA(input);
   Outcome o = run({"whatif", input.string(), "-s", "amp", "--format", "json"});
   ASSERT_EQ(o.exit_code, 0) << o.err;
   const auto j = nlohmann::json::parse(o.out);

@@ -1,5 +1,6 @@
 // The whole window: a trace file written by the storage writer opened through the
 // background loader, search and jump driven as a user would, and a bad file reported.
+#include "../common/required_data.h"
 #include "gui_test_support.h"
 #include "main_window.h"
 #include "models/details_model.h"
@@ -65,7 +66,7 @@ TEST(MainWindow, OpensAKinetoTraceAndDrawsItsKernels) {
   app();
   const std::filesystem::path path = std::filesystem::path(DREAMSCOPE_SHARED_DATA_DIR) /
                                      "kineto-hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is not here";
+  DREAMSCOPE_REQUIRE_DATA(path);
   MainWindow w;
   w.resize(1400, 900);
   w.show();
@@ -111,7 +112,7 @@ TEST(MainWindow, OpensAKinetoTraceAndDrawsItsKernels) {
 TEST(MainWindow, OpensAFolderOfRanksAsOneJob) {
   app();
   const std::filesystem::path dir = std::filesystem::path(DREAMSCOPE_SHARED_DATA_DIR) / "wild/param-dlrm-v100x8-nccl";
-  if (!std::filesystem::exists(dir)) GTEST_SKIP() << dir << " is not here";
+  DREAMSCOPE_REQUIRE_DATA(dir);
   MainWindow w;
   w.show();
   QSignalSpy loaded(&w, &MainWindow::loaded);

@@ -234,9 +234,12 @@ inline std::string write_until_disk_full(const OpenSink& open, std::size_t limit
   return msg;
 }
 
+// Events a victim has flushed, at least, when it is killed.
+inline constexpr std::int64_t kFlushedBeforeKill = 20000;
+
 // Writes events in a child, flushing every 1000, and kills it with SIGKILL once 20000 are
 // flushed, in the middle of the next batch. Returns how many events were flushed before
-// it died.
+// it died (a failure if the child died before that on its own).
 inline std::int64_t flushed_before_sigkill(const OpenSink& open) {
   int fds[2];
   if (::pipe(fds) != 0) return -1;
@@ -258,7 +261,10 @@ inline std::int64_t flushed_before_sigkill(const OpenSink& open) {
   }
   ::close(fds[1]);
   std::int64_t flushed = 0, got = 0;
-  while (flushed < 20000 && ::read(fds[0], &got, sizeof got) == sizeof got) flushed = got;
+  while (flushed < kFlushedBeforeKill && ::read(fds[0], &got, sizeof got) == sizeof got) flushed = got;
+  // The child must have been writing when it was killed: one that died on its own before
+  // its first flushes would leave nothing to check, and the test would pass on nothing.
+  EXPECT_GE(flushed, kFlushedBeforeKill) << "the writer died before it was killed";
   ::kill(child, SIGKILL);
   while (::read(fds[0], &got, sizeof got) == sizeof got) flushed = got; // flushes that raced the kill
   ::close(fds[0]);

@@ -1,5 +1,6 @@
 // The baseline invariant (design.md): replaying an unmodified graph reproduces the measured
 // end of the run and of every step within 1 %, on every trace we have. Each error is printed.
+#include "../common/required_data.h"
 #include "synthetic_training_trace.h"
 
 #include <dreamscope/graph.h>
@@ -94,7 +95,7 @@ TEST(Baseline, PredictedTraceIsATraceLikeAnyOther) {
 // PyTorch-profiler traces recorded on real GPUs (HTA's test data), through the importer.
 TEST(Baseline, ImportedPyTorchProfilerTraces) {
   const std::filesystem::path root = std::filesystem::path(DREAMSCOPE_SHARED_DATA_DIR) / "kineto-hta";
-  if (!std::filesystem::exists(root)) GTEST_SKIP() << root << " not found";
+  DREAMSCOPE_REQUIRE_DATA(root);
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
     if (entry.is_regular_file() && entry.path().string().ends_with(".json.gz")) files.push_back(entry.path());

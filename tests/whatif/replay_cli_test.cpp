@@ -1,5 +1,6 @@
 // `dreamscope replay` end to end: a PyTorch-profiler trace in, the report and a predicted
 // trace.db out; bad input gives one line naming the file.
+#include "../common/required_data.h"
 #include "synthetic_training_trace.h"
 
 #include <dreamscope/storage.h>
@@ -68,7 +69,7 @@ class ReplayCli : public ::testing::Test {
 TEST_F(ReplayCli, ReportsStepsAndWritesThePrediction) {
   const std::string trace = std::string(DREAMSCOPE_SHARED_DATA_DIR) +
                             "/kineto-hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz";
-  if (!std::filesystem::exists(trace)) GTEST_SKIP() << trace << " not found";
+  DREAMSCOPE_REQUIRE_DATA(trace);
   const auto predicted = dir_ / "predicted.db";
   const Ran r = run("replay " + trace + " --format json -o " + predicted.string());
   ASSERT_EQ(r.exit_code, 0) << r.out;
