@@ -26,6 +26,8 @@ namespace {
 // Every transform a scenario may name, in the order the docs list them.
 constexpr std::array<std::string_view, 10> kOps = {"scale", "set_duration", "remove",      "insert",     "fuse",
                                                    "move",  "add_edge",     "remove_edge", "set_policy", "match_ranks"};
+// One name per TransformSpec alternative: a spec added without its name is refused here.
+static_assert(kOps.size() == std::variant_size_v<TransformSpec>, "kOps names every TransformSpec alternative");
 
 SourcePosition position_of(const toml::node& node, const std::string& file) {
   const auto& src = node.source();

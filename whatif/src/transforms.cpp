@@ -704,6 +704,9 @@ void apply(const std::vector<Transform>& transforms, const TaskSelection& select
               effect = add_edge(graph, pick(spec.from), pick(spec.to), spec.delay, location(where));
             } else if constexpr (std::is_same_v<Spec, RemoveEdgeSpec>) {
               effect = remove_edge(graph, pick(spec.from), pick(spec.to));
+            } else {
+              // A spec added to TransformSpec without a branch here would compile and do nothing.
+              static_assert(sizeof(Spec) == 0, "apply_transforms: a TransformSpec alternative has no branch");
             }
           },
           transform.spec);
