@@ -8,7 +8,7 @@
 // second, and the CPU column is the whole process's, both threads'. BM_ScanKinetoEvents times
 // one pass of the import alone: the scanner that cuts the events into runs (json_split.h),
 // over the same JSON in memory.
-#include "json_split.h"
+#include "importers/common/json_split.h"
 
 #include <dreamscope/importers.h>
 

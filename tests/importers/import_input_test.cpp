@@ -1,7 +1,7 @@
-// The importer's input buffers (storage/src/import_input.h): what discard_below gives back,
+// The importer's input buffers (storage/src/importers/common/import_input.h): what discard_below gives back,
 // what a BufferReuse keeps for the next import on its thread, and a text streamed as it is
 // read (open_input), whose pages move ahead of the reader.
-#include "import_input.h"
+#include "importers/common/import_input.h"
 #include "import_test_util.h"
 
 #include <dreamscope/trace_file.h>

@@ -1,7 +1,7 @@
-// The number formats of Kineto traces (storage/src/kineto_format.h): microsecond times as
+// The number formats of Kineto traces (storage/src/importers/kineto/kineto_format.h): microsecond times as
 // exact nanoseconds, whichever way a profiler version wrote them, and the JSON validity of
 // compound args.
-#include "kineto_format.h"
+#include "importers/kineto/kineto_format.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The trace log's reader: a part file, whole or cut short at any byte, as a Trace.
 #include "dreamscope/trace_log.h"
-#include "trace_log_format.h"
+#include "tracelog/trace_log_format.h"
 
 #include <algorithm>
 #include <cstring>

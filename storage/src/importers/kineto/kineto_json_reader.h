@@ -15,9 +15,9 @@
 #pragma once
 
 #include "dreamscope/importers.h"
-#include "import_input.h"
-#include "json_split.h"
-#include "kineto_format.h"
+#include "importers/common/import_input.h"
+#include "importers/common/json_split.h"
+#include "importers/kineto/kineto_format.h"
 
 #include <simdjson.h>
 

@@ -1,4 +1,4 @@
-#include "kineto_format.h"
+#include "importers/kineto/kineto_format.h"
 
 #include "dreamscope/limits.h"
 

@@ -2,7 +2,7 @@
 // its own small library (dreamscope_tracelog) so that the code injected into a traced
 // process links this and nothing of storage's readers, importers or SQLite.
 #include "dreamscope/trace_log.h"
-#include "trace_log_format.h"
+#include "tracelog/trace_log_format.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -6,7 +6,7 @@
 #include "dreamscope/limits.h"
 #include "dreamscope/trace_copy.h"
 
-#include "import_input.h"
+#include "importers/common/import_input.h"
 
 #include <glob.h>
 

@@ -1,4 +1,4 @@
-#include "kineto_flows.h"
+#include "importers/kineto/kineto_flows.h"
 
 #include <algorithm>
 

@@ -2,7 +2,7 @@
 
 #include "dreamscope/trace_copy.h"
 
-#include "schema.h"
+#include "tracedb/schema.h"
 
 #include <sqlite3.h>
 

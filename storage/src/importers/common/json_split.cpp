@@ -1,4 +1,4 @@
-#include "json_split.h"
+#include "importers/common/json_split.h"
 
 #include <algorithm>
 #include <cstdint>

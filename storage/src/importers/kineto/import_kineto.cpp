@@ -9,11 +9,11 @@
 #include "dreamscope/steps.h"
 #include "dreamscope/trace_file.h"
 
-#include "import_input.h"
-#include "kineto_json_reader.h"
-#include "kineto_devices.h"
-#include "kineto_flows.h"
-#include "kineto_format.h"
+#include "importers/common/import_input.h"
+#include "importers/kineto/kineto_json_reader.h"
+#include "importers/kineto/kineto_devices.h"
+#include "importers/kineto/kineto_flows.h"
+#include "importers/kineto/kineto_format.h"
 
 #include <simdjson.h>
 

@@ -1,4 +1,4 @@
-#include "import_input.h"
+#include "importers/common/import_input.h"
 
 #include "dreamscope/trace_file.h"
 

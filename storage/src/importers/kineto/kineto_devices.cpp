@@ -1,4 +1,4 @@
-#include "kineto_devices.h"
+#include "importers/kineto/kineto_devices.h"
 
 #include <algorithm>
 #include <set>

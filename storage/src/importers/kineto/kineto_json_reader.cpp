@@ -1,7 +1,7 @@
-#include "kineto_json_reader.h"
+#include "importers/kineto/kineto_json_reader.h"
 
 #include "dreamscope/trace_file.h"
-#include "json_split.h"
+#include "importers/common/json_split.h"
 
 #include <algorithm>
 #include <array>

@@ -1,6 +1,6 @@
 #include "dreamscope/exporters.h"
 #include "dreamscope/trace_file.h"
-#include "kineto_format.h"
+#include "importers/kineto/kineto_format.h"
 
 #include <algorithm>
 #include <cerrno>
