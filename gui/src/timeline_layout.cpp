@@ -14,7 +14,9 @@ TimelineLayout::TimelineLayout(const TraceDocument& doc) {
   std::map<std::uint32_t, std::vector<TrackId>> threads_of, streams_of;
   for (TrackId t = 0; t < tracks.size(); ++t) {
     track_lanes_[t] = static_cast<int>(doc.lanes(t).lanes.size());
-    if (doc.lanes(t).events == 0) continue;
+    // A thread that recorded nothing but ran (an intra-op pool, the autograd engine) is
+    // shown by its CPU use: it competes for the cores the job's threads use.
+    if (!doc.has_content(t)) continue;
     if (tracks[t].kind == TrackKind::CpuThread) threads_of[tracks[t].process].push_back(t);
     else streams_of[tracks[t].device].push_back(t);
   }

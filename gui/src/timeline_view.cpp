@@ -27,6 +27,7 @@ const QColor kDimmed(0xe3, 0xe3, 0xe3);
 const QColor kSelection(0x10, 0x10, 0x10);
 const QColor kLink(0xd3, 0x2f, 0x2f);
 const QColor kRangeFill(0x33, 0x77, 0xdd, 0x40);
+const QColor kCpuLoad(0x4c, 0xaf, 0x50, 0x50);
 
 struct Columns {
   const std::vector<TimeNs>* start;
@@ -356,6 +357,19 @@ void TimelineView::paint_lane(QPainter& p, const Lane& lane, int y, TimeNs from,
   }
 }
 
+void TimelineView::paint_cpu_load(QPainter& p, TrackId track, int y0, int height, TimeNs from, TimeNs to) const {
+  const auto& windows = doc_->cpu_load(track);
+  // The first window that ends after `from`: windows are in time order and do not overlap.
+  auto it = std::lower_bound(windows.begin(), windows.end(), from,
+                             [](const CpuLoadWindow& w, TimeNs t) { return w.end <= t; });
+  for (; it != windows.end() && it->start < to; ++it) {
+    const double x0 = scale_.x_of(it->start), x1 = scale_.x_of(it->end);
+    const int h = std::max(1, static_cast<int>(std::lround(it->utilization * (height - 2))));
+    const int xi = static_cast<int>(std::floor(x0));
+    p.fillRect(QRect(kLabelWidth + xi, y0 + height - 1 - h, std::max(1, static_cast<int>(std::ceil(x1)) - xi), h), kCpuLoad);
+  }
+}
+
 void TimelineView::paint_ruler(QPainter& p, QSize size) const {
   const int w = time_area_width(size.width());
   p.fillRect(QRect(0, 0, size.width(), kRulerHeight), kRulerBackground);
@@ -483,6 +497,8 @@ void TimelineView::paint(QPainter& p, QSize size) const {
     }
     p.setFont(QFont());
     p.setClipRect(time_area);
+    // Behind the events: how busy the thread kept a core.
+    if (!doc_->cpu_load(row.track).empty()) paint_cpu_load(p, row.track, y0, row.height, from, to);
     for (int l = 0; l < static_cast<int>(tl.lanes.size()); ++l) {
       const int ly = y0 + TimelineLayout::kTrackPadding + l * TimelineLayout::kLaneHeight;
       if (ly + TimelineLayout::kLaneHeight < kRulerHeight || ly > size.height()) continue;

@@ -100,6 +100,8 @@ class TimelineView : public QAbstractScrollArea {
   int time_width() const { return time_area_width(viewport()->width()); }
   int scroll_y() const;
   void paint_lane(QPainter& p, const Lane& lane, int y, TimeNs from, TimeNs to, int width) const;
+  // The thread's CPU use per load window, as bars from the bottom of its row.
+  void paint_cpu_load(QPainter& p, TrackId track, int y0, int height, TimeNs from, TimeNs to) const;
   void paint_ruler(QPainter& p, QSize size) const;
   void paint_links(QPainter& p, QSize size) const;
   void reveal(EventRef e);

@@ -45,6 +45,16 @@ TraceDocument::TraceDocument(Trace trace, QString path, const std::function<void
   const auto& api = trace_.cuda_api();
   const auto& ops = trace_.gpu_ops();
   lanes_.resize(tracks.size());
+  cpu_load_.resize(tracks.size());
+  for (const ThreadLoadRecord& l : trace_.thread_loads()) {
+    // A window the thread did not run in has nothing to draw; one of unknown CPU time neither.
+    if (l.track >= tracks.size() || l.cpu_ns == kNoValue || l.cpu_ns <= 0 || l.end <= l.start) continue;
+    const double share = static_cast<double>(l.cpu_ns) / static_cast<double>(l.end - l.start);
+    cpu_load_[l.track].push_back(CpuLoadWindow{l.start, l.end, std::clamp(share, 0.0, 1.0)});
+  }
+  for (auto& windows : cpu_load_) {
+    std::sort(windows.begin(), windows.end(), [](const CpuLoadWindow& a, const CpuLoadWindow& b) { return a.start < b.start; });
+  }
   for (TrackId t = 0; t < tracks.size(); ++t) {
     TrackLanes& tl = lanes_[t];
     const EventRange ar = trace_.annotations_on(t);

@@ -47,6 +47,15 @@ struct TrackLanes {
   std::size_t events = 0;
 };
 
+// What a thread ran in one load window of the tracer (a thread_load row): the share of the
+// window it was on a core. Threads that record no event (an OpenMP pool, PyTorch's autograd
+// thread) show only this.
+struct CpuLoadWindow {
+  TimeNs start = 0;
+  TimeNs end = 0;
+  double utilization = 0; // 0..1
+};
+
 struct KernelStats {
   StringId name = 0;
   std::uint64_t count = 0;
@@ -63,6 +72,10 @@ class TraceDocument {
   const Trace& trace() const { return trace_; }
   const QString& path() const { return path_; }
   const TrackLanes& lanes(TrackId t) const { return lanes_[t]; }
+  // The thread's CPU use per load window, in time order (empty: none recorded, or a stream).
+  const std::vector<CpuLoadWindow>& cpu_load(TrackId t) const { return cpu_load_[t]; }
+  // Whether the timeline has anything to draw on the track: events, or CPU time.
+  bool has_content(TrackId t) const { return lanes_[t].events > 0 || !cpu_load_[t].empty(); }
   const std::vector<KernelStats>& kernel_stats() const { return kernel_stats_; }
   TimeNs total_gpu_time() const { return total_gpu_time_; }
 
@@ -86,6 +99,7 @@ class TraceDocument {
   Trace trace_;
   QString path_;
   std::vector<TrackLanes> lanes_;
+  std::vector<std::vector<CpuLoadWindow>> cpu_load_;
   std::vector<QRgb> name_colors_;
   std::vector<KernelStats> kernel_stats_;
   TimeNs total_gpu_time_ = 0;

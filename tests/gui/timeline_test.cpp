@@ -66,6 +66,54 @@ TEST(Timeline, LaysOutProcessAndGpuGroupsWithTheirLanes) {
   EXPECT_EQ(f.doc->lane_of(find_named(*f.doc, EventTable::CudaApi, "cudaLaunchKernel")), 2);
 }
 
+// A thread that recorded no event but ran (PyTorch's intra-op pool, the autograd engine's
+// thread) has a row, drawn as its CPU use per load window: bars as tall as the share of the
+// window it was on a core. A thread that neither recorded nor ran has none.
+TEST(Timeline, AThreadWithOnlyCpuTimeIsShownByItsLoad) {
+  QApplication& application = app();
+  (void)application;
+  TraceBuilder b;
+  b.set_source(TraceSource::Tracer);
+  const auto proc = b.add_process(ProcessInfo{.pid = 100, .name = "python"});
+  const TrackId main = b.thread_track(proc, 100, "MainThread");
+  const TrackId pool = b.thread_track(proc, 101, "omp_worker");
+  const TrackId idle = b.thread_track(proc, 102, "idle");
+  b.add(AnnotationRecord{.track = main, .start = 0, .end = 100000, .name = b.intern("step")});
+  b.add(ThreadLoadRecord{.track = pool, .start = 0, .end = 50000, .cpu_ns = 50000});
+  b.add(ThreadLoadRecord{.track = pool, .start = 50000, .end = 100000, .cpu_ns = 12500});
+  b.add(ThreadLoadRecord{.track = idle, .start = 0, .end = 100000, .cpu_ns = 0});
+  auto doc = std::make_shared<const TraceDocument>(std::move(b).build(), QStringLiteral("loads"));
+  ASSERT_EQ(doc->cpu_load(pool).size(), 2u);
+  EXPECT_DOUBLE_EQ(doc->cpu_load(pool)[0].utilization, 1.0);
+  EXPECT_DOUBLE_EQ(doc->cpu_load(pool)[1].utilization, 0.25);
+  EXPECT_TRUE(doc->cpu_load(idle).empty());
+
+  TimelineView view;
+  view.setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  view.resize(kWidth + 2 * view.frameWidth(), kHeight + 2 * view.frameWidth());
+  view.show();
+  view.set_document(doc);
+  view.fit_all();
+  const TimelineLayout& layout = view.layout();
+  const int pool_row = layout.row_of_track(pool);
+  ASSERT_GE(pool_row, 0) << "a thread that only ran has a row";
+  EXPECT_LT(layout.row_of_track(idle), 0) << "one that neither recorded nor ran has none";
+
+  QImage img(view.viewport()->size(), QImage::Format_RGB32);
+  QPainter p(&img);
+  view.paint(p, img.size());
+  p.end();
+  const TimelineRow& row = layout.rows()[pool_row];
+  const int bottom = row.y + row.height - 3 + TimelineView::kRulerHeight;
+  const int top = row.y + 3 + TimelineView::kRulerHeight;
+  auto x_at = [&](TimeNs t) { return TimelineView::kLabelWidth + static_cast<int>(view.scale().x_of(t)); };
+  // Fully busy: the bar reaches the top of the row; a quarter busy: only the bottom.
+  EXPECT_NE(img.pixelColor(x_at(25000), bottom), QColor(Qt::white));
+  EXPECT_NE(img.pixelColor(x_at(25000), top), QColor(Qt::white));
+  EXPECT_NE(img.pixelColor(x_at(75000), bottom), QColor(Qt::white));
+  EXPECT_EQ(img.pixelColor(x_at(75000), top), QColor(Qt::white));
+}
+
 TEST(Timeline, DrawsEachEventInItsColourWhereTheScalePutsIt) {
   Fixture f;
   const QImage img = f.render();
