@@ -15,7 +15,6 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <sqlite3.h>
 
 #include <algorithm>
 #include <chrono>
@@ -129,35 +128,6 @@ std::map<std::string, double> run_child(const CalibrateOptions& o, bool traced, 
   return costs;
 }
 
-void apply_to_trace(const std::string& path, const std::vector<CalibrationRecord>& records) {
-  read_trace(path); // refuses, with a message naming the file, anything that is not a trace
-  sqlite3* db = nullptr;
-  if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) {
-    std::string why = sqlite3_errmsg(db);
-    sqlite3_close(db);
-    throw TraceError(path + ": cannot open: " + why);
-  }
-  sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO calibration(event_kind, cost_ns, samples, method) VALUES(?,?,?,?)",
-                     -1, &st, nullptr);
-  for (const auto& r : records) {
-    sqlite3_bind_text(st, 1, r.event_kind.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_double(st, 2, r.cost_ns);
-    sqlite3_bind_int64(st, 3, r.samples);
-    sqlite3_bind_text(st, 4, r.method.c_str(), -1, SQLITE_TRANSIENT);
-    const int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) {
-      std::string why = sqlite3_errmsg(db);
-      sqlite3_finalize(st);
-      sqlite3_close(db);
-      throw TraceError(path + ": cannot write the calibration table: " + why);
-    }
-  }
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-}
-
 int run_calibrate(const CalibrateOptions& o) {
   if (std::getenv(kChildVariable)) return measure(o.rounds, o.batch);
   if (!fs::exists(tracer_library())) {
@@ -205,7 +175,7 @@ int run_calibrate(const CalibrateOptions& o) {
     }
   }
   if (!o.apply.empty()) {
-    apply_to_trace(o.apply, records);
+    replace_calibration(o.apply, records);
     std::fprintf(stderr, "dreamscope calibrate: wrote %zu costs into %s\n", records.size(), o.apply.c_str());
   }
   return kExitOk;

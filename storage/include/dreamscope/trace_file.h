@@ -138,6 +138,11 @@ struct ReadProgress {
 Trace read_trace(const std::filesystem::path& path,
                  const std::function<void(const ReadProgress&)>& progress = {});
 
+// Writes `records` into the calibration table of the trace.db at `path`, replacing the rows
+// of the same event kinds (`dreamscope calibrate --apply`). Throws TraceError naming the
+// file if it is not a trace.db this build reads, or cannot be written.
+void replace_calibration(const std::filesystem::path& path, const std::vector<CalibrationRecord>& records);
+
 // True when the file starts with the SQLite header (used to pick an importer).
 bool looks_like_sqlite(const std::filesystem::path& path);
 

@@ -614,4 +614,34 @@ void write_trace(const Trace& trace, const std::filesystem::path& path) {
   w.close(trace.meta_value("complete", "1") != "0");
 }
 
+void replace_calibration(const std::filesystem::path& path, const std::vector<CalibrationRecord>& records) {
+  read_trace(path); // refuses, with a message naming the file, anything that is not a trace.db
+  sqlite3* db = nullptr;
+  const auto fail = [&](const std::string& what) {
+    const std::string why = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    throw TraceError(path.string() + ": " + what + ": " + why);
+  };
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) fail("cannot open");
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO calibration(event_kind, cost_ns, samples, method) VALUES(?,?,?,?)",
+                         -1, &st, nullptr) != SQLITE_OK) {
+    fail("cannot write the calibration table");
+  }
+  for (const auto& r : records) {
+    bind_text(st, 1, r.event_kind);
+    sqlite3_bind_double(st, 2, r.cost_ns);
+    sqlite3_bind_int64(st, 3, r.samples);
+    bind_text(st, 4, r.method);
+    const int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+      sqlite3_finalize(st);
+      fail("cannot write the calibration table");
+    }
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+
 } // namespace dreamscope
