@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 
 #include <fstream>
+#include <map>
 #include <random>
 
 namespace dreamscope {
@@ -31,6 +32,29 @@ TEST(TraceRoundTrip, EveryTableAndField) {
   EXPECT_EQ(back.end_time(), 20000);
   // Written, the file is one self-contained database: the WAL was folded back in.
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "full.db-wal"));
+}
+
+// `dreamscope calibrate --apply`: a trace.db's calibration rows replaced by kind, the rest of
+// the table and every event kept; a file that is not a trace.db is refused by name.
+TEST(TraceRoundTrip, CalibrationRowsAreReplacedByKind) {
+  ScratchDir dir;
+  Trace original = test::make_full_trace();
+  write_trace(original, dir / "full.db");
+  const std::size_t before = original.calibration().size();
+  replace_calibration(dir / "full.db", {CalibrationRecord{"nvtx_range", 33.5, 9000, "calibrate"},
+                                        CalibrationRecord{"cuda_api", 120.0, 4500, "calibrate"}});
+  Trace back = read_trace(dir / "full.db");
+  EXPECT_EQ(back.annotations().size(), original.annotations().size());
+  EXPECT_EQ(back.cuda_api().size(), original.cuda_api().size());
+  EXPECT_EQ(back.gpu_ops().size(), original.gpu_ops().size());
+  std::map<std::string, double> costs;
+  for (const auto& c : back.calibration()) costs[c.event_kind] = c.cost_ns;
+  EXPECT_EQ(costs["nvtx_range"], 33.5);
+  EXPECT_EQ(costs["cuda_api"], 120.0);
+  EXPECT_EQ(costs["nvtx_mark"], 14.25) << "a kind not given is kept";
+  EXPECT_EQ(back.calibration().size(), before + 1);
+  std::ofstream(dir / "text.db") << "not a trace";
+  EXPECT_THROW(replace_calibration(dir / "text.db", {}), TraceError);
 }
 
 TEST(TraceRoundTrip, ViewsResolveNamesForSqlUsers) {
