@@ -258,10 +258,14 @@ std::vector<TimeNs> job_durations(const Side& s) {
   return out;
 }
 
+// The rank's own steps: a range of rank_steps, which is ordered by rank first. Called once
+// per rank, so a scan of every rank's steps made a job of R ranks cost R² (8000 ranks of two
+// steps: 11.8 s; bench/complexity.py's `ranks` shape).
 std::vector<TimeNs> rank_durations(const Side& s, std::int64_t rank) {
   std::vector<TimeNs> out;
-  for (const auto& [k, span] : s.rank_steps) {
-    if (k.first == rank) out.push_back(span.duration());
+  for (auto it = s.rank_steps.lower_bound({rank, std::numeric_limits<std::int64_t>::min()});
+       it != s.rank_steps.end() && it->first.first == rank; ++it) {
+    out.push_back(it->second.duration());
   }
   return out;
 }
