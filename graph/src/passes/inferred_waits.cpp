@@ -78,20 +78,43 @@ void add_thread_handoffs(GraphBuildState& s) {
   if (threads.size() < 2) return;
   auto is_event = [&](TaskId t) { return tasks.kind[t] != TaskKind::CpuWork; };
   const std::vector<TimeNs>& starts = tasks.measured_start;
+  // Every thread's events, per process, by start: a wait looks only at the events that
+  // start inside it. Trying every other thread for every long range cost threads² (3000
+  // threads of one 1 ms operator each: 5 s; bench/complexity.py's waiting_threads shape).
+  struct EventStart {
+    TimeNs start;
+    ResourceId thread;
+    TaskId task;
+  };
+  std::map<std::uint32_t, std::vector<EventStart>> events_by_process;
+  for (ResourceId b : threads) {
+    auto& events = events_by_process[process_of(trace, b)];
+    for (TaskId t = tasks.first(b); t < tasks.end(b); ++t) {
+      if (is_event(t)) events.push_back({starts[t], b, t});
+    }
+  }
+  for (auto& [process, events] : events_by_process) {
+    std::stable_sort(events.begin(), events.end(), [](const EventStart& x, const EventStart& y) { return x.start < y.start; });
+  }
+  std::vector<TaskId> seen_for(tasks.resource_count(), kNoTask); // the wait that last looked at a thread
   for (ResourceId a : threads) {
+    const auto& events = events_by_process[process_of(trace, a)];
     for (TaskId p = tasks.first(a); p < tasks.end(a); ++p) {
       const TimeNs ps = starts[p], pe = tasks.measured_end[p];
       if (pe - ps < kMinWait || (tasks.flags[p] & kTaskBlocking)) continue;
       const TimeNs slack = std::max<TimeNs>(kMinResume, static_cast<TimeNs>(kResumeShare * static_cast<double>(pe - ps)));
       TaskId best_first = kNoTask, best_last = kNoTask;
+      ResourceId best_thread = 0;
       TimeNs best_resume = slack + 1;
-      for (ResourceId b : threads) {
-        if (b == a || process_of(trace, b) != process_of(trace, a)) continue;
+      auto it = std::lower_bound(events.begin(), events.end(), ps,
+                                 [](const EventStart& e, TimeNs t) { return e.start < t; });
+      for (; it != events.end() && it->start < pe; ++it) {
+        const ResourceId b = it->thread;
+        // A thread's first event at or after the wait's start is the first of it seen here.
+        if (b == a || seen_for[b] == p) continue;
+        seen_for[b] = p;
         const TaskId begin = tasks.first(b), end = tasks.end(b);
-        // The first event of b that starts at or after the wait's start.
-        TaskId first = static_cast<TaskId>(std::lower_bound(starts.begin() + begin, starts.begin() + end, ps) - starts.begin());
-        while (first < end && !is_event(first)) ++first;
-        if (first == end || starts[first] >= pe) continue;
+        const TaskId first = it->task;
         // Idle from before the wait began: the piece before the burst is b's idle time.
         if (first > begin && (is_event(first - 1) || starts[first - 1] > ps)) continue;
         // The burst's last event, and b idle from its end until after the waiter resumed.
@@ -103,10 +126,12 @@ void add_thread_handoffs(GraphBuildState& s) {
         if (tasks.measured_end[last] > pe) continue;
         if (last + 1 < end && tasks.measured_end[last + 1] < pe) continue; // b idle, then busy again before p ended
         const TimeNs resume = pe - tasks.measured_end[last];
-        if (resume < best_resume) {
+        // The soonest resume; among equals, the lowest thread, as when threads were tried in order.
+        if (resume < best_resume || (best_first != kNoTask && resume == best_resume && b < best_thread)) {
           best_resume = resume;
           best_first = first;
           best_last = last;
+          best_thread = b;
         }
       }
       if (best_first == kNoTask) continue;
