@@ -30,8 +30,8 @@ failed, 2 bad usage or no `dreamscope`.
 
 What is timed is the CPU time of the command's process (user + system, all threads, from
 wait4), not its wall time: on a shared machine the wall time of a run says as much about the
-neighbours as about the run (the quick run below took 55 CPU-s and 113 s of wall time at a load
-of 6 on 2 cores), the CPU time much less. The wall time is printed beside it.
+neighbours as about the run (a quick run took 55 CPU-s and 113 s of wall time at a load of 6
+on 2 cores), the CPU time much less. The wall time is printed beside it.
 
 The slack. A command at 8N is OVER when
     t(8N) > SLACK * bound * t(N) + FLOOR_S        (CPU time, SLACK 1.5, FLOOR_S 0.03 s)
