@@ -76,6 +76,57 @@ inline std::vector<Interval> subtract_intervals(const std::vector<Interval>& a, 
   return out;
 }
 
+// How much of a window a fixed set of intervals covers, counting each interval's overlap
+// (intervals that overlap each other count twice): the sum over the set of
+// max(0, min(end, e) - max(start, s)), in O(log n) a window. The analyses ask it once per
+// step; scanning the whole set for each step made a trace of 100k steps quadratic.
+//
+// An interval [s, e) overlaps [a, b) by T(s) - T(e), where T(x) = max(0, b - max(x, a)) is
+// the window's time from x on. So the sum is the T of every start less the T of every end,
+// and over sorted starts (or ends) T sums from a count and a prefix sum. Sums are 128-bit:
+// 10^5 instants of 2^62 ns overflow 64 bits.
+class OverlapIndex {
+ public:
+  explicit OverlapIndex(const std::vector<Interval>& set) {
+    starts_.reserve(set.size());
+    ends_.reserve(set.size());
+    for (const Interval& i : set) {
+      starts_.push_back(i.start);
+      ends_.push_back(i.end);
+    }
+    std::sort(starts_.begin(), starts_.end());
+    std::sort(ends_.begin(), ends_.end());
+    start_sums_ = prefix_sums(starts_);
+    end_sums_ = prefix_sums(ends_);
+  }
+
+  std::int64_t overlap(std::int64_t start, std::int64_t end) const {
+    if (end <= start) return 0;
+    return static_cast<std::int64_t>(time_after(starts_, start_sums_, start, end) -
+                                     time_after(ends_, end_sums_, start, end));
+  }
+
+ private:
+  static std::vector<__int128> prefix_sums(const std::vector<std::int64_t>& sorted) {
+    std::vector<__int128> sums(sorted.size() + 1, 0);
+    for (std::size_t i = 0; i < sorted.size(); ++i) sums[i + 1] = sums[i] + sorted[i];
+    return sums;
+  }
+
+  // The sum of T(x) over `sorted`: each x at or before `a` sees all of [a, b), each x inside
+  // sees [x, b), each x at or after b nothing.
+  static __int128 time_after(const std::vector<std::int64_t>& sorted, const std::vector<__int128>& sums,
+                             std::int64_t a, std::int64_t b) {
+    const auto first_inside = static_cast<std::size_t>(std::upper_bound(sorted.begin(), sorted.end(), a) - sorted.begin());
+    const auto first_after = static_cast<std::size_t>(std::lower_bound(sorted.begin(), sorted.end(), b) - sorted.begin());
+    const auto inside = static_cast<__int128>(first_after - first_inside);
+    return static_cast<__int128>(first_inside) * (b - a) + inside * b - (sums[first_after] - sums[first_inside]);
+  }
+
+  std::vector<std::int64_t> starts_, ends_;
+  std::vector<__int128> start_sums_, end_sums_;
+};
+
 // Round half away from zero to `decimals` places, as the reports print HTA's rounded figures.
 inline double round_to(double v, int decimals) {
   double scale = 1;

@@ -139,12 +139,12 @@ Worker read_worker(const std::string& name, const Trace& trace) {
   const auto& kernel = m.roles[static_cast<std::size_t>(StepCategory::Kernel)];
   const auto& computation = kernel.empty() ? m.roles[static_cast<std::size_t>(StepCategory::CpuExec)] : kernel;
   const auto& communication = m.roles[static_cast<std::size_t>(StepCategory::Communication)];
-  const std::vector<Interval> overlap = detail::intersect_intervals(computation, communication);
+  const detail::OverlapIndex overlap(detail::intersect_intervals(computation, communication));
+  const detail::OverlapIndex comp_index(computation), comm_index(communication);
   for (const StepTime& step : steps.steps) {
-    const std::vector<Interval> span{{step.start, step.end}};
-    const TimeNs both = detail::intersection_length(span, overlap);
-    const TimeNs comp = detail::intersection_length(span, computation);
-    const TimeNs comm = detail::intersection_length(span, communication);
+    const TimeNs both = overlap.overlap(step.start, step.end);
+    const TimeNs comp = comp_index.overlap(step.start, step.end);
+    const TimeNs comm = comm_index.overlap(step.start, step.end);
     w.overlap.push_back({step.name, comp - both, both, comm - both, step.duration() + both - comp - comm});
   }
   return w;

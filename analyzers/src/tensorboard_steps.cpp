@@ -120,9 +120,9 @@ StepBreakdown step_breakdown(const Trace& trace) {
   }
   claimed[static_cast<std::size_t>(StepCategory::Other)] = std::move(free);
 
-  for (StepTime& s : out.steps) {
-    const std::vector<tb::Interval> step{{s.start, s.end}};
-    for (std::size_t c = 0; c < kStepCategories; ++c) s.time[c] = detail::intersection_length(step, claimed[c]);
+  for (std::size_t c = 0; c < kStepCategories; ++c) {
+    const detail::OverlapIndex category(claimed[c]);
+    for (StepTime& s : out.steps) s.time[c] = category.overlap(s.start, s.end);
   }
   TimeNs total = 0;
   for (const StepTime& s : out.steps) {
