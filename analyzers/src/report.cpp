@@ -36,11 +36,81 @@ std::optional<ReportSection> report_section_from_string(std::string_view s) {
   return std::nullopt;
 }
 
+namespace {
+
+struct StepParts {
+  std::size_t first, slowest, median;
+};
+
+StepParts step_parts(std::size_t limit) { return {(limit + 2) / 3, (limit + 1) / 3, limit / 3}; }
+
+} // namespace
+
+std::vector<std::size_t> listed_steps(const std::vector<TimeNs>& durations, std::size_t limit) {
+  const std::size_t n = durations.size();
+  std::vector<std::size_t> rows;
+  if (n <= limit) {
+    rows.resize(n);
+    for (std::size_t i = 0; i < n; ++i) rows[i] = i;
+    return rows;
+  }
+  const StepParts parts = step_parts(limit);
+  std::vector<char> taken(n, 0);
+  for (std::size_t i = 0; i < parts.first; ++i) taken[i] = 1;
+  // Slowest first, the earlier step first among equals: the same trace lists the same steps.
+  std::vector<std::size_t> by_duration(n);
+  for (std::size_t i = 0; i < n; ++i) by_duration[i] = i;
+  std::stable_sort(by_duration.begin(), by_duration.end(),
+                   [&](std::size_t a, std::size_t b) { return durations[a] > durations[b]; });
+  std::size_t want = 0;
+  auto take = [&](std::size_t position) {
+    if (want > 0 && !taken[by_duration[position]]) {
+      taken[by_duration[position]] = 1;
+      --want;
+    }
+  };
+  want = parts.slowest;
+  for (std::size_t k = 0; k < n && want > 0; ++k) take(k);
+  // Outwards from the median, one below then one above, so that the part straddles it.
+  want = parts.median;
+  auto below = static_cast<std::ptrdiff_t>(n / 2), above = below + 1;
+  const auto end = static_cast<std::ptrdiff_t>(n);
+  while (want > 0 && (below >= 0 || above < end)) {
+    if (below >= 0) take(static_cast<std::size_t>(below--));
+    if (above < end) take(static_cast<std::size_t>(above++));
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (taken[i]) rows.push_back(i);
+  }
+  return rows;
+}
+
+std::string listed_steps_note(std::size_t listed, std::size_t total) {
+  if (listed >= total) return {};
+  const StepParts p = step_parts(listed);
+  std::vector<std::string> parts;
+  if (p.first > 0) parts.push_back("the first " + std::to_string(p.first));
+  if (p.slowest > 0) parts.push_back("the " + std::to_string(p.slowest) + " slowest");
+  if (p.median > 0) parts.push_back(std::to_string(p.median) + " around the median duration");
+  std::string which;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    which += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  }
+  return std::to_string(listed) + " of " + std::to_string(total) + " steps listed: " + which +
+         "; --all-steps lists every step.";
+}
+
 bool AnalysisReport::has(ReportSection s) const {
   return std::find(options.sections.begin(), options.sections.end(), s) != options.sections.end();
 }
 
 namespace detail {
+
+std::vector<std::size_t> step_rows(const ReportOptions& options, const std::vector<TimeNs>& durations, bool json) {
+  const std::size_t top = std::max<std::size_t>(options.top, 1);
+  const std::size_t limit = options.all_steps ? durations.size() : json ? std::max(top, kJsonStepRows) : top;
+  return listed_steps(durations, limit);
+}
 
 std::string track_label(const Trace& trace, TrackId t) {
   const TrackInfo& info = trace.tracks()[t];
@@ -224,9 +294,14 @@ std::string render_json(const AnalysisReport& r) {
       for (std::size_t c = 0; c < kStepCategories; ++c) o[std::string(to_string(static_cast<StepCategory>(c)))] = a[c];
       return o;
     };
+    std::vector<TimeNs> durations;
+    for (const auto& s : r.steps->steps) durations.push_back(s.duration());
+    const std::vector<std::size_t> rows = detail::step_rows(r.options, durations, true);
     json steps = json::array();
-    for (const auto& s : r.steps->steps) {
-      steps.push_back({{"name", s.name},
+    for (std::size_t i : rows) {
+      const StepTime& s = r.steps->steps[i];
+      steps.push_back({{"index", i},
+                       {"name", s.name},
                        {"start_ns", s.start},
                        {"end_ns", s.end},
                        {"host_start_ns", s.host_start},
@@ -235,6 +310,8 @@ std::string render_json(const AnalysisReport& r) {
                        {"time_ns", times(s.time)}});
     }
     j["steps"] = {{"categories", cats},
+                  {"step_count", durations.size()},
+                  {"steps_left_out", durations.size() - rows.size()},
                   {"steps", steps},
                   {"average_ns", times(r.steps->average)},
                   {"average_duration_ns", r.steps->average_duration}};
@@ -254,9 +331,13 @@ std::string render_json(const AnalysisReport& r) {
   }
 
   if (r.data_stalls) {
+    std::vector<TimeNs> durations;
+    for (const auto& s : r.data_stalls->steps) durations.push_back(s.end - s.start);
+    const std::vector<std::size_t> rows = detail::step_rows(r.options, durations, true);
     json steps = json::array();
-    for (const auto& s : r.data_stalls->steps) {
-      steps.push_back({{"step", s.step},       {"start_ns", s.start},
+    for (std::size_t i : rows) {
+      const StepDataStall& s = r.data_stalls->steps[i];
+      steps.push_back({{"index", i},           {"step", s.step},       {"start_ns", s.start},
                        {"end_ns", s.end},       {"data_wait_ns", s.data_wait},
                        {"fetch_ns", s.fetch},   {"prep_ns", s.prep},
                        {"batches", s.batches},  {"stall_fraction", s.stall_fraction()}});
@@ -264,6 +345,8 @@ std::string render_json(const AnalysisReport& r) {
     j["data_stalls"] = {{"source", r.data_stalls->source},
                         {"total_wait_ns", r.data_stalls->total_wait},
                         {"total_time_ns", r.data_stalls->total_time},
+                        {"step_count", durations.size()},
+                        {"steps_left_out", durations.size() - rows.size()},
                         {"steps", steps}};
   }
 
@@ -294,14 +377,22 @@ std::string render_json(const AnalysisReport& r) {
                   {"length_ns", s.length()}, {"tasks", s.tasks},    {"ends_with", s.ends_with}, {"share_of_run", s.share_of_run},
                   {"by_category_ns", by_category}, {"split", split}, {"operations", ops}};
     };
+    std::vector<TimeNs> durations;
+    for (const auto& s : c.steps) durations.push_back(s.length());
+    const std::vector<std::size_t> rows = detail::step_rows(r.options, durations, true);
     json steps = json::array();
-    for (const auto& s : c.steps) steps.push_back(summary(s));
+    for (std::size_t i : rows) {
+      steps.push_back(summary(c.steps[i]));
+      steps.back()["index"] = i;
+    }
     j["critical_path"] = {{"available", c.available},
                           {"note", c.note},
                           {"measured_span_ns", c.measured_span},
                           {"replayed_span_ns", c.replayed_span},
                           {"unscheduled", c.unscheduled},
                           {"run", summary(c.run)},
+                          {"step_count", durations.size()},
+                          {"steps_left_out", durations.size() - rows.size()},
                           {"steps", steps}};
   }
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";

@@ -1,7 +1,9 @@
-// What made a report of many steps slow: per-step overlap sums over every interval
-// (analyzers/src/intervals.h, OverlapIndex), against the plain definition it replaced, on
-// random and edge cases.
+// What made a report of many steps slow and large: per-step overlap sums over every interval
+// (analyzers/src/intervals.h, OverlapIndex) and tables that listed every step
+// (listed_steps). Each against the plain definition it replaced, on random and edge cases.
 #include "intervals.h"
+
+#include <dreamscope/report.h>
 
 #include <gtest/gtest.h>
 
@@ -9,6 +11,7 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <set>
 #include <vector>
 
 namespace dreamscope::analyzers {
@@ -65,6 +68,57 @@ TEST(OverlapIndex, InstantsNearTheLimitsOfATraceDoNotOverflow) {
   EXPECT_EQ(index.overlap(kFar - 100000 + 3, kFar - 100000 + 23), 2 + 5 + 3);
   const OverlapIndex negative({{-kFar, -kFar + 10}, {-kFar + 5, -kFar + 20}});
   EXPECT_EQ(negative.overlap(-kFar, -kFar + 100), 25);
+}
+
+TEST(ListedSteps, EveryStepWhenThereAreNoMoreThanTheLimit) {
+  EXPECT_EQ(listed_steps({}, 15), std::vector<std::size_t>{});
+  EXPECT_EQ(listed_steps({5, 1, 9}, 3), (std::vector<std::size_t>{0, 1, 2}));
+  EXPECT_EQ(listed_steps({5, 1, 9}, 1000), (std::vector<std::size_t>{0, 1, 2}));
+  EXPECT_EQ(listed_steps_note(3, 3), "");
+}
+
+TEST(ListedSteps, TheFirstTheSlowestAndTheMedianInStepOrder) {
+  // 100 steps of 10 + i % 7 ns, but steps 50 and 80 slow and step 2 slowest of all.
+  std::vector<TimeNs> d(100);
+  for (std::size_t i = 0; i < d.size(); ++i) d[i] = 10 + static_cast<TimeNs>(i % 7);
+  d[50] = 500;
+  d[80] = 400;
+  d[2] = 900; // among the first: the slowest part takes the next ones
+  const std::vector<std::size_t> rows = listed_steps(d, 9);
+  ASSERT_EQ(rows.size(), 9u);
+  EXPECT_TRUE(std::is_sorted(rows.begin(), rows.end()));
+  const std::set<std::size_t> listed(rows.begin(), rows.end());
+  for (std::size_t i : {0u, 1u, 2u}) EXPECT_TRUE(listed.count(i)) << "first " << i;
+  for (std::size_t i : {50u, 80u}) EXPECT_TRUE(listed.count(i)) << "slow " << i;
+  // The third slowest is the earliest step of the longest usual duration (16 ns: i % 7 == 6).
+  EXPECT_TRUE(listed.count(6));
+  // The median duration is 13 ns; the three around it take that duration.
+  std::size_t median = 0;
+  for (std::size_t i : rows) median += d[i] == 13;
+  EXPECT_EQ(median, 3u);
+  EXPECT_EQ(listed_steps_note(9, 100),
+            "9 of 100 steps listed: the first 3, the 3 slowest and 3 around the median duration; --all-steps "
+            "lists every step.");
+}
+
+TEST(ListedSteps, SmallLimitsAndEqualDurationsAreStable) {
+  const std::vector<TimeNs> same(1000, 7);
+  EXPECT_EQ(listed_steps(same, 1), std::vector<std::size_t>{0});
+  EXPECT_EQ(listed_steps(same, 2), (std::vector<std::size_t>{0, 1}));
+  // Ties go to the earlier step: the slowest of equals are the first not taken, the median's
+  // the steps around the middle.
+  EXPECT_EQ(listed_steps(same, 6), (std::vector<std::size_t>{0, 1, 2, 3, 500, 501}));
+  EXPECT_EQ(listed_steps_note(1, 1000), "1 of 1000 steps listed: the first 1; --all-steps lists every step.");
+  EXPECT_EQ(listed_steps_note(2, 1000),
+            "2 of 1000 steps listed: the first 1 and the 1 slowest; --all-steps lists every step.");
+}
+
+TEST(ListedSteps, TakesLogLinearTimeOnAMillionSteps) {
+  // Not a timing test: it would take minutes if any part scanned all steps per listed step.
+  std::vector<TimeNs> d(1'000'000);
+  std::mt19937_64 rng(7);
+  for (TimeNs& t : d) t = static_cast<TimeNs>(rng() % 1000);
+  EXPECT_EQ(listed_steps(d, 1000).size(), 1000u);
 }
 
 } // namespace
