@@ -2,6 +2,7 @@
 #include "dreamscope/report.h"
 
 #include "intervals.h"
+#include "json_text.h"
 #include "report_tables.h"
 
 #include <nlohmann/json.hpp>
@@ -195,16 +196,24 @@ AnalysisReport analyze_trace(const Trace& trace, std::string trace_name, const R
   return r;
 }
 
+// Each section is a document of its short members; its long arrays (one row per operation,
+// kernel, launch, annotation name or step) are written a row at a time (json_text.h). The
+// text is what dump(2) of the whole report as one document would be.
 std::string render_json(const AnalysisReport& r) {
   using nlohmann::json;
+  using detail::json_at;
+  using detail::json_members;
+  using detail::json_object;
+  using detail::json_rows;
   auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
-  json j;
-  j["schema"] = kReportJsonSchema;
-  j["trace"] = {{"name", r.trace_name}, {"source", r.source},      {"begin_ns", r.begin},
-                {"end_ns", r.end},      {"duration_ns", r.end - r.begin}, {"events", r.events}};
+  detail::JsonMembers doc; // the report's members, nested one deep
+  doc["schema"] = json_at(kReportJsonSchema, 1);
+  doc["trace"] = json_at({{"name", r.trace_name}, {"source", r.source},      {"begin_ns", r.begin},
+                          {"end_ns", r.end},      {"duration_ns", r.end - r.begin}, {"events", r.events}},
+                         1);
   json sections = json::array();
   for (ReportSection s : r.options.sections) sections.push_back(to_string(s));
-  j["sections"] = sections;
+  doc["sections"] = json_at(sections, 1);
 
   if (r.cross_stack) {
     auto op = [](const OperationTime& o) {
@@ -216,9 +225,11 @@ std::string render_json(const AnalysisReport& r) {
                   {"cpu_gpu_overlap_ns", o.cpu_gpu_overlap},
                   {"total_ns", o.total()}};
     };
-    json ops = json::array();
-    for (const auto& o : r.cross_stack->operations) ops.push_back(op(o));
-    j["cross_stack"] = {{"operations", ops}, {"all", op(r.cross_stack->all)}};
+    const auto& ops = r.cross_stack->operations;
+    detail::JsonMembers cs;
+    cs["operations"] = json_rows(ops.size(), 2, [&](std::size_t i) { return op(ops[i]); });
+    cs["all"] = json_at(op(r.cross_stack->all), 2);
+    doc["cross_stack"] = json_object(std::move(cs), 1);
   }
 
   if (r.hta) {
@@ -247,12 +258,6 @@ std::string render_json(const AnalysisReport& r) {
     for (const auto& k : h.kernels.by_type) {
       hj["kernel_types"].push_back({{"kernel_type", k.kernel_type}, {"sum_us", k.sum}, {"percentage", k.percentage}});
     }
-    hj["kernels"] = json::array();
-    for (const auto& k : h.kernels.by_name) {
-      hj["kernels"].push_back({{"name", k.name},   {"kernel_type", to_string(k.type)}, {"count", k.count},
-                               {"sum_us", k.sum},  {"min_us", k.min},                   {"max_us", k.max},
-                               {"mean_us", k.mean}, {"stddev_us", k.stddev}});
-    }
     hj["comm_comp_overlap_pct"] = opt(h.comm_comp_overlap_pct);
     const LaunchSummary& ls = h.launch_summary;
     hj["launch_summary"] = {{"count", ls.count},
@@ -264,26 +269,36 @@ std::string render_json(const AnalysisReport& r) {
     // Rows as arrays: a large trace has one per launch.
     hj["launch_columns"] = {"correlation", "runtime_name", "kernel_name", "cpu_duration_us", "gpu_duration_us",
                             "launch_delay_us"};
-    hj["launches"] = json::array();
-    for (const auto& l : h.launches) {
-      hj["launches"].push_back(json::array({l.correlation, l.runtime_name, l.kernel_name, l.cpu_duration,
-                                            l.gpu_duration, l.launch_delay}));
-    }
-    hj["queue_length"] = json::array();
-    for (const auto& q : h.queue_length) {
-      json points = json::array();
-      for (const auto& p : q.series) points.push_back(json::array({p.ts, p.queue_length}));
-      hj["queue_length"].push_back(
-          {{"device", q.device}, {"stream", q.stream}, {"max", q.max}, {"mean", q.mean}, {"points", points}});
-    }
-    auto annotations = [](const std::vector<AnnotationTotal>& v) {
-      json a = json::array();
-      for (const auto& x : v) a.push_back({{"name", x.name}, {"count", x.count}, {"sum_us", x.sum}});
-      return a;
+    detail::JsonMembers hm = json_members(hj, 1);
+    const auto& kernels = h.kernels.by_name;
+    hm["kernels"] = json_rows(kernels.size(), 2, [&](std::size_t i) {
+      const KernelNameStats& k = kernels[i];
+      return json{{"name", k.name},   {"kernel_type", to_string(k.type)}, {"count", k.count},
+                  {"sum_us", k.sum},  {"min_us", k.min},                   {"max_us", k.max},
+                  {"mean_us", k.mean}, {"stddev_us", k.stddev}};
+    });
+    hm["launches"] = json_rows(h.launches.size(), 2, [&](std::size_t i) {
+      const auto& l = h.launches[i];
+      return json::array({l.correlation, l.runtime_name, l.kernel_name, l.cpu_duration, l.gpu_duration, l.launch_delay});
+    });
+    hm["queue_length"] = detail::json_texts(h.queue_length.size(), 2, [&](std::size_t i) {
+      const auto& q = h.queue_length[i];
+      // A stream's points are one per change of its queue length: written a point at a time too.
+      detail::JsonMembers qm =
+          json_members(json{{"device", q.device}, {"stream", q.stream}, {"max", q.max}, {"mean", q.mean}}, 3);
+      qm["points"] = json_rows(q.series.size(), 4, [&](std::size_t p) {
+        return json::array({q.series[p].ts, q.series[p].queue_length});
+      });
+      return json_object(std::move(qm), 3);
+    });
+    auto annotations = [&](const std::vector<AnnotationTotal>& v) {
+      return json_rows(v.size(), 2, [&](std::size_t i) {
+        return json{{"name", v[i].name}, {"count", v[i].count}, {"sum_us", v[i].sum}};
+      });
     };
-    hj["cpu_annotations"] = annotations(h.cpu_annotations);
-    hj["gpu_annotations"] = annotations(h.gpu_annotations);
-    j["hta"] = hj;
+    hm["cpu_annotations"] = annotations(h.cpu_annotations);
+    hm["gpu_annotations"] = annotations(h.gpu_annotations);
+    doc["hta"] = json_object(std::move(hm), 1);
   }
 
   if (r.steps) {
@@ -297,65 +312,67 @@ std::string render_json(const AnalysisReport& r) {
     std::vector<TimeNs> durations;
     for (const auto& s : r.steps->steps) durations.push_back(s.duration());
     const std::vector<std::size_t> rows = detail::step_rows(r.options, durations, true);
-    json steps = json::array();
-    for (std::size_t i : rows) {
-      const StepTime& s = r.steps->steps[i];
-      steps.push_back({{"index", i},
-                       {"name", s.name},
-                       {"start_ns", s.start},
-                       {"end_ns", s.end},
-                       {"host_start_ns", s.host_start},
-                       {"host_end_ns", s.host_end},
-                       {"device_ops", s.device_ops},
-                       {"time_ns", times(s.time)}});
-    }
-    j["steps"] = {{"categories", cats},
-                  {"step_count", durations.size()},
-                  {"steps_left_out", durations.size() - rows.size()},
-                  {"steps", steps},
-                  {"average_ns", times(r.steps->average)},
-                  {"average_duration_ns", r.steps->average_duration}};
+    detail::JsonMembers sm = json_members({{"categories", cats},
+                                           {"step_count", durations.size()},
+                                           {"steps_left_out", durations.size() - rows.size()},
+                                           {"average_ns", times(r.steps->average)},
+                                           {"average_duration_ns", r.steps->average_duration}},
+                                          1);
+    sm["steps"] = json_rows(rows.size(), 2, [&](std::size_t k) {
+      const StepTime& s = r.steps->steps[rows[k]];
+      return json{{"index", rows[k]},
+                  {"name", s.name},
+                  {"start_ns", s.start},
+                  {"end_ns", s.end},
+                  {"host_start_ns", s.host_start},
+                  {"host_end_ns", s.host_end},
+                  {"device_ops", s.device_ops},
+                  {"time_ns", times(s.time)}};
+    });
+    doc["steps"] = json_object(std::move(sm), 1);
   }
 
   if (r.gpu) {
-    j["gpu"] = json::array();
+    json gpu = json::array();
     for (const auto& g : *r.gpu) {
-      j["gpu"].push_back({{"device", g.device},
-                          {"name", g.name},
-                          {"steps_time_ns", g.steps_time},
-                          {"busy_ns", g.busy},
-                          {"gpu_utilization", g.gpu_utilization},
-                          {"sm_efficiency", opt(g.sm_efficiency)},
-                          {"achieved_occupancy", opt(g.achieved_occupancy)}});
+      gpu.push_back({{"device", g.device},
+                     {"name", g.name},
+                     {"steps_time_ns", g.steps_time},
+                     {"busy_ns", g.busy},
+                     {"gpu_utilization", g.gpu_utilization},
+                     {"sm_efficiency", opt(g.sm_efficiency)},
+                     {"achieved_occupancy", opt(g.achieved_occupancy)}});
     }
+    doc["gpu"] = json_at(gpu, 1);
   }
 
   if (r.data_stalls) {
     std::vector<TimeNs> durations;
     for (const auto& s : r.data_stalls->steps) durations.push_back(s.end - s.start);
     const std::vector<std::size_t> rows = detail::step_rows(r.options, durations, true);
-    json steps = json::array();
-    for (std::size_t i : rows) {
-      const StepDataStall& s = r.data_stalls->steps[i];
-      steps.push_back({{"index", i},           {"step", s.step},       {"start_ns", s.start},
-                       {"end_ns", s.end},       {"data_wait_ns", s.data_wait},
-                       {"fetch_ns", s.fetch},   {"prep_ns", s.prep},
-                       {"batches", s.batches},  {"stall_fraction", s.stall_fraction()}});
-    }
-    j["data_stalls"] = {{"source", r.data_stalls->source},
-                        {"total_wait_ns", r.data_stalls->total_wait},
-                        {"total_time_ns", r.data_stalls->total_time},
-                        {"step_count", durations.size()},
-                        {"steps_left_out", durations.size() - rows.size()},
-                        {"steps", steps}};
+    detail::JsonMembers dm = json_members({{"source", r.data_stalls->source},
+                                           {"total_wait_ns", r.data_stalls->total_wait},
+                                           {"total_time_ns", r.data_stalls->total_time},
+                                           {"step_count", durations.size()},
+                                           {"steps_left_out", durations.size() - rows.size()}},
+                                          1);
+    dm["steps"] = json_rows(rows.size(), 2, [&](std::size_t k) {
+      const StepDataStall& s = r.data_stalls->steps[rows[k]];
+      return json{{"index", rows[k]},          {"step", s.step},       {"start_ns", s.start},
+                  {"end_ns", s.end},           {"data_wait_ns", s.data_wait},
+                  {"fetch_ns", s.fetch},       {"prep_ns", s.prep},
+                  {"batches", s.batches},      {"stall_fraction", s.stall_fraction()}};
+    });
+    doc["data_stalls"] = json_object(std::move(dm), 1);
   }
 
   if (r.top_kernels) {
-    j["top_kernels"] = json::array();
+    json kernels = json::array();
     for (const auto& k : *r.top_kernels) {
-      j["top_kernels"].push_back({{"name", k.name}, {"count", k.count}, {"total_ns", k.total},
-                                  {"min_ns", k.min}, {"max_ns", k.max},   {"share", k.share}});
+      kernels.push_back({{"name", k.name}, {"count", k.count}, {"total_ns", k.total},
+                         {"min_ns", k.min}, {"max_ns", k.max},   {"share", k.share}});
     }
+    doc["top_kernels"] = json_at(kernels, 1);
   }
   if (r.critical_path) {
     const CriticalPathReport& c = *r.critical_path;
@@ -380,22 +397,25 @@ std::string render_json(const AnalysisReport& r) {
     std::vector<TimeNs> durations;
     for (const auto& s : c.steps) durations.push_back(s.length());
     const std::vector<std::size_t> rows = detail::step_rows(r.options, durations, true);
-    json steps = json::array();
-    for (std::size_t i : rows) {
-      steps.push_back(summary(c.steps[i]));
-      steps.back()["index"] = i;
-    }
-    j["critical_path"] = {{"available", c.available},
-                          {"note", c.note},
-                          {"measured_span_ns", c.measured_span},
-                          {"replayed_span_ns", c.replayed_span},
-                          {"unscheduled", c.unscheduled},
-                          {"run", summary(c.run)},
-                          {"step_count", durations.size()},
-                          {"steps_left_out", durations.size() - rows.size()},
-                          {"steps", steps}};
+    detail::JsonMembers cm = json_members({{"available", c.available},
+                                           {"note", c.note},
+                                           {"measured_span_ns", c.measured_span},
+                                           {"replayed_span_ns", c.replayed_span},
+                                           {"unscheduled", c.unscheduled},
+                                           {"run", summary(c.run)},
+                                           {"step_count", durations.size()},
+                                           {"steps_left_out", durations.size() - rows.size()}},
+                                          1);
+    cm["steps"] = json_rows(rows.size(), 2, [&](std::size_t k) {
+      json s = summary(c.steps[rows[k]]);
+      s["index"] = rows[k];
+      return s;
+    });
+    doc["critical_path"] = json_object(std::move(cm), 1);
   }
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  std::string out = json_object(std::move(doc), 0);
+  out += '\n';
+  return out;
 }
 
 } // namespace dreamscope::analyzers

@@ -1,7 +1,9 @@
 // What made a report of many steps slow and large: per-step overlap sums over every interval
-// (analyzers/src/intervals.h, OverlapIndex) and tables that listed every step
-// (listed_steps). Each against the plain definition it replaced, on random and edge cases.
+// (analyzers/src/intervals.h, OverlapIndex), tables that listed every step (listed_steps)
+// and a JSON report held whole as one document (json_text.h). Each against the plain
+// definition it replaced, on random and edge cases.
 #include "intervals.h"
+#include "json_text.h"
 
 #include <dreamscope/report.h>
 
@@ -119,6 +121,29 @@ TEST(ListedSteps, TakesLogLinearTimeOnAMillionSteps) {
   std::mt19937_64 rng(7);
   for (TimeNs& t : d) t = static_cast<TimeNs>(rng() % 1000);
   EXPECT_EQ(listed_steps(d, 1000).size(), 1000u);
+}
+
+// The report's text as one document would dump it, from members and rows written apart.
+TEST(JsonText, PartsWrittenApartGiveTheDumpOfTheWholeDocument) {
+  using nlohmann::json;
+  const json row = {{"name", "a\nb \xff"}, {"count", 3}, {"share", 0.1 + 0.2}, {"none", nullptr}};
+  const json doc = {{"schema", "x"},
+                    {"empty_array", json::array()},
+                    {"empty_object", json::object()},
+                    {"rows", json::array({row, json::array({1, "two", json::array()}), 7})},
+                    {"nested", {{"b", {{"deeper", json::array({json::object(), 1.5e-9})}}}, {"a", true}}}};
+  const std::string whole = detail::dump_json(doc);
+  EXPECT_EQ(detail::json_object(detail::json_members(doc, 0), 0), whole);
+
+  detail::JsonMembers parts = detail::json_members(doc, 0);
+  const json& rows = doc["rows"];
+  parts["rows"] = detail::json_rows(rows.size(), 1, [&](std::size_t i) { return rows[i]; });
+  detail::JsonMembers nested = detail::json_members(doc["nested"], 1);
+  nested["b"] = detail::json_object(detail::json_members(doc["nested"]["b"], 2), 2);
+  parts["nested"] = detail::json_object(std::move(nested), 1);
+  parts["empty_array"] = detail::json_rows(0, 1, [&](std::size_t) { return json(); });
+  EXPECT_EQ(detail::json_object(std::move(parts), 0), whole);
+  EXPECT_EQ(detail::json_object({}, 3), "{}");
 }
 
 } // namespace
