@@ -208,7 +208,7 @@ std::vector<CriticalPathStep> path_back_from(const SimulationResult& result, Tas
 
 } // namespace
 
-CriticalPathReport critical_path_analysis(const Trace& trace, std::size_t top_operations) {
+CriticalPathReport critical_path_analysis(const Trace& trace, std::size_t top_operations, std::size_t step_limit) {
   CriticalPathReport report;
   const DependencyGraph graph = build_dependency_graph(trace);
   if (graph.task_count() == 0) {
@@ -226,14 +226,23 @@ CriticalPathReport critical_path_analysis(const Trace& trace, std::size_t top_op
   PathSummarizer summarizer(trace, graph, result);
   report.run = summarizer.summarize("(whole run)", critical_path(graph, result), result.begin, top_operations);
   report.run.share_of_run = report.replayed_span > 0 ? 1.0 : 0.0;
-  // Reserved: growing the vector of 10^5 steps' summaries held the old and the new copy at
-  // once, the largest allocation of a report of a trace of many steps.
+  // A step's path runs from its start to the end of its last task (path_back_from starts
+  // there), so its length is known before the walk: only the steps the report lists are walked.
   const std::vector<dreamscope::StepTime> steps = step_times(trace, graph, result);
-  report.steps.reserve(steps.size());
+  report.step_lengths.reserve(steps.size());
   for (const dreamscope::StepTime& step : steps) {
+    const TaskId last = graph.annotation_last(step.row);
+    const bool ran = last != kNoTask && result.end[last] != kNoValue;
+    report.step_lengths.push_back(ran ? result.end[last] - step.predicted_start : 0);
+  }
+  const std::vector<std::size_t> listed = listed_steps(report.step_lengths, step_limit);
+  report.steps.reserve(listed.size());
+  for (std::size_t i : listed) {
+    const dreamscope::StepTime& step = steps[i];
     const TaskId last = graph.annotation_last(step.row);
     CriticalPathSummary s = summarizer.summarize(step.name, path_back_from(result, last, step.predicted_start),
                                                  step.predicted_start, top_operations);
+    s.index = i;
     s.share_of_run = report.replayed_span > 0
                          ? static_cast<double>(s.length()) / static_cast<double>(report.replayed_span)
                          : 0.0;

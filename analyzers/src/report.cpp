@@ -107,10 +107,19 @@ bool AnalysisReport::has(ReportSection s) const {
 
 namespace detail {
 
-std::vector<std::size_t> step_rows(const ReportOptions& options, const std::vector<TimeNs>& durations, bool json) {
+std::size_t step_limit(const ReportOptions& options, bool json) {
   const std::size_t top = std::max<std::size_t>(options.top, 1);
-  const std::size_t limit = options.all_steps ? durations.size() : json ? std::max(top, kJsonStepRows) : top;
-  return listed_steps(durations, limit);
+  return options.all_steps ? static_cast<std::size_t>(-1) : json ? std::max(top, kJsonStepRows) : top;
+}
+
+std::vector<std::size_t> step_rows(const ReportOptions& options, const std::vector<TimeNs>& durations, bool json) {
+  return listed_steps(durations, step_limit(options, json));
+}
+
+const CriticalPathSummary* step_path(const CriticalPathReport& c, std::size_t index) {
+  const auto it = std::lower_bound(c.steps.begin(), c.steps.end(), index,
+                                   [](const CriticalPathSummary& s, std::size_t i) { return s.index < i; });
+  return it != c.steps.end() && it->index == index ? &*it : nullptr;
 }
 
 std::string track_label(const Trace& trace, TrackId t) {
@@ -191,7 +200,11 @@ AnalysisReport analyze_trace(const Trace& trace, std::string trace_name, const R
   if (r.has(ReportSection::Gpu)) r.gpu = gpu_efficiency(trace);
   if (r.has(ReportSection::DataStalls)) r.data_stalls = data_stalls(trace);
   if (r.has(ReportSection::TopKernels)) r.top_kernels = top_kernels(trace, std::max<std::size_t>(options.top, 1));
-  if (r.has(ReportSection::CriticalPath)) r.critical_path = critical_path_analysis(trace, std::max<std::size_t>(options.top, 1));
+  // The JSON's steps: every other format lists some of them (listed_steps picks the fewer
+  // rows of a table among the more of another).
+  if (r.has(ReportSection::CriticalPath)) {
+    r.critical_path = critical_path_analysis(trace, std::max<std::size_t>(options.top, 1), detail::step_limit(options, true));
+  }
   r.timeline = timeline_overview(trace, options.timeline_bins);
   return r;
 }
@@ -394,9 +407,11 @@ std::string render_json(const AnalysisReport& r) {
                   {"length_ns", s.length()}, {"tasks", s.tasks},    {"ends_with", s.ends_with}, {"share_of_run", s.share_of_run},
                   {"by_category_ns", by_category}, {"split", split}, {"operations", ops}};
     };
-    std::vector<TimeNs> durations;
-    for (const auto& s : c.steps) durations.push_back(s.length());
-    const std::vector<std::size_t> rows = detail::step_rows(r.options, durations, true);
+    const std::vector<TimeNs>& durations = c.step_lengths;
+    std::vector<const CriticalPathSummary*> rows;
+    for (std::size_t i : detail::step_rows(r.options, durations, true)) {
+      if (const CriticalPathSummary* s = detail::step_path(c, i)) rows.push_back(s);
+    }
     detail::JsonMembers cm = json_members({{"available", c.available},
                                            {"note", c.note},
                                            {"measured_span_ns", c.measured_span},
@@ -407,8 +422,8 @@ std::string render_json(const AnalysisReport& r) {
                                            {"steps_left_out", durations.size() - rows.size()}},
                                           1);
     cm["steps"] = json_rows(rows.size(), 2, [&](std::size_t k) {
-      json s = summary(c.steps[rows[k]]);
-      s["index"] = rows[k];
+      json s = summary(*rows[k]);
+      s["index"] = rows[k]->index;
       return s;
     });
     doc["critical_path"] = json_object(std::move(cm), 1);

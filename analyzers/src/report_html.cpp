@@ -199,9 +199,9 @@ std::string critical_path_chart(const CriticalPathReport& c, const ReportOptions
     return r;
   };
   rows.push_back(row(c.run));
-  std::vector<TimeNs> durations;
-  for (const CriticalPathSummary& st : c.steps) durations.push_back(st.length());
-  for (std::size_t i : charted_steps(options, durations)) rows.push_back(row(c.steps[i]));
+  for (std::size_t i : charted_steps(options, c.step_lengths)) {
+    if (const CriticalPathSummary* path = detail::step_path(c, i)) rows.push_back(row(*path));
+  }
   std::vector<std::pair<std::string, const char*>> items;
   for (std::size_t i = 0; i < kPathCategories; ++i) items.emplace_back(to_string(static_cast<PathCategory>(i)), kPathColours[i]);
   return legend(items) + stacked_bars(rows, std::vector<const char*>(std::begin(kPathColours), std::end(kPathColours)),

@@ -230,7 +230,7 @@ Section critical_path_section(const CriticalPathReport& c, const ReportOptions& 
     ops.rows.push_back({o.name, o.kind, std::to_string(o.count), format_ns(o.time), format_pct(o.share)});
   }
   s.tables.emplace_back("Top operations on the path", std::move(ops));
-  if (!c.steps.empty()) {
+  if (!c.step_lengths.empty()) {
     std::vector<std::string> header{"step", "length", "of run"};
     std::vector<bool> numeric{false, true, true};
     for (std::size_t i = 0; i < kPathCategories; ++i) {
@@ -240,17 +240,17 @@ Section critical_path_section(const CriticalPathReport& c, const ReportOptions& 
     header.emplace_back("top operation");
     numeric.push_back(false);
     Table steps = make_table(std::move(header), std::move(numeric));
-    std::vector<TimeNs> durations;
-    for (const CriticalPathSummary& st : c.steps) durations.push_back(st.length());
-    const std::vector<std::size_t> listed = step_rows(options, durations, false);
+    const std::vector<std::size_t> listed = step_rows(options, c.step_lengths, false);
     for (std::size_t i : listed) {
-      const auto& st = c.steps[i];
+      const CriticalPathSummary* path = step_path(c, i);
+      if (!path) continue;
+      const auto& st = *path;
       std::vector<std::string> row{st.name, format_ns(st.length()), format_pct(st.share_of_run)};
       for (TimeNs t : st.by_category) row.push_back(format_ns(t));
       row.push_back(st.operations.empty() ? std::string() : st.operations.front().name);
       steps.rows.push_back(std::move(row));
     }
-    if (listed.size() < c.steps.size()) s.notes.push_back(listed_steps_note(listed.size(), c.steps.size()));
+    if (listed.size() < c.step_lengths.size()) s.notes.push_back(listed_steps_note(listed.size(), c.step_lengths.size()));
     s.tables.emplace_back("Per step", std::move(steps));
   }
   return s;
