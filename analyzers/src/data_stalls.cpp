@@ -57,7 +57,10 @@ DataStalls data_stalls(const Trace& trace) {
   std::vector<detail::Interval> wait_spans;
   wait_spans.reserve(out.waits.size());
   for (const TimeSpan& t : out.waits) wait_spans.push_back({t.start, t.end});
-  const detail::OverlapIndex wait_cover(wait_spans);
+  std::vector<detail::Interval> step_spans;
+  step_spans.reserve(steps.size());
+  for (const Window& w : steps) step_spans.push_back({w.start, w.end});
+  const std::vector<TimeNs> waited = detail::OverlapIndex(wait_spans).overlaps(step_spans);
   std::vector<std::pair<TimeNs, std::int64_t>> batch_waits; // (start, batch id), by start
   if (annotated) {
     for (EventIndex i : stalls) {
@@ -66,9 +69,10 @@ DataStalls data_stalls(const Trace& trace) {
     std::sort(batch_waits.begin(), batch_waits.end());
   }
   out.steps.reserve(steps.size());
-  for (const Window& w : steps) {
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    const Window& w = steps[k];
     StepDataStall s{.step = w.name, .number = w.number, .start = w.start, .end = w.end};
-    s.data_wait = wait_cover.overlap(w.start, w.end);
+    s.data_wait = waited[k];
     // A batch belongs to the step in which the training thread started waiting for it.
     std::set<std::int64_t> batches;
     const auto began = [](const std::pair<TimeNs, std::int64_t>& b, TimeNs t) { return b.first < t; };

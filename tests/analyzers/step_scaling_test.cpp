@@ -39,12 +39,25 @@ TEST(OverlapIndex, EqualsTheScanOverEveryIntervalOnRandomSets) {
       i.end = i.start + length(rng);
     }
     // Overlapping intervals count each time; a merged list is the analyses' usual input.
+    std::vector<Interval> windows(100);
+    for (Interval& w : windows) {
+      w.start = at(rng);
+      w.end = w.start + length(rng) - 20; // some windows empty or reversed
+    }
+    // In any order (each search starts where the last ended), and in time order as steps are.
+    std::vector<Interval> in_order = windows;
+    std::sort(in_order.begin(), in_order.end(), [](const Interval& x, const Interval& y) { return x.start < y.start; });
     for (const std::vector<Interval>& s : {set, detail::merge_intervals(set)}) {
       const OverlapIndex index(s);
-      for (int q = 0; q < 100; ++q) {
-        const std::int64_t a = at(rng), b = a + length(rng) - 20; // some windows empty or reversed
-        ASSERT_EQ(index.overlap(a, b), overlap_by_scan(s, a, b)) << "round " << round << " [" << a << ", " << b << ")";
+      for (const std::vector<Interval>& w : {windows, in_order}) {
+        const std::vector<std::int64_t> got = index.overlaps(w);
+        ASSERT_EQ(got.size(), w.size());
+        for (std::size_t q = 0; q < w.size(); ++q) {
+          ASSERT_EQ(got[q], overlap_by_scan(s, w[q].start, w[q].end))
+              << "round " << round << " [" << w[q].start << ", " << w[q].end << ")";
+        }
       }
+      ASSERT_EQ(index.overlap(windows[0].start, windows[0].end), overlap_by_scan(s, windows[0].start, windows[0].end));
     }
   }
 }
