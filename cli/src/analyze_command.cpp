@@ -184,9 +184,10 @@ const CommandRegistration analyze_command(50, "analyze", [](CLI::App& app) -> Co
       ->delimiter(',');
   cmd->add_option("--top", opts->top, "Rows in the longest tables and charts")->capture_default_str();
   cmd->add_flag("--all-steps", opts->all_steps,
-                fmt::format("List every step in the per-step tables (steps, data-stalls, critical-path). Without it "
-                            "a table of more steps than --top (in JSON: than {}) lists that many: the first, the "
-                            "slowest and those around the median duration, and says how many it left out",
+                fmt::format("List every step in the per-step tables (steps, data-stalls, critical-path; of a job: "
+                            "stragglers and each rank's steps). Without it a table of more steps than --top (in "
+                            "JSON: than {}) lists that many: the first, the slowest and those around the median "
+                            "duration, and says how many it left out",
                             analyzers::kJsonStepRows));
   cmd->add_flag("--no-step-filter", opts->no_step_filter,
                 "Keep the last ProfilerStep's events in the HTA analyses (HTA leaves them out)");
@@ -215,7 +216,7 @@ const CommandRegistration analyze_command(50, "analyze", [](CLI::App& app) -> Co
   return [opts, allow_empty] {
     const AnalyzeOptions& o = *opts;
     std::vector<analyzers::ReportSection> sections;
-    analyzers::JobReportOptions job_options{.top = o.top};
+    analyzers::JobReportOptions job_options{.top = o.top, .all_steps = o.all_steps};
     std::vector<std::string> one_trace_only;
     if (!o.only.empty()) {
       job_options.hta = job_options.collectives = job_options.stragglers = false;
