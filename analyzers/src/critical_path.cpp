@@ -112,10 +112,15 @@ class PathSummarizer {
       op.share = static_cast<double>(op.time) / length;
       s.operations.push_back(std::move(op));
     }
-    std::sort(s.operations.begin(), s.operations.end(), [](const auto& a, const auto& b) {
-      return std::tie(b.time, a.kind, a.name) < std::tie(a.time, b.kind, b.name);
-    });
-    if (s.operations.size() > top_operations) s.operations.resize(top_operations);
+    // The whole run of a trace of 10^5 steps bills 10^5 step names: order only the kept ones,
+    // and give back the room of the rest, which the report would otherwise hold to its end.
+    const std::size_t kept = std::min(top_operations, s.operations.size());
+    std::partial_sort(s.operations.begin(), s.operations.begin() + static_cast<std::ptrdiff_t>(kept),
+                      s.operations.end(), [](const auto& a, const auto& b) {
+                        return std::tie(b.time, a.kind, a.name) < std::tie(a.time, b.kind, b.name);
+                      });
+    s.operations.resize(kept);
+    s.operations.shrink_to_fit();
     return s;
   }
 
@@ -203,7 +208,7 @@ std::vector<CriticalPathStep> path_back_from(const SimulationResult& result, Tas
 
 } // namespace
 
-CriticalPathReport critical_path_analysis(const Trace& trace, std::size_t top_operations) {
+CriticalPathReport critical_path_analysis(const Trace& trace, std::size_t top_operations, std::size_t step_limit) {
   CriticalPathReport report;
   const DependencyGraph graph = build_dependency_graph(trace);
   if (graph.task_count() == 0) {
@@ -221,10 +226,23 @@ CriticalPathReport critical_path_analysis(const Trace& trace, std::size_t top_op
   PathSummarizer summarizer(trace, graph, result);
   report.run = summarizer.summarize("(whole run)", critical_path(graph, result), result.begin, top_operations);
   report.run.share_of_run = report.replayed_span > 0 ? 1.0 : 0.0;
-  for (const dreamscope::StepTime& step : step_times(trace, graph, result)) {
+  // A step's path runs from its start to the end of its last task (path_back_from starts
+  // there), so its length is known before the walk: only the steps the report lists are walked.
+  const std::vector<dreamscope::StepTime> steps = step_times(trace, graph, result);
+  report.step_lengths.reserve(steps.size());
+  for (const dreamscope::StepTime& step : steps) {
+    const TaskId last = graph.annotation_last(step.row);
+    const bool ran = last != kNoTask && result.end[last] != kNoValue;
+    report.step_lengths.push_back(ran ? result.end[last] - step.predicted_start : 0);
+  }
+  const std::vector<std::size_t> listed = listed_steps(report.step_lengths, step_limit);
+  report.steps.reserve(listed.size());
+  for (std::size_t i : listed) {
+    const dreamscope::StepTime& step = steps[i];
     const TaskId last = graph.annotation_last(step.row);
     CriticalPathSummary s = summarizer.summarize(step.name, path_back_from(result, last, step.predicted_start),
                                                  step.predicted_start, top_operations);
+    s.index = i;
     s.share_of_run = report.replayed_span > 0
                          ? static_cast<double>(s.length()) / static_cast<double>(report.replayed_span)
                          : 0.0;

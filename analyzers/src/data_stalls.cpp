@@ -1,6 +1,7 @@
 // Data stalls per step (DS-Analyzer's question, answered from one trace) and top kernels.
 #include "dreamscope/analyzers.h"
 #include "dreamscope/steps.h"
+#include "intervals.h"
 
 #include <algorithm>
 #include <map>
@@ -17,10 +18,6 @@ struct Window {
   std::int64_t number;
   TimeNs start, end;
 };
-
-TimeNs overlap(TimeNs s, TimeNs e, const Window& w) {
-  return std::max<TimeNs>(0, std::min(e, w.end) - std::max(s, w.start));
-}
 
 } // namespace
 
@@ -55,16 +52,32 @@ DataStalls data_stalls(const Trace& trace) {
   std::sort(out.waits.begin(), out.waits.end(),
             [](const TimeSpan& a, const TimeSpan& b) { return a.start != b.start ? a.start < b.start : a.end < b.end; });
 
-  for (const Window& w : steps) {
-    StepDataStall s{.step = w.name, .number = w.number, .start = w.start, .end = w.end};
-    std::set<std::int64_t> batches;
+  // Each step asks an index of the waits how much of it they cover, and reads only the waits
+  // that began inside it: a scan of every wait for every step was quadratic in a long run.
+  std::vector<detail::Interval> wait_spans;
+  wait_spans.reserve(out.waits.size());
+  for (const TimeSpan& t : out.waits) wait_spans.push_back({t.start, t.end});
+  std::vector<detail::Interval> step_spans;
+  step_spans.reserve(steps.size());
+  for (const Window& w : steps) step_spans.push_back({w.start, w.end});
+  const std::vector<TimeNs> waited = detail::OverlapIndex(wait_spans).overlaps(step_spans);
+  std::vector<std::pair<TimeNs, std::int64_t>> batch_waits; // (start, batch id), by start
+  if (annotated) {
     for (EventIndex i : stalls) {
-      s.data_wait += overlap(ann.start[i], ann.end[i], w);
-      // A batch belongs to the step in which the training thread started waiting for it.
-      if (annotated && ann.payload[i] != kNoValue && ann.start[i] >= w.start && ann.start[i] < w.end) {
-        batches.insert(ann.payload[i]);
-      }
+      if (ann.payload[i] != kNoValue) batch_waits.emplace_back(ann.start[i], ann.payload[i]);
     }
+    std::sort(batch_waits.begin(), batch_waits.end());
+  }
+  out.steps.reserve(steps.size());
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    const Window& w = steps[k];
+    StepDataStall s{.step = w.name, .number = w.number, .start = w.start, .end = w.end};
+    s.data_wait = waited[k];
+    // A batch belongs to the step in which the training thread started waiting for it.
+    std::set<std::int64_t> batches;
+    const auto began = [](const std::pair<TimeNs, std::int64_t>& b, TimeNs t) { return b.first < t; };
+    auto it = std::lower_bound(batch_waits.begin(), batch_waits.end(), w.start, began);
+    for (; it != batch_waits.end() && it->first < w.end; ++it) batches.insert(it->second);
     for (std::int64_t b : batches) {
       if (auto f = fetch_of_batch.find(b); f != fetch_of_batch.end()) s.fetch += f->second;
       if (auto p = prep_of_batch.find(b); p != prep_of_batch.end()) s.prep += p->second;

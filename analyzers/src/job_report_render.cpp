@@ -47,6 +47,26 @@ std::string cause_text(const StepStraggler& s) {
   return text;
 }
 
+// The rows of a job's per-step table of steps lasting `durations`: ReportOptions' rule.
+std::vector<std::size_t> job_step_rows(const JobReportOptions& o, const std::vector<TimeNs>& durations, bool json) {
+  ReportOptions ro;
+  ro.top = o.top;
+  ro.all_steps = o.all_steps;
+  return detail::step_rows(ro, durations, json);
+}
+
+// A step of the job lasts as long as its longest rank's.
+std::vector<TimeNs> job_step_durations(const JobReport& r) {
+  std::vector<TimeNs> out;
+  out.reserve(r.steps.size());
+  for (const StepStraggler& st : r.steps) {
+    TimeNs longest = 0;
+    for (const RankStepSplit& s : st.ranks) longest = std::max(longest, s.duration);
+    out.push_back(longest);
+  }
+  return out;
+}
+
 // Each rank's steps added up.
 std::vector<RankStepSplit> totals_per_rank(const JobReport& r, std::map<std::int64_t, std::int64_t>* steps = nullptr) {
   std::map<std::int64_t, RankStepSplit> by_rank;
@@ -175,7 +195,6 @@ JobSection collectives_section(const JobReport& r) {
 }
 
 JobSection straggler_section(const JobReport& r) {
-  const std::size_t top = std::max<std::size_t>(r.options.top, 1);
   JobSection s{"job-stragglers", "The straggler of every step", {}, {}};
   s.notes.push_back(
       "Straggler: the rank the others waited for, the last to arrive at the step's collectives weighted "
@@ -202,7 +221,8 @@ JobSection straggler_section(const JobReport& r) {
   Table steps = make_table({"step", "straggler", "others' wait caused", "arrived last", "late by", "why", "compute",
                             "input", "held", "transfer", "all ranks' wait"},
                            {false, true, true, true, true, false, true, true, true, true, true});
-  for (std::size_t i = 0; i < r.steps.size() && i < top; ++i) {
+  const std::vector<std::size_t> listed = job_step_rows(r.options, job_step_durations(r), false);
+  for (std::size_t i : listed) {
     const StepStraggler& st = r.steps[i];
     if (st.straggler == kNoValue) {
       steps.rows.push_back(
@@ -214,7 +234,7 @@ JobSection straggler_section(const JobReport& r) {
                           excess(st.excess_compute), excess(st.excess_input), excess(st.excess_held),
                           excess(st.excess_transfer), format_ns(st.job_wait)});
   }
-  if (r.steps.size() > top) s.notes.push_back(fmt::format("{} more steps in the JSON report.", r.steps.size() - top));
+  if (listed.size() < r.steps.size()) s.notes.push_back(listed_steps_note(listed.size(), r.steps.size()));
   s.tables.emplace_back("Per step (compute, input, held, transfer: the straggler's beyond the others' median)",
                         std::move(steps));
 
@@ -382,14 +402,21 @@ std::string render_job_json(const JobReport& r) {
                              {"short_kernels", l.short_kernels}};
       rank["hta"] = h;
     }
+    std::vector<TimeNs> durations;
+    for (const RankStep& st : s.steps) durations.push_back(st.end - st.start);
+    const std::vector<std::size_t> rows = job_step_rows(r.options, durations, true);
     json steps = json::array();
-    for (const RankStep& st : s.steps) {
-      steps.push_back({{"number", maybe(st.number)},
+    for (std::size_t k : rows) {
+      const RankStep& st = s.steps[k];
+      steps.push_back({{"index", k},
+                       {"number", maybe(st.number)},
                        {"name", st.name},
                        {"start_ns", st.start},
                        {"end_ns", st.end},
                        {"data_wait_ns", st.data_wait}});
     }
+    rank["step_count"] = s.steps.size();
+    rank["steps_left_out"] = s.steps.size() - rows.size();
     rank["steps"] = steps;
     ranks.push_back(rank);
   }
@@ -452,11 +479,14 @@ std::string render_job_json(const JobReport& r) {
                   {"collective_wait_ns", s.collective_wait},
                   {"transfer_ns", s.transfer}};
     };
+    const std::vector<std::size_t> rows = job_step_rows(r.options, job_step_durations(r), true);
     json steps = json::array();
-    for (const StepStraggler& st : r.steps) {
+    for (std::size_t k : rows) {
+      const StepStraggler& st = r.steps[k];
       json ranks_split = json::array();
       for (const auto& s : st.ranks) ranks_split.push_back(split(s));
-      steps.push_back({{"step", maybe(st.step)},
+      steps.push_back({{"index", k},
+                       {"step", maybe(st.step)},
                        {"name", st.name},
                        {"straggler", maybe(st.straggler)},
                        {"caused_wait_ns", st.caused_wait},
@@ -473,7 +503,10 @@ std::string render_job_json(const JobReport& r) {
     }
     json totals = json::array();
     for (const RankStepSplit& t : totals_per_rank(r)) totals.push_back(split(t));
-    j["stragglers"] = {{"steps", steps}, {"ranks", totals}};
+    j["stragglers"] = {{"step_count", r.steps.size()},
+                       {"steps_left_out", r.steps.size() - rows.size()},
+                       {"steps", steps},
+                       {"ranks", totals}};
   }
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }

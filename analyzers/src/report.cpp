@@ -2,6 +2,7 @@
 #include "dreamscope/report.h"
 
 #include "intervals.h"
+#include "json_text.h"
 #include "report_tables.h"
 
 #include <nlohmann/json.hpp>
@@ -36,11 +37,90 @@ std::optional<ReportSection> report_section_from_string(std::string_view s) {
   return std::nullopt;
 }
 
+namespace {
+
+struct StepParts {
+  std::size_t first, slowest, median;
+};
+
+StepParts step_parts(std::size_t limit) { return {(limit + 2) / 3, (limit + 1) / 3, limit / 3}; }
+
+} // namespace
+
+std::vector<std::size_t> listed_steps(const std::vector<TimeNs>& durations, std::size_t limit) {
+  const std::size_t n = durations.size();
+  std::vector<std::size_t> rows;
+  if (n <= limit) {
+    rows.resize(n);
+    for (std::size_t i = 0; i < n; ++i) rows[i] = i;
+    return rows;
+  }
+  const StepParts parts = step_parts(limit);
+  std::vector<char> taken(n, 0);
+  for (std::size_t i = 0; i < parts.first; ++i) taken[i] = 1;
+  // Slowest first, the earlier step first among equals: the same trace lists the same steps.
+  std::vector<std::size_t> by_duration(n);
+  for (std::size_t i = 0; i < n; ++i) by_duration[i] = i;
+  std::stable_sort(by_duration.begin(), by_duration.end(),
+                   [&](std::size_t a, std::size_t b) { return durations[a] > durations[b]; });
+  std::size_t want = 0;
+  auto take = [&](std::size_t position) {
+    if (want > 0 && !taken[by_duration[position]]) {
+      taken[by_duration[position]] = 1;
+      --want;
+    }
+  };
+  want = parts.slowest;
+  for (std::size_t k = 0; k < n && want > 0; ++k) take(k);
+  // Outwards from the median, one below then one above, so that the part straddles it.
+  want = parts.median;
+  auto below = static_cast<std::ptrdiff_t>(n / 2), above = below + 1;
+  const auto end = static_cast<std::ptrdiff_t>(n);
+  while (want > 0 && (below >= 0 || above < end)) {
+    if (below >= 0) take(static_cast<std::size_t>(below--));
+    if (above < end) take(static_cast<std::size_t>(above++));
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (taken[i]) rows.push_back(i);
+  }
+  return rows;
+}
+
+std::string listed_steps_note(std::size_t listed, std::size_t total) {
+  if (listed >= total) return {};
+  const StepParts p = step_parts(listed);
+  std::vector<std::string> parts;
+  if (p.first > 0) parts.push_back("the first " + std::to_string(p.first));
+  if (p.slowest > 0) parts.push_back("the " + std::to_string(p.slowest) + " slowest");
+  if (p.median > 0) parts.push_back(std::to_string(p.median) + " around the median duration");
+  std::string which;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    which += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  }
+  return std::to_string(listed) + " of " + std::to_string(total) + " steps listed: " + which +
+         "; --all-steps lists every step.";
+}
+
 bool AnalysisReport::has(ReportSection s) const {
   return std::find(options.sections.begin(), options.sections.end(), s) != options.sections.end();
 }
 
 namespace detail {
+
+std::size_t step_limit(const ReportOptions& options, bool json) {
+  const std::size_t top = std::max<std::size_t>(options.top, 1);
+  return options.all_steps ? static_cast<std::size_t>(-1) : json ? std::max(top, kJsonStepRows) : top;
+}
+
+std::vector<std::size_t> step_rows(const ReportOptions& options, const std::vector<TimeNs>& durations, bool json) {
+  return listed_steps(durations, step_limit(options, json));
+}
+
+const CriticalPathSummary* step_path(const CriticalPathReport& c, std::size_t index) {
+  const auto it = std::lower_bound(c.steps.begin(), c.steps.end(), index,
+                                   [](const CriticalPathSummary& s, std::size_t i) { return s.index < i; });
+  return it != c.steps.end() && it->index == index ? &*it : nullptr;
+}
 
 std::string track_label(const Trace& trace, TrackId t) {
   const TrackInfo& info = trace.tracks()[t];
@@ -120,21 +200,33 @@ AnalysisReport analyze_trace(const Trace& trace, std::string trace_name, const R
   if (r.has(ReportSection::Gpu)) r.gpu = gpu_efficiency(trace);
   if (r.has(ReportSection::DataStalls)) r.data_stalls = data_stalls(trace);
   if (r.has(ReportSection::TopKernels)) r.top_kernels = top_kernels(trace, std::max<std::size_t>(options.top, 1));
-  if (r.has(ReportSection::CriticalPath)) r.critical_path = critical_path_analysis(trace, std::max<std::size_t>(options.top, 1));
+  // The JSON's steps: every other format lists some of them (listed_steps picks the fewer
+  // rows of a table among the more of another).
+  if (r.has(ReportSection::CriticalPath)) {
+    r.critical_path = critical_path_analysis(trace, std::max<std::size_t>(options.top, 1), detail::step_limit(options, true));
+  }
   r.timeline = timeline_overview(trace, options.timeline_bins);
   return r;
 }
 
+// Each section is a document of its short members; its long arrays (one row per operation,
+// kernel, launch, annotation name or step) are written a row at a time (json_text.h). The
+// text is what dump(2) of the whole report as one document would be.
 std::string render_json(const AnalysisReport& r) {
   using nlohmann::json;
+  using detail::json_at;
+  using detail::json_members;
+  using detail::json_object;
+  using detail::json_rows;
   auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
-  json j;
-  j["schema"] = kReportJsonSchema;
-  j["trace"] = {{"name", r.trace_name}, {"source", r.source},      {"begin_ns", r.begin},
-                {"end_ns", r.end},      {"duration_ns", r.end - r.begin}, {"events", r.events}};
+  detail::JsonMembers doc; // the report's members, nested one deep
+  doc["schema"] = json_at(kReportJsonSchema, 1);
+  doc["trace"] = json_at({{"name", r.trace_name}, {"source", r.source},      {"begin_ns", r.begin},
+                          {"end_ns", r.end},      {"duration_ns", r.end - r.begin}, {"events", r.events}},
+                         1);
   json sections = json::array();
   for (ReportSection s : r.options.sections) sections.push_back(to_string(s));
-  j["sections"] = sections;
+  doc["sections"] = json_at(sections, 1);
 
   if (r.cross_stack) {
     auto op = [](const OperationTime& o) {
@@ -146,9 +238,11 @@ std::string render_json(const AnalysisReport& r) {
                   {"cpu_gpu_overlap_ns", o.cpu_gpu_overlap},
                   {"total_ns", o.total()}};
     };
-    json ops = json::array();
-    for (const auto& o : r.cross_stack->operations) ops.push_back(op(o));
-    j["cross_stack"] = {{"operations", ops}, {"all", op(r.cross_stack->all)}};
+    const auto& ops = r.cross_stack->operations;
+    detail::JsonMembers cs;
+    cs["operations"] = json_rows(ops.size(), 2, [&](std::size_t i) { return op(ops[i]); });
+    cs["all"] = json_at(op(r.cross_stack->all), 2);
+    doc["cross_stack"] = json_object(std::move(cs), 1);
   }
 
   if (r.hta) {
@@ -177,12 +271,6 @@ std::string render_json(const AnalysisReport& r) {
     for (const auto& k : h.kernels.by_type) {
       hj["kernel_types"].push_back({{"kernel_type", k.kernel_type}, {"sum_us", k.sum}, {"percentage", k.percentage}});
     }
-    hj["kernels"] = json::array();
-    for (const auto& k : h.kernels.by_name) {
-      hj["kernels"].push_back({{"name", k.name},   {"kernel_type", to_string(k.type)}, {"count", k.count},
-                               {"sum_us", k.sum},  {"min_us", k.min},                   {"max_us", k.max},
-                               {"mean_us", k.mean}, {"stddev_us", k.stddev}});
-    }
     hj["comm_comp_overlap_pct"] = opt(h.comm_comp_overlap_pct);
     const LaunchSummary& ls = h.launch_summary;
     hj["launch_summary"] = {{"count", ls.count},
@@ -194,26 +282,36 @@ std::string render_json(const AnalysisReport& r) {
     // Rows as arrays: a large trace has one per launch.
     hj["launch_columns"] = {"correlation", "runtime_name", "kernel_name", "cpu_duration_us", "gpu_duration_us",
                             "launch_delay_us"};
-    hj["launches"] = json::array();
-    for (const auto& l : h.launches) {
-      hj["launches"].push_back(json::array({l.correlation, l.runtime_name, l.kernel_name, l.cpu_duration,
-                                            l.gpu_duration, l.launch_delay}));
-    }
-    hj["queue_length"] = json::array();
-    for (const auto& q : h.queue_length) {
-      json points = json::array();
-      for (const auto& p : q.series) points.push_back(json::array({p.ts, p.queue_length}));
-      hj["queue_length"].push_back(
-          {{"device", q.device}, {"stream", q.stream}, {"max", q.max}, {"mean", q.mean}, {"points", points}});
-    }
-    auto annotations = [](const std::vector<AnnotationTotal>& v) {
-      json a = json::array();
-      for (const auto& x : v) a.push_back({{"name", x.name}, {"count", x.count}, {"sum_us", x.sum}});
-      return a;
+    detail::JsonMembers hm = json_members(hj, 1);
+    const auto& kernels = h.kernels.by_name;
+    hm["kernels"] = json_rows(kernels.size(), 2, [&](std::size_t i) {
+      const KernelNameStats& k = kernels[i];
+      return json{{"name", k.name},   {"kernel_type", to_string(k.type)}, {"count", k.count},
+                  {"sum_us", k.sum},  {"min_us", k.min},                   {"max_us", k.max},
+                  {"mean_us", k.mean}, {"stddev_us", k.stddev}};
+    });
+    hm["launches"] = json_rows(h.launches.size(), 2, [&](std::size_t i) {
+      const auto& l = h.launches[i];
+      return json::array({l.correlation, l.runtime_name, l.kernel_name, l.cpu_duration, l.gpu_duration, l.launch_delay});
+    });
+    hm["queue_length"] = detail::json_texts(h.queue_length.size(), 2, [&](std::size_t i) {
+      const auto& q = h.queue_length[i];
+      // A stream's points are one per change of its queue length: written a point at a time too.
+      detail::JsonMembers qm =
+          json_members(json{{"device", q.device}, {"stream", q.stream}, {"max", q.max}, {"mean", q.mean}}, 3);
+      qm["points"] = json_rows(q.series.size(), 4, [&](std::size_t p) {
+        return json::array({q.series[p].ts, q.series[p].queue_length});
+      });
+      return json_object(std::move(qm), 3);
+    });
+    auto annotations = [&](const std::vector<AnnotationTotal>& v) {
+      return json_rows(v.size(), 2, [&](std::size_t i) {
+        return json{{"name", v[i].name}, {"count", v[i].count}, {"sum_us", v[i].sum}};
+      });
     };
-    hj["cpu_annotations"] = annotations(h.cpu_annotations);
-    hj["gpu_annotations"] = annotations(h.gpu_annotations);
-    j["hta"] = hj;
+    hm["cpu_annotations"] = annotations(h.cpu_annotations);
+    hm["gpu_annotations"] = annotations(h.gpu_annotations);
+    doc["hta"] = json_object(std::move(hm), 1);
   }
 
   if (r.steps) {
@@ -224,55 +322,70 @@ std::string render_json(const AnalysisReport& r) {
       for (std::size_t c = 0; c < kStepCategories; ++c) o[std::string(to_string(static_cast<StepCategory>(c)))] = a[c];
       return o;
     };
-    json steps = json::array();
-    for (const auto& s : r.steps->steps) {
-      steps.push_back({{"name", s.name},
-                       {"start_ns", s.start},
-                       {"end_ns", s.end},
-                       {"host_start_ns", s.host_start},
-                       {"host_end_ns", s.host_end},
-                       {"device_ops", s.device_ops},
-                       {"time_ns", times(s.time)}});
-    }
-    j["steps"] = {{"categories", cats},
-                  {"steps", steps},
-                  {"average_ns", times(r.steps->average)},
-                  {"average_duration_ns", r.steps->average_duration}};
+    std::vector<TimeNs> durations;
+    for (const auto& s : r.steps->steps) durations.push_back(s.duration());
+    const std::vector<std::size_t> rows = detail::step_rows(r.options, durations, true);
+    detail::JsonMembers sm = json_members({{"categories", cats},
+                                           {"step_count", durations.size()},
+                                           {"steps_left_out", durations.size() - rows.size()},
+                                           {"average_ns", times(r.steps->average)},
+                                           {"average_duration_ns", r.steps->average_duration}},
+                                          1);
+    sm["steps"] = json_rows(rows.size(), 2, [&](std::size_t k) {
+      const StepTime& s = r.steps->steps[rows[k]];
+      return json{{"index", rows[k]},
+                  {"name", s.name},
+                  {"start_ns", s.start},
+                  {"end_ns", s.end},
+                  {"host_start_ns", s.host_start},
+                  {"host_end_ns", s.host_end},
+                  {"device_ops", s.device_ops},
+                  {"time_ns", times(s.time)}};
+    });
+    doc["steps"] = json_object(std::move(sm), 1);
   }
 
   if (r.gpu) {
-    j["gpu"] = json::array();
+    json gpu = json::array();
     for (const auto& g : *r.gpu) {
-      j["gpu"].push_back({{"device", g.device},
-                          {"name", g.name},
-                          {"steps_time_ns", g.steps_time},
-                          {"busy_ns", g.busy},
-                          {"gpu_utilization", g.gpu_utilization},
-                          {"sm_efficiency", opt(g.sm_efficiency)},
-                          {"achieved_occupancy", opt(g.achieved_occupancy)}});
+      gpu.push_back({{"device", g.device},
+                     {"name", g.name},
+                     {"steps_time_ns", g.steps_time},
+                     {"busy_ns", g.busy},
+                     {"gpu_utilization", g.gpu_utilization},
+                     {"sm_efficiency", opt(g.sm_efficiency)},
+                     {"achieved_occupancy", opt(g.achieved_occupancy)}});
     }
+    doc["gpu"] = json_at(gpu, 1);
   }
 
   if (r.data_stalls) {
-    json steps = json::array();
-    for (const auto& s : r.data_stalls->steps) {
-      steps.push_back({{"step", s.step},       {"start_ns", s.start},
-                       {"end_ns", s.end},       {"data_wait_ns", s.data_wait},
-                       {"fetch_ns", s.fetch},   {"prep_ns", s.prep},
-                       {"batches", s.batches},  {"stall_fraction", s.stall_fraction()}});
-    }
-    j["data_stalls"] = {{"source", r.data_stalls->source},
-                        {"total_wait_ns", r.data_stalls->total_wait},
-                        {"total_time_ns", r.data_stalls->total_time},
-                        {"steps", steps}};
+    std::vector<TimeNs> durations;
+    for (const auto& s : r.data_stalls->steps) durations.push_back(s.end - s.start);
+    const std::vector<std::size_t> rows = detail::step_rows(r.options, durations, true);
+    detail::JsonMembers dm = json_members({{"source", r.data_stalls->source},
+                                           {"total_wait_ns", r.data_stalls->total_wait},
+                                           {"total_time_ns", r.data_stalls->total_time},
+                                           {"step_count", durations.size()},
+                                           {"steps_left_out", durations.size() - rows.size()}},
+                                          1);
+    dm["steps"] = json_rows(rows.size(), 2, [&](std::size_t k) {
+      const StepDataStall& s = r.data_stalls->steps[rows[k]];
+      return json{{"index", rows[k]},          {"step", s.step},       {"start_ns", s.start},
+                  {"end_ns", s.end},           {"data_wait_ns", s.data_wait},
+                  {"fetch_ns", s.fetch},       {"prep_ns", s.prep},
+                  {"batches", s.batches},      {"stall_fraction", s.stall_fraction()}};
+    });
+    doc["data_stalls"] = json_object(std::move(dm), 1);
   }
 
   if (r.top_kernels) {
-    j["top_kernels"] = json::array();
+    json kernels = json::array();
     for (const auto& k : *r.top_kernels) {
-      j["top_kernels"].push_back({{"name", k.name}, {"count", k.count}, {"total_ns", k.total},
-                                  {"min_ns", k.min}, {"max_ns", k.max},   {"share", k.share}});
+      kernels.push_back({{"name", k.name}, {"count", k.count}, {"total_ns", k.total},
+                         {"min_ns", k.min}, {"max_ns", k.max},   {"share", k.share}});
     }
+    doc["top_kernels"] = json_at(kernels, 1);
   }
   if (r.critical_path) {
     const CriticalPathReport& c = *r.critical_path;
@@ -294,17 +407,30 @@ std::string render_json(const AnalysisReport& r) {
                   {"length_ns", s.length()}, {"tasks", s.tasks},    {"ends_with", s.ends_with}, {"share_of_run", s.share_of_run},
                   {"by_category_ns", by_category}, {"split", split}, {"operations", ops}};
     };
-    json steps = json::array();
-    for (const auto& s : c.steps) steps.push_back(summary(s));
-    j["critical_path"] = {{"available", c.available},
-                          {"note", c.note},
-                          {"measured_span_ns", c.measured_span},
-                          {"replayed_span_ns", c.replayed_span},
-                          {"unscheduled", c.unscheduled},
-                          {"run", summary(c.run)},
-                          {"steps", steps}};
+    const std::vector<TimeNs>& durations = c.step_lengths;
+    std::vector<const CriticalPathSummary*> rows;
+    for (std::size_t i : detail::step_rows(r.options, durations, true)) {
+      if (const CriticalPathSummary* s = detail::step_path(c, i)) rows.push_back(s);
+    }
+    detail::JsonMembers cm = json_members({{"available", c.available},
+                                           {"note", c.note},
+                                           {"measured_span_ns", c.measured_span},
+                                           {"replayed_span_ns", c.replayed_span},
+                                           {"unscheduled", c.unscheduled},
+                                           {"run", summary(c.run)},
+                                           {"step_count", durations.size()},
+                                           {"steps_left_out", durations.size() - rows.size()}},
+                                          1);
+    cm["steps"] = json_rows(rows.size(), 2, [&](std::size_t k) {
+      json s = summary(*rows[k]);
+      s["index"] = rows[k]->index;
+      return s;
+    });
+    doc["critical_path"] = json_object(std::move(cm), 1);
   }
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  std::string out = json_object(std::move(doc), 0);
+  out += '\n';
+  return out;
 }
 
 } // namespace dreamscope::analyzers

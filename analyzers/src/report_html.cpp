@@ -167,9 +167,18 @@ std::string kernels_chart(const std::vector<KernelTotal>& kernels) {
   return stacked_bars(rows, {kKernelColour}, "Top kernels");
 }
 
-std::string steps_chart(const StepBreakdown& b, std::size_t top) {
+// A chart draws the steps a table lists by default, even with --all-steps: 10^5 bars say
+// nothing the table does not.
+std::vector<std::size_t> charted_steps(ReportOptions options, const std::vector<TimeNs>& durations) {
+  options.all_steps = false;
+  return detail::step_rows(options, durations, false);
+}
+
+std::string steps_chart(const StepBreakdown& b, const ReportOptions& options) {
   std::vector<StackedRow> rows;
-  for (std::size_t i = 0; i < b.steps.size() && i < top; ++i) {
+  std::vector<TimeNs> durations;
+  for (const StepTime& st : b.steps) durations.push_back(st.duration());
+  for (std::size_t i : charted_steps(options, durations)) {
     StackedRow r{b.steps[i].name, {}, format_ns(b.steps[i].duration())};
     for (TimeNs t : b.steps[i].time) r.parts.push_back(static_cast<double>(t));
     rows.push_back(std::move(r));
@@ -181,7 +190,7 @@ std::string steps_chart(const StepBreakdown& b, std::size_t top) {
 }
 
 // The whole run's path, then each step's, as one bar split by what bound it.
-std::string critical_path_chart(const CriticalPathReport& c, std::size_t top) {
+std::string critical_path_chart(const CriticalPathReport& c, const ReportOptions& options) {
   if (!c.available) return "<p class=\"none\">(no tasks to replay)</p>\n";
   std::vector<StackedRow> rows;
   auto row = [](const CriticalPathSummary& s) {
@@ -190,7 +199,9 @@ std::string critical_path_chart(const CriticalPathReport& c, std::size_t top) {
     return r;
   };
   rows.push_back(row(c.run));
-  for (std::size_t i = 0; i < c.steps.size() && i < top; ++i) rows.push_back(row(c.steps[i]));
+  for (std::size_t i : charted_steps(options, c.step_lengths)) {
+    if (const CriticalPathSummary* path = detail::step_path(c, i)) rows.push_back(row(*path));
+  }
   std::vector<std::pair<std::string, const char*>> items;
   for (std::size_t i = 0; i < kPathCategories; ++i) items.emplace_back(to_string(static_cast<PathCategory>(i)), kPathColours[i]);
   return legend(items) + stacked_bars(rows, std::vector<const char*>(std::begin(kPathColours), std::end(kPathColours)),
@@ -257,13 +268,13 @@ std::string render_html(const AnalysisReport& r) {
   }
   if (r.steps) {
     out += "<h2 id=\"chart-steps\">Step time breakdown</h2>\n";
-    out += steps_chart(*r.steps, top);
+    out += steps_chart(*r.steps, r.options);
   }
 
   if (r.critical_path) {
     out += "<h2 id=\"chart-critical-path\">Critical path</h2>\n<p class=\"note\">The replayed run's critical path, "
            "whole run first, then per step, split by what bound it.</p>\n";
-    out += critical_path_chart(*r.critical_path, top);
+    out += critical_path_chart(*r.critical_path, r.options);
   }
 
   for (const auto& s : detail::report_sections(r)) {

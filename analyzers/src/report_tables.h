@@ -51,6 +51,14 @@ std::string stacked_bars(const std::vector<StackedRow>& rows, const std::vector<
                          const std::string& title);
 std::string legend(const std::vector<std::pair<std::string, const char*>>& items);
 
+// The steps a per-step table of the report lists (listed_steps), by the report's options and
+// format: JSON's bound or the others' `top`, or all of them.
+std::vector<std::size_t> step_rows(const ReportOptions& options, const std::vector<TimeNs>& durations, bool json);
+// The most rows a per-step table lists: JSON's bound, the others' `top`, or no bound.
+std::size_t step_limit(const ReportOptions& options, bool json);
+// The critical path of the step at `index` among all steps; null if it was not summarized.
+const CriticalPathSummary* step_path(const CriticalPathReport& c, std::size_t index);
+
 // "12.345 ms", "830 ns": three decimals in the largest fitting unit.
 std::string format_ns(TimeNs ns);
 std::string format_pct(double fraction); // 0.4239 -> "42.39 %"

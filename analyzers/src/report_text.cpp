@@ -124,7 +124,7 @@ Section hta_section(const HtaReport& h, std::size_t top) {
   return s;
 }
 
-Section steps_section(const StepBreakdown& b, std::size_t top) {
+Section steps_section(const StepBreakdown& b, const ReportOptions& options) {
   Section s{ReportSection::Steps, "Step time breakdown (TensorBoard profiler)", {}, {}};
   s.notes.push_back("As the TensorBoard profiler plugin computes it: each step runs to the end of the GPU work "
                     "launched from inside it, and trailing steps that launched nothing are left out. Kernel > Memcpy "
@@ -139,7 +139,11 @@ Section steps_section(const StepBreakdown& b, std::size_t top) {
     for (TimeNs v : time) r.push_back(format_ns(v));
     return r;
   };
-  for (std::size_t i = 0; i < b.steps.size() && i < top; ++i) t.rows.push_back(row(b.steps[i].name, b.steps[i].duration(), b.steps[i].time));
+  std::vector<TimeNs> durations;
+  for (const StepTime& st : b.steps) durations.push_back(st.duration());
+  const std::vector<std::size_t> listed = step_rows(options, durations, false);
+  for (std::size_t i : listed) t.rows.push_back(row(b.steps[i].name, b.steps[i].duration(), b.steps[i].time));
+  if (listed.size() < b.steps.size()) s.notes.push_back(listed_steps_note(listed.size(), b.steps.size()));
   if (!b.steps.empty()) {
     t.rows.push_back(row("(average)", b.average_duration, b.average));
   }
@@ -165,14 +169,18 @@ Section gpu_section(const std::vector<DeviceEfficiency>& gpus) {
   return s;
 }
 
-Section data_section(const DataStalls& d, std::size_t top) {
+Section data_section(const DataStalls& d, const ReportOptions& options) {
   Section s{ReportSection::DataStalls, "Data stalls per step", {}, {}};
   s.notes.push_back(fmt::format("Source: {}. Total wait {} of {} ({}).", d.source, format_ns(d.total_wait),
                                 format_ns(d.total_time),
                                 format_pct(d.total_time > 0 ? static_cast<double>(d.total_wait) / static_cast<double>(d.total_time) : 0.0)));
   Table t = make_table({"step", "duration", "data wait", "stall", "fetch", "prep", "batches"},
                        {false, true, true, true, true, true, true});
-  for (std::size_t i = 0; i < d.steps.size() && i < top; ++i) {
+  std::vector<TimeNs> durations;
+  for (const StepDataStall& st : d.steps) durations.push_back(st.end - st.start);
+  const std::vector<std::size_t> listed = step_rows(options, durations, false);
+  if (listed.size() < d.steps.size()) s.notes.push_back(listed_steps_note(listed.size(), d.steps.size()));
+  for (std::size_t i : listed) {
     const auto& st = d.steps[i];
     t.rows.push_back({st.step, format_ns(st.end - st.start), format_ns(st.data_wait), format_pct(st.stall_fraction()),
                       format_ns(st.fetch), format_ns(st.prep), std::to_string(st.batches)});
@@ -197,7 +205,8 @@ std::string part_label(const CriticalPathPart& p) {
   return p.resource.empty() ? std::string(to_string(p.category)) : fmt::format("{} on {}", to_string(p.category), p.resource);
 }
 
-Section critical_path_section(const CriticalPathReport& c, std::size_t top) {
+Section critical_path_section(const CriticalPathReport& c, const ReportOptions& options) {
+  const std::size_t top = std::max<std::size_t>(options.top, 1);
   Section s{ReportSection::CriticalPath, "Critical path (replay simulator)", {}, {}};
   if (!c.available) {
     s.notes.push_back(c.note);
@@ -221,7 +230,7 @@ Section critical_path_section(const CriticalPathReport& c, std::size_t top) {
     ops.rows.push_back({o.name, o.kind, std::to_string(o.count), format_ns(o.time), format_pct(o.share)});
   }
   s.tables.emplace_back("Top operations on the path", std::move(ops));
-  if (!c.steps.empty()) {
+  if (!c.step_lengths.empty()) {
     std::vector<std::string> header{"step", "length", "of run"};
     std::vector<bool> numeric{false, true, true};
     for (std::size_t i = 0; i < kPathCategories; ++i) {
@@ -231,14 +240,17 @@ Section critical_path_section(const CriticalPathReport& c, std::size_t top) {
     header.emplace_back("top operation");
     numeric.push_back(false);
     Table steps = make_table(std::move(header), std::move(numeric));
-    for (std::size_t i = 0; i < c.steps.size() && i < top; ++i) {
-      const auto& st = c.steps[i];
+    const std::vector<std::size_t> listed = step_rows(options, c.step_lengths, false);
+    for (std::size_t i : listed) {
+      const CriticalPathSummary* path = step_path(c, i);
+      if (!path) continue;
+      const auto& st = *path;
       std::vector<std::string> row{st.name, format_ns(st.length()), format_pct(st.share_of_run)};
       for (TimeNs t : st.by_category) row.push_back(format_ns(t));
       row.push_back(st.operations.empty() ? std::string() : st.operations.front().name);
       steps.rows.push_back(std::move(row));
     }
-    if (c.steps.size() > top) s.notes.push_back(fmt::format("{} more steps in the JSON report.", c.steps.size() - top));
+    if (listed.size() < c.step_lengths.size()) s.notes.push_back(listed_steps_note(listed.size(), c.step_lengths.size()));
     s.tables.emplace_back("Per step", std::move(steps));
   }
   return s;
@@ -315,11 +327,11 @@ std::vector<Section> report_sections(const AnalysisReport& r) {
     switch (kind) {
       case ReportSection::CrossStack: if (r.cross_stack) out.push_back(cross_stack_section(*r.cross_stack, top)); break;
       case ReportSection::Hta: if (r.hta) out.push_back(hta_section(*r.hta, top)); break;
-      case ReportSection::Steps: if (r.steps) out.push_back(steps_section(*r.steps, top)); break;
+      case ReportSection::Steps: if (r.steps) out.push_back(steps_section(*r.steps, r.options)); break;
       case ReportSection::Gpu: if (r.gpu) out.push_back(gpu_section(*r.gpu)); break;
-      case ReportSection::DataStalls: if (r.data_stalls) out.push_back(data_section(*r.data_stalls, top)); break;
+      case ReportSection::DataStalls: if (r.data_stalls) out.push_back(data_section(*r.data_stalls, r.options)); break;
       case ReportSection::TopKernels: if (r.top_kernels) out.push_back(kernels_section(*r.top_kernels)); break;
-      case ReportSection::CriticalPath: if (r.critical_path) out.push_back(critical_path_section(*r.critical_path, top)); break;
+      case ReportSection::CriticalPath: if (r.critical_path) out.push_back(critical_path_section(*r.critical_path, r.options)); break;
     }
   }
   return out;

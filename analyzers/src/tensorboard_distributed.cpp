@@ -139,13 +139,15 @@ Worker read_worker(const std::string& name, const Trace& trace) {
   const auto& kernel = m.roles[static_cast<std::size_t>(StepCategory::Kernel)];
   const auto& computation = kernel.empty() ? m.roles[static_cast<std::size_t>(StepCategory::CpuExec)] : kernel;
   const auto& communication = m.roles[static_cast<std::size_t>(StepCategory::Communication)];
-  const std::vector<Interval> overlap = detail::intersect_intervals(computation, communication);
-  for (const StepTime& step : steps.steps) {
-    const std::vector<Interval> span{{step.start, step.end}};
-    const TimeNs both = detail::intersection_length(span, overlap);
-    const TimeNs comp = detail::intersection_length(span, computation);
-    const TimeNs comm = detail::intersection_length(span, communication);
-    w.overlap.push_back({step.name, comp - both, both, comm - both, step.duration() + both - comp - comm});
+  std::vector<Interval> spans;
+  for (const StepTime& step : steps.steps) spans.push_back({step.start, step.end});
+  const std::vector<TimeNs> both = detail::OverlapIndex(detail::intersect_intervals(computation, communication)).overlaps(spans);
+  const std::vector<TimeNs> comp = detail::OverlapIndex(computation).overlaps(spans);
+  const std::vector<TimeNs> comm = detail::OverlapIndex(communication).overlaps(spans);
+  for (std::size_t i = 0; i < steps.steps.size(); ++i) {
+    const StepTime& step = steps.steps[i];
+    w.overlap.push_back(
+        {step.name, comp[i] - both[i], both[i], comm[i] - both[i], step.duration() + both[i] - comp[i] - comm[i]});
   }
   return w;
 }

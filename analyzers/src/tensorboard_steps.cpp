@@ -120,9 +120,12 @@ StepBreakdown step_breakdown(const Trace& trace) {
   }
   claimed[static_cast<std::size_t>(StepCategory::Other)] = std::move(free);
 
-  for (StepTime& s : out.steps) {
-    const std::vector<tb::Interval> step{{s.start, s.end}};
-    for (std::size_t c = 0; c < kStepCategories; ++c) s.time[c] = detail::intersection_length(step, claimed[c]);
+  std::vector<tb::Interval> windows;
+  windows.reserve(out.steps.size());
+  for (const StepTime& s : out.steps) windows.push_back({s.start, s.end});
+  for (std::size_t c = 0; c < kStepCategories; ++c) {
+    const std::vector<TimeNs> time = detail::OverlapIndex(claimed[c]).overlaps(windows);
+    for (std::size_t i = 0; i < out.steps.size(); ++i) out.steps[i].time[c] = time[i];
   }
   TimeNs total = 0;
   for (const StepTime& s : out.steps) {

@@ -35,6 +35,7 @@ struct AnalyzeOptions {
   std::vector<std::string> only;
   std::size_t top = 15;
   bool no_step_filter = false;
+  bool all_steps = false;
   bool summary = false;
   std::int64_t rank = kNoValue;
   std::size_t threads = 0;
@@ -182,6 +183,12 @@ const CommandRegistration analyze_command(50, "analyze", [](CLI::App& app) -> Co
                   "Only these analyses (comma-separated): " + section_names() + "; of a job: " + job_section_names())
       ->delimiter(',');
   cmd->add_option("--top", opts->top, "Rows in the longest tables and charts")->capture_default_str();
+  cmd->add_flag("--all-steps", opts->all_steps,
+                fmt::format("List every step in the per-step tables (steps, data-stalls, critical-path; of a job: "
+                            "stragglers and each rank's steps). Without it a table of more steps than --top (in "
+                            "JSON: than {}) lists that many: the first, the slowest and those around the median "
+                            "duration, and says how many it left out",
+                            analyzers::kJsonStepRows));
   cmd->add_flag("--no-step-filter", opts->no_step_filter,
                 "Keep the last ProfilerStep's events in the HTA analyses (HTA leaves them out)");
   cmd->add_flag("--summary", opts->summary,
@@ -209,7 +216,7 @@ const CommandRegistration analyze_command(50, "analyze", [](CLI::App& app) -> Co
   return [opts, allow_empty] {
     const AnalyzeOptions& o = *opts;
     std::vector<analyzers::ReportSection> sections;
-    analyzers::JobReportOptions job_options{.top = o.top};
+    analyzers::JobReportOptions job_options{.top = o.top, .all_steps = o.all_steps};
     std::vector<std::string> one_trace_only;
     if (!o.only.empty()) {
       job_options.hta = job_options.collectives = job_options.stragglers = false;
@@ -270,6 +277,7 @@ const CommandRegistration analyze_command(50, "analyze", [](CLI::App& app) -> Co
           ro.sections = sections;
         }
         ro.top = o.top;
+        ro.all_steps = o.all_steps;
         ro.hta = hta;
         const auto report = analyzers::analyze_trace(*single, in.traces.front().filename().string(), ro);
         std::string text;

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -115,6 +116,72 @@ TEST(AnalyzeCli, OnlyCriticalPath) {
   EXPECT_EQ(cp["run"]["length_ns"], cp["replayed_span_ns"]);
   EXPECT_EQ(cp["steps"].size(), 2u);
   EXPECT_EQ(cp["steps"][0]["name"], "ProfilerStep#1");
+}
+
+// Issue 38: every step in three tables made the JSON report of 100k one-op steps 189 MB, ten
+// times its input. By default a per-step table lists the first, the slowest and the median
+// steps (at most --top in text and HTML, 1000 in JSON) and says how many it left out;
+// --all-steps lists every one.
+TEST(AnalyzeCli, AReportOfManyStepsIsBoundedByDefaultAndCompleteOnRequest) {
+  ScratchDir dir;
+  constexpr int kSteps = 2500, kSlow = 1700;
+  TraceMaker m;
+  TimeNs at = 0;
+  for (int i = 0; i < kSteps; ++i) {
+    const TimeNs length = i == kSlow ? us(50) : us(9);
+    m.annotation("ProfilerStep#" + std::to_string(i), at, at + length, "user_annotation");
+    m.annotation("aten::mm", at + us(1), at + us(6), "cpu_op");
+    at += length + us(1);
+  }
+  const fs::path trace = dir / "steps.db";
+  write_trace(std::move(m).build(), trace);
+  const std::string analyze = "analyze " + trace.string() + " --only steps,data-stalls,critical-path";
+  auto tables = [](const nlohmann::json& j) {
+    return std::vector<nlohmann::json>{j["steps"], j["data_stalls"], j["critical_path"]};
+  };
+  auto name_of = [](const nlohmann::json& row) { return row.contains("name") ? row["name"] : row["step"]; };
+
+  const fs::path bounded = dir / "bounded.json", all = dir / "all.json";
+  ASSERT_EQ(run_dreamscope(analyze + " --format json -o " + bounded.string()).exit_code, 0);
+  for (const nlohmann::json& t : tables(nlohmann::json::parse(slurp(bounded)))) {
+    EXPECT_EQ(t["step_count"], kSteps);
+    EXPECT_EQ(t["steps_left_out"], kSteps - 1000);
+    ASSERT_EQ(t["steps"].size(), 1000u);
+    std::vector<int> index;
+    for (const auto& row : t["steps"]) index.push_back(row["index"]);
+    EXPECT_TRUE(std::is_sorted(index.begin(), index.end()));
+    EXPECT_EQ(index.front(), 0);
+    EXPECT_NE(std::find(index.begin(), index.end(), kSlow), index.end()) << "the slowest step is listed";
+    for (const auto& row : t["steps"]) {
+      EXPECT_EQ(name_of(row), "ProfilerStep#" + std::to_string(row["index"].get<int>()));
+    }
+  }
+  ASSERT_EQ(run_dreamscope(analyze + " --format json --all-steps -o " + all.string()).exit_code, 0);
+  for (const nlohmann::json& t : tables(nlohmann::json::parse(slurp(all)))) {
+    EXPECT_EQ(t["step_count"], kSteps);
+    EXPECT_EQ(t["steps_left_out"], 0);
+    ASSERT_EQ(t["steps"].size(), static_cast<std::size_t>(kSteps));
+    for (int i = 0; i < kSteps; ++i) ASSERT_EQ(t["steps"][static_cast<std::size_t>(i)]["index"], i);
+  }
+  EXPECT_LT(fs::file_size(bounded), fs::file_size(all) / 2);
+
+  // Text and HTML: --top steps a table, and a note that says which and how to get the rest.
+  const std::string note = "15 of 2500 steps listed: the first 5, the 5 slowest and 5 around the median duration; "
+                           "--all-steps lists every step.";
+  for (const char* format : {"text", "html"}) {
+    const CommandResult r = run_dreamscope(analyze + " --format " + format);
+    ASSERT_EQ(r.exit_code, 0) << r.out.substr(0, 2000);
+    std::size_t notes = 0;
+    for (std::size_t p = r.out.find(note); p != std::string::npos; p = r.out.find(note, p + 1)) ++notes;
+    EXPECT_EQ(notes, 3u) << format;
+    EXPECT_NE(r.out.find("ProfilerStep#1700"), std::string::npos) << format;
+    EXPECT_EQ(r.out.find("ProfilerStep#2000"), std::string::npos) << format;
+    EXPECT_LT(r.out.size(), 60000u) << format;
+    const CommandResult every = run_dreamscope(analyze + " --format " + format + " --all-steps");
+    ASSERT_EQ(every.exit_code, 0);
+    EXPECT_EQ(every.out.find("steps listed"), std::string::npos) << format;
+    EXPECT_NE(every.out.find("ProfilerStep#2000"), std::string::npos) << format;
+  }
 }
 
 TEST(AnalyzeCli, ErrorsSayWhatWentWrong) {

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <numeric>
 
@@ -144,16 +145,72 @@ TEST_P(CriticalPathOnKineto, PathTotalIsTheReplayedRun) {
   EXPECT_EQ(split_sum, c.replayed_span);
   EXPECT_GT(category(c.run, PathCategory::GpuWork) + category(c.run, PathCategory::CpuWork), 0);
   EXPECT_GT(c.run.tasks, 1u);
-  for (const auto& s : c.steps) {
+  ASSERT_EQ(c.step_lengths.size(), c.steps.size());
+  for (std::size_t i = 0; i < c.steps.size(); ++i) {
+    const CriticalPathSummary& s = c.steps[i];
     const TimeNs step_sum = std::accumulate(s.by_category.begin(), s.by_category.end(), TimeNs{0});
     EXPECT_EQ(step_sum, s.length()) << s.name;
     EXPECT_LE(s.length(), c.replayed_span);
+    EXPECT_EQ(s.index, i);
+    EXPECT_EQ(c.step_lengths[i], s.length()) << s.name;
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Traces, CriticalPathOnKineto,
                          ::testing::Values("critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz",
                                            "ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"));
+
+// With a step limit only the steps a report lists are walked (issue 38: 10^5 steps' summaries
+// held 60 MB for a report that lists 1000); those are as the full analysis has them.
+TEST_P(CriticalPathOnKineto, AStepLimitSummarizesTheListedStepsAsTheFullAnalysisDoes) {
+  const std::filesystem::path file = std::filesystem::path(DREAMSCOPE_SHARED_DATA_DIR) / "kineto-hta" / GetParam();
+  if (!std::filesystem::exists(file)) GTEST_SKIP() << "shared test data not found at " << file;
+  const Trace t = load_trace(file);
+  const CriticalPathReport all = critical_path_analysis(t, 5);
+  const CriticalPathReport some = critical_path_analysis(t, 5, 2);
+  EXPECT_EQ(some.step_lengths, all.step_lengths);
+  const std::vector<std::size_t> listed = listed_steps(all.step_lengths, 2);
+  ASSERT_EQ(some.steps.size(), listed.size());
+  for (std::size_t k = 0; k < listed.size(); ++k) {
+    const CriticalPathSummary& a = all.steps[listed[k]];
+    const CriticalPathSummary& b = some.steps[k];
+    EXPECT_EQ(b.index, listed[k]);
+    EXPECT_EQ(b.name, a.name);
+    EXPECT_EQ(b.begin, a.begin);
+    EXPECT_EQ(b.end, a.end);
+    EXPECT_EQ(b.by_category, a.by_category);
+    EXPECT_EQ(b.tasks, a.tasks);
+    EXPECT_EQ(b.ends_with, a.ends_with);
+    EXPECT_EQ(b.share_of_run, a.share_of_run);
+    ASSERT_EQ(b.operations.size(), a.operations.size());
+    for (std::size_t o = 0; o < a.operations.size(); ++o) EXPECT_EQ(b.operations[o].name, a.operations[o].name);
+  }
+  EXPECT_EQ(some.run.by_category, all.run.by_category);
+}
+
+TEST(CriticalPath, AStepLimitWalksTheFirstTheSlowestAndTheMedianSteps) {
+  TraceMaker m;
+  TimeNs at = 0;
+  for (int i = 0; i < 60; ++i) {
+    const TimeNs length = i == 40 ? us(90) : us(10 + i % 3);
+    m.annotation("ProfilerStep#" + std::to_string(i), at, at + length, "user_annotation");
+    m.annotation("aten::mm", at + us(1), at + us(6), "cpu_op");
+    at += length;
+  }
+  const Trace t = std::move(m).build();
+  const CriticalPathReport c = critical_path_analysis(t, 3, 6);
+  ASSERT_EQ(c.step_lengths.size(), 60u);
+  EXPECT_EQ(c.step_lengths[40], us(90));
+  ASSERT_EQ(c.steps.size(), 6u);
+  std::vector<std::size_t> walked;
+  for (const auto& s : c.steps) {
+    walked.push_back(s.index);
+    EXPECT_EQ(s.name, "ProfilerStep#" + std::to_string(s.index));
+    EXPECT_EQ(s.length(), c.step_lengths[s.index]);
+  }
+  EXPECT_EQ(walked, listed_steps(c.step_lengths, 6));
+  EXPECT_NE(std::find(walked.begin(), walked.end(), 40u), walked.end());
+}
 
 TEST(CriticalPathReport, RenderedInEveryFormat) {
   const Trace t = launch_and_sync();

@@ -245,6 +245,57 @@ TEST(JobAnalysis, AMissingRankIsNoted) {
       << r.notes.back();
 }
 
+// Issue 38: every step number looked every rank's steps through (seconds for a job of 2 x
+// 20k steps), and the JSON listed every step twice over. The straggler of a step among 1500
+// is found as among three, and the per-step tables list at most 1000 steps (text: --top)
+// unless asked for all.
+TEST(JobAnalysis, AJobOfManyStepsFindsItsStragglerAndListsItsStepsBoundedByDefault) {
+  constexpr std::int64_t kSteps = 1500, kSlowStep = 700;
+  const auto traces = test::simulate_job(2, kSteps, [](std::int64_t rank, std::int64_t step) {
+    const bool late = rank == 1 && step == kSlowStep;
+    return std::vector<test::JobAction>{data_wait(us(10)), compute(us(100) + (late ? us(500) : 0)), collective(us(20))};
+  });
+  analyzers::JobReport r = job_of(traces);
+  ASSERT_EQ(r.steps.size(), static_cast<std::size_t>(kSteps));
+  for (const auto& st : r.steps) {
+    if (st.step == kSlowStep) {
+      EXPECT_EQ(st.straggler, 1);
+      EXPECT_EQ(st.caused_wait, us(500));
+      ASSERT_TRUE(st.cause);
+      EXPECT_EQ(*st.cause, StragglerCause::Compute);
+    } else {
+      EXPECT_EQ(st.straggler, kNoValue) << st.name;
+    }
+    EXPECT_EQ(st.ranks.size(), 2u) << st.name;
+  }
+
+  auto json_of = [&](bool all_steps) {
+    r.options.all_steps = all_steps;
+    return nlohmann::json::parse(analyzers::render_job_json(r));
+  };
+  const auto bounded = json_of(false);
+  EXPECT_EQ(bounded["stragglers"]["step_count"], kSteps);
+  EXPECT_EQ(bounded["stragglers"]["steps_left_out"], kSteps - 1000);
+  ASSERT_EQ(bounded["stragglers"]["steps"].size(), 1000u);
+  bool slow_listed = false;
+  for (const auto& st : bounded["stragglers"]["steps"]) slow_listed = slow_listed || st["step"] == kSlowStep;
+  EXPECT_TRUE(slow_listed) << "the slowest step is listed";
+  for (const auto& rank : bounded["ranks"]) {
+    EXPECT_EQ(rank["step_count"], kSteps);
+    EXPECT_EQ(rank["steps"].size(), 1000u);
+  }
+  const auto all = json_of(true);
+  EXPECT_EQ(all["stragglers"]["steps"].size(), static_cast<std::size_t>(kSteps));
+  EXPECT_EQ(all["stragglers"]["steps_left_out"], 0);
+  for (const auto& rank : all["ranks"]) EXPECT_EQ(rank["steps"].size(), static_cast<std::size_t>(kSteps));
+
+  r.options.all_steps = false;
+  const std::string text = analyzers::render_job_text(r);
+  EXPECT_NE(text.find("15 of 1500 steps listed: the first 5, the 5 slowest and 5 around the median duration"),
+            std::string::npos);
+  EXPECT_NE(text.find("step 700"), std::string::npos);
+}
+
 TEST(JobAnalysis, HtaKernelTypesAddUpOverTheRanks) {
   // Two GPU ranks: a compute kernel on one, a compute and an NCCL kernel on the other.
   std::vector<RankSummary> s(2);

@@ -166,6 +166,10 @@ struct JobKernel {
 struct JobReportOptions {
   std::size_t top = 15; // rows of the longest tables in text, Markdown and HTML; JSON has all
   bool hta = true, collectives = true, stragglers = true;
+  // The per-step tables (each step's straggler, each rank's steps) list what report.h's
+  // ReportOptions::all_steps says of a trace's: at most `top` steps (JSON: max(top,
+  // kJsonStepRows)) picked by listed_steps, or every step.
+  bool all_steps = false;
 };
 
 struct JobReport {

@@ -31,12 +31,31 @@ bool reads_operator_args(ReportSection s);
 // reports the same (ImportWithoutOperators tests in tests/analyzers).
 bool reads_operators(ReportSection s);
 
+// Steps a per-step table of the JSON report lists at most, unless asked for all: far more
+// than a real profile holds (a few to a few hundred), far fewer than a trace of 10^5 tiny
+// steps, whose every step in three tables made a report ten times its input.
+inline constexpr std::size_t kJsonStepRows = 1000;
+
 struct ReportOptions {
   std::vector<ReportSection> sections{std::begin(kAllSections), std::end(kAllSections)};
   std::size_t top = 15;        // rows of the longest tables in text, Markdown and HTML
   std::size_t timeline_bins = 240;
   HtaOptions hta;
+  // The per-step tables (steps, data stalls, critical path per step) list at most `top`
+  // steps in text, Markdown and HTML, at most max(top, kJsonStepRows) in JSON (listed_steps
+  // says which), and say how many they left out; with `all_steps`, every step.
+  bool all_steps = false;
 };
+
+// The rows a per-step table of `durations.size()` steps lists, by index in ascending order:
+// all of them when there are at most `limit`; else `limit` of them: the first third of
+// `limit` steps (warm-up shows there), then the slowest third, then the rest nearest the
+// median duration (what a step usually takes), each part taking only steps not yet taken.
+std::vector<std::size_t> listed_steps(const std::vector<TimeNs>& durations, std::size_t limit);
+// How a table that listed `listed` of `total` steps says so: "" when it listed them all,
+// else "15 of 100000 steps listed: the first 5, the 5 slowest and 5 around the median
+// duration; --all-steps lists every step."
+std::string listed_steps_note(std::size_t listed, std::size_t total);
 
 // How busy each track was over the run, in equal time bins: what the HTML timeline draws.
 struct TimelineRow {
