@@ -525,6 +525,24 @@ class StretchTotals {
   std::vector<PathSummarizer::Bill> bills_;
 };
 
+// Whether two steps' replayed windows overlap. Where none do, their paths cross disjoint
+// stretches of time, so walking them all costs about one walk of the run, less than summing.
+bool windows_overlap(const std::vector<dreamscope::StepTime>& steps, const DependencyGraph& graph,
+                     const SimulationResult& result) {
+  std::vector<std::pair<TimeNs, TimeNs>> windows;
+  for (const dreamscope::StepTime& step : steps) {
+    const TaskId last = graph.annotation_last(step.row);
+    if (last == kNoTask || result.end[last] == kNoValue || result.end[last] <= step.predicted_start) continue;
+    windows.emplace_back(step.predicted_start, result.end[last]);
+  }
+  std::sort(windows.begin(), windows.end());
+  for (std::size_t i = 1; i < windows.size(); ++i) {
+    if (windows[i].first < windows[i - 1].second) return true;
+    windows[i].second = std::max(windows[i].second, windows[i - 1].second);
+  }
+  return false;
+}
+
 } // namespace
 
 namespace detail {
@@ -551,6 +569,9 @@ CriticalPathReport critical_path_analysis(const Trace& trace, std::size_t top_op
   // Each step's path, back from its last task to the step's start; the walk stops at the
   // first point at or before the start.
   const std::vector<dreamscope::StepTime> steps = step_times(trace, graph, result);
+  if (step_paths == StepPaths::Fastest) {
+    step_paths = windows_overlap(steps, graph, result) ? StepPaths::SumStretches : StepPaths::WalkEveryPoint;
+  }
   std::vector<StretchTotals::Query> queries;
   std::vector<std::size_t> query_of(steps.size(), steps.size());
   for (std::size_t i = 0; i < steps.size() && step_paths == StepPaths::SumStretches; ++i) {
@@ -597,7 +618,7 @@ CriticalPathReport critical_path_analysis(const Trace& trace, std::size_t top_op
 } // namespace detail
 
 CriticalPathReport critical_path_analysis(const Trace& trace, std::size_t top_operations) {
-  return detail::critical_path_analysis(trace, top_operations, detail::StepPaths::SumStretches);
+  return detail::critical_path_analysis(trace, top_operations, detail::StepPaths::Fastest);
 }
 
 } // namespace dreamscope::analyzers
