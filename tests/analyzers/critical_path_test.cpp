@@ -2,6 +2,7 @@
 // out on paper, and real PyTorch traces whose path must tile the replayed run exactly.
 #include "../common/required_data.h"
 #include "analysis_traces.h"
+#include "critical_path.h"
 
 #include <dreamscope/importers.h>
 #include <dreamscope/report.h>
@@ -10,8 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <numeric>
+#include <string>
 
 namespace dreamscope::analyzers {
 namespace {
@@ -45,6 +48,106 @@ const CriticalPathPart* part(const CriticalPathSummary& s, PathCategory c) {
     if (p.category == c) return &p;
   }
   return nullptr;
+}
+
+// The analysis sums each step's unclipped stretch from running totals; walking every point
+// of every step's path is the definition. Both must give the very same report.
+void expect_same_summary(const CriticalPathSummary& a, const CriticalPathSummary& b) {
+  SCOPED_TRACE(a.name);
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.begin, b.begin);
+  EXPECT_EQ(a.end, b.end);
+  EXPECT_EQ(a.by_category, b.by_category);
+  EXPECT_EQ(a.tasks, b.tasks);
+  EXPECT_EQ(a.ends_with, b.ends_with);
+  EXPECT_EQ(a.share_of_run, b.share_of_run);
+  ASSERT_EQ(a.split.size(), b.split.size());
+  for (std::size_t i = 0; i < a.split.size(); ++i) {
+    EXPECT_EQ(a.split[i].category, b.split[i].category);
+    EXPECT_EQ(a.split[i].resource, b.split[i].resource);
+    EXPECT_EQ(a.split[i].time, b.split[i].time);
+    EXPECT_EQ(a.split[i].hops, b.split[i].hops);
+    EXPECT_EQ(a.split[i].share, b.split[i].share);
+  }
+  ASSERT_EQ(a.operations.size(), b.operations.size());
+  for (std::size_t i = 0; i < a.operations.size(); ++i) {
+    EXPECT_EQ(a.operations[i].name, b.operations[i].name);
+    EXPECT_EQ(a.operations[i].kind, b.operations[i].kind);
+    EXPECT_EQ(a.operations[i].count, b.operations[i].count);
+    EXPECT_EQ(a.operations[i].time, b.operations[i].time);
+    EXPECT_EQ(a.operations[i].share, b.operations[i].share);
+  }
+}
+
+constexpr std::size_t kAllSteps = static_cast<std::size_t>(-1);
+
+void expect_steps_summed_as_walked(const Trace& t, std::size_t top_operations = 20) {
+  const CriticalPathReport summed =
+      detail::critical_path_analysis(t, top_operations, kAllSteps, detail::StepPaths::SumStretches);
+  const CriticalPathReport walked =
+      detail::critical_path_analysis(t, top_operations, kAllSteps, detail::StepPaths::WalkEveryPoint);
+  expect_same_summary(summed.run, walked.run);
+  ASSERT_EQ(summed.steps.size(), walked.steps.size());
+  for (std::size_t i = 0; i < summed.steps.size(); ++i) expect_same_summary(summed.steps[i], walked.steps[i]);
+}
+
+// A training thread whose `step` ranges overlap (issue 38: N of them a nanosecond apart made
+// the analysis walk N points for each), around launches, kernels, copies and syncs drawn at
+// random, some kernels starting before their launch call (a skewed clock: a path that runs
+// forward in time, which only a walk may bill) and a worker thread's ranges.
+Trace tangled_steps(int steps, bool nested) {
+  TraceMaker m;
+  std::uint64_t seed = 38;
+  auto draw = [&](std::uint64_t bound) {
+    seed = seed * 6364136223846793005u + 1442695040888963407u;
+    return static_cast<TimeNs>((seed >> 33) % bound);
+  };
+  const TimeNs span = us(40 + 3 * steps);
+  for (int i = 0; i < steps; ++i) {
+    const TimeNs start = nested ? us(i) : us(3 * i) + draw(2000);
+    const TimeNs end = nested ? span + us(2 * steps - 2 * i) : start + us(40) + draw(us(60));
+    m.annotation("step", start, end, "step", i);
+  }
+  TimeNs cpu = 0, gpu = 0;
+  std::int64_t correlation = 1;
+  while (cpu < span) {
+    cpu += us(1) + draw(us(4));
+    const TimeNs call_end = cpu + us(1) + draw(us(2));
+    switch (draw(6)) {
+      case 0: {
+        m.api("cudaStreamSynchronize", cpu, std::max(call_end, gpu + us(1)), correlation++);
+        cpu = std::max(call_end, gpu + us(1));
+        continue;
+      }
+      case 1: m.annotation("forward", cpu, call_end); break;
+      default: break;
+    }
+    m.api("cudaLaunchKernel", cpu, call_end, correlation);
+    const TimeNs kernel_start = draw(10) == 0 ? cpu - us(1) : std::max(gpu, cpu) + draw(us(3));
+    gpu = std::max(gpu, kernel_start) + us(1) + draw(us(8));
+    m.gpu(7, draw(3) == 0 ? "gemm" : "relu", std::max(kernel_start, gpu - us(20)), gpu, correlation++,
+          draw(8) == 0 ? GpuOpKind::Memcpy : GpuOpKind::Kernel);
+    cpu = call_end;
+  }
+  const TrackId worker = m.worker(2);
+  for (TimeNs t = 0; t < span; t += us(7)) m.annotation("prep", t, t + us(5), "prep", t, worker);
+  return std::move(m).build();
+}
+
+TEST(CriticalPath, OverlappingStepsSumTheirPathsAsWalkingThemDoes) {
+  const Trace t = tangled_steps(150, false);
+  expect_steps_summed_as_walked(t);
+  expect_steps_summed_as_walked(t, 1);
+  const CriticalPathReport c = critical_path_analysis(t);
+  ASSERT_EQ(c.steps.size(), 150u);
+  for (const auto& s : c.steps) {
+    const TimeNs sum = std::accumulate(s.by_category.begin(), s.by_category.end(), TimeNs{0});
+    EXPECT_EQ(sum, s.length()) << s.name;
+  }
+}
+
+TEST(CriticalPath, NestedStepsSumTheirPathsAsWalkingThemDoes) {
+  expect_steps_summed_as_walked(tangled_steps(120, true));
 }
 
 TEST(CriticalPath, LaunchesAndASyncSplitExactly) {
@@ -103,6 +206,7 @@ TEST(CriticalPath, PerStepPathsTileTheirSteps) {
   m.api("cudaStreamSynchronize", us(53), us(77), 4);
   const Trace t = std::move(m).build();
   const CriticalPathReport c = critical_path_analysis(t);
+  expect_steps_summed_as_walked(t);
   ASSERT_EQ(c.steps.size(), 2u);
   for (const auto& s : c.steps) {
     const TimeNs sum = std::accumulate(s.by_category.begin(), s.by_category.end(), TimeNs{0});
@@ -154,6 +258,7 @@ TEST_P(CriticalPathOnKineto, PathTotalIsTheReplayedRun) {
     EXPECT_EQ(s.index, i);
     EXPECT_EQ(c.step_lengths[i], s.length()) << s.name;
   }
+  expect_steps_summed_as_walked(t);
 }
 
 INSTANTIATE_TEST_SUITE_P(Traces, CriticalPathOnKineto,

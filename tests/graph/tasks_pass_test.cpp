@@ -9,7 +9,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
+#include <string>
+#include <vector>
 
 namespace dreamscope {
 namespace {
@@ -88,6 +91,102 @@ TEST(TasksPass, EventsEndingAtTheLargestTimeAreClosed) {
   EXPECT_EQ(g.base_duration(call), 100); // what it took after its copy ended
   ASSERT_EQ(g.sync_actions().size(), 1u);
   EXPECT_EQ(g.sync_actions()[0].op, SyncOp::WaitStreams);
+}
+
+// An event that ends while one opened after it is still open leaves the later one the owner
+// of what follows, however deep the stack of open events (issue 38: the cut keeps open
+// events on a stack and in a heap by end, no longer in one list it scanned per boundary).
+TEST(TasksPass, AnEventEndingUnderALaterOneLeavesTheInnermostStillOpenTheOwner) {
+  HandTrace h;
+  const TrackId t = h.thread(1);
+  h.annotation(t, "a", "operation", 0, 40);
+  h.annotation(t, "b", "operation", 5, 30);
+  h.api(t, "cudaMemcpy", 10, 50);
+  h.annotation(t, "d", "operation", 12, 20);
+  const Trace trace = h.build();
+  const graph_build::TaskTable tasks = run_passes(trace, "tasks").tasks;
+  const EventIndex a = annotation_row(trace, "a"), b = annotation_row(trace, "b"), d = annotation_row(trace, "d");
+  const EventIndex copy = api_row(trace, "cudaMemcpy");
+  struct Piece {
+    TimeNs start, end;
+    TaskKind kind;
+    EventIndex row;
+    bool operator==(const Piece&) const = default;
+  };
+  std::vector<Piece> cut;
+  for (TaskId k = tasks.first(t); k < tasks.end(t); ++k) {
+    cut.push_back({tasks.measured_start[k], tasks.measured_end[k], tasks.kind[k], tasks.source_row[k]});
+  }
+  const std::vector<Piece> expected = {
+      {0, 5, TaskKind::Annotation, a},   {5, 10, TaskKind::Annotation, b}, {10, 12, TaskKind::CudaApi, copy},
+      {12, 20, TaskKind::Annotation, d}, {20, 30, TaskKind::CudaApi, copy}, {30, 40, TaskKind::CudaApi, copy},
+      {40, 50, TaskKind::CudaApi, copy}};
+  ASSERT_EQ(cut.size(), expected.size());
+  EXPECT_TRUE(cut == expected);
+  EXPECT_EQ(tasks.measured_end[tasks.annotation_last[b]], 30);
+  EXPECT_EQ(tasks.measured_end[tasks.annotation_last[a]], 40);
+  EXPECT_EQ(tasks.measured_start[tasks.annotation_first[d]], 12);
+  EXPECT_EQ(tasks.measured_end[tasks.api_last[copy]], 50);
+}
+
+// Many events that nest, overlap and share ends, checked against the rule itself: a piece
+// belongs to the event that started last among those open over it (starts are distinct
+// here, so that is one event), and each event's first and last pieces meet its start and end.
+TEST(TasksPass, EachPieceOfATangleOfRangesBelongsToTheLatestStartedOpenEvent) {
+  HandTrace h;
+  const TrackId t = h.thread(1);
+  struct Event {
+    TimeNs start, end;
+    bool api;
+  };
+  std::vector<Event> events;
+  std::uint64_t seed = 38;
+  auto next = [&](std::uint64_t bound) {
+    seed = seed * 6364136223846793005u + 1442695040888963407u;
+    return static_cast<TimeNs>((seed >> 33) % bound);
+  };
+  for (int k = 0; k < 400; ++k) {
+    const TimeNs start = 10 * k + 1;
+    const TimeNs end = start + 10 * next(60); // ends land on multiples of 10 plus 1: many tie
+    events.push_back({start, end, next(3) == 0});
+    const std::string name = "e" + std::to_string(k);
+    if (events.back().api) {
+      h.api(t, name, start, end);
+    } else {
+      h.annotation(t, name, "operation", start, end);
+    }
+  }
+  const Trace trace = h.build();
+  const graph_build::TaskTable tasks = run_passes(trace, "tasks").tasks;
+  TimeNs at = events.front().start;
+  for (TaskId k = tasks.first(t); k < tasks.end(t); ++k) {
+    ASSERT_EQ(tasks.measured_start[k], at);
+    const TimeNs s = tasks.measured_start[k], e = tasks.measured_end[k];
+    at = e;
+    if (s == e) continue; // a zero-length event's own piece
+    int owner = -1;
+    for (int x = 0; x < static_cast<int>(events.size()); ++x) {
+      if (events[x].start <= s && events[x].end > s) owner = x; // starts ascend: the last wins
+    }
+    if (owner < 0) {
+      EXPECT_EQ(tasks.kind[k], TaskKind::CpuWork) << "piece at " << s;
+      continue;
+    }
+    const std::string name = "e" + std::to_string(owner);
+    const bool api = events[owner].api;
+    ASSERT_EQ(tasks.kind[k], api ? TaskKind::CudaApi : TaskKind::Annotation) << "piece at " << s;
+    EXPECT_EQ(tasks.source_row[k], api ? api_row(trace, name) : annotation_row(trace, name)) << "piece at " << s;
+    EXPECT_LE(e, events[owner].end);
+  }
+  for (int x = 0; x < static_cast<int>(events.size()); ++x) {
+    const std::string name = "e" + std::to_string(x);
+    const EventIndex row = events[x].api ? api_row(trace, name) : annotation_row(trace, name);
+    const auto& first = events[x].api ? tasks.api_first : tasks.annotation_first;
+    const auto& last = events[x].api ? tasks.api_last : tasks.annotation_last;
+    ASSERT_NE(last[row], kNoTask) << name;
+    EXPECT_EQ(tasks.measured_start[first[row]], events[x].start) << name;
+    EXPECT_EQ(tasks.measured_end[last[row]], events[x].end) << name;
+  }
 }
 
 } // namespace

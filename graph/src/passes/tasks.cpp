@@ -7,6 +7,8 @@
 //   wait_end (sized, no waits), warnings.sync_ops_skipped.
 #include "passes.h"
 
+#include <queue>
+
 namespace dreamscope::graph_build {
 namespace {
 
@@ -40,17 +42,24 @@ TaskId add_task(TaskTable& t, ResourceId r, TaskKind kind, EventIndex row, TimeN
 // reproduces every gap between events, and each event's start and end are task boundaries.
 // The loop ends when every event has been opened and closed, never at a time value: an
 // event may end at any time a TimeNs holds, INT64_MAX included.
+// Open events sit on a stack in the order they opened, and in a heap by end: a thread's
+// events may nest or overlap without limit (a chain of 100 k nested ranges), so neither
+// the next end nor the innermost event may cost a scan of all that are open.
 void cut_thread(const Trace& trace, TaskTable& tasks, ResourceId r) {
   const auto& api = trace.cuda_api();
   const auto& ann = trace.annotations();
   const EventRange ar = trace.cuda_api_on(r);
   const EventRange nr = trace.annotations_on(r);
   struct Open {
-    TimeNs end;
     bool is_api;
+    bool closed;
     EventIndex row;
   };
+  // An event leaves the stack only once closed and nothing opened after it is still open,
+  // so an open event keeps its place and the heap may name it by that place.
   std::vector<Open> open;
+  using EndAt = std::pair<TimeNs, std::size_t>; // an open event's end, its place on the stack
+  std::priority_queue<EndAt, std::vector<EndAt>, std::greater<>> ends;
   EventIndex i = ar.begin, j = nr.begin;
   auto next_is_annotation = [&]() {
     if (j == nr.end) return false;
@@ -61,11 +70,11 @@ void cut_thread(const Trace& trace, TaskTable& tasks, ResourceId r) {
   };
   TimeNs now = 0;
   bool first = true;
-  while (i < ar.end || j < nr.end || !open.empty()) {
+  while (i < ar.end || j < nr.end || !ends.empty()) {
     // The next boundary: the earliest start not yet reached or end of an open event.
-    TimeNs t = i < ar.end ? api.start[i] : j < nr.end ? ann.start[j] : open.front().end;
+    TimeNs t = i < ar.end ? api.start[i] : j < nr.end ? ann.start[j] : ends.top().first;
     if (j < nr.end) t = std::min(t, ann.start[j]);
-    for (const auto& o : open) t = std::min(t, o.end);
+    if (!ends.empty()) t = std::min(t, ends.top().first);
     if (first) {
       now = t;
       first = false;
@@ -80,11 +89,12 @@ void cut_thread(const Trace& trace, TaskTable& tasks, ResourceId r) {
       now = t;
     }
     const auto last = static_cast<TaskId>(tasks.size() - 1);
-    std::erase_if(open, [&](const Open& o) {
-      if (o.end != t) return false;
+    for (; !ends.empty() && ends.top().first == t; ends.pop()) {
+      Open& o = open[ends.top().second];
+      o.closed = true;
       (o.is_api ? tasks.api_last : tasks.annotation_last)[o.row] = last;
-      return true;
-    });
+    }
+    while (!open.empty() && open.back().closed) open.pop_back();
     while (i < ar.end || j < nr.end) {
       const bool is_annotation = next_is_annotation();
       const EventIndex row = is_annotation ? j : i;
@@ -97,7 +107,8 @@ void cut_thread(const Trace& trace, TaskTable& tasks, ResourceId r) {
       if (e == s) {
         last_of[row] = add_task(tasks, r, is_annotation ? TaskKind::Annotation : TaskKind::CudaApi, row, s, s);
       } else {
-        open.push_back({e, !is_annotation, row});
+        ends.emplace(e, open.size());
+        open.push_back({!is_annotation, false, row});
       }
       (is_annotation ? j : i)++;
     }
