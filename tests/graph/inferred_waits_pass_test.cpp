@@ -97,5 +97,22 @@ TEST(InferredWaitsPass, NoHandoffWhenTheOtherThreadWasBusyBeforeTheWait) {
   EXPECT_TRUE(edges_of_kind(st, {EdgeKind::Handoff, EdgeKind::Join}).empty());
 }
 
+// Two threads that each run one 1 ms operator from the same moment look like each other's
+// burst. Matching both ways made a cycle (each waits for the other's end), and every task was
+// left unscheduled: replay said 0 ns. A burst already handed a wait is not that wait's burst
+// in turn.
+TEST(InferredWaitsPass, TwoThreadsAreNotEachOthersHandoff) {
+  HandTrace h("");
+  const TrackId a = h.thread(1), b = h.thread(2);
+  h.annotation(a, "op a", "operation", 0, 1'000'000);
+  h.annotation(b, "op b", "operation", 0, 1'000'000);
+  const Trace trace = h.build();
+  const graph_build::GraphBuildState st = run_passes(trace, "inferred_waits");
+  const auto edges = edges_of_kind(st, {EdgeKind::Handoff, EdgeKind::Join});
+  ASSERT_EQ(edges.size(), 2u) << "one handoff and its join, one way only";
+  EXPECT_EQ(edges[0].second.first, edges[1].second.second);
+  EXPECT_EQ(edges[0].second.second, edges[1].second.first);
+}
+
 } // namespace
 } // namespace dreamscope

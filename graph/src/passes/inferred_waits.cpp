@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 
 namespace dreamscope::graph_build {
 namespace {
@@ -97,6 +98,18 @@ void add_thread_handoffs(GraphBuildState& s) {
     std::stable_sort(events.begin(), events.end(), [](const EventStart& x, const EventStart& y) { return x.start < y.start; });
   }
   std::vector<TaskId> seen_for(tasks.resource_count(), kNoTask); // the wait that last looked at a thread
+  // The burst each wait was handed to, so that no burst is matched to a wait inside a burst
+  // it was itself handed: two threads each running one 1 ms operator from the same moment
+  // were each other's handoff and join, a cycle that left every task unscheduled.
+  struct Burst {
+    ResourceId thread = 0;
+    TaskId first = kNoTask, last = kNoTask;
+  };
+  std::unordered_map<TaskId, Burst> burst_of;
+  const auto serves = [&](TaskId waiter, ResourceId thread, TaskId task) {
+    const auto it = burst_of.find(waiter);
+    return it != burst_of.end() && it->second.thread == thread && it->second.first <= task && task <= it->second.last;
+  };
   for (ResourceId a : threads) {
     const auto& events = events_by_process[process_of(trace, a)];
     for (TaskId p = tasks.first(a); p < tasks.end(a); ++p) {
@@ -125,6 +138,7 @@ void add_thread_handoffs(GraphBuildState& s) {
         } while (last > first && !is_event(last));
         if (tasks.measured_end[last] > pe) continue;
         if (last + 1 < end && tasks.measured_end[last + 1] < pe) continue; // b idle, then busy again before p ended
+        if (serves(first, a, p) || serves(last, a, p)) continue; // p is already that burst's wait's burst
         const TimeNs resume = pe - tasks.measured_end[last];
         // The soonest resume; among equals, the lowest thread, as when threads were tried in order.
         if (resume < best_resume || (best_first != kNoTask && resume == best_resume && b < best_thread)) {
@@ -135,6 +149,7 @@ void add_thread_handoffs(GraphBuildState& s) {
         }
       }
       if (best_first == kNoTask) continue;
+      burst_of[p] = Burst{best_thread, best_first, best_last};
       s.edges.add(p, best_first, EdgeKind::Handoff, starts[best_first] - ps);
       // What held the burst back is the handoff, not the idle time before it on its thread
       // (the piece before it, or the gap before a thread's first task).
