@@ -2,7 +2,7 @@
 // out on paper, and real PyTorch traces whose path must tile the replayed run exactly.
 #include "../common/required_data.h"
 #include "analysis_traces.h"
-#include "critical_path.h"
+#include "critical_path/critical_path.h"
 
 #include <dreamscope/importers.h>
 #include <dreamscope/report.h>

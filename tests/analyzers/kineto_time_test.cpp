@@ -1,8 +1,8 @@
-// The doubles HTA and the TensorBoard plugin computed with (analyzers/src/kineto_time.h): a
+// The doubles HTA and the TensorBoard plugin computed with (analyzers/src/hta/kineto_time.h): a
 // Kineto time in µs, as Python's float() parsed its text, recovered from the exact ns the
 // importer keeps. Checked against strtod of the same text, which rounds correctly as
 // Python does, over every magnitude: times relative to the profiler's start and epoch ns.
-#include "kineto_time.h"
+#include "hta/kineto_time.h"
 
 #include <gtest/gtest.h>
 

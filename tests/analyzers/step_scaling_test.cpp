@@ -1,9 +1,9 @@
 // What made a report of many steps slow and large: per-step overlap sums over every interval
-// (analyzers/src/intervals.h, OverlapIndex), tables that listed every step (listed_steps)
+// (analyzers/src/common/intervals.h, OverlapIndex), tables that listed every step (listed_steps)
 // and a JSON report held whole as one document (json_text.h). Each against the plain
 // definition it replaced, on random and edge cases.
-#include "intervals.h"
-#include "json_text.h"
+#include "common/intervals.h"
+#include "common/json_text.h"
 
 #include <dreamscope/report.h>
 

@@ -1,5 +1,5 @@
 // What a GPU kernel does, judged by its name, for dreamscope's own analyses and scenarios.
-// One place for it: HTA's kernel-type regexes (analyzers/src/hta.cpp, kept as HTA counts so
+// One place for it: HTA's kernel-type regexes (analyzers/src/hta/hta.cpp, kept as HTA counts so
 // that its numbers match) know only NCCL, `hip` and HCCL names, so B200's NVLS
 // `multimem_all_reduce_kernel`, RCCL's `rccl*` and NVSHMEM's kernels count as computation
 // there. docs/analyze.md says where the two differ.

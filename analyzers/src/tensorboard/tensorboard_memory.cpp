@@ -2,9 +2,9 @@
 // and curve): each allocation and release of PyTorch's profile_memory put in the operator open
 // on its thread at its time, summed per operator and device; allocations paired with their
 // releases by address; the allocator's totals over time.
-#include "tensorboard_tree.h"
+#include "tensorboard/tensorboard_tree.h"
 
-#include "kineto_time.h"
+#include "hta/kineto_time.h"
 
 #include "dreamscope/limits.h"
 

@@ -1,6 +1,6 @@
 // The report as one self-contained HTML file: inline CSS and SVG, no scripts, no fonts or
 // files from elsewhere, so that it reads the same offline, in a CI artifact or in a mail.
-#include "report_tables.h"
+#include "report/report_tables.h"
 
 #include <fmt/format.h>
 

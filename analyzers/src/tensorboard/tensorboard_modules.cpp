@@ -1,7 +1,7 @@
 // The TensorBoard plugin's module view (its module_op.py): the nn.Module hierarchy read from
 // the Python ids of Kineto's python_function events, and the module scopes of the call trees
 // summed per module onto it.
-#include "tensorboard_tree.h"
+#include "tensorboard/tensorboard_tree.h"
 
 #include "dreamscope/limits.h"
 

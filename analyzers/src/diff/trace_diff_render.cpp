@@ -1,7 +1,7 @@
 // The diff as text, Markdown, JSON (schema in docs/diff.md) and one self-contained HTML file,
 // built from the same tables as `analyze`'s reports (report_tables.h).
 #include "dreamscope/trace_diff.h"
-#include "report_tables.h"
+#include "report/report_tables.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -1,6 +1,6 @@
 // The TensorBoard plugin's overview: steps extended to the end of the GPU work their launches
 // caused, and each step's time split by role in priority order.
-#include "tensorboard_model.h"
+#include "tensorboard/tensorboard_model.h"
 
 #include "dreamscope/limits.h"
 

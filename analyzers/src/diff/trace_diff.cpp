@@ -231,7 +231,7 @@ void tally_events(Side& s) {
   }
 }
 
-TimeNs median(std::vector<TimeNs> v) {
+TimeNs upper_median(std::vector<TimeNs> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v[v.size() / 2]; // the upper middle of an even count, as `whatif` reports it
@@ -405,8 +405,8 @@ TraceDiff diff_traces(const Trace& trace_a, const Trace& trace_b, const DiffOpti
   diff.steps_a = a.job_steps.size();
   diff.steps_b = b.job_steps.size();
   const auto da = job_durations(a), db = job_durations(b);
-  diff.step_median_a = median(da);
-  diff.step_median_b = median(db);
+  diff.step_median_a = upper_median(da);
+  diff.step_median_b = upper_median(db);
   diff.slowest_step_a = da.empty() ? 0 : *std::max_element(da.begin(), da.end());
   diff.slowest_step_b = db.empty() ? 0 : *std::max_element(db.begin(), db.end());
   const auto steps_a = static_cast<double>(diff.steps_a), steps_b = static_cast<double>(diff.steps_b);
@@ -446,8 +446,8 @@ TraceDiff diff_traces(const Trace& trace_a, const Trace& trace_b, const DiffOpti
       r.rank_a = ranks_a[i].rank;
       r.rank_b = ranks_b[i].rank;
       const auto ra = rank_durations(a, r.rank_a), rb = rank_durations(b, r.rank_b);
-      r.step_median_a = median(ra);
-      r.step_median_b = median(rb);
+      r.step_median_a = upper_median(ra);
+      r.step_median_b = upper_median(rb);
       static const Tallies kNone;
       const auto ta = a.by_rank.find(r.rank_a), tb = b.by_rank.find(r.rank_b);
       const auto rows = compare(a, ta == a.by_rank.end() ? kNone : ta->second, static_cast<double>(ra.size()), b,

@@ -1,5 +1,5 @@
 // The report as titled tables, and their terminal and Markdown renderings.
-#include "report_tables.h"
+#include "report/report_tables.h"
 
 #include <fmt/format.h>
 

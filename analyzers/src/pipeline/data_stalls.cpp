@@ -1,7 +1,7 @@
 // Data stalls per step (DS-Analyzer's question, answered from one trace) and top kernels.
 #include "dreamscope/analyzers.h"
 #include "dreamscope/steps.h"
-#include "intervals.h"
+#include "common/intervals.h"
 
 #include <algorithm>
 #include <map>

@@ -5,7 +5,7 @@
 // Backward operators no forward operator of a module points at are left out, as the plugin
 // leaves them out; a group that two operators starting at the same time point at is listed
 // under both, as in the plugin.
-#include "tensorboard_tree.h"
+#include "tensorboard/tensorboard_tree.h"
 
 #include "dreamscope/limits.h"
 

@@ -2,7 +2,7 @@
 // the runtime calls its external id names and the GPU ops those launched (internal).
 #pragma once
 
-#include "tensorboard_model.h"
+#include "tensorboard/tensorboard_model.h"
 
 #include <cstdint>
 #include <deque>

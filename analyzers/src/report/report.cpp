@@ -1,9 +1,9 @@
 // Runs the chosen analyses once and renders them as JSON.
 #include "dreamscope/report.h"
 
-#include "intervals.h"
-#include "json_text.h"
-#include "report_tables.h"
+#include "common/intervals.h"
+#include "common/json_text.h"
+#include "report/report_tables.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,7 +1,7 @@
 // The TensorBoard plugin's operator and kernel views (its op_agg.py, kernel_parser.py and
 // tensor_cores_parser.py): operators and the kernels their runtime calls launched, collected
 // from the call trees, and every kernel of the trace by name.
-#include "tensorboard_tree.h"
+#include "tensorboard/tensorboard_tree.h"
 
 #include "dreamscope/limits.h"
 

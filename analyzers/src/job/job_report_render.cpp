@@ -2,7 +2,7 @@
 // charts (report_tables.h), so that both read alike.
 #include "dreamscope/job_analysis.h"
 
-#include "report_tables.h"
+#include "report/report_tables.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

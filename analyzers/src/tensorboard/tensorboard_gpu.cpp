@@ -1,7 +1,7 @@
 // The TensorBoard plugin's GPU metrics (its gpu_metrics_parser.py and docs/gpu_utilization.md):
 // GPU utilization, estimated SM efficiency and estimated achieved occupancy over the steps, and
 // the utilization and SM-efficiency timelines over the whole trace.
-#include "tensorboard_model.h"
+#include "tensorboard/tensorboard_model.h"
 
 #include <algorithm>
 #include <map>

@@ -11,7 +11,7 @@
 
 #include "dreamscope/analyzers.h"
 
-#include "intervals.h"
+#include "common/intervals.h"
 
 #include <array>
 #include <cstdint>

@@ -1,9 +1,9 @@
 // The events the TensorBoard plugin reads, picked out of a Trace with the plugin's rules
 // (its trace.py and event_parser.py at its last revision), and the roles they play in the
 // step breakdown.
-#include "tensorboard_model.h"
+#include "tensorboard/tensorboard_model.h"
 
-#include "kineto_time.h"
+#include "hta/kineto_time.h"
 
 #include "dreamscope/kernel_classes.h"
 #include "dreamscope/steps.h"

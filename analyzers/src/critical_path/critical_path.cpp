@@ -5,8 +5,8 @@
 // passes is billed to one category: a task's own duration to the thread or stream it ran on,
 // the link to the task before to the constraint that tied them. The stretches tile the window
 // with no overlap, so the categories add up to its length exactly.
-#include "critical_path.h"
-#include "report_tables.h"
+#include "critical_path/critical_path.h"
+#include "report/report_tables.h"
 
 #include <dreamscope/replay.h>
 #include <dreamscope/simulator.h>

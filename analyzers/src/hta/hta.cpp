@@ -2,8 +2,8 @@
 // ../shared/data/README.md), so that the numbers match HTA's on the same Kineto trace.
 #include "dreamscope/analyzers.h"
 
-#include "intervals.h"
-#include "kineto_time.h"
+#include "common/intervals.h"
+#include "hta/kineto_time.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
 // The TensorBoard plugin's call trees (its op_tree.py and node.py): nesting by time on each
 // thread, runtime calls tied to operators by external id, nested duplicates collapsed, and the
 // host, device and tensor-core times of every node.
-#include "tensorboard_tree.h"
+#include "tensorboard/tensorboard_tree.h"
 
 #include "dreamscope/limits.h"
 

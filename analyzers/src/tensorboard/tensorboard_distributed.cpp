@@ -2,7 +2,7 @@
 // run_generator.py): each worker's collectives ("communication nodes"), paired across workers
 // by their order in time to tell data transfer from waiting, and each step's overlap of
 // computation and communication.
-#include "tensorboard_model.h"
+#include "tensorboard/tensorboard_model.h"
 
 #include "dreamscope/limits.h"
 

@@ -6,7 +6,7 @@
 #include "dreamscope/collectives.h"
 #include "dreamscope/job.h"
 
-#include "intervals.h"
+#include "common/intervals.h"
 
 #include <fmt/format.h>
 
@@ -45,7 +45,7 @@ class TimeSet {
   std::vector<TimeNs> prefix_;
 };
 
-TimeNs median(std::vector<TimeNs> v) {
+TimeNs median_of_ranks(std::vector<TimeNs> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
@@ -452,11 +452,11 @@ class JobAnalysis {
         held.push_back(p.held);
         transfer.push_back(p.transfer);
       }
-      st.late_by += own_arrival - median(arrivals);
-      st.excess_compute += own.work - median(work);
-      st.excess_input += own.data - median(data);
-      st.excess_held += own.held - median(held);
-      st.excess_transfer += own.transfer - median(transfer);
+      st.late_by += own_arrival - median_of_ranks(arrivals);
+      st.excess_compute += own.work - median_of_ranks(work);
+      st.excess_input += own.data - median_of_ranks(data);
+      st.excess_held += own.held - median_of_ranks(held);
+      st.excess_transfer += own.transfer - median_of_ranks(transfer);
       // Who held it: the last rank of each collective it waited in, by the wait.
       const std::size_t self = index_of_rank(st.straggler);
       // The rank's calls are one run of job_.calls, by start; a wait is never longer than
