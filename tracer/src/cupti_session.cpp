@@ -124,36 +124,30 @@ bool next_record(std::uint8_t* buffer, std::size_t valid, CUpti_Activity** recor
   return cuptiActivityGetNextRecord(buffer, valid, record) == CUPTI_SUCCESS;
 }
 
-// CUPTI records a call only to have the decoder skip it: told not to record it at all, the
-// traced thread is spared the record (docs/tracing.md, "What CUDA recording costs").
-int stop_recording_noisy_api() {
-  int stopped = 0;
+// Sets CUPTI's recording of every runtime and driver call whose name `matches` to `record`;
+// returns how many calls CUPTI agreed to.
+template <class Matches>
+int set_recording_of_calls(Matches matches, bool record) {
+  int set = 0;
   for (CUpti_CallbackId cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
     const std::string name = CuptiDecoder::api_display_name(callback_name(CUPTI_CB_DOMAIN_RUNTIME_API, cbid));
-    if (CuptiDecoder::is_noisy_api(name) && cuptiActivityEnableRuntimeApi(cbid, 0) == CUPTI_SUCCESS) ++stopped;
+    if (matches(name) && cuptiActivityEnableRuntimeApi(cbid, record) == CUPTI_SUCCESS) ++set;
   }
   for (CUpti_CallbackId cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
     const std::string name = CuptiDecoder::api_display_name(callback_name(CUPTI_CB_DOMAIN_DRIVER_API, cbid));
-    if (CuptiDecoder::is_noisy_api(name) && cuptiActivityEnableDriverApi(cbid, 0) == CUPTI_SUCCESS) ++stopped;
+    if (matches(name) && cuptiActivityEnableDriverApi(cbid, record) == CUPTI_SUCCESS) ++set;
   }
-  return stopped;
+  return set;
 }
+
+// CUPTI records a call only to have the decoder skip it: told not to record it at all, the
+// traced thread is spared the record (docs/tracing.md, "What CUDA recording costs").
+int stop_recording_noisy_api() { return set_recording_of_calls(CuptiDecoder::is_noisy_api, false); }
 
 // The calls an analysis reads, asked for one by one with neither API kind enabled: CUPTI
 // then need not record (nor, where it can tell, intercept) the hundreds of other calls a
 // framework makes per step. Returns how many calls it agreed to record.
-int record_used_api_only() {
-  int enabled = 0;
-  for (CUpti_CallbackId cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
-    const std::string name = CuptiDecoder::api_display_name(callback_name(CUPTI_CB_DOMAIN_RUNTIME_API, cbid));
-    if (CuptiDecoder::is_used_api(name) && cuptiActivityEnableRuntimeApi(cbid, 1) == CUPTI_SUCCESS) ++enabled;
-  }
-  for (CUpti_CallbackId cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
-    const std::string name = CuptiDecoder::api_display_name(callback_name(CUPTI_CB_DOMAIN_DRIVER_API, cbid));
-    if (CuptiDecoder::is_used_api(name) && cuptiActivityEnableDriverApi(cbid, 1) == CUPTI_SUCCESS) ++enabled;
-  }
-  return enabled;
-}
+int record_used_api_only() { return set_recording_of_calls(CuptiDecoder::is_used_api, true); }
 
 void start() {
   CuptiState& st = state();
