@@ -1,7 +1,7 @@
 // The expression language of scenario values and --fail-if gates.
 #include "fuzz_pipeline.h"
 
-#include <dreamscope/scenario.h>
+#include <dreamscope/whatif/scenario.h>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace dreamscope;

@@ -2,7 +2,7 @@
 // every command after it.
 #include "fuzz_pipeline.h"
 
-#include <dreamscope/importers.h>
+#include <dreamscope/storage/importers.h>
 
 #include <cstdlib>
 #include <string>

@@ -3,7 +3,7 @@
 // values an export may hold; SQLite's own page format is SQLite's to fuzz.
 #include "fuzz_pipeline.h"
 
-#include <dreamscope/importers.h>
+#include <dreamscope/storage/importers.h>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace dreamscope;

@@ -1,10 +1,10 @@
 #include "fuzz_pipeline.h"
 
-#include <dreamscope/analyzers.h>
-#include <dreamscope/exporters.h>
-#include <dreamscope/report.h>
-#include <dreamscope/trace_summary.h>
-#include <dreamscope/whatif_engine.h>
+#include <dreamscope/analyzers/analyzers.h>
+#include <dreamscope/storage/exporters.h>
+#include <dreamscope/analyzers/report.h>
+#include <dreamscope/storage/trace_summary.h>
+#include <dreamscope/whatif/whatif_engine.h>
 
 #include <sqlite3.h>
 #include <unistd.h>

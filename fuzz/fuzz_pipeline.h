@@ -2,7 +2,7 @@
 // for loaders that read paths, and the rule that tells a clean refusal from a bug.
 #pragma once
 
-#include <dreamscope/trace.h>
+#include <dreamscope/storage/trace.h>
 
 #include <cstddef>
 #include <cstdint>

@@ -2,7 +2,7 @@
 // launches, kernels, copies, syncs and a data pipeline: what `dreamscope whatif -s FILE` does.
 #include "fuzz_pipeline.h"
 
-#include <dreamscope/whatif_engine.h>
+#include <dreamscope/whatif/whatif_engine.h>
 
 namespace {
 

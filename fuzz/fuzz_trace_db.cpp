@@ -2,7 +2,7 @@
 // of the damaged ones in ../shared/data/fuzz), through the reader and every command after it.
 #include "fuzz_pipeline.h"
 
-#include <dreamscope/importers.h>
+#include <dreamscope/storage/importers.h>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace dreamscope;

@@ -2,7 +2,7 @@
 // and every command after it.
 #include "fuzz_pipeline.h"
 
-#include <dreamscope/trace_log.h>
+#include <dreamscope/storage/trace_log.h>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace dreamscope;

@@ -2,10 +2,10 @@
 // ../shared/data), split into the import, each analysis and each rendering; and of a job's
 // analysis: one rank's summary, the report from 64. The trace is imported once; the analyses
 // are pure functions of it.
-#include <dreamscope/collectives.h>
-#include <dreamscope/importers.h>
-#include <dreamscope/job_analysis.h>
-#include <dreamscope/report.h>
+#include <dreamscope/storage/collectives.h>
+#include <dreamscope/storage/importers.h>
+#include <dreamscope/analyzers/job_analysis.h>
+#include <dreamscope/analyzers/report.h>
 
 #include <benchmark/benchmark.h>
 

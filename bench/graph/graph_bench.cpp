@@ -7,8 +7,8 @@
 //   build/graph/bench/graph_bench --benchmark_counters_tabular=true
 #include "synthetic_training_trace.h"
 
-#include <dreamscope/graph.h>
-#include <dreamscope/whatif.h>
+#include <dreamscope/graph/graph.h>
+#include <dreamscope/whatif/whatif.h>
 
 #include <benchmark/benchmark.h>
 

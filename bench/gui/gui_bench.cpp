@@ -9,7 +9,7 @@
 #include "timeline_view.h"
 #include "trace_document.h"
 
-#include <dreamscope/trace_file.h>
+#include <dreamscope/storage/trace_file.h>
 
 #include <benchmark/benchmark.h>
 

@@ -10,7 +10,7 @@
 // over the same JSON in memory.
 #include "importers/common/json_split.h"
 
-#include <dreamscope/importers.h>
+#include <dreamscope/storage/importers.h>
 
 #include <benchmark/benchmark.h>
 #include <zlib.h>

@@ -4,7 +4,7 @@
 //   build/release/bench/storage_bench --benchmark_filter=Load --benchmark_min_time=1x
 //   build/release/bench/storage_bench --benchmark_filter=GpuOpRows      (SQLite's two ways out)
 // bench/storage_figures.sh runs both and prints the figures the targets are stated in.
-#include <dreamscope/trace_file.h>
+#include <dreamscope/storage/trace_file.h>
 
 #include <benchmark/benchmark.h>
 #include <sqlite3.h>

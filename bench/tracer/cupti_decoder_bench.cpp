@@ -9,7 +9,7 @@
 #include "../../tests/common/fabricated_cupti.h"
 #include "cupti_decoder.h"
 
-#include <dreamscope/trace_log.h>
+#include <dreamscope/storage/trace_log.h>
 
 #include <benchmark/benchmark.h>
 

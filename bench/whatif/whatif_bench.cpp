@@ -7,8 +7,8 @@
 //   build/release/bench/whatif_bench --benchmark_counters_tabular=true
 #include "synthetic_training_trace.h"
 
-#include <dreamscope/scenario.h>
-#include <dreamscope/whatif_engine.h>
+#include <dreamscope/whatif/scenario.h>
+#include <dreamscope/whatif/whatif_engine.h>
 
 #include <benchmark/benchmark.h>
 

@@ -6,10 +6,10 @@
 //
 //   build/release/bench/whatif_scaling_bench --benchmark_counters_tabular=true
 //   bench/whatif_scaling.sh          # the same, then the ratios it is judged by
-#include <dreamscope/memory_reuse.h>
-#include <dreamscope/replay.h>
-#include <dreamscope/scenario.h>
-#include <dreamscope/whatif_engine.h>
+#include <dreamscope/storage/memory_reuse.h>
+#include <dreamscope/whatif/replay.h>
+#include <dreamscope/whatif/scenario.h>
+#include <dreamscope/whatif/whatif_engine.h>
 
 #include <benchmark/benchmark.h>
 

@@ -6,11 +6,11 @@
 #include "commands.h"
 #include "output.h"
 
-#include <dreamscope/importers.h>
-#include <dreamscope/job.h>
-#include <dreamscope/job_analysis.h>
-#include <dreamscope/report.h>
-#include <dreamscope/trace_summary.h>
+#include <dreamscope/storage/importers.h>
+#include <dreamscope/storage/job.h>
+#include <dreamscope/analyzers/job_analysis.h>
+#include <dreamscope/analyzers/report.h>
+#include <dreamscope/storage/trace_summary.h>
 
 #include <fmt/format.h>
 

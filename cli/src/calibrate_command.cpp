@@ -10,8 +10,8 @@
 #include "commands.h"
 
 #include <dreamscope/annotate.h>
-#include <dreamscope/trace_file.h>
-#include <dreamscope/tracer_environment.h>
+#include <dreamscope/storage/trace_file.h>
+#include <dreamscope/storage/tracer_environment.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

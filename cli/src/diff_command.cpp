@@ -5,10 +5,10 @@
 #include "commands.h"
 #include "output.h"
 
-#include <dreamscope/job.h>
-#include <dreamscope/limits.h>
-#include <dreamscope/scenario.h>
-#include <dreamscope/trace_diff.h>
+#include <dreamscope/storage/job.h>
+#include <dreamscope/storage/limits.h>
+#include <dreamscope/whatif/scenario.h>
+#include <dreamscope/analyzers/trace_diff.h>
 
 #include <fmt/format.h>
 

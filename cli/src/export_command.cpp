@@ -3,8 +3,8 @@
 #include "commands.h"
 #include "output.h"
 
-#include <dreamscope/exporters.h>
-#include <dreamscope/importers.h>
+#include <dreamscope/storage/exporters.h>
+#include <dreamscope/storage/importers.h>
 
 #include <fmt/format.h>
 

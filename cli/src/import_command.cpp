@@ -4,8 +4,8 @@
 #include "commands.h"
 #include "output.h"
 
-#include <dreamscope/importers.h>
-#include <dreamscope/trace_file.h>
+#include <dreamscope/storage/importers.h>
+#include <dreamscope/storage/trace_file.h>
 
 #include <fmt/format.h>
 

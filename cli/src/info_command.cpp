@@ -2,8 +2,8 @@
 #include "commands.h"
 #include "output.h"
 
-#include <dreamscope/overhead_correction.h>
-#include <dreamscope/storage.h>
+#include <dreamscope/whatif/overhead_correction.h>
+#include <dreamscope/storage/storage.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

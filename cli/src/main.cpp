@@ -1,7 +1,7 @@
 #include "commands.h"
 
-#include <dreamscope/limits.h>
-#include <dreamscope/memory_reuse.h>
+#include <dreamscope/storage/limits.h>
+#include <dreamscope/storage/memory_reuse.h>
 
 #include <algorithm>
 #include <cstdio>

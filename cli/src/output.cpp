@@ -2,10 +2,10 @@
 
 #include "commands.h"
 
-#include <dreamscope/job.h>
-#include <dreamscope/limits.h>
-#include <dreamscope/trace_file.h>
-#include <dreamscope/trace_summary.h>
+#include <dreamscope/storage/job.h>
+#include <dreamscope/storage/limits.h>
+#include <dreamscope/storage/trace_file.h>
+#include <dreamscope/storage/trace_summary.h>
 
 #include <fmt/format.h>
 

@@ -1,9 +1,9 @@
 // Shared by the commands: human-readable times, and writing a report to stdout or a file.
 #pragma once
 
-#include <dreamscope/importers.h>
-#include <dreamscope/scenario.h>
-#include <dreamscope/trace.h>
+#include <dreamscope/storage/importers.h>
+#include <dreamscope/whatif/scenario.h>
+#include <dreamscope/storage/trace.h>
 
 #include <CLI/CLI.hpp>
 

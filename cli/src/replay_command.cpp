@@ -5,9 +5,9 @@
 #include "commands.h"
 #include "output.h"
 
-#include <dreamscope/importers.h>
-#include <dreamscope/storage.h>
-#include <dreamscope/whatif.h>
+#include <dreamscope/storage/importers.h>
+#include <dreamscope/storage/storage.h>
+#include <dreamscope/whatif/whatif.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

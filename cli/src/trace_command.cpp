@@ -2,21 +2,21 @@
 // merges every traced process of the job into one trace file (docs/tracing.md).
 //
 // Each process the job starts (fork, exec, spawn) writes its own part file, a trace log
-// (dreamscope/trace_log.h), into OUTPUT.d/; when the whole job has ended, the parts are
-// merged (merge_part_logs, dreamscope/trace_merge.h) into OUTPUT and the folder is removed.
-// The tracer is configured through the variables of dreamscope/tracer_environment.h.
+// (dreamscope/storage/trace_log.h), into OUTPUT.d/; when the whole job has ended, the parts are
+// merged (merge_part_logs, dreamscope/storage/trace_merge.h) into OUTPUT and the folder is removed.
+// The tracer is configured through the variables of dreamscope/storage/tracer_environment.h.
 //
 // With --per-rank, this process is one rank of a job started by srun or mpirun on many
 // machines, and writes that rank's trace: the output names the rank (%r) from the same
-// launcher variables the tracer reads (dreamscope/rank_environment.h).
+// launcher variables the tracer reads (dreamscope/tracer/rank_environment.h).
 #include "commands.h"
 #include "output.h"
 
-#include <dreamscope/rank_environment.h>
-#include <dreamscope/trace_file.h>
-#include <dreamscope/trace_merge.h>
-#include <dreamscope/trace_summary.h>
-#include <dreamscope/tracer_environment.h>
+#include <dreamscope/tracer/rank_environment.h>
+#include <dreamscope/storage/trace_file.h>
+#include <dreamscope/storage/trace_merge.h>
+#include <dreamscope/storage/trace_summary.h>
+#include <dreamscope/storage/tracer_environment.h>
 
 #include <fmt/format.h>
 

@@ -4,12 +4,12 @@
 #include "commands.h"
 #include "output.h"
 
-#include <dreamscope/importers.h>
+#include <dreamscope/storage/importers.h>
 
 #include <cmath>
-#include <dreamscope/limits.h>
-#include <dreamscope/storage.h>
-#include <dreamscope/whatif_engine.h>
+#include <dreamscope/storage/limits.h>
+#include <dreamscope/storage/storage.h>
+#include <dreamscope/whatif/whatif_engine.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -1,5 +1,5 @@
 // The graph's own methods; build_dependency_graph is in graph_builder.cpp and passes/.
-#include "dreamscope/dependency_graph.h"
+#include "dreamscope/graph/dependency_graph.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "dreamscope/dependency_graph.h"
+#include "dreamscope/graph/dependency_graph.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -5,7 +5,7 @@
 
 #include "trace_document.h"
 
-#include <dreamscope/analyzers.h>
+#include <dreamscope/analyzers/analyzers.h>
 
 #include <QWidget>
 

@@ -1,7 +1,7 @@
 // Times and counts as the GUI shows them.
 #pragma once
 
-#include <dreamscope/trace.h>
+#include <dreamscope/storage/trace.h>
 
 #include <QString>
 

@@ -2,7 +2,7 @@
 // are pure functions that the tests check without a widget.
 #pragma once
 
-#include <dreamscope/trace.h>
+#include <dreamscope/storage/trace.h>
 
 #include <algorithm>
 #include <cmath>

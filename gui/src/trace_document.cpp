@@ -1,8 +1,8 @@
 #include "trace_document.h"
 
-#include <dreamscope/trace_file.h>
-#include <dreamscope/importers.h>
-#include <dreamscope/job.h>
+#include <dreamscope/storage/trace_file.h>
+#include <dreamscope/storage/importers.h>
+#include <dreamscope/storage/job.h>
 
 #include <QHash>
 

@@ -3,7 +3,7 @@
 // statistics). Shared read-only between views through shared_ptr<const TraceDocument>.
 #pragma once
 
-#include <dreamscope/trace.h>
+#include <dreamscope/storage/trace.h>
 
 #include <QColor>
 #include <QString>

@@ -1,7 +1,7 @@
 // Hand-built traces whose breakdowns can be worked out on paper, shared by the analyzer tests.
 #pragma once
 
-#include <dreamscope/trace.h>
+#include <dreamscope/storage/trace.h>
 
 #include <string_view>
 

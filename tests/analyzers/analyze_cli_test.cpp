@@ -6,7 +6,7 @@
 #include "../cli/run_command.h"
 #include "../common/scratch_dir.h"
 
-#include <dreamscope/trace_file.h>
+#include <dreamscope/storage/trace_file.h>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -7,9 +7,9 @@
 #include "../cli/run_command.h"
 #include "../common/scratch_dir.h"
 
-#include <dreamscope/importers.h>
-#include <dreamscope/job.h>
-#include <dreamscope/trace_file.h>
+#include <dreamscope/storage/importers.h>
+#include <dreamscope/storage/job.h>
+#include <dreamscope/storage/trace_file.h>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -1,8 +1,8 @@
 // Every analysis on hand-built traces, against breakdowns worked out by hand.
 #include "analysis_traces.h"
 
-#include <dreamscope/analyzers.h>
-#include <dreamscope/importers.h>
+#include <dreamscope/analyzers/analyzers.h>
+#include <dreamscope/storage/importers.h>
 
 #include <gtest/gtest.h>
 

@@ -4,8 +4,8 @@
 #include "analysis_traces.h"
 #include "critical_path/critical_path.h"
 
-#include <dreamscope/importers.h>
-#include <dreamscope/report.h>
+#include <dreamscope/storage/importers.h>
+#include <dreamscope/analyzers/report.h>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

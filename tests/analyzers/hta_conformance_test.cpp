@@ -2,8 +2,8 @@
 // through the importer and the analyzers. Exact, except launch delay where HTA's own tests
 // allow ±2 µs.
 #include "../common/required_data.h"
-#include <dreamscope/analyzers.h>
-#include <dreamscope/importers.h>
+#include <dreamscope/analyzers/analyzers.h>
+#include <dreamscope/storage/importers.h>
 
 #include <gtest/gtest.h>
 

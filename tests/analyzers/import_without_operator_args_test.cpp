@@ -9,11 +9,11 @@
 // to read what an import skipped, without report.h's reads_operator_args or reads_operators
 // saying so, fails here.
 #include "../common/required_data.h"
-#include "dreamscope/collectives.h"
-#include "dreamscope/importers.h"
-#include "dreamscope/job_analysis.h"
-#include "dreamscope/report.h"
-#include "dreamscope/trace_summary.h"
+#include "dreamscope/storage/collectives.h"
+#include "dreamscope/storage/importers.h"
+#include "dreamscope/analyzers/job_analysis.h"
+#include "dreamscope/analyzers/report.h"
+#include "dreamscope/storage/trace_summary.h"
 
 #include <gtest/gtest.h>
 

@@ -5,8 +5,8 @@
 #include "job_traces.h"
 #include "../common/scratch_dir.h"
 
-#include <dreamscope/job_analysis.h>
-#include <dreamscope/trace_file.h>
+#include <dreamscope/analyzers/job_analysis.h>
+#include <dreamscope/storage/trace_file.h>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

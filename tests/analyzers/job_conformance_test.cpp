@@ -2,9 +2,9 @@
 // job report: the ranks' files summarised one at a time, and the same ranks cut out of the
 // job merged into one trace. Exact, rank by rank.
 #include "../common/required_data.h"
-#include <dreamscope/importers.h>
-#include <dreamscope/job.h>
-#include <dreamscope/job_analysis.h>
+#include <dreamscope/storage/importers.h>
+#include <dreamscope/storage/job.h>
+#include <dreamscope/analyzers/job_analysis.h>
 
 #include <gtest/gtest.h>
 

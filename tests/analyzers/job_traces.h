@@ -5,7 +5,7 @@
 // and data waits. What each rank waited for is then known exactly.
 #pragma once
 
-#include <dreamscope/trace.h>
+#include <dreamscope/storage/trace.h>
 
 #include <functional>
 #include <map>

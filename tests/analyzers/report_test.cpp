@@ -1,7 +1,7 @@
 // The renderers say what the analyses found, in each format.
 #include "analysis_traces.h"
 
-#include <dreamscope/report.h>
+#include <dreamscope/analyzers/report.h>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

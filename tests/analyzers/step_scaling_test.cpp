@@ -5,7 +5,7 @@
 #include "common/intervals.h"
 #include "common/json_text.h"
 
-#include <dreamscope/report.h>
+#include <dreamscope/analyzers/report.h>
 
 #include <gtest/gtest.h>
 

@@ -7,8 +7,8 @@
 // tb_plugin_memory_conformance_test.cpp.
 #include "tb_plugin_fixtures.h"
 
-#include <dreamscope/analyzers.h>
-#include <dreamscope/importers.h>
+#include <dreamscope/analyzers/analyzers.h>
+#include <dreamscope/storage/importers.h>
 
 #include <gtest/gtest.h>
 

@@ -2,8 +2,8 @@
 // through the Kineto importer, for the conformance tests of the plugin's views.
 #pragma once
 
-#include <dreamscope/importers.h>
-#include <dreamscope/trace.h>
+#include <dreamscope/storage/importers.h>
+#include <dreamscope/storage/trace.h>
 
 #include <filesystem>
 #include <string>

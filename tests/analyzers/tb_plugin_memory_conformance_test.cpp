@@ -8,8 +8,8 @@
 
 #include "../common/scratch_dir.h"
 
-#include <dreamscope/analyzers.h>
-#include <dreamscope/importers.h>
+#include <dreamscope/analyzers/analyzers.h>
+#include <dreamscope/storage/importers.h>
 
 #include <gtest/gtest.h>
 

@@ -6,8 +6,8 @@
 #include "analysis_traces.h"
 #include "diff_test_traces.h"
 
-#include <dreamscope/importers.h>
-#include <dreamscope/trace_diff.h>
+#include <dreamscope/storage/importers.h>
+#include <dreamscope/analyzers/trace_diff.h>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

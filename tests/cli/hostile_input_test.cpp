@@ -3,7 +3,7 @@
 // commands: each must end with a correct result, or exit 1 with one line on stderr that names
 // the file, without a signal, a hang or more than 200 MB of memory.
 #include "../common/required_data.h"
-#include <dreamscope/limits.h>
+#include <dreamscope/storage/limits.h>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -2,7 +2,7 @@
 #include "../storage/test_traces.h"
 #include "run_command.h"
 
-#include <dreamscope/trace_file.h>
+#include <dreamscope/storage/trace_file.h>
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>

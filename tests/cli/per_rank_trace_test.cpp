@@ -4,7 +4,7 @@
 // of dist_train; the ranks meet in shared memory as they would under torchrun.
 #include "run_command.h"
 
-#include <dreamscope/trace_file.h>
+#include <dreamscope/storage/trace_file.h>
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,7 +1,7 @@
 // Small traces written event by event, for tests with exact expected timelines.
 #pragma once
 
-#include <dreamscope/trace.h>
+#include <dreamscope/storage/trace.h>
 
 #include <stdexcept>
 #include <string>

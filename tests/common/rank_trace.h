@@ -3,8 +3,8 @@
 // together, `transfer` after the last rank arrived. Exact timelines for the multi-rank tests.
 #pragma once
 
-#include <dreamscope/steps.h>
-#include <dreamscope/trace.h>
+#include <dreamscope/storage/steps.h>
+#include <dreamscope/storage/trace.h>
 
 #include <algorithm>
 #include <string>

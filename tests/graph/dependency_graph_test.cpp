@@ -2,7 +2,7 @@
 // trace yields, and what the builder reports when the trace contradicts itself.
 #include "../common/hand_trace.h"
 
-#include <dreamscope/graph.h>
+#include <dreamscope/graph/graph.h>
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The traces the tracer recorded on an H100 (tests/data/gpu/README.md), read on machines
 // without a GPU: what a GPU trace must hold, and what the graph makes of it.
-#include <dreamscope/dependency_graph.h>
-#include <dreamscope/trace_file.h>
+#include <dreamscope/graph/dependency_graph.h>
+#include <dreamscope/storage/trace_file.h>
 
 #include <gtest/gtest.h>
 

@@ -3,8 +3,8 @@
 #include "../common/hand_trace.h"
 #include "passes/passes.h"
 
-#include <dreamscope/limits.h>
-#include <dreamscope/graph.h>
+#include <dreamscope/storage/limits.h>
+#include <dreamscope/graph/graph.h>
 
 #include <gtest/gtest.h>
 

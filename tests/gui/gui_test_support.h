@@ -4,7 +4,7 @@
 
 #include "../common/scratch_dir.h"
 
-#include <dreamscope/trace.h>
+#include <dreamscope/storage/trace.h>
 
 #include "trace_document.h"
 

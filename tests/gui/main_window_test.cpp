@@ -8,7 +8,7 @@
 #include "models/search_model.h"
 #include "timeline_view.h"
 
-#include <dreamscope/trace_file.h>
+#include <dreamscope/storage/trace_file.h>
 
 #include <QLineEdit>
 #include <QMessageBox>

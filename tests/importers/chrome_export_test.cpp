@@ -4,8 +4,8 @@
 
 #include "../storage/test_traces.h"
 
-#include <dreamscope/exporters.h>
-#include <dreamscope/trace_file.h>
+#include <dreamscope/storage/exporters.h>
+#include <dreamscope/storage/trace_file.h>
 
 #include <algorithm>
 #include <cmath>

@@ -4,7 +4,7 @@
 
 #include "../cli/run_command.h"
 
-#include <dreamscope/trace_file.h>
+#include <dreamscope/storage/trace_file.h>
 
 #include <fstream>
 #include <regex>

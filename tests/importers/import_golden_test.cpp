@@ -9,9 +9,9 @@
 //   DREAMSCOPE_REBASE_GOLDENS=1 build/release/tests/importers/importers_golden_tests
 #include "import_test_util.h"
 
-#include <dreamscope/steps.h>
-#include <dreamscope/trace_file.h>
-#include <dreamscope/trace_summary.h>
+#include <dreamscope/storage/steps.h>
+#include <dreamscope/storage/trace_file.h>
+#include <dreamscope/storage/trace_summary.h>
 
 #include <algorithm>
 #include <cstdlib>

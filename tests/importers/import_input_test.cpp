@@ -4,7 +4,7 @@
 #include "importers/common/import_input.h"
 #include "import_test_util.h"
 
-#include <dreamscope/trace_file.h>
+#include <dreamscope/storage/trace_file.h>
 
 #include <gtest/gtest.h>
 

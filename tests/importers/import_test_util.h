@@ -4,8 +4,8 @@
 
 #include "../common/scratch_dir.h"
 
-#include <dreamscope/importers.h>
-#include <dreamscope/trace.h>
+#include <dreamscope/storage/importers.h>
+#include <dreamscope/storage/trace.h>
 
 #include <gtest/gtest.h>
 

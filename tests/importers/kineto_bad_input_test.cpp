@@ -2,8 +2,8 @@
 // unusable input a TraceError that names the file and the problem.
 #include "import_test_util.h"
 
-#include <dreamscope/trace_file.h>
-#include <dreamscope/trace_summary.h>
+#include <dreamscope/storage/trace_file.h>
+#include <dreamscope/storage/trace_summary.h>
 
 #include <fstream>
 #include <iterator>

@@ -2,7 +2,7 @@
 // tests/data/importers/kineto (README there): what each era writes differently is read.
 #include "import_test_util.h"
 
-#include <dreamscope/trace_summary.h>
+#include <dreamscope/storage/trace_summary.h>
 
 #include <map>
 

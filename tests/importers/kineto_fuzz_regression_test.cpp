@@ -2,9 +2,9 @@
 // one-line error naming the file, or with a correct result, in bounded time and memory.
 #include "import_test_util.h"
 
-#include <dreamscope/exporters.h>
-#include <dreamscope/trace_file.h>
-#include <dreamscope/trace_summary.h>
+#include <dreamscope/storage/exporters.h>
+#include <dreamscope/storage/trace_file.h>
+#include <dreamscope/storage/trace_summary.h>
 
 #include <sys/resource.h>
 #include <sys/wait.h>

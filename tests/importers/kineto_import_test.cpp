@@ -4,7 +4,7 @@
 // timestamps), applying HTA's rule: keep ph X events that have dur and cat, and cat != Trace.
 #include "import_test_util.h"
 
-#include <dreamscope/trace_file.h>
+#include <dreamscope/storage/trace_file.h>
 
 #include <algorithm>
 #include <string>

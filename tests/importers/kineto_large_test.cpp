@@ -5,7 +5,7 @@
 // later run keeps the runs before it.
 #include "import_test_util.h"
 
-#include <dreamscope/trace_file.h>
+#include <dreamscope/storage/trace_file.h>
 
 #include <cstdlib>
 #include <string>

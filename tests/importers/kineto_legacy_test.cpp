@@ -10,8 +10,8 @@
 //   collections.Counter(str(e['tid']) for e in d)
 #include "import_test_util.h"
 
-#include <dreamscope/steps.h>
-#include <dreamscope/trace_summary.h>
+#include <dreamscope/storage/steps.h>
+#include <dreamscope/storage/trace_summary.h>
 
 #include <cstdlib>
 #include <map>

@@ -2,7 +2,7 @@
 // conventions in its README): every row the fixture holds, with its exact values.
 #include "import_test_util.h"
 
-#include <dreamscope/trace_file.h>
+#include <dreamscope/storage/trace_file.h>
 
 #include <sqlite3.h>
 

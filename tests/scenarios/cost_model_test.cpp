@@ -1,5 +1,5 @@
 // Cost models against numbers worked out by hand from the formulas in cost_models.h.
-#include <dreamscope/cost_models.h>
+#include <dreamscope/whatif/cost_models.h>
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include <dreamscope/scenario.h>
+#include <dreamscope/whatif/scenario.h>
 
 #include <gtest/gtest.h>
 

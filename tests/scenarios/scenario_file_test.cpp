@@ -1,5 +1,5 @@
 // Scenario files: parsing, parameters and overrides, and errors that name file and line.
-#include <dreamscope/scenario.h>
+#include <dreamscope/whatif/scenario.h>
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 
 #include "../common/hand_trace.h"
 
-#include <dreamscope/trace.h>
+#include <dreamscope/storage/trace.h>
 
 #include <algorithm>
 #include <string_view>

@@ -4,8 +4,8 @@
 // prep b, then computes 100 ns. Replayed steps: [0, 400), [400, 700), [700, 1000).
 #include "scenario_traces.h"
 
-#include <dreamscope/transforms.h>
-#include <dreamscope/whatif_engine.h>
+#include <dreamscope/whatif/transforms.h>
+#include <dreamscope/whatif/whatif_engine.h>
 
 #include <gtest/gtest.h>
 

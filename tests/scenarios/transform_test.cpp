@@ -4,8 +4,8 @@
 
 #include "../common/hand_trace.h"
 
-#include <dreamscope/transforms.h>
-#include <dreamscope/whatif_engine.h>
+#include <dreamscope/whatif/transforms.h>
+#include <dreamscope/whatif/whatif_engine.h>
 
 #include <gtest/gtest.h>
 

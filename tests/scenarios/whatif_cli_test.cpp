@@ -2,7 +2,7 @@
 // hand-written trace, checking reports and the exit codes CI relies on.
 #include "scenario_traces.h"
 
-#include <dreamscope/storage.h>
+#include <dreamscope/storage/storage.h>
 
 #include <gtest/gtest.h>
 

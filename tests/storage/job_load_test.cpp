@@ -4,11 +4,11 @@
 // on V100s) is the real case.
 #include "test_traces.h"
 
-#include <dreamscope/collectives.h>
-#include <dreamscope/importers.h>
-#include <dreamscope/job.h>
-#include <dreamscope/trace_copy.h>
-#include <dreamscope/trace_file.h>
+#include <dreamscope/storage/collectives.h>
+#include <dreamscope/storage/importers.h>
+#include <dreamscope/storage/job.h>
+#include <dreamscope/storage/trace_copy.h>
+#include <dreamscope/storage/trace_file.h>
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
 // The ranks of a distributed job in one Trace, and the Trace of one rank.
 #include "test_traces.h"
 
-#include <dreamscope/job.h>
-#include <dreamscope/trace_file.h>
+#include <dreamscope/storage/job.h>
+#include <dreamscope/storage/trace_file.h>
 
 #include <gtest/gtest.h>
 

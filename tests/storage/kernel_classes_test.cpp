@@ -1,5 +1,5 @@
 // Which kernels are communication for dreamscope's own analyses (kernel_classes.h).
-#include <dreamscope/kernel_classes.h>
+#include <dreamscope/storage/kernel_classes.h>
 
 #include <gtest/gtest.h>
 

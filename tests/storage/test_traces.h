@@ -3,8 +3,8 @@
 
 #include "../common/scratch_dir.h"
 
-#include <dreamscope/trace.h>
-#include <dreamscope/trace_file.h>
+#include <dreamscope/storage/trace.h>
+#include <dreamscope/storage/trace_file.h>
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The invariants every Trace holds after TraceBuilder::build(), whichever loader made it,
 // and the message-quoting and UTF-8 helpers of limits.h.
-#include <dreamscope/limits.h>
-#include <dreamscope/trace.h>
+#include <dreamscope/storage/limits.h>
+#include <dreamscope/storage/trace.h>
 
 #include <gtest/gtest.h>
 

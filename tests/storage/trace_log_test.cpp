@@ -3,9 +3,9 @@
 // refused naming the file, and a full disk or a kill loses nothing already written.
 #include "test_traces.h"
 
-#include <dreamscope/importers.h>
-#include <dreamscope/limits.h>
-#include <dreamscope/trace_log.h>
+#include <dreamscope/storage/importers.h>
+#include <dreamscope/storage/limits.h>
+#include <dreamscope/storage/trace_log.h>
 
 #include <gtest/gtest.h>
 

@@ -1,12 +1,12 @@
-// Merging a job's part logs (dreamscope/trace_merge.h) and the Trace copy under it
-// (dreamscope/trace_copy.h): parts written with the tracer's own log writer, merged without
+// Merging a job's part logs (dreamscope/storage/trace_merge.h) and the Trace copy under it
+// (dreamscope/storage/trace_copy.h): parts written with the tracer's own log writer, merged without
 // running any process.
 #include "test_traces.h"
 
-#include <dreamscope/trace_copy.h>
-#include <dreamscope/trace_log.h>
-#include <dreamscope/trace_merge.h>
-#include <dreamscope/trace_summary.h>
+#include <dreamscope/storage/trace_copy.h>
+#include <dreamscope/storage/trace_log.h>
+#include <dreamscope/storage/trace_merge.h>
+#include <dreamscope/storage/trace_summary.h>
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 #include "test_traces.h"
 
-#include <dreamscope/trace.h>
-#include <dreamscope/trace_summary.h>
+#include <dreamscope/storage/trace.h>
+#include <dreamscope/storage/trace_summary.h>
 
 #include <gtest/gtest.h>
 

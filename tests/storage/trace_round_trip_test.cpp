@@ -1,6 +1,6 @@
 #include "test_traces.h"
 
-#include <dreamscope/trace_file.h>
+#include <dreamscope/storage/trace_file.h>
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>

@@ -2,7 +2,7 @@
 // batch committed before the kill is there.
 #include "test_traces.h"
 
-#include <dreamscope/trace_file.h>
+#include <dreamscope/storage/trace_file.h>
 
 #include <gtest/gtest.h>
 

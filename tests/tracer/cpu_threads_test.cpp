@@ -4,7 +4,7 @@
 // bounds are generous (machines are noisy): this is not a timing test.
 #include "run_helpers.h"
 
-#include <dreamscope/graph.h>
+#include <dreamscope/graph/graph.h>
 
 #include <nlohmann/json.hpp>
 

@@ -3,8 +3,8 @@
 #include "../common/fabricated_cupti.h"
 #include "cupti_decoder.h"
 
-#include <dreamscope/dependency_graph.h>
-#include <dreamscope/trace_file.h>
+#include <dreamscope/graph/dependency_graph.h>
+#include <dreamscope/storage/trace_file.h>
 
 #include <gtest/gtest.h>
 

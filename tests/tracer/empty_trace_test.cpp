@@ -4,7 +4,7 @@
 // --allow-empty; `info` shows it and says it holds nothing to analyze.
 #include "run_helpers.h"
 
-#include <dreamscope/trace_summary.h>
+#include <dreamscope/storage/trace_summary.h>
 
 #include <algorithm>
 

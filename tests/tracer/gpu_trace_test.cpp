@@ -2,7 +2,7 @@
 // syncs, API calls and annotations are present and linked. Skipped without a GPU.
 #include "run_helpers.h"
 
-#include <dreamscope/dependency_graph.h>
+#include <dreamscope/graph/dependency_graph.h>
 
 #include <map>
 #include <set>

@@ -5,7 +5,7 @@
 // Structure and orderings only: the machine may be loaded.
 #include "run_helpers.h"
 
-#include <dreamscope/job.h>
+#include <dreamscope/storage/job.h>
 
 #include <unistd.h>
 

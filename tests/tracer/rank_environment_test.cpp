@@ -1,6 +1,6 @@
-// A process's rank from its launcher's variables (dreamscope/rank_environment.h): which
+// A process's rank from its launcher's variables (dreamscope/tracer/rank_environment.h): which
 // family wins, and what is ignored with a warning.
-#include <dreamscope/rank_environment.h>
+#include <dreamscope/tracer/rank_environment.h>
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Running programs under `dreamscope trace` from tests, and reading what they left.
 #pragma once
 
-#include <dreamscope/trace_file.h>
+#include <dreamscope/storage/trace_file.h>
 
 #include <gtest/gtest.h>
 

@@ -3,10 +3,10 @@
 #include "../common/required_data.h"
 #include "synthetic_training_trace.h"
 
-#include <dreamscope/graph.h>
-#include <dreamscope/importers.h>
-#include <dreamscope/storage.h>
-#include <dreamscope/whatif.h>
+#include <dreamscope/graph/graph.h>
+#include <dreamscope/storage/importers.h>
+#include <dreamscope/storage/storage.h>
+#include <dreamscope/whatif/whatif.h>
 
 #include <gtest/gtest.h>
 

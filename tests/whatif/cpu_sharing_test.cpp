@@ -1,14 +1,14 @@
 // Sharing the traced machine's cores in a prediction (whatif/cpu_sharing.h): the waits for a
 // core are taken out of the measured tasks so that replaying them on the machine's cores gives
 // the run back, and taking work away lets the other threads go faster.
-#include <dreamscope/cpu_sharing.h>
-#include <dreamscope/graph.h>
-#include <dreamscope/replay.h>
-#include <dreamscope/simulator.h>
-#include <dreamscope/steps.h>
-#include <dreamscope/trace_file.h>
-#include <dreamscope/whatif.h>
-#include <dreamscope/whatif_engine.h>
+#include <dreamscope/whatif/cpu_sharing.h>
+#include <dreamscope/graph/graph.h>
+#include <dreamscope/whatif/replay.h>
+#include <dreamscope/whatif/simulator.h>
+#include <dreamscope/storage/steps.h>
+#include <dreamscope/storage/trace_file.h>
+#include <dreamscope/whatif/whatif.h>
+#include <dreamscope/whatif/whatif_engine.h>
 
 #include <gtest/gtest.h>
 

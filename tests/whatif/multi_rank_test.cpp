@@ -3,14 +3,14 @@
 // straggler scenario brings the slow rank to the others' median.
 #include "../common/rank_trace.h"
 
-#include <dreamscope/analyzers.h>
-#include <dreamscope/graph.h>
-#include <dreamscope/job.h>
-#include <dreamscope/job_analysis.h>
-#include <dreamscope/trace_diff.h>
-#include <dreamscope/trace_file.h>
-#include <dreamscope/whatif.h>
-#include <dreamscope/whatif_engine.h>
+#include <dreamscope/analyzers/analyzers.h>
+#include <dreamscope/graph/graph.h>
+#include <dreamscope/storage/job.h>
+#include <dreamscope/analyzers/job_analysis.h>
+#include <dreamscope/analyzers/trace_diff.h>
+#include <dreamscope/storage/trace_file.h>
+#include <dreamscope/whatif/whatif.h>
+#include <dreamscope/whatif/whatif_engine.h>
 
 #include <gtest/gtest.h>
 

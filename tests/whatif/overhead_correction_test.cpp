@@ -2,9 +2,9 @@
 // real run against the untraced runs measured with it.
 #include "../common/hand_trace.h"
 
-#include <dreamscope/graph.h>
-#include <dreamscope/importers.h>
-#include <dreamscope/whatif.h>
+#include <dreamscope/graph/graph.h>
+#include <dreamscope/storage/importers.h>
+#include <dreamscope/whatif/whatif.h>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

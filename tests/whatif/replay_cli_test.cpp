@@ -3,7 +3,7 @@
 #include "../common/required_data.h"
 #include "synthetic_training_trace.h"
 
-#include <dreamscope/storage.h>
+#include <dreamscope/storage/storage.h>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -3,9 +3,9 @@
 // moves exactly what depends on it.
 #include "../common/hand_trace.h"
 
-#include <dreamscope/graph.h>
-#include <dreamscope/importers.h>
-#include <dreamscope/whatif.h>
+#include <dreamscope/graph/graph.h>
+#include <dreamscope/storage/importers.h>
+#include <dreamscope/whatif/whatif.h>
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -4,7 +4,7 @@
 // baseline-invariant tests and the graph benchmark, at any size.
 #pragma once
 
-#include <dreamscope/trace.h>
+#include <dreamscope/storage/trace.h>
 
 #include <algorithm>
 #include <random>

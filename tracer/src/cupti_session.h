@@ -6,7 +6,7 @@
 
 #include "trace_target.h"
 
-#include <dreamscope/trace.h>
+#include <dreamscope/storage/trace.h>
 
 #include <mutex>
 #include <optional>

@@ -1,6 +1,6 @@
 #include "environment_config.h"
 
-#include <dreamscope/tracer_environment.h>
+#include <dreamscope/storage/tracer_environment.h>
 
 #include <algorithm>
 #include <cstdlib>

@@ -1,5 +1,5 @@
 // The tracer's configuration, read once from the variables a launcher set
-// (dreamscope/tracer_environment.h names them and says what each means).
+// (dreamscope/storage/tracer_environment.h names them and says what each means).
 #pragma once
 
 #include <cstddef>

@@ -4,7 +4,7 @@
 // flush before the signal's original behaviour runs.
 #include "recorder.h"
 
-#include <dreamscope/tracer_environment.h>
+#include <dreamscope/storage/tracer_environment.h>
 
 #include <dlfcn.h>
 #include <signal.h>

@@ -1,6 +1,6 @@
-#include <dreamscope/rank_environment.h>
+#include <dreamscope/tracer/rank_environment.h>
 
-#include <dreamscope/limits.h>
+#include <dreamscope/storage/limits.h>
 
 #include <cstdlib>
 

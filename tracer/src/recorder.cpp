@@ -5,7 +5,7 @@
 #include "cupti_session.h"
 #include "tracer_state.h"
 
-#include <dreamscope/tracer_environment.h>
+#include <dreamscope/storage/tracer_environment.h>
 
 #include <signal.h>
 #include <sys/syscall.h>

@@ -1,7 +1,7 @@
 // The tracer's process-wide interface: what the NVTX entry points, the process hooks and
 // the CUPTI session call. Behind it, by responsibility:
-//   environment_config.cpp  the configuration a launcher set (dreamscope/tracer_environment.h)
-//   rank_environment.cpp    the process's rank in a distributed job (dreamscope/rank_environment.h)
+//   environment_config.cpp  the configuration a launcher set (dreamscope/storage/tracer_environment.h)
+//   rank_environment.cpp    the process's rank in a distributed job (dreamscope/tracer/rank_environment.h)
 //   string_tables.cpp       interned names, NVTX domains and categories
 //   thread_state.cpp        the hot path's per-thread state: buffer and name cache
 //   session.cpp             a part file's life: opened, written on first use, closed

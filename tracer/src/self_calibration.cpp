@@ -20,7 +20,7 @@
 //   not make; overhead correction takes this much off a timed range (docs/simulation.md).
 #include "tracer_state.h"
 
-#include <dreamscope/limits.h>
+#include <dreamscope/storage/limits.h>
 
 #include <algorithm>
 #include <string>
@@ -163,7 +163,7 @@ std::vector<CalibrationRecord> self_calibrate(Tracer& t) {
                                     "self-calibration at tracer start: two clock reads back to back, median of 9 x 1000"});
   }
   // Whatever a moment of the machine made of a figure, the part must stay readable: the
-  // reader refuses a part with a cost outside [0, 1e9] ns (dreamscope/limits.h), and every
+  // reader refuses a part with a cost outside [0, 1e9] ns (dreamscope/storage/limits.h), and every
   // event in it with the part. A figure that could not be measured is left out instead.
   std::erase_if(out, [](const CalibrationRecord& r) {
     return !(r.cost_ns >= 0 && r.cost_ns <= limits::kMaxCalibrationCostNs);

@@ -6,8 +6,8 @@
 #include "recording_pause.h"
 #include "trace_target.h"
 
-#include <dreamscope/rank_environment.h>
-#include <dreamscope/trace_log.h>
+#include <dreamscope/tracer/rank_environment.h>
+#include <dreamscope/storage/trace_log.h>
 
 #include <pthread.h>
 

@@ -1,5 +1,5 @@
-#include <dreamscope/cost_models.h>
-#include <dreamscope/limits.h>
+#include <dreamscope/whatif/cost_models.h>
+#include <dreamscope/storage/limits.h>
 
 #include <fmt/format.h>
 

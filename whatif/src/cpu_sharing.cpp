@@ -1,6 +1,6 @@
-#include <dreamscope/cpu_sharing.h>
+#include <dreamscope/whatif/cpu_sharing.h>
 
-#include <dreamscope/limits.h>
+#include <dreamscope/storage/limits.h>
 
 #include <algorithm>
 #include <cmath>

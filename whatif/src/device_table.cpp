@@ -1,7 +1,7 @@
 // The GPUs wave scaling knows, from the vendors' published specifications (docs/whatif.md
 // lists the documents). Clocks are boost clocks; tensor throughput is dense FP16 with FP32
 // accumulate, the mode mixed-precision training uses.
-#include <dreamscope/cost_models.h>
+#include <dreamscope/whatif/cost_models.h>
 
 #include <algorithm>
 #include <cctype>

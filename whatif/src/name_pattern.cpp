@@ -1,4 +1,4 @@
-#include <dreamscope/name_pattern.h>
+#include <dreamscope/whatif/name_pattern.h>
 
 #include <re2/re2.h>
 

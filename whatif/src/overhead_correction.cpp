@@ -1,4 +1,4 @@
-#include "dreamscope/overhead_correction.h"
+#include "dreamscope/whatif/overhead_correction.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
-#include "dreamscope/replay.h"
+#include "dreamscope/whatif/replay.h"
 
-#include <dreamscope/trace_copy.h>
+#include <dreamscope/storage/trace_copy.h>
 
 #include <algorithm>
 

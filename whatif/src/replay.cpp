@@ -1,6 +1,6 @@
-#include "dreamscope/replay.h"
+#include "dreamscope/whatif/replay.h"
 
-#include <dreamscope/job.h>
+#include <dreamscope/storage/job.h>
 
 #include <algorithm>
 #include <chrono>

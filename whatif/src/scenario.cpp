@@ -1,8 +1,8 @@
 // Reading scenario files with toml++: every error carries the file, line and column of the
 // value that is wrong, because a scenario author fixes a file, not a stack trace.
-#include <dreamscope/limits.h>
-#include <dreamscope/name_pattern.h>
-#include <dreamscope/scenario.h>
+#include <dreamscope/storage/limits.h>
+#include <dreamscope/whatif/name_pattern.h>
+#include <dreamscope/whatif/scenario.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

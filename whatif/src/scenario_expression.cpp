@@ -1,7 +1,7 @@
 // The small expression language of scenario values ("${1 / storage}") and CI gates
 // ("speedup < 1.10"): a recursive-descent parser that evaluates as it goes.
-#include <dreamscope/limits.h>
-#include <dreamscope/scenario.h>
+#include <dreamscope/storage/limits.h>
+#include <dreamscope/whatif/scenario.h>
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 // The built-in scenarios, embedded from whatif/scenarios/*.toml by
 // whatif/scenarios/CMakeLists.txt, and the lookup of a scenario by name or path.
-#include <dreamscope/scenario.h>
+#include <dreamscope/whatif/scenario.h>
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
-#include "dreamscope/simulator.h"
+#include "dreamscope/whatif/simulator.h"
 
-#include "dreamscope/limits.h"
+#include "dreamscope/storage/limits.h"
 
 #include <algorithm>
 #include <cmath>

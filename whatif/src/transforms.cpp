@@ -1,9 +1,9 @@
-#include <dreamscope/cpu_sharing.h>
-#include <dreamscope/name_pattern.h>
-#include <dreamscope/job.h>
-#include <dreamscope/kernel_classes.h>
-#include <dreamscope/steps.h>
-#include <dreamscope/transforms.h>
+#include <dreamscope/whatif/cpu_sharing.h>
+#include <dreamscope/whatif/name_pattern.h>
+#include <dreamscope/storage/job.h>
+#include <dreamscope/storage/kernel_classes.h>
+#include <dreamscope/storage/steps.h>
+#include <dreamscope/whatif/transforms.h>
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 // What-if primitives across the ranks of a distributed job (docs/multi-rank.md).
-#include <dreamscope/collectives.h>
-#include <dreamscope/transforms.h>
+#include <dreamscope/storage/collectives.h>
+#include <dreamscope/whatif/transforms.h>
 
 #include <fmt/format.h>
 

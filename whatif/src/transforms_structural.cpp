@@ -1,5 +1,5 @@
 // The primitives that change the graph's structure: move, insert, add_edge, remove_edge.
-#include <dreamscope/transforms.h>
+#include <dreamscope/whatif/transforms.h>
 
 #include <boost/range/iterator_range.hpp>
 #include <fmt/format.h>

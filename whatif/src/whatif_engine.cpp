@@ -1,6 +1,6 @@
-#include <dreamscope/whatif_engine.h>
+#include <dreamscope/whatif/whatif_engine.h>
 
-#include <dreamscope/cpu_sharing.h>
+#include <dreamscope/whatif/cpu_sharing.h>
 
 #include <fmt/format.h>
 

@@ -8,8 +8,8 @@
 #include "critical_path/critical_path.h"
 #include "report/report_tables.h"
 
-#include <dreamscope/replay.h>
-#include <dreamscope/simulator.h>
+#include <dreamscope/whatif/replay.h>
+#include <dreamscope/whatif/simulator.h>
 
 #include <algorithm>
 #include <cstdint>

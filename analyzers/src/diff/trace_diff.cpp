@@ -1,10 +1,10 @@
 // The diff of two traces: steps matched, every event counted into the step it belongs to
 // (HTA's rules), then one row per name and subject, compared in time per step.
-#include "dreamscope/trace_diff.h"
+#include "dreamscope/analyzers/trace_diff.h"
 
-#include <dreamscope/job.h>
-#include <dreamscope/kernel_classes.h>
-#include <dreamscope/steps.h>
+#include <dreamscope/storage/job.h>
+#include <dreamscope/storage/kernel_classes.h>
+#include <dreamscope/storage/steps.h>
 
 #include <algorithm>
 #include <cmath>

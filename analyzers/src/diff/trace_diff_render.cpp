@@ -1,6 +1,6 @@
 // The diff as text, Markdown, JSON (schema in docs/diff.md) and one self-contained HTML file,
 // built from the same tables as `analyze`'s reports (report_tables.h).
-#include "dreamscope/trace_diff.h"
+#include "dreamscope/analyzers/trace_diff.h"
 #include "report/report_tables.h"
 
 #include <fmt/format.h>

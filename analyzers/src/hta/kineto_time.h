@@ -3,7 +3,7 @@
 // for number recover the doubles those tools computed with.
 #pragma once
 
-#include "dreamscope/trace.h"
+#include "dreamscope/storage/trace.h"
 
 #include <cmath>
 #include <cstdint>

@@ -1,10 +1,10 @@
 // The job report from its ranks' summaries (job_analysis.h): HTA's numbers across ranks, the
 // collectives matched and put on one clock, each rank's collective wait against transfer,
 // and each step's straggler with what made it late. Definitions: docs/multi-rank.md.
-#include "dreamscope/job_analysis.h"
+#include "dreamscope/analyzers/job_analysis.h"
 
-#include "dreamscope/collectives.h"
-#include "dreamscope/job.h"
+#include "dreamscope/storage/collectives.h"
+#include "dreamscope/storage/job.h"
 
 #include "common/intervals.h"
 

@@ -1,6 +1,6 @@
 // The job report as text, Markdown, JSON and HTML, with the single-trace report's tables and
 // charts (report_tables.h), so that both read alike.
-#include "dreamscope/job_analysis.h"
+#include "dreamscope/analyzers/job_analysis.h"
 
 #include "report/report_tables.h"
 

@@ -1,7 +1,7 @@
 // One rank's trace reduced to what the job report needs (job_analysis.h).
-#include "dreamscope/job_analysis.h"
+#include "dreamscope/analyzers/job_analysis.h"
 
-#include "dreamscope/collectives.h"
+#include "dreamscope/storage/collectives.h"
 
 #include <algorithm>
 

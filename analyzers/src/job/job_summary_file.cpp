@@ -1,6 +1,6 @@
 // A rank's summary as a small SQLite file (schema in docs/multi-rank.md, "The summary file").
 // Its own tables, none named like a trace's, so that no trace reader takes it for a trace.
-#include "dreamscope/job_analysis.h"
+#include "dreamscope/analyzers/job_analysis.h"
 
 #include <sqlite3.h>
 

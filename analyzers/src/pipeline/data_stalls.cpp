@@ -1,6 +1,6 @@
 // Data stalls per step (DS-Analyzer's question, answered from one trace) and top kernels.
-#include "dreamscope/analyzers.h"
-#include "dreamscope/steps.h"
+#include "dreamscope/analyzers/analyzers.h"
+#include "dreamscope/storage/steps.h"
 #include "common/intervals.h"
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // Runs the chosen analyses once and renders them as JSON.
-#include "dreamscope/report.h"
+#include "dreamscope/analyzers/report.h"
 
 #include "common/intervals.h"
 #include "common/json_text.h"

@@ -2,7 +2,7 @@
 // so that the three always say the same thing (internal).
 #pragma once
 
-#include "dreamscope/report.h"
+#include "dreamscope/analyzers/report.h"
 
 #include <string>
 #include <string_view>

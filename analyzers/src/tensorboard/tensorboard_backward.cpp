@@ -7,7 +7,7 @@
 // under both, as in the plugin.
 #include "tensorboard/tensorboard_tree.h"
 
-#include "dreamscope/limits.h"
+#include "dreamscope/storage/limits.h"
 
 #include <algorithm>
 #include <tuple>

@@ -4,7 +4,7 @@
 // computation and communication.
 #include "tensorboard/tensorboard_model.h"
 
-#include "dreamscope/limits.h"
+#include "dreamscope/storage/limits.h"
 
 #include <nlohmann/json.hpp>
 

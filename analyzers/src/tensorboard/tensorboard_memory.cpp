@@ -6,7 +6,7 @@
 
 #include "hta/kineto_time.h"
 
-#include "dreamscope/limits.h"
+#include "dreamscope/storage/limits.h"
 
 #include <algorithm>
 #include <array>

@@ -5,8 +5,8 @@
 
 #include "hta/kineto_time.h"
 
-#include "dreamscope/kernel_classes.h"
-#include "dreamscope/steps.h"
+#include "dreamscope/storage/kernel_classes.h"
+#include "dreamscope/storage/steps.h"
 
 #include <algorithm>
 #include <cctype>

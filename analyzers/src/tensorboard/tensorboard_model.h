@@ -9,7 +9,7 @@
 // get the nearest equivalents, as docs/analyze.md says.
 #pragma once
 
-#include "dreamscope/analyzers.h"
+#include "dreamscope/analyzers/analyzers.h"
 
 #include "common/intervals.h"
 

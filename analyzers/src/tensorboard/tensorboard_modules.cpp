@@ -3,7 +3,7 @@
 // summed per module onto it.
 #include "tensorboard/tensorboard_tree.h"
 
-#include "dreamscope/limits.h"
+#include "dreamscope/storage/limits.h"
 
 #include <algorithm>
 #include <cmath>

@@ -2,7 +2,7 @@
 // caused, and each step's time split by role in priority order.
 #include "tensorboard/tensorboard_model.h"
 
-#include "dreamscope/limits.h"
+#include "dreamscope/storage/limits.h"
 
 #include <algorithm>
 #include <limits>

@@ -3,9 +3,9 @@
 // host, device and tensor-core times of every node.
 #include "tensorboard/tensorboard_tree.h"
 
-#include "dreamscope/limits.h"
+#include "dreamscope/storage/limits.h"
 
-#include "dreamscope/steps.h"
+#include "dreamscope/storage/steps.h"
 
 #include <algorithm>
 #include <limits>

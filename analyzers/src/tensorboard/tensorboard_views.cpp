@@ -3,7 +3,7 @@
 // from the call trees, and every kernel of the trace by name.
 #include "tensorboard/tensorboard_tree.h"
 
-#include "dreamscope/limits.h"
+#include "dreamscope/storage/limits.h"
 
 #include <algorithm>
 #include <limits>

@@ -4,7 +4,7 @@
 // between passes: a pass is a function of the Trace and this state.
 #pragma once
 
-#include "dreamscope/dependency_graph.h"
+#include "dreamscope/graph/dependency_graph.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Pass 8, collectives: in a trace of several ranks (docs/multi-rank.md), each rank's call of a
 // collective cannot complete before every rank of it has arrived. Each call's last task gets a
 // collective edge from the first task of every other rank's call of the same instance
-// (dreamscope/collectives.h matches them), so that its end is the last arrival plus what it
+// (dreamscope/storage/collectives.h matches them), so that its end is the last arrival plus what it
 // took after it (the transfer). A rank that was slow then makes the others wait in replay as
 // it did in the run, and a what-if that speeds it up lets them go sooner.
 //
@@ -11,7 +11,7 @@
 //   (note_wait); warning collective_peer_after_return.
 #include "passes.h"
 
-#include <dreamscope/collectives.h>
+#include <dreamscope/storage/collectives.h>
 
 namespace dreamscope::graph_build {
 

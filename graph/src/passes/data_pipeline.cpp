@@ -9,8 +9,8 @@
 //   feed (note_wait); cpu_share of annotation pieces.
 #include "passes.h"
 
-#include <dreamscope/job.h>
-#include <dreamscope/steps.h>
+#include <dreamscope/storage/job.h>
+#include <dreamscope/storage/steps.h>
 
 #include <algorithm>
 #include <limits>

@@ -4,7 +4,7 @@
 
 #include "trace_document.h"
 
-#include <dreamscope/whatif_engine.h>
+#include <dreamscope/whatif/whatif_engine.h>
 
 #include <QAbstractTableModel>
 

@@ -1,5 +1,5 @@
-#include "dreamscope/exporters.h"
-#include "dreamscope/trace_file.h"
+#include "dreamscope/storage/exporters.h"
+#include "dreamscope/storage/trace_file.h"
 #include "importers/kineto/kineto_format.h"
 
 #include <algorithm>

@@ -1,8 +1,8 @@
-#include "dreamscope/collectives.h"
+#include "dreamscope/storage/collectives.h"
 
-#include "dreamscope/job.h"
-#include "dreamscope/kernel_classes.h"
-#include "dreamscope/steps.h"
+#include "dreamscope/storage/job.h"
+#include "dreamscope/storage/kernel_classes.h"
+#include "dreamscope/storage/steps.h"
 
 #include <algorithm>
 #include <array>

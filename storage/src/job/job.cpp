@@ -1,6 +1,6 @@
-#include "dreamscope/job.h"
+#include "dreamscope/storage/job.h"
 
-#include "dreamscope/trace_copy.h"
+#include "dreamscope/storage/trace_copy.h"
 
 #include <algorithm>
 #include <map>

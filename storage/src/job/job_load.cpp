@@ -1,10 +1,10 @@
 // Loading a job from the traces of its ranks: finding the files, giving each
 // its rank, putting their clocks on one, and merging them (job.h).
-#include "dreamscope/import_issues.h"
-#include "dreamscope/importers.h"
-#include "dreamscope/job.h"
-#include "dreamscope/limits.h"
-#include "dreamscope/trace_copy.h"
+#include "dreamscope/storage/import_issues.h"
+#include "dreamscope/storage/importers.h"
+#include "dreamscope/storage/job.h"
+#include "dreamscope/storage/limits.h"
+#include "dreamscope/storage/trace_copy.h"
 
 #include "importers/common/import_input.h"
 

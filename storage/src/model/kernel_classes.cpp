@@ -1,4 +1,4 @@
-#include "dreamscope/kernel_classes.h"
+#include "dreamscope/storage/kernel_classes.h"
 
 #include <algorithm>
 #include <string>

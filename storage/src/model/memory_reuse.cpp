@@ -1,4 +1,4 @@
-#include <dreamscope/memory_reuse.h>
+#include <dreamscope/storage/memory_reuse.h>
 
 #include <cstdlib> // defines __GLIBC__ where it is glibc
 

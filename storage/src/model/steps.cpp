@@ -1,4 +1,4 @@
-#include "dreamscope/steps.h"
+#include "dreamscope/storage/steps.h"
 
 #include <algorithm>
 #include <charconv>

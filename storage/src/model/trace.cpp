@@ -1,4 +1,4 @@
-#include "dreamscope/trace.h"
+#include "dreamscope/storage/trace.h"
 
 #include <algorithm>
 #include <charconv>

@@ -1,4 +1,4 @@
-#include "dreamscope/trace_copy.h"
+#include "dreamscope/storage/trace_copy.h"
 
 #include <algorithm>
 #include <string>

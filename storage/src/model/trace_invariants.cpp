@@ -2,8 +2,8 @@
 // place for every loader (trace.db reader, trace log reader, Kineto and nsys importers) and for
 // the simulator. The rest of dreamscope relies on them: durations are non-negative, time
 // arithmetic cannot overflow, every id indexes something. trace.h lists them.
-#include "dreamscope/limits.h"
-#include "dreamscope/trace.h"
+#include "dreamscope/storage/limits.h"
+#include "dreamscope/storage/trace.h"
 
 #include <cmath>
 #include <string>

@@ -1,4 +1,4 @@
-#include "dreamscope/trace_summary.h"
+#include "dreamscope/storage/trace_summary.h"
 
 #include <algorithm>
 #include <charconv>

@@ -1,5 +1,5 @@
-#include "dreamscope/limits.h"
-#include "dreamscope/trace_file.h"
+#include "dreamscope/storage/limits.h"
+#include "dreamscope/storage/trace_file.h"
 
 #include <sqlite3.h>
 

@@ -1,6 +1,6 @@
-#include "dreamscope/trace_file.h"
+#include "dreamscope/storage/trace_file.h"
 
-#include "dreamscope/trace_copy.h"
+#include "dreamscope/storage/trace_copy.h"
 
 #include "tracedb/schema.h"
 

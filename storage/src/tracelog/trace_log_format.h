@@ -3,7 +3,7 @@
 // types and the integer encodings. docs/design-notes.md, "Part files are raw logs".
 #pragma once
 
-#include "dreamscope/trace.h"
+#include "dreamscope/storage/trace.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,5 +1,5 @@
 // The trace log's reader: a part file, whole or cut short at any byte, as a Trace.
-#include "dreamscope/trace_log.h"
+#include "dreamscope/storage/trace_log.h"
 #include "tracelog/trace_log_format.h"
 
 #include <algorithm>

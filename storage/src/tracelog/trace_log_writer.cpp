@@ -1,7 +1,7 @@
 // The trace log's writer: what the tracer's part files are written with. It is built into
 // its own small library (dreamscope_tracelog) so that the code injected into a traced
 // process links this and nothing of storage's readers, importers or SQLite.
-#include "dreamscope/trace_log.h"
+#include "dreamscope/storage/trace_log.h"
 #include "tracelog/trace_log_format.h"
 
 #include <fcntl.h>

@@ -1,11 +1,11 @@
-#include "dreamscope/trace_merge.h"
+#include "dreamscope/storage/trace_merge.h"
 
-#include "dreamscope/job.h"
+#include "dreamscope/storage/job.h"
 
-#include "dreamscope/steps.h"
-#include "dreamscope/trace_copy.h"
-#include "dreamscope/trace_log.h"
-#include "dreamscope/trace_summary.h"
+#include "dreamscope/storage/steps.h"
+#include "dreamscope/storage/trace_copy.h"
+#include "dreamscope/storage/trace_log.h"
+#include "dreamscope/storage/trace_summary.h"
 
 #include <algorithm>
 #include <cstdlib>

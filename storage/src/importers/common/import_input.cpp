@@ -1,6 +1,6 @@
 #include "importers/common/import_input.h"
 
-#include "dreamscope/trace_file.h"
+#include "dreamscope/storage/trace_file.h"
 
 #include <zlib.h>
 #if DREAMSCOPE_HAVE_LIBDEFLATE

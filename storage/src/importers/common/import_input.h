@@ -3,7 +3,7 @@
 // (read_input), or a piece at a time as the importer reads it (open_input).
 #pragma once
 
-#include "dreamscope/importers.h"
+#include "dreamscope/storage/importers.h"
 
 #include <simdjson.h>
 

@@ -1,6 +1,6 @@
 // The table of import problems: one row per stable id. Add a row when an importer learns
 // to notice something new; never rename an id (golden summaries and users' scripts key on it).
-#include "dreamscope/import_issues.h"
+#include "dreamscope/storage/import_issues.h"
 
 #include <charconv>
 #include <stdexcept>

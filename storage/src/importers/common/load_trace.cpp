@@ -1,7 +1,7 @@
 // Opening any trace by its content, and the import statistics every importer fills.
-#include "dreamscope/importers.h"
-#include "dreamscope/trace_file.h"
-#include "dreamscope/trace_log.h"
+#include "dreamscope/storage/importers.h"
+#include "dreamscope/storage/trace_file.h"
+#include "dreamscope/storage/trace_log.h"
 
 #include <sqlite3.h>
 

@@ -3,11 +3,11 @@
 // becomes a row right away. Names of processes, threads and streams arrive in metadata
 // events that Kineto writes after the events they name, and flows are paired by id, so both
 // are resolved once the pass ends.
-#include "dreamscope/collectives.h"
-#include "dreamscope/importers.h"
-#include "dreamscope/limits.h"
-#include "dreamscope/steps.h"
-#include "dreamscope/trace_file.h"
+#include "dreamscope/storage/collectives.h"
+#include "dreamscope/storage/importers.h"
+#include "dreamscope/storage/limits.h"
+#include "dreamscope/storage/steps.h"
+#include "dreamscope/storage/trace_file.h"
 
 #include "importers/common/import_input.h"
 #include "importers/kineto/kineto_json_reader.h"

@@ -5,8 +5,8 @@
 // are paired in id order, which the import notes.
 #pragma once
 
-#include "dreamscope/importers.h"
-#include "dreamscope/trace.h"
+#include "dreamscope/storage/importers.h"
+#include "dreamscope/storage/trace.h"
 
 #include <cstdint>
 #include <map>

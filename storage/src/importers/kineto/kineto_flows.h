@@ -5,8 +5,8 @@
 // finishes and a launch written as two finishes (ROCm).
 #pragma once
 
-#include "dreamscope/importers.h"
-#include "dreamscope/trace.h"
+#include "dreamscope/storage/importers.h"
+#include "dreamscope/storage/trace.h"
 
 #include <cstdint>
 #include <map>

@@ -1,6 +1,6 @@
 #include "importers/kineto/kineto_format.h"
 
-#include "dreamscope/limits.h"
+#include "dreamscope/storage/limits.h"
 
 #include <algorithm>
 #include <array>

@@ -4,7 +4,7 @@
 // Private to the storage library; the importer is import_kineto.cpp.
 #pragma once
 
-#include "dreamscope/trace.h"
+#include "dreamscope/storage/trace.h"
 
 #include <simdjson.h>
 

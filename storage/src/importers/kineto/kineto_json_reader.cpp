@@ -1,6 +1,6 @@
 #include "importers/kineto/kineto_json_reader.h"
 
-#include "dreamscope/trace_file.h"
+#include "dreamscope/storage/trace_file.h"
 #include "importers/common/json_split.h"
 
 #include <algorithm>

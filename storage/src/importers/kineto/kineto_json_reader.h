@@ -14,7 +14,7 @@
 // one it is counted (kineto_damaged_json) and the reading stops.
 #pragma once
 
-#include "dreamscope/importers.h"
+#include "dreamscope/storage/importers.h"
 #include "importers/common/import_input.h"
 #include "importers/common/json_split.h"
 #include "importers/kineto/kineto_format.h"

@@ -4,8 +4,8 @@
 // StringIds, threads as serialized global ids. Tables and columns appear only when the
 // report had such activity, and columns came and went across nsys versions, so every
 // table and every optional column is looked up before it is read.
-#include "dreamscope/importers.h"
-#include "dreamscope/trace_file.h"
+#include "dreamscope/storage/importers.h"
+#include "dreamscope/storage/trace_file.h"
 
 #include <sqlite3.h>
 

@@ -12,7 +12,7 @@
 //   step with what made it late. render_job_* print it as text, Markdown, JSON or HTML.
 #pragma once
 
-#include "dreamscope/analyzers.h"
+#include "dreamscope/analyzers/analyzers.h"
 
 #include <filesystem>
 #include <optional>

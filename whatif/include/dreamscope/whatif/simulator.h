@@ -20,7 +20,7 @@
 // min(1, cores / (n + b)).
 #pragma once
 
-#include "dreamscope/dependency_graph.h"
+#include "dreamscope/graph/dependency_graph.h"
 
 #include <cstdint>
 #include <memory>

@@ -12,8 +12,8 @@
 // inserts or removes GPU work keeps every sync right.
 #pragma once
 
-#include "dreamscope/limits.h"
-#include "dreamscope/trace.h"
+#include "dreamscope/storage/limits.h"
+#include "dreamscope/storage/trace.h"
 
 #include <boost/graph/compressed_sparse_row_graph.hpp>
 

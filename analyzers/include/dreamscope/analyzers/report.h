@@ -3,7 +3,7 @@
 // HTML file with inline SVG charts). `dreamscope analyze` and the GUI both use these.
 #pragma once
 
-#include "dreamscope/analyzers.h"
+#include "dreamscope/analyzers/analyzers.h"
 
 #include <optional>
 #include <string>

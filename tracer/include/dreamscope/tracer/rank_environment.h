@@ -15,7 +15,7 @@
 // it is not a rank.
 #pragma once
 
-#include <dreamscope/trace.h>
+#include <dreamscope/storage/trace.h>
 
 #include <cstdint>
 #include <functional>

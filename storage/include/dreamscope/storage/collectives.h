@@ -18,7 +18,7 @@
 // trace.
 #pragma once
 
-#include "dreamscope/trace.h"
+#include "dreamscope/storage/trace.h"
 
 #include <cstdint>
 #include <map>

@@ -7,7 +7,7 @@
 // names the file and the problem.
 #pragma once
 
-#include "dreamscope/trace.h"
+#include "dreamscope/storage/trace.h"
 
 #include <filesystem>
 #include <functional>

@@ -15,8 +15,8 @@
 // that is wrong in a file is reported as "FILE:LINE:COLUMN: what" (docs/whatif.md).
 #pragma once
 
-#include <dreamscope/cost_models.h>
-#include <dreamscope/trace.h>
+#include <dreamscope/whatif/cost_models.h>
+#include <dreamscope/storage/trace.h>
 
 #include <cstdint>
 #include <map>

@@ -10,7 +10,7 @@
 // they ran in.
 #pragma once
 
-#include "dreamscope/trace.h"
+#include "dreamscope/storage/trace.h"
 
 #include <cstdint>
 #include <filesystem>

@@ -8,7 +8,7 @@
 // short at any byte reads back with every whole record and `complete` = 0.
 #pragma once
 
-#include "dreamscope/trace_file.h"
+#include "dreamscope/storage/trace_file.h"
 
 #include <filesystem>
 #include <memory>

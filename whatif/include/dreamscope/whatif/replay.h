@@ -3,13 +3,13 @@
 // the predicted Trace and per-step times, which every what-if reuses.
 #pragma once
 
-#include <dreamscope/steps.h>
+#include <dreamscope/storage/steps.h>
 
 #include <span>
 
-#include "dreamscope/dependency_graph.h"
-#include "dreamscope/overhead_correction.h"
-#include "dreamscope/simulator.h"
+#include "dreamscope/graph/dependency_graph.h"
+#include "dreamscope/whatif/overhead_correction.h"
+#include "dreamscope/whatif/simulator.h"
 
 #include <optional>
 #include <string>
@@ -28,7 +28,7 @@ Trace make_predicted_trace(const Trace& measured, const DependencyGraph& graph, 
 // from the previous task's end.
 TimeNs predicted_instant(const DependencyGraph& graph, const SimulationResult& result, ResourceId r, TimeNs measured);
 
-// Steps are found by find_steps() (dreamscope/steps.h), once per trace: the simulations of
+// Steps are found by find_steps() (dreamscope/storage/steps.h), once per trace: the simulations of
 // one trace share its step rows. In a trace of several ranks, a step is the job's: the ranks'
 // rows of one step number are one step, as long as its slowest rank's (measured and
 // predicted each from the rank that took longest; its row is the measured one's).

@@ -10,8 +10,8 @@
 // The mapping from each format to the Trace is documented in docs/importers.md.
 #pragma once
 
-#include "dreamscope/import_issues.h"
-#include "dreamscope/trace.h"
+#include "dreamscope/storage/import_issues.h"
+#include "dreamscope/storage/trace.h"
 
 #include <cstdint>
 #include <filesystem>

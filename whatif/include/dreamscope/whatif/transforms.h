@@ -14,11 +14,11 @@
 // built from the trace: AppliedScenario carries the map from those ids to the current ones.
 #pragma once
 
-#include <dreamscope/cost_models.h>
-#include <dreamscope/dependency_graph.h>
-#include <dreamscope/scenario.h>
-#include <dreamscope/simulator.h>
-#include <dreamscope/trace.h>
+#include <dreamscope/whatif/cost_models.h>
+#include <dreamscope/graph/dependency_graph.h>
+#include <dreamscope/whatif/scenario.h>
+#include <dreamscope/whatif/simulator.h>
+#include <dreamscope/storage/trace.h>
 
 #include <memory>
 #include <optional>

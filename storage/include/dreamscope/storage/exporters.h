@@ -7,7 +7,7 @@
 //   dreamscope's Kineto importer reads the file back into the same events.
 #pragma once
 
-#include "dreamscope/trace.h"
+#include "dreamscope/storage/trace.h"
 
 #include <filesystem>
 

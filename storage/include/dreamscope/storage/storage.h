@@ -15,10 +15,10 @@
 // - exporters.h: a Trace as Chrome trace JSON (Perfetto UI, chrome://tracing).
 #pragma once
 
-#include "dreamscope/trace.h"
-#include "dreamscope/trace_file.h"
-#include "dreamscope/trace_copy.h"
-#include "dreamscope/job.h"
-#include "dreamscope/trace_summary.h"
-#include "dreamscope/importers.h"
-#include "dreamscope/exporters.h"
+#include "dreamscope/storage/trace.h"
+#include "dreamscope/storage/trace_file.h"
+#include "dreamscope/storage/trace_copy.h"
+#include "dreamscope/storage/job.h"
+#include "dreamscope/storage/trace_summary.h"
+#include "dreamscope/storage/importers.h"
+#include "dreamscope/storage/exporters.h"

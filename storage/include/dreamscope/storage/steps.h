@@ -6,7 +6,7 @@
 // analyses count only PyTorch's, as HTA does; everything else asks is_step().
 #pragma once
 
-#include "dreamscope/trace.h"
+#include "dreamscope/storage/trace.h"
 
 #include <string>
 #include <string_view>

@@ -3,8 +3,8 @@
 // the top kernels, and whether it is complete.
 #pragma once
 
-#include "dreamscope/import_issues.h"
-#include "dreamscope/trace.h"
+#include "dreamscope/storage/import_issues.h"
+#include "dreamscope/storage/trace.h"
 
 #include <cstdint>
 #include <string>

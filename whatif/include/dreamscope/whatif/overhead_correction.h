@@ -12,7 +12,7 @@
 // job's own threads or other processes, which the untraced run has too.
 #pragma once
 
-#include "dreamscope/dependency_graph.h"
+#include "dreamscope/graph/dependency_graph.h"
 
 #include <optional>
 #include <string>

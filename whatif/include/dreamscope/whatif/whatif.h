@@ -10,6 +10,6 @@
 // A what-if edits a DependencyGraph's knobs (ratio, add, removed, gap) and simulates it.
 #pragma once
 
-#include "dreamscope/overhead_correction.h"
-#include "dreamscope/replay.h"
-#include "dreamscope/simulator.h"
+#include "dreamscope/whatif/overhead_correction.h"
+#include "dreamscope/whatif/replay.h"
+#include "dreamscope/whatif/simulator.h"

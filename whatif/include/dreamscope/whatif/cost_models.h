@@ -9,7 +9,7 @@
 // moves kernels between; docs/whatif.md cites the vendor documents.
 #pragma once
 
-#include <dreamscope/trace.h>
+#include <dreamscope/storage/trace.h>
 
 #include <cstdint>
 #include <optional>

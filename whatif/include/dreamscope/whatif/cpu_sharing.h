@@ -21,9 +21,9 @@
 // running tasks. It stays at its measured times.
 #pragma once
 
-#include <dreamscope/dependency_graph.h>
-#include <dreamscope/simulator.h>
-#include <dreamscope/trace.h>
+#include <dreamscope/graph/dependency_graph.h>
+#include <dreamscope/whatif/simulator.h>
+#include <dreamscope/storage/trace.h>
 
 #include <cstdint>
 #include <vector>

@@ -7,10 +7,10 @@
 // DS-Analyzer does, from three simulations of the one trace.
 #pragma once
 
-#include <dreamscope/replay.h>
-#include <dreamscope/scenario.h>
-#include <dreamscope/simulator.h>
-#include <dreamscope/transforms.h>
+#include <dreamscope/whatif/replay.h>
+#include <dreamscope/whatif/scenario.h>
+#include <dreamscope/whatif/simulator.h>
+#include <dreamscope/whatif/transforms.h>
 
 #include <map>
 #include <optional>

@@ -7,9 +7,9 @@
 // run, and has no ranks here.
 #pragma once
 
-#include "dreamscope/collectives.h"
-#include "dreamscope/importers.h"
-#include "dreamscope/trace.h"
+#include "dreamscope/storage/collectives.h"
+#include "dreamscope/storage/importers.h"
+#include "dreamscope/storage/trace.h"
 
 #include <cstdint>
 #include <filesystem>

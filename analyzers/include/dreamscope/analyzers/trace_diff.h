@@ -8,7 +8,7 @@
 // ProfilerStep number) is the total and count columns. docs/diff.md reads the result.
 #pragma once
 
-#include "dreamscope/trace.h"
+#include "dreamscope/storage/trace.h"
 
 #include <cstdint>
 #include <map>

@@ -5,4 +5,4 @@
 //   The simulator that replays it, and the what-if transforms that edit it, are in whatif/.
 #pragma once
 
-#include "dreamscope/dependency_graph.h"
+#include "dreamscope/graph/dependency_graph.h"

@@ -10,8 +10,8 @@
 // The output is a TraceBuilder, or a TraceSink (a trace.db or trace log being written).
 #pragma once
 
-#include "dreamscope/trace.h"
-#include "dreamscope/trace_file.h"
+#include "dreamscope/storage/trace.h"
+#include "dreamscope/storage/trace_file.h"
 
 #include <functional>
 #include <limits>

@@ -14,7 +14,7 @@
 // report.h renders all of them (`analyze_trace`) as text, Markdown, JSON or HTML.
 #pragma once
 
-#include "dreamscope/trace.h"
+#include "dreamscope/storage/trace.h"
 
 #include <array>
 #include <cstdint>
