@@ -96,6 +96,57 @@ TEST(Move, ToAPoolOfWorkersRunsItemsInParallel) {
   }
 }
 
+TEST(Move, APoolHandsOutItemsOnlyAsFarAheadAsItsWindow) {
+  // Two workers, at most one item handed out ahead: item 1 goes out when step 0 has received
+  // item 0 (its wait ends at 300), item 2 when step 1 has received item 1 (600). Fetch and
+  // prep of item b then run [300b, 300b + 300) on alternating workers, and every step waits
+  // for its batch as in the trace.
+  const std::string with_ahead = R"(name = "pool"
+[parameters]
+ahead = { default = 0, help = "" }
+[[transform]]
+op = "move"
+select = { category = "fetch|prep" }
+pool = 2
+ahead = "${ahead}"
+)";
+  Pipeline p;
+  p.run(with_ahead, {{"ahead", "1"}});
+  const auto r = simulate(p.graph);
+  ASSERT_EQ(r.unscheduled, 0u);
+  const auto fetch = p.named("fetch");
+  const auto prep = p.named("prep");
+  const auto compute = p.named("compute");
+  EXPECT_EQ(p.span(r, fetch[1]), Span(300, 400));
+  EXPECT_EQ(p.span(r, prep[1]), Span(400, 600));
+  EXPECT_EQ(p.span(r, fetch[2]), Span(600, 700));
+  EXPECT_EQ(p.span(r, prep[2]), Span(700, 900));
+  EXPECT_EQ(p.span(r, compute[1]), Span(600, 700));
+  EXPECT_EQ(p.span(r, compute[2]), Span(900, 1000));
+  EXPECT_FALSE(has_cycle(p.graph));
+
+  // A window of two items is the two workers' own pace here: the unbounded pool's timeline.
+  Pipeline q;
+  q.run(with_ahead, {{"ahead", "2"}});
+  const auto s = simulate(q.graph);
+  EXPECT_EQ(q.span(s, q.named("fetch")[1]), Span(0, 100));
+  EXPECT_EQ(q.span(s, q.named("prep")[2]), Span(400, 600));
+  EXPECT_EQ(q.steps(s), (std::vector<TimeNs>{400, 100, 200}));
+}
+
+TEST(Move, AWindowNeedsAPoolAndACount) {
+  const std::string bad = std::string(kPool) + "ahead = -1\n";
+  EXPECT_THROW(Scenario::parse(bad, "test.toml").instantiate({}), ScenarioError);
+  const std::string no_pool = R"(name = "x"
+[[transform]]
+op = "move"
+select = { category = "fetch" }
+resource = "elsewhere"
+ahead = 2
+)";
+  EXPECT_THROW(Scenario::parse(no_pool, "test.toml").instantiate({}), ScenarioError);
+}
+
 TEST(Move, WorkersShareTheCoresWithEveryThread) {
   // Two workers on one core: fetches wait for storage, not for the core, so both run at 0;
   // preps 0 and 1 then share the core at half speed, [100, 500) each. Compute 0 runs alone,

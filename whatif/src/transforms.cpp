@@ -644,7 +644,8 @@ void apply(const std::vector<Transform>& transforms, const TaskSelection& select
                 }
                 TrackInfo like = selection.trace().tracks()[selection.graph().resource(original.front())];
                 like.name = "worker-";
-                effect = move_to_pool(graph, items, static_cast<std::size_t>(spec.pool), like, edit);
+                effect = move_to_pool(graph, items, static_cast<std::size_t>(spec.pool), like, edit,
+                                     static_cast<std::size_t>(spec.ahead));
                 if (cores > 0) {
                   effect.detail += fmt::format(", every thread sharing {} cores{}", cores,
                                                spec.cores == kTracedMachineCores ? " (the traced machine's)" : "");

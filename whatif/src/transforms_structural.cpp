@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_map>
 
 namespace dreamscope::whatif {
 
@@ -148,7 +149,7 @@ TransformEffect move(DependencyGraph& graph, const std::vector<TaskId>& tasks, R
 }
 
 TransformEffect move_to_pool(DependencyGraph& graph, const std::vector<std::vector<TaskId>>& groups,
-                             std::size_t workers, const TrackInfo& like, EditResult& result) {
+                             std::size_t workers, const TrackInfo& like, EditResult& result, std::size_t ahead) {
   TransformEffect e;
   if (workers == 0) throw TransformError("move: a pool needs at least one worker");
   // Groups in the order they ran, so that worker g mod k gets what a FIFO queue of work items
@@ -182,8 +183,46 @@ TransformEffect move_to_pool(DependencyGraph& graph, const std::vector<std::vect
   }
   e.time_after = e.time_before;
   const auto next = continuations(graph, moved);
+  // The window: item g is handed out only once item g − ahead has been received. An item is
+  // received where it is consumed: by the task that followed it on its old thread (a loop
+  // that loaded inline), when that task starts; or by the wait a flow from it ends (a loader
+  // thread's batch), when that wait ends. The earliest such, as measured, counts; an item
+  // that nothing consumed (the last of a run) bounds nothing.
+  struct Receipt {
+    TaskId task = kNoTask;
+    EdgeKind edge = EdgeKind::Dependency;
+    TimeNs at = 0;
+  };
+  std::vector<EdgeSpec> window;
+  if (ahead > 0 && ordered.size() > ahead) {
+    std::unordered_map<TaskId, std::size_t> item_of;
+    for (std::size_t g = 0; g < ordered.size(); ++g) {
+      for (TaskId t : ordered[g]) item_of.emplace(t, g);
+    }
+    std::vector<Receipt> receipt(ordered.size());
+    auto offer = [&](std::size_t g, Receipt r) {
+      if (receipt[g].task == kNoTask || r.at < receipt[g].at) receipt[g] = r;
+    };
+    for (const auto& [from, to] : next) offer(item_of.at(from), {to, EdgeKind::Handoff, graph.measured_start(to)});
+    const EdgeGraph& edges = graph.edges();
+    for (std::size_t g = 0; g + ahead < ordered.size(); ++g) {
+      for (TaskId t : ordered[g]) {
+        for (auto e : boost::make_iterator_range(boost::out_edges(t, edges))) {
+          const TaskId to = boost::target(e, edges);
+          if (edges[e].kind == EdgeKind::Flow && !moved.count(to)) {
+            offer(g, {to, EdgeKind::Dependency, graph.measured_end(to)});
+          }
+        }
+      }
+    }
+    for (std::size_t g = ahead; g < ordered.size(); ++g) {
+      const Receipt& r = receipt[g - ahead];
+      if (r.task != kNoTask) window.push_back({r.task, ordered[g].front(), r.edge, 0});
+    }
+  }
   result = graph.apply(edit);
-  const std::vector<EdgeSpec> hand_over = renumber(next, result);
+  std::vector<EdgeSpec> hand_over = renumber(next, result);
+  for (const EdgeSpec& w : window) hand_over.push_back({result.old_to_new[w.from], result.old_to_new[w.to], w.kind, 0});
   // Hand-over edges point forward in measured order, as each worker's own order does, so a
   // cycle means a group waited for a later one in the trace (a flow between items).
   if (has_cycle(graph, hand_over)) {
@@ -191,6 +230,7 @@ TransformEffect move_to_pool(DependencyGraph& graph, const std::vector<std::vect
   }
   graph.add_edges(hand_over);
   e.detail = fmt::format("{} groups over {} workers", ordered.size(), workers);
+  if (ahead > 0) e.detail += fmt::format(", at most {} handed out ahead", ahead);
   if (busy < workers) e.detail += fmt::format(" ({} of them would have nothing to do)", workers - busy);
   return e;
 }

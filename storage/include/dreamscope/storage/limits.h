@@ -44,6 +44,8 @@ inline constexpr std::size_t kMaxExpressionDepth = 256;
 
 // Workers of a `move` to a pool (the data scenario's `workers`), and cores.
 inline constexpr std::int64_t kMaxPoolWorkers = 4096;
+// A move pool's window of items handed out ahead of their consumption (workers × prefetch).
+inline constexpr std::int64_t kMaxPoolItemsAhead = kMaxPoolWorkers * 1024;
 
 // Ranks of a distributed job: a rank, local rank or world size is in [0, 2^24) (16.7 M
 // ranks; the largest jobs run today are a few hundred thousand GPUs).

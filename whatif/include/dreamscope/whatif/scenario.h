@@ -152,6 +152,9 @@ struct MoveSpec {
   std::string resource;
   std::int64_t pool = 0;
   std::int64_t cores = 0;
+  // With a pool: how many items may be handed out before the first is consumed (PyTorch's
+  // DataLoader keeps workers × prefetch_factor batches outstanding); 0: no bound.
+  std::int64_t ahead = 0;
 };
 struct AddEdgeSpec {
   Selector from;

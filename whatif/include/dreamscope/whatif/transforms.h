@@ -161,10 +161,13 @@ TransformEffect move(DependencyGraph& graph, const std::vector<TaskId>& tasks, R
 // pool of `workers` new resources named after `like`, group g to worker g mod workers in
 // measured order. Workers prefetch ahead: an item waits for nothing its old thread did
 // before it, but the task that followed it there (the training loop that loaded inline)
-// waits for it. How many cores the workers and the other threads share is the simulation's
-// (SimulationOptions::cpu_cores; a move's `cores` sets it).
+// waits for it. `ahead` > 0 bounds how far: item g is handed out only when the task that
+// consumes item g − ahead has started (a Handoff edge), as PyTorch's DataLoader puts the next
+// index in a worker's queue when a batch arrives. How many cores the workers and the other
+// threads share is the simulation's (SimulationOptions::cpu_cores; a move's `cores` sets it).
 TransformEffect move_to_pool(DependencyGraph& graph, const std::vector<std::vector<TaskId>>& groups,
-                             std::size_t workers, const TrackInfo& like, EditResult& result);
+                             std::size_t workers, const TrackInfo& like, EditResult& result,
+                             std::size_t ahead = 0);
 // A Dependency edge (end → start, plus `delay`) from each `from` to each `to`, paired in
 // measured start order: i-th with i-th when both lists have the same size, otherwise one to
 // many or many to one. Throws TransformError (prefixed by `where`) when the lists cannot be
