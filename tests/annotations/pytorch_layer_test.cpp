@@ -132,6 +132,27 @@ TEST(PytorchLayer, UnmodifiedTorchvisionScriptShowsStepsPipelineAndModel) {
     const auto backward = select(rows, kAuto, "operation", "backward");
     EXPECT_EQ(std::count_if(backward.begin(), backward.end(), inside), 1) << "step " << s.payload;
   }
+  // Backward per module, within each pass on its thread, in the reverse of the forward's
+  // order: the gradient reaches fc first, layer4 before layer1, and the modules' backwards
+  // follow each other without overlapping.
+  const auto passes = select(rows, kAuto, "operation", "backward");
+  for (const char* module : {"backward: fc", "backward: layer4", "backward: layer1", "backward: conv1"}) {
+    const auto ranges = select(rows, kAuto, "operation", module);
+    ASSERT_EQ(ranges.size(), 5u) << module;
+    for (std::size_t i = 0; i < ranges.size(); ++i) {
+      EXPECT_EQ(ranges[i].tid, passes[i].tid) << module;
+      EXPECT_GE(ranges[i].start, passes[i].start) << module;
+      EXPECT_LE(ranges[i].end, passes[i].end) << module;
+    }
+  }
+  for (std::size_t i = 0; i < passes.size(); ++i) {
+    const auto fc = select(rows, kAuto, "operation", "backward: fc")[i];
+    const auto layer4 = select(rows, kAuto, "operation", "backward: layer4")[i];
+    const auto layer1 = select(rows, kAuto, "operation", "backward: layer1")[i];
+    EXPECT_LE(fc.end, layer4.start);
+    EXPECT_LE(layer4.end, layer1.start);
+  }
+  EXPECT_TRUE(select(rows, kAuto, "operation", "backward: layer1.0").empty()) << "deeper than the default depth";
   std::filesystem::remove_all(dir);
 }
 
@@ -145,6 +166,14 @@ TEST(PytorchLayer, DeeperModulesOnRequestAndNothingWithPythonOff) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto rows = annotation_rows(read_trace(deep));
   EXPECT_EQ(select(rows, kAuto, "operation", "forward: layer1.0").size(), 2u);
+  // A module's backward encloses its children's: layer1's holds layer1.0's and layer1.1's.
+  const auto layer1 = select(rows, kAuto, "operation", "backward: layer1");
+  const auto block = select(rows, kAuto, "operation", "backward: layer1.0");
+  ASSERT_EQ(block.size(), layer1.size());
+  for (std::size_t i = 0; i < block.size(); ++i) {
+    EXPECT_GE(block[i].start, layer1[i].start);
+    EXPECT_LE(block[i].end, layer1[i].end);
+  }
   EXPECT_TRUE(select(rows, kAuto, "operation", "forward: layer1.0.conv1").empty());
   // Without workers the main process fetches each batch itself, inside its wait.
   const auto waits = select(rows, kAuto, "wait"), fetches = select(rows, kAuto, "fetch");

@@ -12,7 +12,8 @@ once `torch` has been imported (lib/python-boot/sitecustomize.py). It records, i
   collate) in the process that made it, a DataLoader worker or the main process, with the
   same batch id, so that a batch links across processes;
 - forward per module down to a call depth (DREAMSCOPE_PYTHON_MODULES, default 1: the
-  model and its direct children), `backward` (torch.autograd.backward), `optimizer.step`,
+  model and its direct children), backward per module (the same modules but the model,
+  whose backward is the pass), `backward` (torch.autograd.backward), `optimizer.step`,
   `zero_grad`;
 - `torch.distributed` collectives (category `collective`, payload the bytes of the
   tensors this rank passes);
@@ -359,13 +360,122 @@ def _module_call(original, push, pop, depth_limit):
         stack.append(labels)
         push(OPERATION, label, _NO_PAYLOAD)
         try:
-            return original(self, *args, **kwargs)
+            result = original(self, *args, **kwargs)
         finally:
             pop()
             stack.pop()
+        if len(stack) > 0 and _grad_enabled():
+            _mark_module_backward(b"backward" + label[len(b"forward"):], args, kwargs, result)
+        return result
 
     __call__._dreamscope = True
     return __call__
+
+
+# A module's backward, from the first gradient that reaches one of its outputs to the last
+# of its inputs' gradients, on the thread that runs the pass. Each is a hook on the tensor
+# (Tensor.register_hook: the same on PyTorch 1.13 and 2.x, and it changes no tensor), one per
+# tensor, that takes the modules marked on it latest first: the tensor between two modules is
+# the later one's input and the earlier one's output, and the later module's backward ends
+# where the earlier one's begins. The ranges nest by construction (a module whose backward never ends,
+# one with no input that needs a gradient, is ended by its enclosing module's end or the end
+# of the pass), and are recorded only within a pass that `backward` records.
+# The marks by tensor id, each entry dropped when its tensor dies (so that an id is never
+# met again while its entry lives): not an attribute of the tensor, which a torch.save of it
+# would carry along.
+_marks_by_tensor = {}
+
+
+class _ModuleBackward:
+    __slots__ = ("label", "inputs_left", "state")
+
+    def __init__(self, label, inputs):
+        self.label, self.inputs_left, self.state = label, inputs, 0  # 0 waiting, 1 open, 2 ended
+
+
+def _pass_stack():
+    """The module backwards open on this thread's recorded pass; None outside one."""
+    return getattr(_tls, "backward_modules", None)
+
+
+def _end_module_backwards(stack, until=None):
+    """Ends the open module backwards above `until` (all with None), innermost first."""
+    while stack:
+        call = stack.pop()
+        call.state = 2
+        _lib.ds_auto_range_pop()
+        if call is until:
+            return
+
+
+def _on_marked_gradient(marks):
+    def hook(grad):
+        try:
+            stack = _pass_stack()
+            if stack is None:
+                return None
+            # Latest first: the consumer's input before the producer's output, and a module
+            # that returned its input modified in place (an inplace ReLU) before the module
+            # that made it.
+            for is_input, call in reversed(marks):
+                if not is_input:
+                    if call.state == 0:
+                        call.state = 1
+                        _lib.ds_auto_range_push(OPERATION, call.label, _NO_PAYLOAD)
+                        stack.append(call)
+                elif call.state == 1:
+                    call.inputs_left -= 1
+                    if call.inputs_left <= 0 and call in stack:
+                        _end_module_backwards(stack, call)
+        except Exception:
+            pass
+        return None
+
+    return hook
+
+
+def _mark(tensor, is_input, call):
+    if not (isinstance(tensor, _torch.Tensor) and tensor.requires_grad):
+        return False
+    try:
+        key = id(tensor)
+        entry = _marks_by_tensor.get(key)
+        if entry is None:
+            marks = []
+            tensor.register_hook(_on_marked_gradient(marks))
+            entry = _marks_by_tensor[key] = (weakref.ref(tensor, lambda _, key=key: _marks_by_tensor.pop(key, None)), marks)
+        entry[1].append((is_input, call))
+        return True
+    except Exception:
+        return False
+
+
+def _tensors_in(value):
+    if isinstance(value, (list, tuple)):
+        return value
+    if isinstance(value, dict):
+        return list(value.values())
+    return (value,)
+
+
+def _mark_module_backward(label, args, kwargs, result):
+    try:
+        outputs = [t for t in _tensors_in(result) if isinstance(t, _torch.Tensor) and t.requires_grad]
+        if not outputs:
+            return
+        inputs = []
+        for t in itertools.chain(args, kwargs.values()):
+            if isinstance(t, _torch.Tensor) and t.requires_grad and t.grad_fn is not None and \
+                    not any(t is i for i in inputs):
+                inputs.append(t)
+        call = _ModuleBackward(label, len(inputs))
+        for t in inputs:
+            if not _mark(t, True, call):
+                call.inputs_left -= 1
+        for t in outputs:
+            _mark(t, False, call)
+    except Exception:
+        pass
 
 
 def _patch_module_call(module_class):
@@ -430,6 +540,16 @@ def _first_tensor(tensors):
     return tensors
 
 
+def _pass_ended():
+    """The engine's callback at the end of a pass it ran on a thread of its own."""
+    try:
+        _end_module_backwards(_pass_stack() or [])
+        _tls.backward_modules = None
+        _lib.ds_auto_range_pop()
+    except Exception:
+        pass
+
+
 def _patch_backward(autograd_module):
     original = getattr(autograd_module, "backward", None)
     if original is None or getattr(original, "_dreamscope", False):
@@ -454,7 +574,8 @@ def _patch_backward(autograd_module):
                 try:
                     if threading.get_ident() != caller:
                         push(OPERATION, b"backward", _NO_PAYLOAD)
-                        queue_callback(lambda: pop())
+                        _tls.backward_modules = []
+                        queue_callback(_pass_ended)
                 except Exception:
                     pass
                 return None
@@ -464,9 +585,13 @@ def _patch_backward(autograd_module):
             except Exception:
                 handle = None
         push(OPERATION, b"backward", _NO_PAYLOAD)
+        enclosing = _pass_stack()
+        _tls.backward_modules = []
         try:
             return original(*args, **kwargs)
         finally:
+            _end_module_backwards(_tls.backward_modules)
+            _tls.backward_modules = enclosing
             pop()
             if handle is not None:
                 handle.remove()
