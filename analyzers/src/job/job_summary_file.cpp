@@ -2,7 +2,7 @@
 // Its own tables, none named like a trace's, so that no trace reader takes it for a trace.
 #include "dreamscope/analyzers/job_analysis.h"
 
-#include <sqlite3.h>
+#include "dreamscope/storage/sqlite_file.h"
 
 #include <cmath>
 #include <cstdio>
@@ -40,113 +40,53 @@ CREATE TABLE collective(communicator TEXT NOT NULL, sequence INTEGER NOT NULL, p
   step INTEGER, op TEXT NOT NULL, bytes INTEGER, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL);
 )sql";
 
-struct DbClose {
-  void operator()(sqlite3* db) const { sqlite3_close(db); }
-};
-struct StmtFinalize {
-  void operator()(sqlite3_stmt* s) const { sqlite3_finalize(s); }
-};
-using Db = std::unique_ptr<sqlite3, DbClose>;
-using Stmt = std::unique_ptr<sqlite3_stmt, StmtFinalize>;
-
-class SummaryDb {
- public:
-  // `name`: how errors name the file (the target of a file written under another name).
-  SummaryDb(const std::filesystem::path& path, int flags, std::string name = {})
-      : path_(name.empty() ? path.string() : std::move(name)) {
-    const std::string file = path.string();
-    sqlite3* raw = nullptr;
-    const int rc = sqlite3_open_v2(file.c_str(), &raw, flags, nullptr);
-    db_.reset(raw);
-    if (rc != SQLITE_OK) fail(rc == SQLITE_CANTOPEN ? "cannot open" : sqlite3_errstr(rc));
-  }
-
-  [[noreturn]] void fail(const std::string& what) const { throw TraceError(path_ + ": " + what); }
-
-  void exec(const char* sql) {
-    char* error = nullptr;
-    if (sqlite3_exec(db_.get(), sql, nullptr, nullptr, &error) != SQLITE_OK) {
-      const std::string message = error ? error : "unknown error";
-      sqlite3_free(error);
-      fail(message);
-    }
-  }
-
-  Stmt prepare(const std::string& sql) const {
-    sqlite3_stmt* raw = nullptr;
-    if (sqlite3_prepare_v2(db_.get(), sql.c_str(), -1, &raw, nullptr) != SQLITE_OK) {
-      fail(sqlite3_errmsg(db_.get()));
-    }
-    return Stmt(raw);
-  }
-
-  bool has_table(const std::string& name) const {
-    Stmt s = prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
-    sqlite3_bind_text(s.get(), 1, name.c_str(), -1, SQLITE_TRANSIENT);
-    return sqlite3_step(s.get()) == SQLITE_ROW;
-  }
-
-  void step_done(sqlite3_stmt* s) const {
-    if (sqlite3_step(s) != SQLITE_DONE) fail(sqlite3_errmsg(db_.get()));
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-  }
-
-  sqlite3* get() const { return db_.get(); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-  Db db_;
-};
-
 // ---- Writing
 
+// Binds a row's values in column order.
 class Binder {
  public:
-  explicit Binder(sqlite3_stmt* s) : s_(s) {}
+  explicit Binder(sqlite::Statement& s) : s_(s) {}
   Binder& i(std::int64_t v) {
-    sqlite3_bind_int64(s_, ++n_, v);
+    s_.bind(++n_, v);
     return *this;
   }
   Binder& maybe(std::int64_t v) { // kNoValue is NULL
-    if (v == kNoValue) sqlite3_bind_null(s_, ++n_);
-    else sqlite3_bind_int64(s_, ++n_, v);
+    s_.bind_optional(++n_, v);
     return *this;
   }
   Binder& d(double v) {
-    sqlite3_bind_double(s_, ++n_, v);
+    s_.bind(++n_, v);
     return *this;
   }
   Binder& maybe(const std::optional<double>& v) {
-    if (v) sqlite3_bind_double(s_, ++n_, *v);
-    else sqlite3_bind_null(s_, ++n_);
+    if (v) s_.bind(++n_, *v);
+    else s_.bind_null(++n_);
     return *this;
   }
   Binder& t(std::string_view v) {
-    sqlite3_bind_text(s_, ++n_, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    s_.bind(++n_, v);
     return *this;
   }
 
  private:
-  sqlite3_stmt* s_;
+  sqlite::Statement& s_;
   int n_ = 0;
 };
 
-void write_rows(SummaryDb& db, const RankSummary& s) {
+void write_rows(sqlite::Database& db, const RankSummary& s) {
   {
-    Stmt st = db.prepare("INSERT INTO summary_meta VALUES (?, ?)");
+    sqlite::Statement st = db.prepare("INSERT INTO summary_meta VALUES (?, ?)");
     const std::pair<const char*, std::string> meta[] = {{"format", std::string(kRankSummaryFormat)},
                                                         {"version", std::to_string(kRankSummaryVersion)},
                                                         {"dreamscope_version", DREAMSCOPE_VERSION}};
     for (const auto& [k, v] : meta) {
-      Binder(st.get()).t(k).t(v);
-      db.step_done(st.get());
+      Binder(st).t(k).t(v);
+      st.run();
     }
   }
   {
-    Stmt st = db.prepare("INSERT INTO rank_info VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    Binder(st.get())
+    sqlite::Statement st = db.prepare("INSERT INTO rank_info VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    Binder(st)
         .i(s.rank)
         .maybe(s.local_rank)
         .maybe(s.world_size)
@@ -157,13 +97,13 @@ void write_rows(SummaryDb& db, const RankSummary& s) {
         .i(s.end)
         .i(s.events)
         .t(s.data_source);
-    db.step_done(st.get());
+    st.run();
   }
   {
     const TemporalBreakdown& t = s.hta.temporal;
     const LaunchSummary& l = s.hta.launches;
-    Stmt st = db.prepare("INSERT INTO hta_rank VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    Binder(st.get())
+    sqlite::Statement st = db.prepare("INSERT INTO hta_rank VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    Binder(st)
         .i(t.idle)
         .i(t.compute)
         .i(t.non_compute)
@@ -180,26 +120,26 @@ void write_rows(SummaryDb& db, const RankSummary& s) {
         .i(l.short_kernels)
         .i(s.hta.profiler_steps)
         .i(s.hta.step_filter_applied ? 1 : 0);
-    db.step_done(st.get());
+    st.run();
   }
   {
-    Stmt st = db.prepare("INSERT INTO hta_kernel_type VALUES (?, ?, ?)");
+    sqlite::Statement st = db.prepare("INSERT INTO hta_kernel_type VALUES (?, ?, ?)");
     for (const auto& k : s.hta.kernel_types) {
-      Binder(st.get()).t(k.kernel_type).i(k.sum).d(k.percentage);
-      db.step_done(st.get());
+      Binder(st).t(k.kernel_type).i(k.sum).d(k.percentage);
+      st.run();
     }
   }
   {
-    Stmt st = db.prepare("INSERT INTO hta_kernel VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+    sqlite::Statement st = db.prepare("INSERT INTO hta_kernel VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
     for (const auto& k : s.hta.kernels) {
-      Binder(st.get()).t(k.name).t(to_string(k.type)).i(k.count).i(k.sum).i(k.min).i(k.max).d(k.mean).d(k.stddev);
-      db.step_done(st.get());
+      Binder(st).t(k.name).t(to_string(k.type)).i(k.count).i(k.sum).i(k.min).i(k.max).d(k.mean).d(k.stddev);
+      st.run();
     }
   }
   {
-    Stmt st = db.prepare("INSERT INTO hta_idle_time VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+    sqlite::Statement st = db.prepare("INSERT INTO hta_idle_time VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
     for (const auto& i : s.hta.idle_time) {
-      Binder(st.get())
+      Binder(st)
           .maybe(i.device)
           .maybe(i.stream)
           .i(i.host_wait)
@@ -208,27 +148,27 @@ void write_rows(SummaryDb& db, const RankSummary& s) {
           .d(i.host_wait_ratio)
           .d(i.kernel_wait_ratio)
           .d(i.other_ratio);
-      db.step_done(st.get());
+      st.run();
     }
   }
   {
-    Stmt st = db.prepare("INSERT INTO step VALUES (?, ?, ?, ?, ?)");
+    sqlite::Statement st = db.prepare("INSERT INTO step VALUES (?, ?, ?, ?, ?)");
     for (const auto& x : s.steps) {
-      Binder(st.get()).maybe(x.number).t(x.name).i(x.start).i(x.end).i(x.data_wait);
-      db.step_done(st.get());
+      Binder(st).maybe(x.number).t(x.name).i(x.start).i(x.end).i(x.data_wait);
+      st.run();
     }
   }
   {
-    Stmt st = db.prepare("INSERT INTO data_wait VALUES (?, ?)");
+    sqlite::Statement st = db.prepare("INSERT INTO data_wait VALUES (?, ?)");
     for (const auto& w : s.data_waits) {
-      Binder(st.get()).i(w.start).i(w.end);
-      db.step_done(st.get());
+      Binder(st).i(w.start).i(w.end);
+      st.run();
     }
   }
   {
-    Stmt st = db.prepare("INSERT INTO collective VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+    sqlite::Statement st = db.prepare("INSERT INTO collective VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
     for (const auto& c : s.collectives) {
-      Binder(st.get())
+      Binder(st)
           .t(c.communicator)
           .i(c.sequence)
           .i(c.pytorch_sequence ? 1 : 0)
@@ -237,7 +177,7 @@ void write_rows(SummaryDb& db, const RankSummary& s) {
           .maybe(c.bytes)
           .i(c.start)
           .i(c.end);
-      db.step_done(st.get());
+      st.run();
     }
   }
 }
@@ -249,21 +189,21 @@ void write_rows(SummaryDb& db, const RankSummary& s) {
 // merge reads summaries through here, so none of them meets a negative time or a NaN.
 class Row {
  public:
-  Row(const SummaryDb& db, sqlite3_stmt* s, const char* table, std::int64_t row)
+  Row(const sqlite::Database& db, const sqlite::Statement& s, const char* table, std::int64_t row)
       : db_(db), s_(s), table_(table), row_(row) {}
 
   std::int64_t i(int c) const {
-    if (sqlite3_column_type(s_, c) != SQLITE_INTEGER) bad(c, "an integer");
-    return sqlite3_column_int64(s_, c);
+    if (s_.type(c) != SQLITE_INTEGER) bad(c, "an integer");
+    return s_.integer(c);
   }
-  std::int64_t maybe_i(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL ? kNoValue : i(c); }
+  std::int64_t maybe_i(int c) const { return s_.type(c) == SQLITE_NULL ? kNoValue : i(c); }
   double d(int c) const {
-    const int type = sqlite3_column_type(s_, c);
+    const int type = s_.type(c);
     if (type != SQLITE_FLOAT && type != SQLITE_INTEGER) bad(c, "a number");
-    return sqlite3_column_double(s_, c);
+    return s_.real(c);
   }
   std::optional<double> maybe_d(int c) const {
-    return sqlite3_column_type(s_, c) == SQLITE_NULL ? std::nullopt : std::optional<double>(d(c));
+    return s_.type(c) == SQLITE_NULL ? std::nullopt : std::optional<double>(d(c));
   }
   // A count or a duration: an integer of at least 0.
   std::int64_t count(int c) const {
@@ -271,7 +211,7 @@ class Row {
     if (v < 0) out_of_range(c, std::to_string(v), "at least 0");
     return v;
   }
-  std::int64_t maybe_count(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL ? kNoValue : count(c); }
+  std::int64_t maybe_count(int c) const { return s_.type(c) == SQLITE_NULL ? kNoValue : count(c); }
   // A mean or spread of durations: a finite number of at least 0.
   double amount(int c) const {
     const double v = d(c);
@@ -287,7 +227,7 @@ class Row {
     return v;
   }
   std::optional<double> maybe_share(int c, double top) const {
-    return sqlite3_column_type(s_, c) == SQLITE_NULL ? std::nullopt : std::optional<double>(share(c, top));
+    return s_.type(c) == SQLITE_NULL ? std::nullopt : std::optional<double>(share(c, top));
   }
   double finite(int c) const {
     const double v = d(c);
@@ -295,9 +235,8 @@ class Row {
     return v;
   }
   std::string t(int c) const {
-    if (sqlite3_column_type(s_, c) != SQLITE_TEXT) bad(c, "text");
-    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_, c));
-    return std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(s_, c)));
+    if (s_.type(c) != SQLITE_TEXT) bad(c, "text");
+    return s_.text(c);
   }
   TimeSpan span(int c) const {
     TimeSpan s{i(c), i(c + 1)};
@@ -310,30 +249,27 @@ class Row {
 
  private:
   [[noreturn]] void bad(int c, const char* expected) const {
-    problem(std::string("column ") + sqlite3_column_name(s_, c) + " is not " + expected);
+    problem(std::string("column ") + s_.column_name(c) + " is not " + expected);
   }
   [[noreturn]] void out_of_range(int c, const std::string& value, const std::string& expected) const {
-    problem(std::string("column ") + sqlite3_column_name(s_, c) + " is " + value + ", not " + expected);
+    problem(std::string("column ") + s_.column_name(c) + " is " + value + ", not " + expected);
   }
   static std::string number_text(double v) {
     std::ostringstream o;
     o << v;
     return o.str();
   }
-  const SummaryDb& db_;
-  sqlite3_stmt* s_;
+  const sqlite::Database& db_;
+  const sqlite::Statement& s_;
   const char* table_;
   std::int64_t row_;
 };
 
 template <class Fn>
-std::int64_t for_each_row(const SummaryDb& db, const char* table, const char* columns, Fn&& fn) {
-  Stmt st = db.prepare(std::string("SELECT ") + columns + " FROM " + table + " ORDER BY rowid");
+std::int64_t for_each_row(const sqlite::Database& db, const char* table, const char* columns, Fn&& fn) {
+  sqlite::Statement st = db.prepare(std::string("SELECT ") + columns + " FROM " + table + " ORDER BY rowid");
   std::int64_t n = 0;
-  for (int rc; (rc = sqlite3_step(st.get())) != SQLITE_DONE;) {
-    if (rc != SQLITE_ROW) db.fail(sqlite3_errmsg(db.get()));
-    fn(Row(db, st.get(), table, ++n));
-  }
+  while (st.next()) fn(Row(db, st, table, ++n));
   return n;
 }
 
@@ -344,7 +280,7 @@ KernelType kernel_type_named(const Row& row, const std::string& name) {
   row.problem("names an unknown kernel type '" + name + "'");
 }
 
-RankSummary read_rows(const SummaryDb& db) {
+RankSummary read_rows(const sqlite::Database& db) {
   RankSummary s;
   const std::int64_t infos = for_each_row(db, "rank_info",
                                           "rank, local_rank, world_size, host, trace_name, source, begin_ns, "
@@ -459,7 +395,7 @@ void write_rank_summary(const RankSummary& summary, const std::filesystem::path&
   std::error_code ec;
   std::filesystem::remove(partial, ec);
   try {
-    SummaryDb db(partial, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, path.string() + ": cannot write the summary");
+    sqlite::Database db(partial, sqlite::Access::Create, path.string() + ": cannot write the summary");
     // Small pages: a summary is a few rows per table, and its tables are many.
     db.exec("PRAGMA page_size = 1024; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;");
     db.exec("BEGIN");
@@ -481,7 +417,7 @@ bool is_rank_summary_file(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec) || !sqlite_header(path)) return false;
   try {
-    SummaryDb db(path, SQLITE_OPEN_READONLY);
+    sqlite::Database db(path, sqlite::Access::ReadOnly);
     return db.has_table("summary_meta");
   } catch (const TraceError&) {
     return false;
@@ -493,7 +429,7 @@ RankSummary read_rank_summary(const std::filesystem::path& path) {
   if (!std::filesystem::exists(path, ec)) throw TraceError(path.string() + ": no such file");
   if (!std::filesystem::is_regular_file(path, ec)) throw TraceError(path.string() + ": not a file");
   if (!sqlite_header(path)) throw TraceError(path.string() + ": not a rank summary (not an SQLite file)");
-  SummaryDb db(path, SQLITE_OPEN_READONLY);
+  sqlite::Database db(path, sqlite::Access::ReadOnly);
   if (!db.has_table("summary_meta")) {
     throw TraceError(path.string() + ": not a rank summary (an SQLite file with no summary_meta table)");
   }

@@ -1,9 +1,8 @@
 // Opening any trace by its content, and the import statistics every importer fills.
 #include "dreamscope/storage/importers.h"
+#include "dreamscope/storage/sqlite_file.h"
 #include "dreamscope/storage/trace_file.h"
 #include "dreamscope/storage/trace_log.h"
-
-#include <sqlite3.h>
 
 #include <cctype>
 #include <cerrno>
@@ -78,25 +77,6 @@ std::string ImportStats::to_meta() const {
 
 namespace {
 
-// The names of the tables of a SQLite file, or nothing if it cannot be opened.
-std::vector<std::string> sqlite_tables(const std::filesystem::path& path) {
-  std::vector<std::string> names;
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) == SQLITE_OK) {
-    sqlite3_stmt* s = nullptr;
-    if (sqlite3_prepare_v2(db, "SELECT name FROM sqlite_schema WHERE type IN ('table','view')", -1, &s, nullptr) ==
-        SQLITE_OK) {
-      while (sqlite3_step(s) == SQLITE_ROW) {
-        const auto* n = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
-        if (n) names.emplace_back(n);
-      }
-    }
-    sqlite3_finalize(s);
-  }
-  sqlite3_close_v2(db);
-  return names;
-}
-
 bool has(const std::vector<std::string>& names, std::string_view name) {
   for (const auto& n : names) {
     if (n == name) return true;
@@ -113,7 +93,7 @@ TraceFormat detect_trace_format(const std::filesystem::path& path) {
   in.read(head, sizeof head);
   const auto n = static_cast<std::size_t>(in.gcount());
   if (n >= 16 && std::memcmp(head, "SQLite format 3", 16) == 0) {
-    auto tables = sqlite_tables(path);
+    auto tables = sqlite::table_names(path);
     if (has(tables, "meta")) return TraceFormat::DreamscopeDb;
     if (has(tables, "StringIds") || has(tables, "CUPTI_ACTIVITY_KIND_KERNEL") ||
         has(tables, "CUPTI_ACTIVITY_KIND_RUNTIME") || has(tables, "NVTX_EVENTS")) {

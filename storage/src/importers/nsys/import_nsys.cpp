@@ -5,14 +5,14 @@
 // report had such activity, and columns came and went across nsys versions, so every
 // table and every optional column is looked up before it is read.
 #include "dreamscope/storage/importers.h"
+#include "dreamscope/storage/sqlite_file.h"
 #include "dreamscope/storage/trace_file.h"
-
-#include <sqlite3.h>
 
 #include <chrono>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -24,9 +24,6 @@ class NsysImporter {
  public:
   NsysImporter(const std::filesystem::path& path, ImportStats& stats, const ImportProgressFn& progress)
       : path_(path), stats_(stats), progress_(progress) {}
-  ~NsysImporter() {
-    if (db_) sqlite3_close_v2(db_);
-  }
 
   Trace run() {
     open();
@@ -68,12 +65,8 @@ class NsysImporter {
     std::error_code ec;
     if (!std::filesystem::exists(path_, ec)) fail("no such file");
     if (!looks_like_sqlite(path_)) fail("not a SQLite database, so not an Nsight Systems export");
-    if (sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
-      fail(std::string("cannot open: ") + sqlite3_errmsg(db_));
-    }
-    each("SELECT name FROM sqlite_schema WHERE type IN ('table','view')", [&](sqlite3_stmt* s) {
-      tables_.insert(text(s, 0));
-    });
+    db_.emplace(path_, sqlite::Access::ReadOnly);
+    for (std::string& t : db_->tables()) tables_.insert(std::move(t));
     if (!has_table("StringIds")) fail("a SQLite database without a StringIds table, so not an Nsight Systems export");
   }
 
@@ -81,7 +74,7 @@ class NsysImporter {
 
   std::set<std::string> columns(const std::string& table) {
     std::set<std::string> cols;
-    each(("PRAGMA table_info(" + table + ")").c_str(), [&](sqlite3_stmt* s) { cols.insert(text(s, 1)); });
+    each("PRAGMA table_info(" + table + ")", [&](const sqlite::Statement& s) { cols.insert(s.text(1)); });
     return cols;
   }
 
@@ -91,31 +84,13 @@ class NsysImporter {
   }
 
   template <typename F>
-  void each(const char* sql, F&& row) {
-    sqlite3_stmt* s = nullptr;
-    if (sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) != SQLITE_OK) {
-      std::string why = sqlite3_errmsg(db_);
-      sqlite3_finalize(s);
-      fail("cannot read (" + why + ")");
-    }
-    // Finalized however the loop ends: a row may make the importer refuse the file.
-    const std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> statement(s, sqlite3_finalize);
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) row(s);
-    if (rc != SQLITE_DONE) fail(std::string("cannot read: ") + sqlite3_errstr(rc));
-  }
-
-  static std::string text(sqlite3_stmt* s, int c) {
-    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s, c));
-    return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(s, c))) : std::string();
-  }
-  static std::int64_t opt(sqlite3_stmt* s, int c) {
-    return sqlite3_column_type(s, c) == SQLITE_NULL ? kNoValue : sqlite3_column_int64(s, c);
+  void each(const std::string& sql, F&& row) {
+    db_->each(sql, row);
   }
 
   void read_strings() {
-    each("SELECT id, value FROM StringIds", [&](sqlite3_stmt* s) {
-      strings_.emplace(sqlite3_column_int64(s, 0), builder_.intern(text(s, 1)));
+    each("SELECT id, value FROM StringIds", [&](const sqlite::Statement& s) {
+      strings_.emplace(s.integer(0), builder_.intern(s.text(1)));
     });
   }
 
@@ -160,18 +135,18 @@ class NsysImporter {
     auto c = columns("PROCESSES");
     const std::string sql = "SELECT " + col(c, "globalPid") + ", " + col(c, "pid") + ", " + col(c, "name") +
                             " FROM PROCESSES";
-    each(sql.c_str(), [&](sqlite3_stmt* s) {
-      std::int64_t pid = opt(s, 1);
-      if (pid == kNoValue && opt(s, 0) != kNoValue) pid = pid_of(opt(s, 0));
+    each(sql, [&](const sqlite::Statement& s) {
+      std::int64_t pid = s.optional_integer(1);
+      if (pid == kNoValue && s.optional_integer(0) != kNoValue) pid = pid_of(s.optional_integer(0));
       if (pid == kNoValue) return;
-      builder_.process(process_index(pid)).name = text(s, 2);
+      builder_.process(process_index(pid)).name = s.text(2);
     });
   }
 
   void read_thread_names() {
     if (!has_table("ThreadNames")) return;
-    each("SELECT globalTid, nameId FROM ThreadNames", [&](sqlite3_stmt* s) {
-      thread_names_.emplace(sqlite3_column_int64(s, 0), std::string(builder_.str(string_id(sqlite3_column_int64(s, 1)))));
+    each("SELECT globalTid, nameId FROM ThreadNames", [&](const sqlite::Statement& s) {
+      thread_names_.emplace(s.integer(0), std::string(builder_.str(string_id(s.integer(1)))));
     });
   }
 
@@ -181,15 +156,15 @@ class NsysImporter {
     const std::string sql = "SELECT id, " + col(c, "name") + ", " + col(c, "smCount") + ", " + col(c, "clockRate") +
                             ", " + col(c, "memoryBandwidth") + ", " + col(c, "totalMemory") + ", " +
                             col(c, "computeMajor") + ", " + col(c, "computeMinor") + " FROM TARGET_INFO_GPU ORDER BY id";
-    each(sql.c_str(), [&](sqlite3_stmt* s) {
-      DeviceInfo& d = builder_.device(device_index(sqlite3_column_int64(s, 0)));
-      d.name = text(s, 1);
-      d.sm_count = sqlite3_column_int64(s, 2);
-      d.core_clock_khz = sqlite3_column_int64(s, 3) / 1000; // nsys: Hz
-      d.memory_bandwidth_bytes_per_s = sqlite3_column_int64(s, 4);
-      d.global_memory_bytes = sqlite3_column_int64(s, 5);
-      d.compute_capability_major = sqlite3_column_int64(s, 6);
-      d.compute_capability_minor = sqlite3_column_int64(s, 7);
+    each(sql, [&](const sqlite::Statement& s) {
+      DeviceInfo& d = builder_.device(device_index(s.integer(0)));
+      d.name = s.text(1);
+      d.sm_count = s.integer(2);
+      d.core_clock_khz = s.integer(3) / 1000; // nsys: Hz
+      d.memory_bandwidth_bytes_per_s = s.integer(4);
+      d.global_memory_bytes = s.integer(5);
+      d.compute_capability_major = s.integer(6);
+      d.compute_capability_minor = s.integer(7);
     });
   }
 
@@ -224,19 +199,19 @@ class NsysImporter {
     const std::string sql = "SELECT start, end, globalTid, " + col(c, "correlationId") + ", nameId, " +
                             col(c, "returnValue") + " FROM CUPTI_ACTIVITY_KIND_RUNTIME";
     std::unordered_map<StringId, StringId> bare_names;
-    each(sql.c_str(), [&](sqlite3_stmt* s) {
-      const std::int64_t start = opt(s, 0), end = opt(s, 1);
+    each(sql, [&](const sqlite::Statement& s) {
+      const std::int64_t start = s.optional_integer(0), end = s.optional_integer(1);
       if (!check_times(start, end, "CUPTI_ACTIVITY_KIND_RUNTIME")) return;
-      const StringId full = string_id(sqlite3_column_int64(s, 4));
+      const StringId full = string_id(s.integer(4));
       auto [it, inserted] = bare_names.try_emplace(full, 0);
       if (inserted) it->second = builder_.intern(without_version(builder_.str(full)));
       const std::string_view name = builder_.str(it->second);
-      CudaApiRecord r{.track = thread_track(sqlite3_column_int64(s, 2)), .start = start, .end = end,
+      CudaApiRecord r{.track = thread_track(s.integer(2)), .start = start, .end = end,
                       .name = it->second};
       // The runtime table holds driver calls too; they are the cu* names.
       r.kind = name.starts_with("cu") && !name.starts_with("cuda") ? ApiKind::Driver : ApiKind::Runtime;
-      r.correlation = opt(s, 3);
-      r.result = static_cast<std::int32_t>(sqlite3_column_int64(s, 5));
+      r.correlation = s.optional_integer(3);
+      r.result = static_cast<std::int32_t>(s.integer(5));
       builder_.add(r);
       ++stats_.events_kept;
     });
@@ -249,17 +224,17 @@ class NsysImporter {
     const std::string sql = "SELECT start, end, deviceId, streamId, " + col(c, "correlationId") + ", " + name_col +
                             ", gridX, gridY, gridZ, blockX, blockY, blockZ, registersPerThread, "
                             "staticSharedMemory, dynamicSharedMemory FROM CUPTI_ACTIVITY_KIND_KERNEL";
-    each(sql.c_str(), [&](sqlite3_stmt* s) {
-      const std::int64_t start = opt(s, 0), end = opt(s, 1);
+    each(sql, [&](const sqlite::Statement& s) {
+      const std::int64_t start = s.optional_integer(0), end = s.optional_integer(1);
       if (!check_times(start, end, "CUPTI_ACTIVITY_KIND_KERNEL")) return;
-      GpuOpRecord g{.track = stream_track(sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3)), .kind = GpuOpKind::Kernel,
-                    .start = start, .end = end, .name = string_id(sqlite3_column_int64(s, 5))};
-      g.correlation = opt(s, 4);
-      for (int i = 0; i < 3; ++i) g.launch.grid[i] = sqlite3_column_int(s, 6 + i);
-      for (int i = 0; i < 3; ++i) g.launch.block[i] = sqlite3_column_int(s, 9 + i);
-      g.launch.registers_per_thread = sqlite3_column_int(s, 12);
-      g.launch.shared_memory_static = sqlite3_column_int(s, 13);
-      g.launch.shared_memory_dynamic = sqlite3_column_int(s, 14);
+      GpuOpRecord g{.track = stream_track(s.integer(2), s.integer(3)), .kind = GpuOpKind::Kernel,
+                    .start = start, .end = end, .name = string_id(s.integer(5))};
+      g.correlation = s.optional_integer(4);
+      for (int i = 0; i < 3; ++i) g.launch.grid[i] = s.int32(6 + i);
+      for (int i = 0; i < 3; ++i) g.launch.block[i] = s.int32(9 + i);
+      g.launch.registers_per_thread = s.int32(12);
+      g.launch.shared_memory_static = s.int32(13);
+      g.launch.shared_memory_dynamic = s.int32(14);
       builder_.add(g);
       ++stats_.events_kept;
     });
@@ -270,18 +245,18 @@ class NsysImporter {
     auto c = columns("CUPTI_ACTIVITY_KIND_MEMCPY");
     const std::string sql = "SELECT start, end, deviceId, streamId, " + col(c, "correlationId") +
                             ", bytes, copyKind FROM CUPTI_ACTIVITY_KIND_MEMCPY";
-    each(sql.c_str(), [&](sqlite3_stmt* s) {
-      const std::int64_t start = opt(s, 0), end = opt(s, 1);
+    each(sql, [&](const sqlite::Statement& s) {
+      const std::int64_t start = s.optional_integer(0), end = s.optional_integer(1);
       if (!check_times(start, end, "CUPTI_ACTIVITY_KIND_MEMCPY")) return;
-      std::int64_t kind = sqlite3_column_int64(s, 6);
+      std::int64_t kind = s.integer(6);
       if (kind < 0 || kind > static_cast<std::int64_t>(CopyKind::PtoP)) kind = 0;
       const auto copy = static_cast<CopyKind>(kind);
       // Kineto's names, so that name-based analyses (HTA's kernel types) see one vocabulary.
       const std::string name = "Memcpy " + std::string(to_string(copy));
-      GpuOpRecord g{.track = stream_track(sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3)), .kind = GpuOpKind::Memcpy,
+      GpuOpRecord g{.track = stream_track(s.integer(2), s.integer(3)), .kind = GpuOpKind::Memcpy,
                     .subkind = static_cast<std::uint8_t>(copy), .start = start, .end = end, .name = builder_.intern(name)};
-      g.correlation = opt(s, 4);
-      g.bytes = sqlite3_column_int64(s, 5);
+      g.correlation = s.optional_integer(4);
+      g.bytes = s.integer(5);
       builder_.add(g);
       ++stats_.events_kept;
     });
@@ -293,13 +268,13 @@ class NsysImporter {
     const std::string sql = "SELECT start, end, deviceId, streamId, " + col(c, "correlationId") +
                             ", bytes FROM CUPTI_ACTIVITY_KIND_MEMSET";
     const StringId name = builder_.intern("Memset (Device)");
-    each(sql.c_str(), [&](sqlite3_stmt* s) {
-      const std::int64_t start = opt(s, 0), end = opt(s, 1);
+    each(sql, [&](const sqlite::Statement& s) {
+      const std::int64_t start = s.optional_integer(0), end = s.optional_integer(1);
       if (!check_times(start, end, "CUPTI_ACTIVITY_KIND_MEMSET")) return;
-      GpuOpRecord g{.track = stream_track(sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3)), .kind = GpuOpKind::Memset,
+      GpuOpRecord g{.track = stream_track(s.integer(2), s.integer(3)), .kind = GpuOpKind::Memset,
                     .start = start, .end = end, .name = name};
-      g.correlation = opt(s, 4);
-      g.bytes = sqlite3_column_int64(s, 5);
+      g.correlation = s.optional_integer(4);
+      g.bytes = s.integer(5);
       builder_.add(g);
       ++stats_.events_kept;
     });
@@ -312,19 +287,19 @@ class NsysImporter {
                             col(c, "eventId") + " FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION";
     // Kineto's cuda_sync names for CUPTI's synchronization types.
     static const char* names[] = {"Unknown Sync", "Event Sync", "Stream Wait Event", "Stream Sync", "Context Sync"};
-    each(sql.c_str(), [&](sqlite3_stmt* s) {
-      const std::int64_t start = opt(s, 0), end = opt(s, 1);
+    each(sql, [&](const sqlite::Statement& s) {
+      const std::int64_t start = s.optional_integer(0), end = s.optional_integer(1);
       if (!check_times(start, end, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION")) return;
-      std::int64_t type = sqlite3_column_int64(s, 5);
+      std::int64_t type = s.integer(5);
       if (type < 0 || type > 4) type = 0;
       // CUPTI's "no stream" (a context sync) is 0xFFFFFFFF as unsigned; keep it as Kineto does.
-      std::int64_t stream = sqlite3_column_int64(s, 3);
+      std::int64_t stream = s.integer(3);
       if (stream < 0) stream &= 0xFFFFFFFF;
-      GpuOpRecord g{.track = stream_track(sqlite3_column_int64(s, 2), stream), .kind = GpuOpKind::Sync,
+      GpuOpRecord g{.track = stream_track(s.integer(2), stream), .kind = GpuOpKind::Sync,
                     .subkind = static_cast<std::uint8_t>(type), .start = start, .end = end,
                     .name = builder_.intern(names[type])};
-      g.correlation = opt(s, 4);
-      const std::int64_t event = opt(s, 6);
+      g.correlation = s.optional_integer(4);
+      const std::int64_t event = s.optional_integer(6);
       if (event != kNoValue && event >= 0 && event != 0xFFFFFFFF) g.event = event;
       builder_.add(g);
       ++stats_.events_kept;
@@ -339,44 +314,44 @@ class NsysImporter {
     constexpr std::int64_t kMark = 34, kPushPop = 59, kStartEnd = 60, kDomainCreate = 75;
     std::unordered_map<std::int64_t, StringId> domains;
     const std::string domain_col = col(c, "domainId");
-    each(("SELECT " + domain_col + ", text FROM NVTX_EVENTS WHERE eventType = 75").c_str(), [&](sqlite3_stmt* s) {
-      domains.emplace(sqlite3_column_int64(s, 0), builder_.intern(text(s, 1)));
+    each(("SELECT " + domain_col + ", text FROM NVTX_EVENTS WHERE eventType = 75").c_str(), [&](const sqlite::Statement& s) {
+      domains.emplace(s.integer(0), builder_.intern(s.text(1)));
     });
     const std::string sql = "SELECT start, end, eventType, " + col(c, "text") + ", " + col(c, "textId") + ", globalTid, " +
                             domain_col + ", " + col(c, "category") + ", " + col(c, "int64Value") + ", " +
                             col(c, "uint64Value") + " FROM NVTX_EVENTS";
-    each(sql.c_str(), [&](sqlite3_stmt* s) {
-      const std::int64_t type = sqlite3_column_int64(s, 2);
+    each(sql, [&](const sqlite::Statement& s) {
+      const std::int64_t type = s.integer(2);
       if (type == kDomainCreate) return;
       ++stats_.events_read;
       if (type == kMark) {
-        stats_.note("nsys_nvtx_mark", text(s, 3));
+        stats_.note("nsys_nvtx_mark", s.text(3));
         return;
       }
       if (type != kPushPop && type != kStartEnd) {
         stats_.note("nsys_nvtx_other_type", "eventType " + std::to_string(type));
         return;
       }
-      const std::int64_t start = opt(s, 0), end = opt(s, 1);
+      const std::int64_t start = s.optional_integer(0), end = s.optional_integer(1);
       if (end == kNoValue) {
-        stats_.note("nsys_nvtx_range_never_ended", text(s, 3));
+        stats_.note("nsys_nvtx_range_never_ended", s.text(3));
         return;
       }
       if (start == kNoValue || end < start) {
-        stats_.note("nsys_nvtx_range_ends_before_start", text(s, 3));
+        stats_.note("nsys_nvtx_range_ends_before_start", s.text(3));
         return;
       }
-      AnnotationRecord a{.track = thread_track(sqlite3_column_int64(s, 5)), .start = start, .end = end};
-      a.name = sqlite3_column_type(s, 3) != SQLITE_NULL ? builder_.intern(text(s, 3))
-               : sqlite3_column_type(s, 4) != SQLITE_NULL ? string_id(sqlite3_column_int64(s, 4))
+      AnnotationRecord a{.track = thread_track(s.integer(5)), .start = start, .end = end};
+      a.name = !s.is_null(3) ? builder_.intern(s.text(3))
+               : !s.is_null(4) ? string_id(s.integer(4))
                                                          : 0;
-      const std::int64_t domain = opt(s, 6);
+      const std::int64_t domain = s.optional_integer(6);
       auto d = domains.find(domain);
       a.domain = d != domains.end() ? d->second : nvtx_domain_default_;
-      if (const std::int64_t category = opt(s, 7); category != kNoValue && category != 0) {
+      if (const std::int64_t category = s.optional_integer(7); category != kNoValue && category != 0) {
         a.category = builder_.intern(std::to_string(category));
       }
-      a.payload = opt(s, 8) != kNoValue ? opt(s, 8) : opt(s, 9);
+      a.payload = s.optional_integer(8) != kNoValue ? s.optional_integer(8) : s.optional_integer(9);
       builder_.add(a);
       ++stats_.events_kept;
     });
@@ -385,7 +360,7 @@ class NsysImporter {
   const std::filesystem::path& path_;
   ImportStats& stats_;
   const ImportProgressFn& progress_;
-  sqlite3* db_ = nullptr;
+  std::optional<sqlite::Database> db_;
   std::set<std::string> tables_;
   TraceBuilder builder_;
   StringId nvtx_domain_default_ = 0;
