@@ -485,6 +485,20 @@ SimulationResult simulate(const DependencyGraph& graph, const SimulationOptions&
   return Simulation(graph, options).run();
 }
 
+std::optional<CriticalPathLink> critical_path_link(const SimulationResult& result, CriticalPathPoint p) {
+  const TaskBinding& b = result.binding[p.task];
+  CriticalPathLink link;
+  if (p.at_end && end_set_by_task(b.end) && b.end_by != kNoTask) {
+    link = {{b.end_by, !end_from_start(b.end)}, b.end};
+  } else {
+    // Through a launch or a handoff the path goes on from the start of the task that
+    // launched the work or handed it over: that task's own duration is not on the path.
+    link = {{b.start == Constraint::RunStart ? kNoTask : b.start_by, !from_start(b.start)}, b.start};
+  }
+  if (link.to.task == kNoTask) return std::nullopt;
+  return link;
+}
+
 std::vector<CriticalPathStep> critical_path(const DependencyGraph& graph, const SimulationResult& result) {
   std::vector<CriticalPathStep> path;
   if (result.binding.empty()) return path;
@@ -493,30 +507,15 @@ std::vector<CriticalPathStep> critical_path(const DependencyGraph& graph, const 
     if (result.end[t] == kNoValue || graph.removed(t)) continue;
     if (last == kNoTask || result.end[t] > result.end[last]) last = t;
   }
-  TaskId t = last;
-  bool at_end = true;
+  if (last == kNoTask) return path;
+  CriticalPathPoint p{last, true};
   Constraint via = Constraint::Duration;
-  while (t != kNoTask) {
-    path.push_back({t, via, !at_end});
-    const TaskBinding& b = result.binding[t];
-    if (at_end && end_set_by_task(b.end) && b.end_by != kNoTask) {
-      via = b.end;
-      t = b.end_by;
-      at_end = !end_from_start(b.end);
-      continue;
-    }
-    via = b.start;
-    switch (b.start) {
-      case Constraint::RunStart: t = kNoTask; break;
-      case Constraint::Launch:
-      case Constraint::Handoff:
-        // The path reaches the call's start: its own duration is not on the path.
-        t = b.start_by;
-        at_end = false;
-        continue;
-      default: t = b.start_by; break;
-    }
-    at_end = true;
+  while (true) {
+    path.push_back({p.task, via, !p.at_end});
+    const std::optional<CriticalPathLink> link = critical_path_link(result, p);
+    if (!link) break;
+    p = link->to;
+    via = link->via;
   }
   return path;
 }
