@@ -588,7 +588,8 @@ def main():
 
     if a.list:
         for name, (_, n, nq, what) in SHAPES.items():
-            print(f"{name:15} N={n:<6} quick N={nq:<5} {what}")
+            only = f" (only {', '.join(SHAPE_COMMANDS[name])})" if name in SHAPE_COMMANDS else ""
+            print(f"{name:15} N={n:<6} quick N={nq:<5} {what}{only}")
         print("commands: " + ", ".join(f"{c} (dreamscope {' '.join(argv)})" for c, argv in COMMANDS.items()))
         return 0
     dreamscope = os.path.join(a.bin, "dreamscope")
