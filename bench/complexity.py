@@ -208,6 +208,20 @@ def g_waiting_threads(n):  # n threads, each with a 1 ms operator: a wait that a
         yield X("cpu_op", "op", 1, i + 1, 10 * i, 1000)
 
 
+LOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+
+
+def g_shared_cores(n):  # n CPU ranges on n/4 threads, a quarter of them running at once
+    # The loader operator is what `whatif -s data -p workers=1` moves: that turns on sharing
+    # the cores (`cores`) for every thread. Each range is 90 us, under the 0.5 ms from which a
+    # range may be taken for a wait handed to another thread (graph/passes/inferred_waits.cpp).
+    yield X("cpu_op", LOADER, 1, 1, 0, 5)
+    threads = max(1, n // 4)
+    for k in range(4):
+        for j in range(threads):
+            yield X("cpu_op", f"op{j % 5}", 1, j + 2, f"{10 + 100 * k + j / 1000:.3f}", 90)
+
+
 def g_streams(n):  # n streams, one kernel each
     for i in range(n):
         yield launch(10 * i, i + 1)
@@ -329,6 +343,7 @@ SHAPES = {
     "seq_steps": (db_shape("seq_steps"), 4000, 2000, "trace.db of cuda_train + N steps in a row"),
     "nested_steps": (db_shape("nested_steps"), 1000, 400, "trace.db of cuda_train + N nested steps"),
     "overlap_fwd": (db_shape("overlap_fwd"), 5000, 3000, "trace.db of cuda_train + N overlapping forwards"),
+    "shared_cores": (json_shape(g_shared_cores), 16000, 2000, "N CPU ranges, N/4 at once, shared on 2 cores"),
 }
 
 # name: argv after `dreamscope`, with {in}, {in2} (a copy of the input, for diff) and {out}.
@@ -342,14 +357,22 @@ COMMANDS = {
     "whatif-amp": ["whatif", "{in}", "-s", "amp", "--report", "{out}"],
     "export-chrome": ["export", "{in}", "--chrome", "{out}"],
     "diff": ["diff", "{in}", "{in2}", "-o", "{out}"],
+    # Every thread of the prediction sharing 2 cores (processor sharing in the simulator).
+    "whatif-cores": ["whatif", "{in}", "-s", "data", "-p", "workers=1", "-p", "cores=2", "--report", "{out}"],
 }
 # A job (a folder of ranks) has no per-trace steps or critical path; `analyze --only` says so.
 JOB_SHAPES = {"ranks", "coll_ranks"}
 NOT_FOR_JOBS = {"analyze-steps", "critical-path"}
+# Shapes made for one path, with the commands that take it (and replay, the same without it);
+# commands that need what such a shape holds run on it alone.
+SHAPE_COMMANDS = {"shared_cores": ["replay", "whatif-cores"]}
+ONLY_FOR_SHAPES = {c for commands in SHAPE_COMMANDS.values() for c in commands if c not in ("replay",)}
 
 
 def commands_for(shape):
-    return [c for c in COMMANDS if not (shape in JOB_SHAPES and c in NOT_FOR_JOBS)]
+    if shape in SHAPE_COMMANDS:
+        return SHAPE_COMMANDS[shape]
+    return [c for c in COMMANDS if c not in ONLY_FOR_SHAPES and not (shape in JOB_SHAPES and c in NOT_FOR_JOBS)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -565,7 +588,8 @@ def main():
 
     if a.list:
         for name, (_, n, nq, what) in SHAPES.items():
-            print(f"{name:15} N={n:<6} quick N={nq:<5} {what}")
+            only = f" (only {', '.join(SHAPE_COMMANDS[name])})" if name in SHAPE_COMMANDS else ""
+            print(f"{name:15} N={n:<6} quick N={nq:<5} {what}{only}")
         print("commands: " + ", ".join(f"{c} (dreamscope {' '.join(argv)})" for c, argv in COMMANDS.items()))
         return 0
     dreamscope = os.path.join(a.bin, "dreamscope")

@@ -107,7 +107,7 @@ predict() {
 }
 # The replayed median step of a trace, with --correct-overhead: corrected TRACE.
 corrected() {
-  timeout 120 "$DS" replay "$1" --correct-overhead --format json 2>>"$logs/replay.log" |
+  timeout 120 "$DS" replay "$1" --correct-overhead --format json --all-steps 2>>"$logs/replay.log" |
     $PY -c 'import json, statistics, sys; print(round(statistics.median(s["predicted_ns"] for s in json.load(sys.stdin)["steps"])))' 2>>"$logs/replay.log"
 }
 pct() { $PY -c "import sys; m, p = float(sys.argv[1]), float(sys.argv[2]); print(f'{100 * (p - m) / m:+.1f} %' if m else 'n/a')" "$1" "${2:-0}"; }

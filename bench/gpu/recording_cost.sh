@@ -33,7 +33,7 @@ read -r -a job_args <<<"${JOB_ARGS:---steps 60 --workers 2}"
 job=("$PY" samples/pytorch/train.py "${job_args[@]}")
 step_ns() { timeout 120 "$@" 2>>"$work/runs.log" | awk '/^median_step_ns/ {print $2}'; }
 corrected() {
-  timeout 120 "$DS" replay "$1" --correct-overhead --format json 2>>"$work/replay.log" |
+  timeout 120 "$DS" replay "$1" --correct-overhead --format json --all-steps 2>>"$work/replay.log" |
     $PY -c 'import json, statistics, sys; print(round(statistics.median(s["predicted_ns"] for s in json.load(sys.stdin)["steps"])))'
 }
 declare -A runs

@@ -66,7 +66,7 @@ if [ -n "${ARGS:-}" ]; then CONFIGS=custom; fi
 
 # What the replay says of one traced run: per step, measured and predicted; and the costs.
 replay_json() {
-  "$dreamscope" replay "$work/run.db" --correct-overhead --format json >"$work/replay.json"
+  "$dreamscope" replay "$work/run.db" --correct-overhead --format json --all-steps >"$work/replay.json"
   rm -rf "$work/run.db" "$work/run.db.d" # deleted before written back: no disk traffic
 }
 

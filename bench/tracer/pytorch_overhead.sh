@@ -31,7 +31,7 @@ for i in $(seq "$ROUNDS"); do
     traced=$("$BIN/dreamscope" trace -f -o "$work/t.db" -- "$python" "${train[@]}" 2>/dev/null | step_of)
     untraced=$("$python" "${train[@]}" | step_of)
   fi
-  corrected=$("$BIN/dreamscope" replay "$work/t.db" --correct-overhead --format json | python3 -c '
+  corrected=$("$BIN/dreamscope" replay "$work/t.db" --correct-overhead --format json --all-steps | python3 -c '
 import json, statistics, sys
 print(round(statistics.median(s["predicted_ns"] for s in json.load(sys.stdin)["steps"])))')
   ratio=$(python3 -c "print(f'{$traced / $untraced:.3f}')")

@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "output.h"
 
+#include <dreamscope/analyzers/report.h>
 #include <dreamscope/storage/importers.h>
 #include <dreamscope/storage/storage.h>
 #include <dreamscope/whatif/whatif.h>
@@ -30,7 +31,22 @@ struct ReplayCommandOptions {
   bool correct_overhead = false;
   std::vector<std::string> costs; // KIND=NS, replacing the trace's calibration row of that kind
   std::size_t max_steps = 50;
+  bool all_steps = false;
 };
+
+// The steps a report lists, by index, as analyze lists its per-step tables (listed_steps:
+// the first, the slowest and those around the median measured duration): every one with
+// --all-steps, else at most --max-steps in text and max(--max-steps, 1000) in JSON. A trace
+// of 10^5 steps would otherwise make a JSON report of every one of them.
+std::vector<std::size_t> listed_replay_steps(const ReplayCommandOptions& o, const ReplayReport& r, bool json) {
+  std::vector<TimeNs> durations;
+  durations.reserve(r.steps.size());
+  for (const auto& s : r.steps) durations.push_back(s.measured());
+  const std::size_t limit = std::max<std::size_t>(o.max_steps, 1);
+  return analyzers::listed_steps(durations, o.all_steps ? durations.size()
+                                            : json      ? std::max(limit, analyzers::kJsonStepRows)
+                                                        : limit);
+}
 
 // The trace's calibration rows with --cost overrides on top (as if that many samples).
 OverheadCosts costs_for(const Trace& trace, const std::vector<std::string>& overrides) {
@@ -117,13 +133,13 @@ std::string render_text(const ReplayCommandOptions& o, const Trace& trace, const
   if (r.unscheduled > 0) line("unscheduled", fmt::format("{} tasks never ran (a cycle)", r.unscheduled));
   const char* predicted = r.correction ? "untraced" : "replayed";
   out += fmt::format("\n{:<28}{:>14}{:>14}{:>12}\n", "step", "measured", predicted, "error");
-  const std::size_t shown = std::min(r.steps.size(), o.max_steps);
-  for (std::size_t i = 0; i < shown; ++i) {
+  const std::vector<std::size_t> rows = listed_replay_steps(o, r, false);
+  for (std::size_t i : rows) {
     const auto& s = r.steps[i];
     out += fmt::format("{:<28}{:>14}{:>14}{:>12}\n", s.name.substr(0, 27), format_duration(s.measured()),
                        format_duration(s.predicted()), error_percent(s.error()));
   }
-  if (shown < r.steps.size()) out += fmt::format("... {} more steps (--max-steps)\n", r.steps.size() - shown);
+  if (rows.size() < r.steps.size()) out += analyzers::listed_steps_note(rows.size(), r.steps.size()) + "\n";
   if (r.steps.empty()) out += "(no step annotations or ProfilerStep ranges)\n";
   if (!r.steps.empty()) {
     double worst = 0, sum_measured = 0, sum_predicted = 0;
@@ -160,9 +176,14 @@ std::string render_json(const ReplayCommandOptions& o, const Trace& trace, const
   j["measured_ns"] = r.measured_span();
   j["predicted_ns"] = r.predicted_span();
   j["error"] = r.error();
+  const std::vector<std::size_t> rows = listed_replay_steps(o, r, true);
+  j["step_count"] = r.steps.size();
+  j["steps_left_out"] = r.steps.size() - rows.size();
   j["steps"] = json::array();
-  for (const auto& s : r.steps) {
-    j["steps"].push_back({{"name", s.name},
+  for (std::size_t i : rows) {
+    const auto& s = r.steps[i];
+    j["steps"].push_back({{"index", i},
+                          {"name", s.name},
                           {"measured_ns", s.measured()},
                           {"predicted_ns", s.predicted()},
                           {"measured_start_ns", s.measured_start},
@@ -207,7 +228,13 @@ const CommandRegistration replay_command(60, "replay", [](CLI::App& app) -> Comm
                   "instead of the trace's calibration, e.g. from `dreamscope calibrate`; implies --correct-overhead");
   cmd->add_option("--format", opts->format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   cmd->add_option("--report", opts->output, "Write the report to this file instead of stdout");
-  cmd->add_option("--max-steps", opts->max_steps, "Steps listed in the text report")->capture_default_str();
+  cmd->add_option("--max-steps", opts->max_steps,
+                  fmt::format("Steps listed in the text report (in JSON: this or {}, whichever is more): the first, "
+                              "the slowest and those around the median measured duration, with a note of how many "
+                              "were left out; the mean step and the worst error are over every step",
+                              analyzers::kJsonStepRows))
+      ->capture_default_str();
+  cmd->add_flag("--all-steps", opts->all_steps, "List every step, in text and in JSON");
   cmd->footer("Examples:\n"
               "  dreamscope replay trace.db\n"
               "  dreamscope replay trace.db --correct-overhead -o untraced.db\n"

@@ -183,6 +183,68 @@ TEST(CpuSharing, AThreadThatRanHalfAWindowIsHalfAThreadOverIt) {
   EXPECT_EQ(r.cpu_contention, 200);
 }
 
+// One thread per range, each range a task of `end - start` ns of CPU work (nothing measured
+// says they waited for a core), on one machine.
+Trace ranges_on_threads(const std::vector<std::pair<TimeNs, TimeNs>>& spans) {
+  TraceBuilder b;
+  const StringId ds = b.intern("dreamscope"), op = b.intern(annotation_category::kOperation), name = b.intern("x");
+  const auto p = b.add_process({.pid = 1, .name = "job"});
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    const TrackId t = b.thread_track(p, 10 + static_cast<int>(i), "t");
+    b.add(AnnotationRecord{.track = t, .start = spans[i].first, .end = spans[i].second, .name = name, .domain = ds,
+                           .category = op});
+  }
+  return std::move(b).build();
+}
+
+// The ends of the tasks of ranges_on_threads(spans) shared on `cores` cores, by range.
+std::vector<TimeNs> shared_ends(const std::vector<std::pair<TimeNs, TimeNs>>& spans, std::size_t cores,
+                                TimeNs* contention = nullptr) {
+  const Trace t = ranges_on_threads(spans);
+  const DependencyGraph g = build_dependency_graph(t);
+  EXPECT_EQ(g.task_count(), spans.size());
+  SimulationOptions options;
+  options.cpu_cores = cores;
+  const SimulationResult r = simulate(g, options);
+  std::vector<TimeNs> ends;
+  for (TaskId k = 0; k < g.task_count(); ++k) {
+    EXPECT_EQ(r.start[k], spans[k].first) << k;
+    ends.push_back(r.end[k]);
+  }
+  if (contention) *contention = r.cpu_contention;
+  return ends;
+}
+
+TEST(CpuSharing, ThreeTasksOnTwoCoresEndWhenTheirSharedWorkIsDone) {
+  // A: 400 ns of work from 0, B: 200 from 100, C: 300 from 200, on two cores. Until 200 each
+  // has a core: A has 200 left, B 100. Then three share two, at 2/3 speed: B's 100 take 150,
+  // to 350, while A and C do 100 each. Then A's last 100 and C's last 200 at full speed.
+  TimeNs contention = 0;
+  EXPECT_EQ(shared_ends({{0, 400}, {100, 300}, {200, 500}}, 2, &contention), (std::vector<TimeNs>{450, 350, 550}));
+  EXPECT_EQ(contention, 3 * 50);
+  // On three cores nobody waits; on one, each shares from its start.
+  EXPECT_EQ(shared_ends({{0, 400}, {100, 300}, {200, 500}}, 3), (std::vector<TimeNs>{400, 300, 500}));
+}
+
+TEST(CpuSharing, ATaskThatJoinsLaterCanEndFirst) {
+  // One core. A: 400 from 0; B: 50 from 100; C: 100 from 200. A alone to 100 (300 left),
+  // with B at half speed to 200 (B done, A 250 left), then with C at half speed: C's 100 take
+  // 200, to 400, A does 100 of its 250; its last 150 alone, to 550.
+  EXPECT_EQ(shared_ends({{0, 400}, {100, 150}, {200, 300}}, 1), (std::vector<TimeNs>{550, 200, 400}));
+  // 100 and 101 ns of work from 0 on one core: the first done at 200, the other's last 1 ns
+  // alone, to 201.
+  EXPECT_EQ(shared_ends({{0, 100}, {0, 101}}, 1), (std::vector<TimeNs>{200, 201}));
+}
+
+TEST(CpuSharing, AnEndBetweenNanosecondsIsAtTheNextOneAndTakesAlongTheTasksDoneByThen) {
+  // Three tasks of 1 ns of work on two cores: each done after 1.5 ns, so the first ends at
+  // 2, and by then the other two are done as well: they end at 2 too, not a ns later each.
+  EXPECT_EQ(shared_ends({{0, 1}, {0, 1}, {0, 1}}, 2), (std::vector<TimeNs>{2, 2, 2}));
+  // 3 ns of work from 0 and 1 ns from 1 on one core: at half speed from 1 the second is done
+  // at 3, the first has 1 ns left then (1 alone, 1 at half speed), to 4.
+  EXPECT_EQ(shared_ends({{0, 3}, {1, 2}}, 1), (std::vector<TimeNs>{4, 3}));
+}
+
 // The recorded 8-rank job on this project's 2-core machine (tests/data/cpu/multirank): with
 // every rank's waits for a core taken out and the two cores shared again, each step replays
 // close to as measured; this is what lets the straggler what-if trust the other ranks' work.

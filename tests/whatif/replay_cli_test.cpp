@@ -55,6 +55,21 @@ void write_traced_steps(const std::filesystem::path& path) {
   write_trace(std::move(b).build(), path);
 }
 
+// `n` steps 1 µs apart, 900 to 960 ns each, but step `slow`: 5 µs.
+void write_many_steps(const std::filesystem::path& path, int n, int slow) {
+  TraceBuilder b;
+  const auto proc = b.add_process(ProcessInfo{.pid = 7, .name = "train"});
+  const TrackId t = b.thread_track(proc, 7, "main");
+  const StringId step = b.intern("step");
+  TimeNs at = 0;
+  for (int i = 0; i < n; ++i) {
+    const TimeNs length = i == slow ? 5000 : 900 + 10 * (i % 7);
+    b.add(AnnotationRecord{.track = t, .start = at, .end = at + length, .name = step, .category = step, .payload = i});
+    at += length + 100;
+  }
+  write_trace(std::move(b).build(), path);
+}
+
 class ReplayCli : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -83,12 +98,73 @@ TEST_F(ReplayCli, ReportsStepsAndWritesThePrediction) {
   EXPECT_EQ(p.source(), TraceSource::Simulator);
   EXPECT_EQ(p.meta_value("predicted_from"), "kineto");
 
+  // Two of the five steps, as analyze picks them: the first and the slowest (#105, 95.699 ms).
   const Ran text = run("replay " + trace + " --max-steps 2");
   ASSERT_EQ(text.exit_code, 0) << text.out;
-  EXPECT_NE(text.out.find("ProfilerStep#102"), std::string::npos) << text.out;
-  EXPECT_EQ(text.out.find("ProfilerStep#103"), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("3 more steps"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("ProfilerStep#101"), std::string::npos) << text.out;
+  for (const char* left_out : {"ProfilerStep#102", "ProfilerStep#103", "ProfilerStep#104"}) {
+    EXPECT_EQ(text.out.find(left_out), std::string::npos) << text.out;
+  }
+  EXPECT_NE(text.out.find("ProfilerStep#105"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("2 of 5 steps listed: the first 1 and the 1 slowest; --all-steps lists every step."),
+            std::string::npos)
+      << text.out;
   EXPECT_NE(text.out.find("+0.000 %"), std::string::npos) << text.out;
+  const Ran all = run("replay " + trace + " --max-steps 2 --all-steps");
+  ASSERT_EQ(all.exit_code, 0) << all.out;
+  EXPECT_NE(all.out.find("ProfilerStep#103"), std::string::npos) << all.out;
+  EXPECT_EQ(all.out.find("steps listed"), std::string::npos) << all.out;
+}
+
+// As analyze's per-step tables: the JSON lists at most 1000 steps (or --max-steps, if more),
+// the first, the slowest and those around the median, and says how many it left out;
+// --all-steps lists every one. The text lists --max-steps of them.
+TEST_F(ReplayCli, ListsABoundedChoiceOfManyStepsUnlessAskedForAll) {
+  const auto path = dir_ / "steps.db";
+  write_many_steps(path, 1500, 1234);
+  const Ran r = run("replay " + path.string() + " --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.out.substr(0, 2000);
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["step_count"], 1500);
+  EXPECT_EQ(j["steps_left_out"], 500);
+  ASSERT_EQ(j["steps"].size(), 1000u);
+  bool slow_listed = false;
+  for (std::size_t k = 0; k < j["steps"].size(); ++k) {
+    const auto& s = j["steps"][k];
+    const std::size_t index = s["index"];
+    if (k > 0) {
+      EXPECT_LT(j["steps"][k - 1]["index"].get<std::size_t>(), index);
+    }
+    EXPECT_EQ(s["name"], "step " + std::to_string(index));
+    slow_listed |= index == 1234;
+  }
+  EXPECT_EQ(j["steps"][0]["index"], 0);
+  EXPECT_EQ(j["steps"][333]["index"], 333); // the first third: 334 steps
+  EXPECT_TRUE(slow_listed);
+
+  const Ran all = run("replay " + path.string() + " --format json --all-steps");
+  ASSERT_EQ(all.exit_code, 0);
+  const auto ja = nlohmann::json::parse(all.out);
+  EXPECT_EQ(ja["steps"].size(), 1500u);
+  EXPECT_EQ(ja["steps_left_out"], 0);
+  EXPECT_EQ(ja["steps"][1499]["index"], 1499);
+  EXPECT_EQ(ja["predicted_ns"], j["predicted_ns"]);
+  const Ran more = run("replay " + path.string() + " --format json --max-steps 1200");
+  ASSERT_EQ(more.exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(more.out)["steps"].size(), 1200u);
+
+  const Ran text = run("replay " + path.string());
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_NE(text.out.find("50 of 1500 steps listed: the first 17, the 17 slowest and 16 around the median "
+                          "duration; --all-steps lists every step."),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("step 1234 "), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("step 1499 "), std::string::npos) << text.out;
+  // The mean and the worst error are over every step.
+  EXPECT_NE(text.out.find("mean step"), std::string::npos) << text.out;
+  const Ran help = run("replay --help");
+  EXPECT_NE(help.out.find("--all-steps"), std::string::npos) << help.out;
 }
 
 TEST_F(ReplayCli, CorrectsOverheadFromCalibrationRows) {

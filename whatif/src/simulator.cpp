@@ -52,9 +52,7 @@ class Simulation {
         cores_(options.cpu_cores), pool_of_(options.cpu_pool), background_(options.cpu_background) {
     std::size_t pools = std::max<std::size_t>(1, background_.size());
     for (std::uint32_t p : pool_of_) pools = std::max<std::size_t>(pools, p + 1);
-    running_.assign(pools, 0);
-    load_.assign(pools, 0.0);
-    next_step_.assign(pools, 0);
+    pools_.resize(pools);
     for (const auto& steps : background_) has_background_ |= !steps.empty();
   }
 
@@ -82,18 +80,18 @@ class Simulation {
       const TaskId first = g_.resource_first(r);
       if (first != g_.resource_end(r)) offer_start(first, later(r_.begin, gap(first)), Constraint::RunStart, kNoTask);
     }
-    while (!heap_.empty() || !sharing_.empty()) {
-      if (!sharing_.empty()) {
+    while (!heap_.empty() || !active_.empty()) {
+      if (!active_.empty()) {
         const TimeNs next_start = heap_.empty() ? kNever : heap_.top().start;
-        const TimeNs cpu_end = next_cpu_end();
+        const CpuEnd first = first_cpu_end();
         // The background load changes first: the rates change with it.
-        if (const TimeNs change = next_load_change(); change < cpu_end && change < next_start) {
+        if (const TimeNs change = next_load_change(); change < first.at && change < next_start) {
           advance_sharing(change);
           continue;
         }
         // A CPU task that finishes before the next start goes first: it may free its thread.
-        if (cpu_end <= next_start) {
-          end_cpu_task();
+        if (first.at <= next_start) {
+          end_cpu_task(first);
           continue;
         }
       }
@@ -114,11 +112,53 @@ class Simulation {
   }
 
  private:
+  // Work in fixed point, 2^-64 ns of work the unit: a pool's clock adds up each interval's
+  // progress without rounding (below 2^-64 ns), however long the pool stays busy. Instants
+  // lie within +-2^62 ns (limits.h), so a busy period's work is under 2^63 ns and a finish
+  // under 2^63 + 2^62: the 128 bits hold them; the clamp only keeps a conversion defined.
+  using Work = unsigned __int128;
+  static Work to_work(double ns) { return ns > 0 ? static_cast<Work>(std::ldexp(std::min(ns, 0x1p63), 64)) : 0; }
+  static double from_work(Work w) { return std::ldexp(static_cast<double>(w), -64); }
+
+  // A CPU task sharing its pool's cores: done when the pool's virtual clock reaches `finish`.
   struct Sharing {
+    Work finish;
     TaskId task;
-    double remaining; // ns of work at full speed
-    TimeNs off_cpu;   // then this long off the CPU
-    std::uint32_t pool;
+    // Earliest finish first, then the earliest in task order.
+    bool operator>(const Sharing& o) const { return finish != o.finish ? finish > o.finish : task > o.task; }
+  };
+
+  // Processor sharing with a virtual clock per pool: all the CPU tasks of a pool progress at
+  // the same rate, so `done` (ns of work each of them did since the pool was last idle) tells
+  // every one's progress at once, and a task that joins at `done` = d with w ns of work is
+  // done at d + w. Advancing time advances `done` alone, and the next task to be done is the
+  // least `finish`: each start, end or change of rate is O(log n) in the running tasks, not
+  // O(n) as updating each one's remaining work was. The tasks whose `finish` the clock has
+  // reached wait in `due`, in task order: they have no time left, and the earliest in task
+  // order goes first, as among any tasks left the same time.
+  //
+  // Rounding: each interval's progress is the double it was (elapsed × rate), and the clock
+  // and the finishes are exact sums of them and of the works, so a task's remaining work,
+  // `finish - done`, is rounded once where subtracting each interval's progress from it
+  // rounded at each step. Where all is whole ns (rates of 1, works of whole ns) both are
+  // exact; else the two may differ by a few ulps of the remaining work, and the end, that
+  // time rounded up to a whole ns, by 1 ns where the exact end is within them of a whole ns.
+  struct Pool {
+    Work done = 0;
+    std::size_t running = 0;     // tasks in `ahead` and `due`
+    double load = 0;             // background load at sharing_time_
+    std::size_t next_step = 0;   // its first background step after sharing_time_
+    std::size_t active_slot = 0; // its place in active_ while it has running tasks
+    std::vector<Sharing> ahead;  // min-heap: finish > done
+    std::vector<TaskId> due;     // min-heap: finish <= done
+  };
+
+  // The CPU task whose work is done first (the earliest in task order on a tie), and when.
+  struct CpuEnd {
+    TimeNs at = kNever;
+    std::uint32_t pool = 0;
+    TaskId task = kNoTask;
+    bool due = false;
   };
 
   struct Candidate {
@@ -260,9 +300,9 @@ class Simulation {
       // after its reads): an approximation of where in the task the waiting fell.
       const double duration = static_cast<double>(g_.duration(t));
       const double work = duration * g_.cpu_share(t);
-      const std::uint32_t pool = pool_of(t);
-      sharing_.push_back({t, work, static_cast<TimeNs>(std::llround(duration - work)), pool});
-      ++running_[pool];
+      if (off_cpu_.empty()) off_cpu_.resize(g_.task_count());
+      off_cpu_[t] = static_cast<TimeNs>(std::llround(duration - work));
+      join_sharing(pool_of(t), t, work);
       return;
     }
     finish(t);
@@ -271,24 +311,47 @@ class Simulation {
   // Processor sharing: the CPU tasks of a pool running at `sharing_time_` each progress at
   // min(1, cores / (running in the pool + its background load)) ns of work per ns.
   std::uint32_t pool_of(TaskId t) const { return pool_of_.empty() ? 0 : pool_of_[g_.resource(t)]; }
-  double sharing_rate(std::uint32_t pool) const {
-    const double running = static_cast<double>(running_[pool]) + load_[pool];
+  double sharing_rate(const Pool& pool) const {
+    const double running = static_cast<double>(pool.running) + pool.load;
     const double cores = static_cast<double>(cores_);
     return running <= cores ? 1.0 : cores / running;
   }
-  // Time from `sharing_time_` until s's work is done at the current rates.
-  double time_left(const Sharing& s) const { return std::max(0.0, s.remaining) / sharing_rate(s.pool); }
+  void join_sharing(std::uint32_t p, TaskId t, double work) {
+    Pool& pool = pools_[p];
+    if (pool.running++ == 0) {
+      pool.done = 0;
+      pool.active_slot = active_.size();
+      active_.push_back(p);
+    }
+    pool.ahead.push_back({pool.done + to_work(work), t});
+    std::push_heap(pool.ahead.begin(), pool.ahead.end(), std::greater<>{});
+    settle(pool);
+  }
+  // Moves the tasks whose work the pool's clock has reached from `ahead` to `due`.
+  static void settle(Pool& pool) {
+    while (!pool.ahead.empty() && pool.ahead.front().finish <= pool.done) {
+      pool.due.push_back(pool.ahead.front().task);
+      std::push_heap(pool.due.begin(), pool.due.end(), std::greater<>{});
+      std::pop_heap(pool.ahead.begin(), pool.ahead.end(), std::greater<>{});
+      pool.ahead.pop_back();
+    }
+  }
   // The rates hold between changes of the background load: time advances from one to the next.
   void advance_sharing(TimeNs to) {
     while (to > sharing_time_) {
       const TimeNs at = std::min(to, next_load_change());
       const double elapsed = static_cast<double>(at) - static_cast<double>(sharing_time_);
-      for (auto& s : sharing_) s.remaining -= elapsed * sharing_rate(s.pool);
+      for (std::uint32_t p : active_) {
+        Pool& pool = pools_[p];
+        pool.done += to_work(elapsed * sharing_rate(pool));
+        settle(pool);
+      }
       sharing_time_ = at;
       if (!has_background_) break;
       for (std::size_t p = 0; p < background_.size(); ++p) {
-        for (; next_step_[p] < background_[p].size() && background_[p][next_step_[p]].time <= sharing_time_; ++next_step_[p]) {
-          load_[p] = background_[p][next_step_[p]].threads;
+        Pool& pool = pools_[p];
+        for (; pool.next_step < background_[p].size() && background_[p][pool.next_step].time <= sharing_time_; ++pool.next_step) {
+          pool.load = background_[p][pool.next_step].threads;
         }
       }
     }
@@ -298,34 +361,49 @@ class Simulation {
     TimeNs next = kNever;
     if (!has_background_) return next;
     for (std::size_t p = 0; p < background_.size(); ++p) {
-      if (next_step_[p] < background_[p].size()) next = std::min(next, background_[p][next_step_[p]].time);
+      if (pools_[p].next_step < background_[p].size()) next = std::min(next, background_[p][pools_[p].next_step].time);
     }
     return next;
   }
-  // The CPU task whose work is done first (the earliest in task order on a tie).
-  std::size_t first_cpu_end() const {
-    std::size_t first = 0;
-    double least = time_left(sharing_.front());
-    for (std::size_t i = 1; i < sharing_.size(); ++i) {
-      const double left = time_left(sharing_[i]);
-      if (left < least || (left == least && sharing_[i].task < sharing_[first].task)) {
-        first = i;
+  // Over the pools with running tasks: the first of each is its first due task (no time left),
+  // else the least `finish`; the first over all is the one with the least time left (the
+  // earliest in task order on a tie).
+  CpuEnd first_cpu_end() const {
+    CpuEnd first;
+    double least = 0;
+    for (std::uint32_t p : active_) {
+      const Pool& pool = pools_[p];
+      const bool due = !pool.due.empty();
+      const TaskId task = due ? pool.due.front() : pool.ahead.front().task;
+      const double left = due ? 0.0 : from_work(pool.ahead.front().finish - pool.done) / sharing_rate(pool);
+      if (first.task == kNoTask || left < least || (left == least && task < first.task)) {
+        first = {kNever, p, task, due};
         least = left;
       }
     }
+    first.at = later(sharing_time_, limits::saturated_ns(std::ceil(least)));
     return first;
   }
-  TimeNs next_cpu_end() const {
-    return later(sharing_time_, limits::saturated_ns(std::ceil(time_left(sharing_[first_cpu_end()]))));
-  }
-  void end_cpu_task() {
-    const std::size_t first = first_cpu_end();
-    const TimeNs at = later(sharing_time_, limits::saturated_ns(std::ceil(time_left(sharing_[first]))));
-    advance_sharing(at);
-    const TaskId t = sharing_[first].task;
-    const TimeNs end = later(at, sharing_[first].off_cpu);
-    --running_[sharing_[first].pool];
-    sharing_.erase(sharing_.begin() + static_cast<std::ptrdiff_t>(first));
+  void end_cpu_task(const CpuEnd& first) {
+    Pool& pool = pools_[first.pool];
+    // Out of the heaps first: advancing may settle it into `due` behind tasks earlier in task order.
+    if (first.due) {
+      std::pop_heap(pool.due.begin(), pool.due.end(), std::greater<>{});
+      pool.due.pop_back();
+    } else {
+      std::pop_heap(pool.ahead.begin(), pool.ahead.end(), std::greater<>{});
+      pool.ahead.pop_back();
+    }
+    // It shares the cores until `at`.
+    advance_sharing(first.at);
+    if (--pool.running == 0) {
+      const std::uint32_t moved = active_.back();
+      active_[pool.active_slot] = moved;
+      pools_[moved].active_slot = pool.active_slot;
+      active_.pop_back();
+    }
+    const TaskId t = first.task;
+    const TimeNs end = later(first.at, off_cpu_[t]);
     r_.cpu_contention =
         later(r_.cpu_contention, std::max<TimeNs>(0, later(later(end, -r_.start[t]), -g_.duration(t))));
     finish(t, end);
@@ -386,10 +464,9 @@ class Simulation {
   const std::vector<std::uint32_t>& pool_of_;
   const std::vector<std::vector<CpuLoadStep>>& background_;
   bool has_background_ = false;
-  std::vector<std::size_t> next_step_; // per pool, its first background step after sharing_time_
-  std::vector<double> load_;           // per pool, its background load at sharing_time_
-  std::vector<std::size_t> running_; // per pool, the tasks in sharing_
-  std::vector<Sharing> sharing_;
+  std::vector<Pool> pools_;
+  std::vector<std::uint32_t> active_; // the pools with running tasks
+  std::vector<TimeNs> off_cpu_;       // per CPU task: how long it is off the CPU after its work
   TimeNs sharing_time_ = std::numeric_limits<TimeNs>::min();
   SimulationResult r_;
   std::vector<TimeNs> ready_, wait_ready_;
@@ -408,6 +485,20 @@ SimulationResult simulate(const DependencyGraph& graph, const SimulationOptions&
   return Simulation(graph, options).run();
 }
 
+std::optional<CriticalPathLink> critical_path_link(const SimulationResult& result, CriticalPathPoint p) {
+  const TaskBinding& b = result.binding[p.task];
+  CriticalPathLink link;
+  if (p.at_end && end_set_by_task(b.end) && b.end_by != kNoTask) {
+    link = {{b.end_by, !end_from_start(b.end)}, b.end};
+  } else {
+    // Through a launch or a handoff the path goes on from the start of the task that
+    // launched the work or handed it over: that task's own duration is not on the path.
+    link = {{b.start == Constraint::RunStart ? kNoTask : b.start_by, !from_start(b.start)}, b.start};
+  }
+  if (link.to.task == kNoTask) return std::nullopt;
+  return link;
+}
+
 std::vector<CriticalPathStep> critical_path(const DependencyGraph& graph, const SimulationResult& result) {
   std::vector<CriticalPathStep> path;
   if (result.binding.empty()) return path;
@@ -416,30 +507,15 @@ std::vector<CriticalPathStep> critical_path(const DependencyGraph& graph, const 
     if (result.end[t] == kNoValue || graph.removed(t)) continue;
     if (last == kNoTask || result.end[t] > result.end[last]) last = t;
   }
-  TaskId t = last;
-  bool at_end = true;
+  if (last == kNoTask) return path;
+  CriticalPathPoint p{last, true};
   Constraint via = Constraint::Duration;
-  while (t != kNoTask) {
-    path.push_back({t, via, !at_end});
-    const TaskBinding& b = result.binding[t];
-    if (at_end && end_set_by_task(b.end) && b.end_by != kNoTask) {
-      via = b.end;
-      t = b.end_by;
-      at_end = !end_from_start(b.end);
-      continue;
-    }
-    via = b.start;
-    switch (b.start) {
-      case Constraint::RunStart: t = kNoTask; break;
-      case Constraint::Launch:
-      case Constraint::Handoff:
-        // The path reaches the call's start: its own duration is not on the path.
-        t = b.start_by;
-        at_end = false;
-        continue;
-      default: t = b.start_by; break;
-    }
-    at_end = true;
+  while (true) {
+    path.push_back({p.task, via, !p.at_end});
+    const std::optional<CriticalPathLink> link = critical_path_link(result, p);
+    if (!link) break;
+    p = link->to;
+    via = link->via;
   }
   return path;
 }

@@ -41,17 +41,10 @@ namespace {
 
 constexpr ResourceId kNoResource = kNoIndex;
 
-// A point a walk back along the path reaches: a task's end, or its start (through a launch).
-struct PathPoint {
-  TaskId task = kNoTask;
-  bool at_end = true;
-};
-
-// The point a walk goes on to, and the binding that leads there.
-struct PathLink {
-  PathPoint to;
-  Constraint via = Constraint::Duration;
-};
+// A point a walk back along the path reaches (a task's end, or its start through a launch),
+// and the point a walk goes on to with the binding that leads there (simulator.h).
+using PathPoint = CriticalPathPoint;
+using PathLink = CriticalPathLink;
 
 class PathSummarizer {
  public:
@@ -303,18 +296,11 @@ class PathSummarizer {
   std::map<std::pair<std::string, std::string>, CriticalPathOperation> ops_;
 };
 
-// The walk back from a point, as a step's path takes it: the binding that set the point's
-// time leads to the task that set it (its end, or its start for a launch, a handoff or a
-// collective's last arrival). No link where that is the run's start or an unscheduled task.
+// The walk back from a point, as a step's path takes it (critical_path_link()), stopping
+// where it would reach a task that never ended.
 std::optional<PathLink> path_link(const SimulationResult& result, PathPoint p) {
-  const TaskBinding& b = result.binding[p.task];
-  PathLink link;
-  if (p.at_end && end_set_by_task(b.end) && b.end_by != kNoTask) {
-    link = {{b.end_by, !end_from_start(b.end)}, b.end};
-  } else {
-    link = {{b.start == Constraint::RunStart ? kNoTask : b.start_by, !from_start(b.start)}, b.start};
-  }
-  if (link.to.task == kNoTask || result.end[link.to.task] == kNoValue) return std::nullopt;
+  std::optional<PathLink> link = critical_path_link(result, p);
+  if (link && result.end[link->to.task] == kNoValue) return std::nullopt;
   return link;
 }
 

@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -124,5 +125,25 @@ struct CriticalPathStep {
 
 // The chain of binding constraints that ends at the task with the latest end, last first.
 std::vector<CriticalPathStep> critical_path(const DependencyGraph& graph, const SimulationResult& result);
+
+// A point that a walk back along a critical path reaches: a task's end, or its start.
+struct CriticalPathPoint {
+  TaskId task = kNoTask;
+  bool at_end = true;
+};
+// The point a walk goes on to from another, and the binding that leads there.
+struct CriticalPathLink {
+  CriticalPathPoint to;
+  Constraint via = Constraint::Duration;
+};
+// One step of the walk back, the rule critical_path() and the analyzers' per-step paths
+// share: the binding that set the point's time leads to the task that set it. A point at a
+// task's end goes to what ended it (a sync's or flow's task at its end, a collective's last
+// rank at its arrival) where the end waited for one (TaskBinding::end_by), else to what
+// started it: the previous task's end (resource order, a dependency, an event), or the start
+// of the call that launched it or the thread that handed it the work (a launch, a handoff).
+// A point at a task's start goes to what started it. None at the run's start (or where the
+// binding names no task); the task it leads to may be one that never ended.
+std::optional<CriticalPathLink> critical_path_link(const SimulationResult& result, CriticalPathPoint p);
 
 } // namespace dreamscope
