@@ -148,6 +148,8 @@ def main():
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--fetch-delay-ms", type=float, default=0, help="emulated storage latency per batch")
+    p.add_argument("--prefetch-factor", type=int, default=2,
+                   help="batches each DataLoader worker prepares ahead (PyTorch's prefetch_factor; with --workers)")
     p.add_argument("--augment", type=int, default=0,
                    help="passes of CPU-bound augmentation per batch (random shifts, brightness jitter)")
     p.add_argument("--emit-nvtx", action="store_true", help="also record PyTorch's per-operator NVTX ranges")
@@ -181,7 +183,9 @@ def main():
     if a.annotate:
         use_annotations()
     device = torch.device("cuda" if cuda else "cpu")
-    loader_options = {"prefetch_factor": 2} if a.workers else {}
+    if a.prefetch_factor < 1:
+        raise SystemExit("train.py: --prefetch-factor must be at least 1")
+    loader_options = {"prefetch_factor": a.prefetch_factor} if a.workers else {}
     loader = DataLoader(SyntheticImages(a.steps, a.batch_size, a.fetch_delay_ms / 1000, a.augment), batch_size=None,
                         num_workers=a.workers, pin_memory=cuda, **loader_options)
     model = SmallCnn(a.width, a.depth).to(device)
