@@ -125,6 +125,8 @@ class Trace:
         self._t = core_trace
         self.name = name
         self._frames = {}
+        # How `dreamscope analyze` names a trace in its report: the file, without its folder.
+        self._file_name = os.path.basename(name) if os.path.exists(name) else name
 
     def table(self, name):
         if name not in _TABLES:
@@ -185,7 +187,7 @@ class Trace:
     def analyze(self, only=None, top=15, all_steps=False, step_filter=True):
         """`dreamscope analyze --format json`: every analysis, or those named in `only`
         ("cross-stack", "hta", "steps", "gpu", "data-stalls", "top-kernels", "critical-path")."""
-        text = self._t.analyze_json(self.name, list(only or []), int(top), bool(all_steps), bool(step_filter))
+        text = self._t.analyze_json(self._file_name, list(only or []), int(top), bool(all_steps), bool(step_filter))
         return Analysis(json.loads(text))
 
     def job_report(self, all_steps=False, step_filter=True):
