@@ -9,7 +9,10 @@
 Each returns the matplotlib Figure (shown inline in a notebook; fig.savefig(path) elsewhere).
 """
 
+import re
+
 import numpy as np
+from pandas import isna as pd_isna
 
 try:
     # Without a display matplotlib draws with Agg (to files); in a notebook, inline.
@@ -69,25 +72,26 @@ def kernel_type_breakdown(df, ax=None):
     return fig
 
 
-def step_times(result, ax=None, max_steps=40):
+def step_times(result, ax=None, max_steps=40, skip=0):
     """Measured against predicted time per step, in ms: a Replay (measured vs replayed) or a
-    WhatIf (measured vs each prediction)."""
+    WhatIf (measured vs each prediction); `skip` leaves out the first steps (a warm-up step
+    can dwarf the others)."""
     fig, ax = _axes(ax, (8, 3.5))
     if hasattr(result, "predictions"):  # WhatIf
         steps = result.steps
         labels = list(dict.fromkeys(steps["label"])) if len(steps) else []
         first = steps[steps["label"] == labels[0]] if labels else steps
-        names = list(first["step"])[:max_steps]
-        series = [("measured", first["measured_ns"].to_numpy()[:max_steps])]
+        names = list(first["step"])[skip:skip + max_steps]
+        series = [("measured", first["measured_ns"].to_numpy()[skip:skip + max_steps])]
         for label in labels:
             part = steps[steps["label"] == label]
-            series.append((label, part["predicted_ns"].to_numpy()[:max_steps]))
+            series.append((label, part["predicted_ns"].to_numpy()[skip:skip + max_steps]))
     else:  # Replay
         steps = result.steps
-        names = list(steps["name"])[:max_steps]
+        names = list(steps["name"])[skip:skip + max_steps]
         predicted = "untraced (predicted)" if result.json.get("overhead_corrected") else "replayed"
-        series = [("measured", steps["measured_ns"].to_numpy()[:max_steps]),
-                  (predicted, steps["predicted_ns"].to_numpy()[:max_steps])]
+        series = [("measured", steps["measured_ns"].to_numpy()[skip:skip + max_steps]),
+                  (predicted, steps["predicted_ns"].to_numpy()[skip:skip + max_steps])]
     x = np.arange(len(names))
     width = 0.8 / max(1, len(series))
     for i, (label, values) in enumerate(series):
@@ -125,8 +129,10 @@ def step_timeline(trace, step=0, ax=None, max_tracks=24):
     labels = []
     for track in order:
         info = tracks.loc[track]
-        labels.append(f"stream {info['stream']}" if str(info["kind"]) == "stream"
-                      else f"{info['name'] or 'thread'} {info['tid']}")
+        if str(info["kind"]) == "stream":
+            labels.append(f"stream {info['stream']}")
+        else:
+            labels.append(" ".join(str(x) for x in (info["name"] or "thread", info["tid"]) if not pd_isna(x)))
     ax.set_yticks(range(len(order)))
     ax.set_yticklabels(labels, fontsize=7)
     ax.invert_yaxis()
@@ -154,7 +160,10 @@ def _step_window(trace, step):
         row = match.iloc[0]
     else:
         row = steps.iloc[int(step)]
-    return int(row["start"]), int(row["end"]), str(row["name"])
+    name = str(row["name"])
+    if not re.search(r"\d$", name) and not pd_isna(row["payload"]):
+        name = f"{name} {row['payload']}"  # dreamscope's step ranges: "step", payload the number
+    return int(row["start"]), int(row["end"]), name
 
 
 def _short(name, width=18):
