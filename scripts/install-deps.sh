@@ -14,6 +14,9 @@ packages=(
   # What a Python user of dreamscope has: the PyTorch sample and the Python-layer tests trace
   # Debian's PyTorch (CPU) and torchvision.
   python3 python3-torch python3-torchvision
+  # `import dreamscope` for notebooks (docs/python.md): the compiled module (pybind11, Python's
+  # headers) and what it hands its results in (numpy, pandas) and draws them with (matplotlib).
+  pybind11-dev python3-dev python3-numpy python3-pandas python3-matplotlib
 )
 
 missing=()

@@ -216,3 +216,17 @@ def data_loader(iterable, first_batch_id=0):
         _lib.ds_range_pop()
         yield item
         batch_id += 1
+
+
+# Traces as DataFrames, HTA's analyses, replay and what-ifs (docs/python.md) live in
+# dreamscope.traces and dreamscope.hta, on the compiled module dreamscope._core. They are
+# imported on first use, so that the annotations above need neither the module nor pandas.
+_ANALYSIS_NAMES = ("load", "Trace", "JobSummaries", "scenarios")
+
+
+def __getattr__(name):
+    if name in _ANALYSIS_NAMES:
+        from . import traces
+
+        return getattr(traces, name)
+    raise AttributeError(f"module 'dreamscope' has no attribute {name!r}")

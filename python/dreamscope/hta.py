@@ -1,0 +1,247 @@
+"""A drop-in for Holistic Trace Analysis's TraceAnalysis (docs/python.md, "HTA").
+
+    from dreamscope.hta import TraceAnalysis       # was: from hta.trace_analysis import TraceAnalysis
+    analyzer = TraceAnalysis(trace_dir="traces/")
+    analyzer.get_temporal_breakdown()
+
+The numbers are dreamscope's C++ analyses (the ones `dreamscope analyze --only hta` prints),
+which follow HTA's definitions and are tested against HTA's own figures; the DataFrames have
+HTA's column names, units (µs) and shapes. Where this differs from HTA is listed in
+docs/python.md. `visualize=True` draws with matplotlib (HTA uses plotly) where matplotlib is
+installed, and draws nothing otherwise.
+"""
+
+import os
+import re
+
+from . import traces as _traces
+
+__all__ = ["TraceAnalysis"]
+
+_MEMORY_LAUNCHES = ("cudaMemcpyAsync", "cudaMemsetAsync", "hipMemcpyAsync", "hipMemsetAsync")
+_KERNEL_TYPES = ("COMPUTATION", "COMMUNICATION", "MEMORY")
+_PROFILER_STEP = re.compile(r"ProfilerStep#(\d+)$")
+
+
+def _pd():
+    return _traces._pandas()
+
+
+def _draw(fn, *args):
+    try:
+        from . import plots
+    except ImportError:
+        return
+    try:
+        fn(plots, *args)
+    except ImportError:
+        pass
+
+
+class TraceAnalysis:
+    """HTA's TraceAnalysis on dreamscope: trace_dir (a folder of one trace per rank) or
+    trace_files ({rank: path}, relative paths under trace_dir); include_last_profiler_step as
+    HTA's (False: the last ProfilerStep's events are left out, with two or more steps)."""
+
+    def __init__(self, trace_files=None, trace_dir="", include_last_profiler_step=False):
+        core = _traces._core()
+        self._step_filter = not include_last_profiler_step
+        self.traces = {}
+        if trace_files:
+            for rank, path in sorted(trace_files.items()):
+                path = os.fspath(path)
+                if not os.path.isabs(path) and trace_dir and not os.path.exists(path):
+                    path = os.path.join(trace_dir, path)
+                self.traces[int(rank)] = _traces.Trace(core.load([path]), path)
+        else:
+            if not trace_dir:
+                raise ValueError("TraceAnalysis: give trace_dir or trace_files")
+            for rank, t in core.load_ranks([os.fspath(trace_dir)]):
+                self.traces[int(rank)] = _traces.Trace(t, f"{trace_dir} rank {rank}")
+        if not self.traces:
+            raise ValueError(f"TraceAnalysis: no trace in {trace_dir!r}")
+
+    @classmethod
+    def from_trace(cls, trace, rank=0, include_last_profiler_step=False):
+        """One dreamscope Trace as rank `rank` (or, for a job, each of its ranks)."""
+        self = cls.__new__(cls)
+        self._step_filter = not include_last_profiler_step
+        ranks = trace.ranks
+        if len(ranks) > 1:
+            self.traces = {int(r): trace.rank(int(r)) for r in ranks["rank"]}
+        else:
+            self.traces = {int(rank): trace}
+        return self
+
+    def _ranks(self, ranks):
+        if ranks is None or len(ranks) == 0:
+            return [min(self.traces)]
+        return [int(r) for r in ranks]
+
+    def _core(self, rank):
+        return self.traces[rank]._t
+
+    # ---- temporal breakdown ----------------------------------------------------------------
+
+    def get_temporal_breakdown(self, visualize=True):
+        rows = []
+        for rank in sorted(self.traces):
+            t = self._core(rank).hta_temporal(self._step_filter)
+            rows.append({
+                "rank": rank,
+                "idle_time(us)": t["idle_time"],
+                "compute_time(us)": t["compute_time"],
+                "non_compute_time(us)": t["non_compute_time"],
+                "kernel_time(us)": t["kernel_time"],
+                "idle_time_pctg": t["idle_time_pctg"],
+                "compute_time_pctg": t["compute_time_pctg"],
+                "non_compute_time_pctg": t["non_compute_time_pctg"],
+            })
+        df = _pd().DataFrame(rows)
+        if visualize:
+            _draw(lambda plots, d: plots.temporal_breakdown(d), df)
+        return df
+
+    # ---- idle time -------------------------------------------------------------------------
+
+    def get_idle_time_breakdown(self, ranks=None, streams=None, visualize=True, visualize_pctg=True,
+                                show_idle_interval_stats=False, consecutive_kernel_delay=30):
+        if show_idle_interval_stats:
+            raise NotImplementedError(
+                "dreamscope.hta: show_idle_interval_stats (statistics of each idle interval) is not available; "
+                "the idle time per category is")
+        rows = []
+        for rank in self._ranks(ranks):
+            for s in self._core(rank).hta_idle_time(self._step_filter, int(consecutive_kernel_delay)):
+                if streams and s["stream"] not in streams:
+                    continue
+                for category in ("host_wait", "kernel_wait", "other"):
+                    rows.append({"rank": rank, "stream": s["stream"], "idle_category": category,
+                                 "idle_time": float(s[category]), "idle_time_ratio": s[category + "_ratio"]})
+        df = _pd().DataFrame(rows, columns=["rank", "stream", "idle_category", "idle_time", "idle_time_ratio"])
+        if visualize:
+            _draw(lambda plots, d: plots.idle_time_breakdown(d, ratio=visualize_pctg), df)
+        return df, None
+
+    # ---- kernels ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _aggregate(df, duration_ratio, num_kernels):
+        """HTA's summary of one rank's kernels of one type: the kernels by total time, those past
+        `duration_ratio` of the cumulated time or past the first `num_kernels` as "others"
+        (the table then regrouped by name over each row's sum, as HTA does)."""
+        df = df.sort_values(by=["sum"], ascending=False, ignore_index=True)
+        if df.shape[0] > num_kernels:
+            df["cumsum"] = df["sum"].cumsum()
+            cut = df["cumsum"].quantile(duration_ratio)
+            df.loc[df["cumsum"] > cut, "name"] = "others"
+            df.loc[df.index >= num_kernels, "name"] = "others"
+            df = df.groupby(by=["name"])["sum"].agg(["sum", "max", "min", "mean", "std"]).reset_index()
+            df = df.fillna({"std": 0})
+        return df
+
+    def get_gpu_kernel_breakdown(self, visualize=True, duration_ratio=0.8, num_kernels=10,
+                                 include_memory_kernels=True, image_renderer=""):
+        pd = _pd()
+        type_frames, kernel_frames = [], []
+        types = _KERNEL_TYPES if include_memory_kernels else _KERNEL_TYPES[:2]
+        for rank in sorted(self.traces):
+            by_type, by_name = self._core(rank).hta_kernels(self._step_filter, bool(include_memory_kernels))
+            type_frames.append(pd.DataFrame(by_type))
+            names = pd.DataFrame(by_name)
+            for kernel_type in types:
+                part = names[names["kernel_type"] == kernel_type][["name", "sum", "max", "min", "mean", "std"]]
+                part = self._aggregate(part.reset_index(drop=True), duration_ratio, num_kernels)
+                part["kernel_type"] = kernel_type
+                part["rank"] = rank
+                kernel_frames.append(part)
+        kernel_type_df = pd.concat(type_frames, ignore_index=True).groupby(by=["kernel_type"])["sum"].agg(["sum"])
+        kernel_type_df.reset_index(inplace=True)
+        kernel_type_df.sort_values(by=["sum"], ignore_index=True, inplace=True, ascending=False)
+        kernel_type_df["percentage"] = (kernel_type_df["sum"] / kernel_type_df["sum"].sum()) * 100
+        kernel_type_df = kernel_type_df.round({"percentage": 1})
+        all_kernel_df = pd.concat(kernel_frames, ignore_index=True)
+        all_kernel_df.sort_values(by=["kernel_type", "name", "rank"], ignore_index=True, inplace=True)
+        all_kernel_df.rename(columns={"sum": "sum (us)", "mean": "mean (us)", "max": "max (us)",
+                                      "min": "min (us)", "std": "stddev"}, inplace=True)
+        if visualize:
+            _draw(lambda plots, d: plots.kernel_type_breakdown(d), kernel_type_df)
+        return kernel_type_df, all_kernel_df
+
+    # ---- communication -----------------------------------------------------------------------
+
+    def get_comm_comp_overlap(self, visualize=True):
+        rows = []
+        for rank in sorted(self.traces):
+            v = self._core(rank).hta_comm_comp_overlap(self._step_filter)
+            rows.append({"rank": rank, "comp_comm_overlap_pctg": float("nan") if v is None else round(v, 2)})
+        return _pd().DataFrame(rows, columns=["rank", "comp_comm_overlap_pctg"])
+
+    # ---- launches and queues -------------------------------------------------------------------
+
+    def get_cuda_kernel_launch_stats(self, ranks=None, runtime_cutoff=50, launch_delay_cutoff=100,
+                                     include_memory_events=True, visualize=True):
+        pd = _pd()
+        result = {}
+        for rank in self._ranks(ranks):
+            cols = self._core(rank).hta_kernel_launches(self._step_filter)
+            df = pd.DataFrame({k: cols[k] for k in ("correlation", "cpu_duration", "gpu_duration", "launch_delay")})
+            if not include_memory_events:
+                df = df[~pd.Series(cols["runtime_name"]).isin(_MEMORY_LAUNCHES).to_numpy()].reset_index(drop=True)
+            result[rank] = df
+        return result
+
+    def get_queue_length_time_series(self, ranks=None):
+        pd = _pd()
+        result = {}
+        for rank in self._ranks(ranks):
+            frames = []
+            for s in self._core(rank).hta_queue_length(self._step_filter):
+                n = len(s["ts"])
+                frames.append(pd.DataFrame({"ts": s["ts"], "pid": [s["device"]] * n, "tid": [s["stream"]] * n,
+                                            "stream": [s["stream"]] * n, "queue_length": s["queue_length"]}))
+            result[rank] = pd.concat(frames) if frames else None
+        return result
+
+    def get_queue_length_summary(self, ranks=None):
+        pd = _pd()
+        frames = []
+        for rank, df in self.get_queue_length_time_series(ranks).items():
+            if df is not None:
+                df = df.copy()
+                df["rank"] = rank
+                frames.append(df[["rank", "stream", "queue_length"]])
+        if not frames:
+            return None
+        return pd.concat(frames).groupby(["rank", "stream"]).describe()
+
+    # ---- steps and annotations -----------------------------------------------------------------
+
+    def get_profiler_steps(self):
+        steps = set()
+        for trace in self.traces.values():
+            ann = trace.annotations
+            names = ann["name"]
+            step_names = [c for c in names.cat.categories if _PROFILER_STEP.match(c)]
+            rows = ann[names.isin(step_names)]
+            if rows.empty:
+                continue
+            numbers = rows["name"].astype(str).str.extract(_PROFILER_STEP, expand=False).astype(int)
+            found = sorted(set(numbers))
+            if self._step_filter and len(found) >= 2:
+                last = int(numbers.iloc[rows["start"].to_numpy().argmax()])
+                found = [n for n in found if n != last]
+            steps.update(found)
+        return sorted(steps)
+
+    def get_annotation_totals(self, use_gpu_annotation=True, ranks=None):
+        """dreamscope's addition: count and total time (µs) of each user annotation, on the GPU
+        (Kineto's gpu_user_annotation) or the CPU (user_annotation), per rank."""
+        pd = _pd()
+        frames = []
+        for rank in self._ranks(ranks) if ranks is not None else sorted(self.traces):
+            d = self._core(rank).hta_annotations(self._step_filter, bool(use_gpu_annotation))
+            df = pd.DataFrame({"name": d["name"], "count": d["count"], "sum (us)": d["sum"]})
+            df["rank"] = rank
+            frames.append(df)
+        return pd.concat(frames, ignore_index=True)

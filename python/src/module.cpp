@@ -1,0 +1,565 @@
+// dreamscope._core: the C++ side of `import dreamscope` for notebooks (docs/python.md).
+//
+// Loading (anything the CLI opens), the tables as columns for pandas (columns.cpp), HTA's
+// analyses, the analysis report, replay and what-ifs. Reports come back as the JSON text the
+// CLI prints with --format json, which dreamscope/traces.py parses; the long per-row results
+// (kernel launches, queue lengths) come back as columns. The GIL is released while C++ works.
+#include "columns.h"
+
+#include <dreamscope/analyzers/analyzers.h>
+#include <dreamscope/analyzers/job_analysis.h>
+#include <dreamscope/analyzers/report.h>
+#include <dreamscope/storage/importers.h>
+#include <dreamscope/storage/job.h>
+#include <dreamscope/whatif/whatif_engine.h>
+
+#include <nlohmann/json.hpp>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dreamscope::python {
+
+namespace py = pybind11;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+using TracePtr = std::shared_ptr<Trace>;
+
+std::string dump(const json& j) { return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n"; }
+
+// ---- Loading --------------------------------------------------------------------------
+
+// What `dreamscope analyze` splits its inputs into: rank summaries and trace files (a folder
+// of summaries is its summaries; anything else goes through job_files).
+std::pair<std::vector<std::string>, std::vector<std::string>> split_inputs(const std::vector<std::string>& inputs) {
+  std::vector<std::string> summaries, traces;
+  for (const std::string& input : inputs) {
+    std::error_code ec;
+    if (fs::is_directory(input, ec)) {
+      std::vector<fs::path> found;
+      for (const auto& entry : fs::directory_iterator(input, ec)) {
+        if (analyzers::is_rank_summary_file(entry.path())) found.push_back(entry.path());
+      }
+      if (!found.empty()) {
+        std::sort(found.begin(), found.end());
+        for (const auto& f : found) summaries.push_back(f.string());
+        continue;
+      }
+    }
+    for (const fs::path& f : job_files({input})) {
+      const bool summary = f.filename().string().ends_with(".summary.db") || analyzers::is_rank_summary_file(f);
+      (summary ? summaries : traces).push_back(f.string());
+    }
+  }
+  return {summaries, traces};
+}
+
+// One trace, or a job's files as one Trace (storage's load_job), as `open_job` in the CLI.
+TracePtr load(const std::vector<std::string>& inputs) {
+  py::gil_scoped_release release;
+  const std::vector<fs::path> files = job_files(inputs);
+  if (files.size() == 1) return std::make_shared<Trace>(load_trace(files.front()));
+  return std::make_shared<Trace>(load_job(files).trace);
+}
+
+// Each rank's trace on its own (HTA's view of a job: one trace per rank), by rank.
+std::vector<std::pair<std::int64_t, TracePtr>> load_ranks(const std::vector<std::string>& inputs, std::size_t threads) {
+  std::vector<std::pair<std::int64_t, TracePtr>> out;
+  {
+    py::gil_scoped_release release;
+    std::mutex mutex;
+    JobLoadOptions options;
+    options.threads = threads;
+    for_each_rank(job_files(inputs), options, [&](std::int64_t rank, Trace&& trace, const fs::path&) {
+      auto p = std::make_shared<Trace>(std::move(trace));
+      std::lock_guard lock(mutex);
+      out.emplace_back(rank, std::move(p));
+    });
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  return out;
+}
+
+// ---- HTA ------------------------------------------------------------------------------
+
+analyzers::HtaOptions hta_options(bool step_filter, analyzers::TimeUs kernel_delay = 30, bool memory_kernels = true) {
+  analyzers::HtaOptions o;
+  o.profiler_step_filter = step_filter;
+  o.consecutive_kernel_delay = kernel_delay;
+  o.include_memory_kernels = memory_kernels;
+  return o;
+}
+
+py::dict temporal(const Trace& trace, bool step_filter) {
+  analyzers::TemporalBreakdown t;
+  {
+    py::gil_scoped_release release;
+    t = analyzers::hta_temporal_breakdown(trace, hta_options(step_filter));
+  }
+  py::dict d;
+  d["idle_time"] = t.idle;
+  d["compute_time"] = t.compute;
+  d["non_compute_time"] = t.non_compute;
+  d["kernel_time"] = t.kernel_time;
+  d["idle_time_pctg"] = t.idle_pct;
+  d["compute_time_pctg"] = t.compute_pct;
+  d["non_compute_time_pctg"] = t.non_compute_pct;
+  return d;
+}
+
+py::list idle_time(const Trace& trace, bool step_filter, analyzers::TimeUs kernel_delay) {
+  std::vector<analyzers::StreamIdleTime> rows;
+  {
+    py::gil_scoped_release release;
+    rows = analyzers::hta_idle_time_breakdown(trace, hta_options(step_filter, kernel_delay));
+  }
+  py::list out;
+  for (const auto& r : rows) {
+    py::dict d;
+    d["device"] = r.device;
+    d["stream"] = r.stream;
+    d["host_wait"] = r.host_wait;
+    d["kernel_wait"] = r.kernel_wait;
+    d["other"] = r.other;
+    d["host_wait_ratio"] = r.host_wait_ratio;
+    d["kernel_wait_ratio"] = r.kernel_wait_ratio;
+    d["other_ratio"] = r.other_ratio;
+    out.append(d);
+  }
+  return out;
+}
+
+py::tuple kernel_breakdown(const Trace& trace, bool step_filter, bool memory_kernels) {
+  analyzers::KernelBreakdown k;
+  {
+    py::gil_scoped_release release;
+    k = analyzers::hta_kernel_breakdown(trace, hta_options(step_filter, 30, memory_kernels));
+  }
+  py::dict types;
+  py::list type_name, type_sum, type_pct;
+  for (const auto& t : k.by_type) {
+    type_name.append(t.kernel_type);
+    type_sum.append(t.sum);
+    type_pct.append(t.percentage);
+  }
+  types["kernel_type"] = type_name;
+  types["sum"] = type_sum;
+  types["percentage"] = type_pct;
+  py::dict names;
+  py::list name, type, count, sum, min, max, mean, stddev;
+  for (const auto& s : k.by_name) {
+    name.append(s.name);
+    type.append(std::string(analyzers::to_string(s.type)));
+    count.append(s.count);
+    sum.append(s.sum);
+    min.append(s.min);
+    max.append(s.max);
+    mean.append(s.mean);
+    stddev.append(s.stddev);
+  }
+  names["name"] = name;
+  names["kernel_type"] = type;
+  names["count"] = count;
+  names["sum"] = sum;
+  names["max"] = max;
+  names["min"] = min;
+  names["mean"] = mean;
+  names["std"] = stddev;
+  return py::make_tuple(types, names);
+}
+
+py::object comm_comp_overlap(const Trace& trace, bool step_filter) {
+  std::optional<double> v;
+  {
+    py::gil_scoped_release release;
+    v = analyzers::hta_comm_comp_overlap(trace, hta_options(step_filter));
+  }
+  return v ? py::object(py::float_(*v)) : py::object(py::none());
+}
+
+template <class Out, class Get>
+py::array_t<Out> array(std::size_t n, Get get) {
+  py::array_t<Out> a(static_cast<py::ssize_t>(n));
+  Out* p = a.mutable_data();
+  for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<Out>(get(i));
+  return a;
+}
+
+py::dict kernel_launches(const Trace& trace, bool step_filter) {
+  std::vector<analyzers::KernelLaunch> l;
+  {
+    py::gil_scoped_release release;
+    l = analyzers::hta_kernel_launches(trace, hta_options(step_filter));
+  }
+  const std::size_t n = l.size();
+  py::dict d;
+  d["correlation"] = array<std::int64_t>(n, [&](std::size_t i) { return l[i].correlation; });
+  d["cpu_duration"] = array<std::int64_t>(n, [&](std::size_t i) { return l[i].cpu_duration; });
+  d["gpu_duration"] = array<std::int64_t>(n, [&](std::size_t i) { return l[i].gpu_duration; });
+  d["launch_delay"] = array<std::int64_t>(n, [&](std::size_t i) { return l[i].launch_delay; });
+  py::list runtime, kernel;
+  for (const auto& x : l) {
+    runtime.append(x.runtime_name);
+    kernel.append(x.kernel_name);
+  }
+  d["runtime_name"] = runtime;
+  d["kernel_name"] = kernel;
+  return d;
+}
+
+py::list queue_length(const Trace& trace, bool step_filter) {
+  std::vector<analyzers::StreamQueueLength> q;
+  {
+    py::gil_scoped_release release;
+    q = analyzers::hta_queue_length(trace, hta_options(step_filter));
+  }
+  py::list out;
+  for (const auto& s : q) {
+    py::dict d;
+    d["device"] = s.device;
+    d["stream"] = s.stream;
+    d["ts"] = array<std::int64_t>(s.series.size(), [&](std::size_t i) { return s.series[i].ts; });
+    d["queue_length"] = array<std::int64_t>(s.series.size(), [&](std::size_t i) { return s.series[i].queue_length; });
+    out.append(d);
+  }
+  return out;
+}
+
+py::dict annotation_totals(const Trace& trace, bool step_filter, bool gpu) {
+  std::vector<analyzers::AnnotationTotal> a;
+  {
+    py::gil_scoped_release release;
+    a = gpu ? analyzers::hta_gpu_annotations(trace, hta_options(step_filter))
+            : analyzers::hta_cpu_annotations(trace, hta_options(step_filter));
+  }
+  py::list name, count, sum;
+  for (const auto& x : a) {
+    name.append(x.name);
+    count.append(x.count);
+    sum.append(x.sum);
+  }
+  py::dict d;
+  d["name"] = name;
+  d["count"] = count;
+  d["sum"] = sum;
+  return d;
+}
+
+// ---- Reports --------------------------------------------------------------------------
+
+std::string analyze_json(const Trace& trace, const std::string& name, const std::vector<std::string>& only,
+                         std::size_t top, bool all_steps, bool step_filter) {
+  analyzers::ReportOptions options;
+  if (!only.empty()) {
+    options.sections.clear();
+    for (const auto& s : only) {
+      const auto section = analyzers::report_section_from_string(s);
+      if (!section) throw std::invalid_argument("unknown analysis '" + s + "'");
+      options.sections.push_back(*section);
+    }
+  }
+  options.top = top;
+  options.all_steps = all_steps;
+  options.hta.profiler_step_filter = step_filter;
+  py::gil_scoped_release release;
+  return analyzers::render_json(analyzers::analyze_trace(trace, name, options));
+}
+
+// The job report (`dreamscope analyze` of a job) from rank summary files, or from the ranks
+// of a trace.
+std::string job_json_from_summaries(const std::vector<std::string>& files, bool all_steps) {
+  py::gil_scoped_release release;
+  std::vector<analyzers::RankSummary> summaries;
+  for (const auto& f : files) summaries.push_back(analyzers::read_rank_summary(f));
+  analyzers::JobReportOptions o;
+  o.all_steps = all_steps;
+  return analyzers::render_job_json(analyzers::analyze_job(std::move(summaries), o));
+}
+
+std::string job_json_from_trace(const Trace& trace, const std::string& name, bool all_steps, bool step_filter) {
+  py::gil_scoped_release release;
+  std::vector<analyzers::RankSummary> summaries;
+  for (const JobRank& r : job_ranks(trace)) {
+    summaries.push_back(analyzers::summarize_rank(rank_subtrace(trace, r.rank), r.rank, name, hta_options(step_filter)));
+  }
+  analyzers::JobReportOptions o;
+  o.all_steps = all_steps;
+  return analyzers::render_job_json(analyzers::analyze_job(std::move(summaries), o));
+}
+
+// What `dreamscope replay --format json` prints (cli/src/replay_command.cpp), less the file
+// names of -o: the same keys and values.
+std::string replay_json(const std::string& name, const Trace& trace, const ReplayReport& r) {
+  json j;
+  j["trace"] = name;
+  j["source"] = std::string(to_string(trace.source()));
+  j["overhead_corrected"] = r.correction.has_value();
+  j["dropped_events"] = trace.dropped_events();
+  j["tasks"] = r.tasks;
+  j["edges"] = r.edges;
+  j["sync_actions"] = r.sync_actions;
+  j["unscheduled_tasks"] = r.unscheduled;
+  j["build_seconds"] = r.build_seconds;
+  j["simulate_seconds"] = r.simulate_seconds;
+  j["measured_ns"] = r.measured_span();
+  j["predicted_ns"] = r.predicted_span();
+  j["error"] = r.error();
+  j["steps"] = json::array();
+  for (const auto& s : r.steps) {
+    j["steps"].push_back({{"name", s.name},
+                          {"measured_ns", s.measured()},
+                          {"predicted_ns", s.predicted()},
+                          {"measured_start_ns", s.measured_start},
+                          {"predicted_start_ns", s.predicted_start},
+                          {"error", s.error()}});
+  }
+  if (r.correction) {
+    const auto& c = *r.correction;
+    j["overhead"] = {{"range_ns", c.costs.range_ns},
+                     {"marker_ns", c.costs.marker_ns},
+                     {"cuda_api_ns", c.costs.cuda_api_ns},
+                     {"charged_ns", c.charged_ns},
+                     {"removed_ns", c.removed_ns},
+                     {"hidden_by_waits_ns", c.unabsorbed_ns},
+                     {"events_charged", c.events_charged},
+                     {"overhead_records", c.overhead_records},
+                     {"events_charged_in_run", c.events_charged_in_run},
+                     {"in_run_range_ns", c.in_run_range_ns},
+                     {"runqueue_removed_ns", c.runqueue_removed_ns},
+                     {"tracer_writer_cpu_ns",
+                      trace.tracer_writer_cpu_ns() == kNoValue ? json(nullptr) : json(trace.tracer_writer_cpu_ns())}};
+  }
+  const auto& w = r.warnings;
+  j["warnings"] = {{"gpu_op_before_launch", w.gpu_op_before_launch},
+                   {"sync_target_after_return", w.sync_target_after_return},
+                   {"unknown_sync_stream", w.unknown_sync_stream},
+                   {"unresolved_event", w.unresolved_event},
+                   {"gpu_ops_without_launch", w.gpu_ops_without_launch},
+                   {"sync_ops_skipped", w.sync_ops_skipped}};
+  return dump(j);
+}
+
+py::tuple replay_trace(const Trace& trace, const std::string& name, bool correct_overhead, bool make_trace) {
+  std::string text;
+  std::optional<Trace> predicted;
+  {
+    py::gil_scoped_release release;
+    ReplayOptions o;
+    o.correct_overhead = correct_overhead;
+    o.make_trace = make_trace;
+    ReplayReport r = replay(trace, o);
+    text = replay_json(name, trace, r);
+    predicted = std::move(r.predicted);
+  }
+  py::object p = predicted ? py::cast(std::make_shared<Trace>(std::move(*predicted))) : py::object(py::none());
+  return py::make_tuple(text, p);
+}
+
+// The scenarios asked for, each with the parameters meant for it: "NAME=VALUE" goes to every
+// scenario that declares NAME, "SCENARIO.NAME=VALUE" to every scenario of that name, as the
+// CLI's -p given before any -s or with a scenario's name.
+std::vector<whatif::ScenarioRequest> requests_from(const std::vector<std::string>& scenarios,
+                                                   const std::map<std::string, std::string>& parameters,
+                                                   std::optional<std::int64_t> rank) {
+  std::vector<whatif::ScenarioRequest> requests;
+  for (const auto& name : scenarios) requests.push_back({whatif::find_scenario(name), {}, rank});
+  for (const auto& [given, value] : parameters) {
+    std::string key = given, scenario;
+    if (const auto dot = key.find('.'); dot != std::string::npos) {
+      scenario = key.substr(0, dot);
+      key = key.substr(dot + 1);
+    }
+    bool used = false;
+    for (auto& r : requests) {
+      const auto& params = r.scenario.parameters();
+      const bool declares = std::any_of(params.begin(), params.end(), [&](const auto& q) { return q.name == key; });
+      if (scenario.empty() ? declares : r.scenario.name() == scenario) {
+        r.overrides[key] = value;
+        used = true;
+      }
+    }
+    if (!used) throw std::invalid_argument("no chosen scenario has a parameter '" + given + "'");
+  }
+  for (const auto& r : requests) (void)r.scenario.instantiate(r.overrides);
+  return requests;
+}
+
+bool matched_nothing(const whatif::Prediction& p) {
+  return std::all_of(p.effects.begin(), p.effects.end(),
+                     [](const whatif::TransformEffect& e) { return e.tasks == 0 && e.op != "set_policy"; });
+}
+
+std::string where(const whatif::SourcePosition& p) {
+  return p.line > 0 ? p.file + ":" + std::to_string(p.line) : p.file;
+}
+
+// What `dreamscope whatif --format json` prints (cli/src/whatif_command.cpp), plus each
+// prediction's steps (measured and predicted), which the CLI does not print.
+std::string whatif_json(const std::string& name, const whatif::WhatIfReport& r) {
+  auto shares = [](const std::vector<whatif::CriticalPathShare>& v) {
+    json a = json::array();
+    for (const auto& c : v) a.push_back({{"what", c.what}, {"ns", c.time}});
+    return a;
+  };
+  json j;
+  j["trace"] = name;
+  j["tasks"] = r.tasks;
+  j["steps"] = r.step_count;
+  j["measured_step_ns"] = r.measured_step_median;
+  j["replayed_step_ns"] = r.replayed_step_median;
+  j["measured_span_ns"] = r.measured_span;
+  j["replayed_span_ns"] = r.replayed_span;
+  if (r.correction) {
+    j["overhead_correction"] = {{"removed_ns", r.correction->removed_ns},
+                                {"charged_ns", r.correction->charged_ns},
+                                {"events_charged", r.correction->events_charged}};
+  }
+  j["critical_path"] = shares(r.baseline_critical_path);
+  j["predictions"] = json::array();
+  for (const auto& p : r.predictions) {
+    json jp{{"label", p.label},
+            {"scenarios", p.scenarios},
+            {"parameters", p.parameters},
+            {"predicted_step_ns", p.step_median},
+            {"speedup", p.speedup},
+            {"span_ns", p.span},
+            {"unscheduled_tasks", p.unscheduled},
+            {"critical_path", shares(p.critical_path)},
+            {"matched_nothing", matched_nothing(p)}};
+    jp["changes"] = json::array();
+    for (const auto& e : p.effects) {
+      jp["changes"].push_back({{"op", e.op},
+                               {"where", where(e.where)},
+                               {"tasks", e.tasks},
+                               {"before_ns", e.time_before},
+                               {"after_ns", e.time_after},
+                               {"detail", e.detail}});
+    }
+    j["predictions"].push_back(std::move(jp));
+  }
+  if (r.data_stalls) {
+    const auto& d = *r.data_stalls;
+    j["data_stalls"] = {{"traced_step_ns", d.traced_step},     {"cached_step_ns", d.cached_step},
+                        {"synthetic_step_ns", d.synthetic_step}, {"fetch_stall_ns", d.fetch_stall()},
+                        {"prep_stall_ns", d.prep_stall()},     {"basis", d.basis_text()}};
+  }
+  return dump(j);
+}
+
+py::tuple whatif_trace(const Trace& trace, const std::string& name, const std::vector<std::string>& scenarios,
+                       const std::map<std::string, std::string>& parameters, bool correct_overhead, bool data_stalls,
+                       bool make_trace, std::optional<std::int64_t> rank) {
+  std::string text;
+  std::optional<Trace> predicted;
+  std::vector<std::tuple<std::string, std::string, TimeNs, TimeNs, TimeNs, TimeNs>> steps;
+  {
+    py::gil_scoped_release release;
+    const auto requests = requests_from(scenarios, parameters, rank);
+    whatif::WhatIfOptions o;
+    o.make_trace = make_trace;
+    o.correct_overhead = correct_overhead;
+    o.data_stalls = data_stalls;
+    whatif::WhatIfReport r = whatif::run_whatif(trace, requests, o);
+    text = whatif_json(name, r);
+    for (const auto& p : r.predictions) {
+      for (const auto& s : p.steps) {
+        steps.emplace_back(p.label, s.name, s.measured_start, s.measured(), s.predicted_start, s.predicted());
+      }
+    }
+    if (!r.predictions.empty()) predicted = std::move(r.predictions.back().predicted);
+  }
+  py::dict cols;
+  py::list label, step, measured_start, measured, predicted_start, predicted_ns;
+  for (const auto& [l, s, ms, m, ps, p] : steps) {
+    label.append(l);
+    step.append(s);
+    measured_start.append(ms);
+    measured.append(m);
+    predicted_start.append(ps);
+    predicted_ns.append(p);
+  }
+  cols["label"] = label;
+  cols["step"] = step;
+  cols["measured_start_ns"] = measured_start;
+  cols["measured_ns"] = measured;
+  cols["predicted_start_ns"] = predicted_start;
+  cols["predicted_ns"] = predicted_ns;
+  py::object p = predicted ? py::cast(std::make_shared<Trace>(std::move(*predicted))) : py::object(py::none());
+  return py::make_tuple(text, cols, p);
+}
+
+py::list scenario_list() {
+  py::list out;
+  for (const auto& b : whatif::builtin_scenarios()) {
+    const auto s = whatif::find_scenario(std::string(b.name));
+    py::dict d;
+    d["name"] = s.name();
+    d["description"] = s.description();
+    py::dict params;
+    for (const auto& p : s.parameters()) params[py::str(p.name)] = whatif::to_string(p.default_value);
+    d["parameters"] = params;
+    out.append(d);
+  }
+  return out;
+}
+
+} // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "dreamscope's C++ core for Python: traces, analyses and what-ifs (see docs/python.md)";
+  py::register_exception<TraceError>(m, "TraceError", PyExc_RuntimeError);
+  py::register_exception<whatif::ScenarioError>(m, "ScenarioError", PyExc_ValueError);
+
+  py::class_<Trace, std::shared_ptr<Trace>>(m, "Trace")
+      .def_property_readonly("source", [](const Trace& t) { return std::string(to_string(t.source())); })
+      .def_property_readonly("begin_time", &Trace::begin_time)
+      .def_property_readonly("end_time", &Trace::end_time)
+      .def_property_readonly("event_count", &Trace::event_count)
+      .def_property_readonly("memory_bytes", &Trace::memory_bytes)
+      .def_property_readonly("complete", &Trace::complete)
+      .def_property_readonly("dropped_events", &Trace::dropped_events)
+      .def_property_readonly("meta", [](const Trace& t) { return t.meta(); })
+      .def("table", &table_columns, py::arg("name"))
+      .def("rank_subtrace", [](const Trace& t, std::int64_t rank) {
+        py::gil_scoped_release release;
+        return std::make_shared<Trace>(rank_subtrace(t, rank));
+      })
+      .def("hta_temporal", &temporal, py::arg("step_filter"))
+      .def("hta_idle_time", &idle_time, py::arg("step_filter"), py::arg("consecutive_kernel_delay"))
+      .def("hta_kernels", &kernel_breakdown, py::arg("step_filter"), py::arg("include_memory_kernels"))
+      .def("hta_comm_comp_overlap", &comm_comp_overlap, py::arg("step_filter"))
+      .def("hta_kernel_launches", &kernel_launches, py::arg("step_filter"))
+      .def("hta_queue_length", &queue_length, py::arg("step_filter"))
+      .def("hta_annotations", &annotation_totals, py::arg("step_filter"), py::arg("gpu"))
+      .def("analyze_json", &analyze_json, py::arg("name"), py::arg("only"), py::arg("top"), py::arg("all_steps"),
+           py::arg("step_filter"))
+      .def("job_json", &job_json_from_trace, py::arg("name"), py::arg("all_steps"), py::arg("step_filter"))
+      .def("replay", &replay_trace, py::arg("name"), py::arg("correct_overhead"), py::arg("make_trace"))
+      .def("whatif", &whatif_trace, py::arg("name"), py::arg("scenarios"), py::arg("parameters"),
+           py::arg("correct_overhead"), py::arg("data_stalls"), py::arg("make_trace"), py::arg("rank"));
+
+  m.def("load", &load, py::arg("inputs"));
+  m.def("load_ranks", &load_ranks, py::arg("inputs"), py::arg("threads") = 0);
+  m.def("split_inputs", &split_inputs, py::arg("inputs"));
+  m.def("job_json_from_summaries", &job_json_from_summaries, py::arg("files"), py::arg("all_steps"));
+  m.def("scenarios", &scenario_list);
+  m.def("tables", [] {
+    std::vector<std::string> names;
+    for (const char* const* t = table_names(); *t; ++t) names.emplace_back(*t);
+    return names;
+  });
+}
+
+} // namespace dreamscope::python

@@ -1,0 +1,182 @@
+"""dreamscope.hta.TraceAnalysis against HTA's own figures on HTA's test traces
+(../shared/data/README.md, and HTA's tests/test_trace_analysis.py at commit f4d0062): the
+same values under HTA's column names."""
+
+import math
+import os
+import tempfile
+import unittest
+
+from support import data, main
+
+import pandas as pd
+
+from dreamscope.hta import TraceAnalysis
+
+MTIA = ("kineto-hta", "mtia_trace_single_rank")
+NS = ("kineto-hta", "ns_resolution_trace")
+NCCL = ("kineto-hta", "nccl_parser_config")
+
+_cache = {}
+
+
+def analysis(parts):
+    if parts not in _cache:
+        _cache[parts] = TraceAnalysis(trace_dir=data(*parts, shared=True))
+    return _cache[parts]
+
+
+class Mtia(unittest.TestCase):
+    def test_temporal_breakdown(self):
+        df = analysis(MTIA).get_temporal_breakdown(visualize=False)
+        self.assertEqual(list(df.columns), ["rank", "idle_time(us)", "compute_time(us)", "non_compute_time(us)",
+                                            "kernel_time(us)", "idle_time_pctg", "compute_time_pctg",
+                                            "non_compute_time_pctg"])
+        row = df.iloc[0]
+        self.assertEqual(row["rank"], 0)
+        self.assertEqual(row["idle_time(us)"], 5649476)
+        self.assertEqual(row["compute_time(us)"], 7305597)
+        self.assertEqual(row["non_compute_time(us)"], 372998)
+        self.assertEqual(row["kernel_time(us)"], 13328071)
+        self.assertEqual((row["idle_time_pctg"], row["compute_time_pctg"], row["non_compute_time_pctg"]),
+                         (42.39, 54.81, 2.80))
+
+    def test_gpu_kernel_breakdown(self):
+        # HTA's test_get_mtia_kernel_breakdown, with HTA's defaults (top 10 kernels per type).
+        types, kernels = analysis(MTIA).get_gpu_kernel_breakdown(visualize=False, include_memory_kernels=True)
+        self.assertEqual(list(types.columns), ["kernel_type", "sum", "percentage"])
+        self.assertEqual(types.iloc[0]["kernel_type"], "COMPUTATION")
+        self.assertEqual(types.iloc[0]["sum"], 7305597)
+        self.assertEqual(list(kernels.columns), ["name", "sum (us)", "max (us)", "min (us)", "mean (us)", "stddev",
+                                                 "kernel_type", "rank"])
+        self.assertEqual(kernels.iloc[0]["kernel_type"], "COMPUTATION")
+        self.assertEqual(kernels.iloc[0]["name"], "add-dtype_Float")
+        self.assertEqual(kernels.iloc[0]["sum (us)"], 77283)
+        self.assertEqual(kernels.iloc[11]["kernel_type"], "MEMORY")
+        self.assertEqual(kernels.iloc[11]["sum (us)"], 400892)
+        self.assertAlmostEqual(types["percentage"].sum(), 100, delta=0.5)
+        # Folding kernels into "others" keeps each type's time.
+        _, every = analysis(MTIA).get_gpu_kernel_breakdown(visualize=False, num_kernels=10 ** 9)
+        self.assertGreater(len(every), len(kernels))
+        self.assertNotIn("others", set(every.name))
+        for kernel_type in ("COMPUTATION", "MEMORY"):
+            self.assertEqual(kernels[kernels.kernel_type == kernel_type]["sum (us)"].sum(),
+                             every[every.kernel_type == kernel_type]["sum (us)"].sum())
+
+    def test_idle_time_breakdown(self):
+        df, stats = analysis(MTIA).get_idle_time_breakdown(visualize=False)
+        self.assertIsNone(stats)
+        self.assertEqual(list(df.columns), ["rank", "stream", "idle_category", "idle_time", "idle_time_ratio"])
+        s1 = df[df.stream == 1].set_index("idle_category")
+        self.assertEqual(s1.loc["host_wait", "idle_time"], 417937)
+        self.assertEqual(s1.loc["host_wait", "idle_time_ratio"], 0.07)
+        self.assertEqual(s1.loc["other", "idle_time"], 5200945)
+        self.assertEqual(s1.loc["other", "idle_time_ratio"], 0.93)
+        self.assertIn(102, set(df.stream))
+        only = analysis(MTIA).get_idle_time_breakdown(streams=[102], visualize=False)[0]
+        self.assertEqual(set(only.stream), {102})
+
+    def test_cuda_kernel_launch_stats(self):
+        stats = analysis(MTIA).get_cuda_kernel_launch_stats(visualize=False)
+        self.assertEqual(list(stats), [0])
+        df = stats[0]
+        self.assertEqual(list(df.columns), ["correlation", "cpu_duration", "gpu_duration", "launch_delay"])
+        row = df[df.correlation == 423].iloc[0]
+        self.assertEqual(row["cpu_duration"], 434)
+        self.assertEqual(row["gpu_duration"], 124)
+        self.assertLessEqual(abs(row["launch_delay"]), 2)  # HTA's tests allow ±2
+        self.assertTrue((df.launch_delay >= 0).all())
+
+    def test_queue_length(self):
+        ta = analysis(MTIA)
+        series = ta.get_queue_length_time_series()[0]
+        self.assertEqual(list(series.columns), ["ts", "pid", "tid", "stream", "queue_length"])
+        self.assertTrue((series.queue_length >= 0).all())
+        summary = ta.get_queue_length_summary()
+        self.assertEqual(list(summary.columns.get_level_values(1)),
+                         ["count", "mean", "std", "min", "25%", "50%", "75%", "max"])
+        self.assertEqual(set(summary.index.get_level_values(1)), set(series.stream))
+        # Each launch enqueues one and each kernel's start takes one off.
+        self.assertEqual(summary[("queue_length", "count")].sum(), len(series))
+        self.assertEqual(len(series) % 2, 0)
+
+    def test_profiler_steps(self):
+        self.assertEqual(len(analysis(MTIA).get_profiler_steps()), 1)
+
+
+class NsResolution(unittest.TestCase):
+    def test_profiler_steps_leave_out_the_last(self):
+        self.assertEqual(analysis(NS).get_profiler_steps(), [101, 102, 103, 104])
+
+    def test_user_annotation_totals(self):
+        gpu = analysis(NS).get_annotation_totals(use_gpu_annotation=True).set_index("name")
+        self.assertEqual((gpu.loc["DistributedDataParallel.forward", "sum (us)"],
+                          gpu.loc["DistributedDataParallel.forward", "count"]), (123880, 4))
+        self.assertEqual(gpu.loc["Optimizer.step#SGD.step", "sum (us)"], 3334)
+        self.assertEqual(gpu.loc["## backward ##", "sum (us)"], 81)
+        cpu = analysis(NS).get_annotation_totals(use_gpu_annotation=False).set_index("name")
+        self.assertEqual(len(cpu), 12)
+        self.assertEqual(cpu.loc["ProfilerStep#104", "sum (us)"], 95550)
+        self.assertEqual((cpu.loc["nccl:all_reduce", "sum (us)"], cpu.loc["nccl:all_reduce", "count"]), (446, 20))
+
+    def test_include_last_profiler_step(self):
+        ta = TraceAnalysis(trace_dir=data(*NS, shared=True), include_last_profiler_step=True)
+        self.assertEqual(ta.get_profiler_steps(), [101, 102, 103, 104, 105])
+
+
+class Nccl(unittest.TestCase):
+    def test_comm_comp_overlap(self):
+        df = analysis(NCCL).get_comm_comp_overlap(visualize=False)
+        self.assertEqual(list(df.columns), ["rank", "comp_comm_overlap_pctg"])
+        v = df.iloc[0]["comp_comm_overlap_pctg"]
+        self.assertTrue(0 <= v <= 100, v)
+        types, _ = analysis(NCCL).get_gpu_kernel_breakdown(visualize=False)
+        self.assertIn("COMMUNICATION", set(types.kernel_type))
+
+    def test_no_communication_is_nan(self):
+        df = analysis(MTIA).get_comm_comp_overlap(visualize=False)
+        self.assertTrue(math.isnan(df.iloc[0]["comp_comm_overlap_pctg"]))
+
+
+class EightRanks(unittest.TestCase):
+    """wild/param-dlrm-v100x8-nccl: HTA on the folder as one job (../shared/data/wild/README.md)."""
+
+    HTA = {  # rank: idle, compute, non-compute, kernel time (µs), comm/comp overlap (%)
+        0: (6419, 1034, 5556, 13009, 4.50), 1: (6428, 1246, 11075, 18749, 2.47),
+        2: (7046, 1068, 3236, 11350, 7.88), 3: (8145, 1240, 9468, 18853, 3.31),
+        4: (8887, 1126, 6576, 16589, 0.56), 5: (9121, 1041, 6230, 16392, 0.64),
+        6: (7051, 1051, 3308, 11410, 7.56), 7: (8308, 1059, 1600, 10967, 9.51),
+    }
+
+    def test_temporal_breakdown_and_overlap_per_rank(self):
+        ta = TraceAnalysis(trace_dir=data("wild", "param-dlrm-v100x8-nccl", shared=True))
+        temporal = ta.get_temporal_breakdown(visualize=False).set_index("rank")
+        overlap = ta.get_comm_comp_overlap(visualize=False).set_index("rank")
+        self.assertEqual(sorted(temporal.index), list(range(8)))
+        for rank, (idle, compute, non_compute, kernel, pct) in self.HTA.items():
+            row = temporal.loc[rank]
+            self.assertEqual((row["idle_time(us)"], row["compute_time(us)"], row["non_compute_time(us)"],
+                              row["kernel_time(us)"]), (idle, compute, non_compute, kernel), f"rank {rank}")
+            self.assertEqual(overlap.loc[rank, "comp_comm_overlap_pctg"], pct, f"rank {rank}")
+
+
+class TwoRanks(unittest.TestCase):
+    def test_trace_files_by_rank(self):
+        mtia = os.path.join(data(*MTIA, shared=True), "mtia_rank_0.json.gz")
+        nccl = os.path.join(data(*NCCL, shared=True), "nccl_data.json.gz")
+        ta = TraceAnalysis(trace_files={0: mtia, 1: nccl})
+        df = ta.get_temporal_breakdown(visualize=False)
+        self.assertEqual(list(df["rank"]), [0, 1])
+        self.assertEqual(df.iloc[0]["kernel_time(us)"], 13328071)
+        types, kernels = ta.get_gpu_kernel_breakdown(visualize=False)
+        self.assertEqual(set(kernels["rank"]), {0, 1})
+        # Across ranks, each type's time is the ranks' sum.
+        computation = types.set_index("kernel_type").loc["COMPUTATION", "sum"]
+        per_rank = sum(analysis(parts).get_gpu_kernel_breakdown(visualize=False)[0]
+                       .set_index("kernel_type").loc["COMPUTATION", "sum"] for parts in (MTIA, NCCL))
+        self.assertEqual(computation, per_rank)
+        self.assertEqual(sorted(ta.get_cuda_kernel_launch_stats(ranks=[0, 1], visualize=False)), [0, 1])
+
+
+if __name__ == "__main__":
+    main()
