@@ -6,12 +6,12 @@
 #include "output.h"
 
 #include <dreamscope/analyzers/report.h>
+#include <dreamscope/analyzers/run_json.h>
 #include <dreamscope/storage/importers.h>
 #include <dreamscope/storage/storage.h>
 #include <dreamscope/whatif/whatif.h>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -33,20 +33,6 @@ struct ReplayCommandOptions {
   std::size_t max_steps = 50;
   bool all_steps = false;
 };
-
-// The steps a report lists, by index, as analyze lists its per-step tables (listed_steps:
-// the first, the slowest and those around the median measured duration): every one with
-// --all-steps, else at most --max-steps in text and max(--max-steps, 1000) in JSON. A trace
-// of 10^5 steps would otherwise make a JSON report of every one of them.
-std::vector<std::size_t> listed_replay_steps(const ReplayCommandOptions& o, const ReplayReport& r, bool json) {
-  std::vector<TimeNs> durations;
-  durations.reserve(r.steps.size());
-  for (const auto& s : r.steps) durations.push_back(s.measured());
-  const std::size_t limit = std::max<std::size_t>(o.max_steps, 1);
-  return analyzers::listed_steps(durations, o.all_steps ? durations.size()
-                                            : json      ? std::max(limit, analyzers::kJsonStepRows)
-                                                        : limit);
-}
 
 // The trace's calibration rows with --cost overrides on top (as if that many samples).
 OverheadCosts costs_for(const Trace& trace, const std::vector<std::string>& overrides) {
@@ -133,7 +119,7 @@ std::string render_text(const ReplayCommandOptions& o, const Trace& trace, const
   if (r.unscheduled > 0) line("unscheduled", fmt::format("{} tasks never ran (a cycle)", r.unscheduled));
   const char* predicted = r.correction ? "untraced" : "replayed";
   out += fmt::format("\n{:<28}{:>14}{:>14}{:>12}\n", "step", "measured", predicted, "error");
-  const std::vector<std::size_t> rows = listed_replay_steps(o, r, false);
+  const std::vector<std::size_t> rows = analyzers::listed_replay_steps(r, {o.max_steps, o.all_steps}, false);
   for (std::size_t i : rows) {
     const auto& s = r.steps[i];
     out += fmt::format("{:<28}{:>14}{:>14}{:>12}\n", s.name.substr(0, 27), format_duration(s.measured()),
@@ -161,56 +147,7 @@ std::string render_text(const ReplayCommandOptions& o, const Trace& trace, const
 }
 
 std::string render_json(const ReplayCommandOptions& o, const Trace& trace, const ReplayReport& r) {
-  using nlohmann::json;
-  json j;
-  j["trace"] = inputs_label(o.traces);
-  j["source"] = std::string(to_string(trace.source()));
-  j["overhead_corrected"] = r.correction.has_value();
-  j["dropped_events"] = trace.dropped_events();
-  j["tasks"] = r.tasks;
-  j["edges"] = r.edges;
-  j["sync_actions"] = r.sync_actions;
-  j["unscheduled_tasks"] = r.unscheduled;
-  j["build_seconds"] = r.build_seconds;
-  j["simulate_seconds"] = r.simulate_seconds;
-  j["measured_ns"] = r.measured_span();
-  j["predicted_ns"] = r.predicted_span();
-  j["error"] = r.error();
-  const std::vector<std::size_t> rows = listed_replay_steps(o, r, true);
-  j["step_count"] = r.steps.size();
-  j["steps_left_out"] = r.steps.size() - rows.size();
-  j["steps"] = json::array();
-  for (std::size_t i : rows) {
-    const auto& s = r.steps[i];
-    j["steps"].push_back({{"index", i},
-                          {"name", s.name},
-                          {"measured_ns", s.measured()},
-                          {"predicted_ns", s.predicted()},
-                          {"measured_start_ns", s.measured_start},
-                          {"predicted_start_ns", s.predicted_start},
-                          {"error", s.error()}});
-  }
-  if (r.correction) {
-    const auto& c = *r.correction;
-    j["overhead"] = {{"range_ns", c.costs.range_ns},     {"marker_ns", c.costs.marker_ns},
-                     {"cuda_api_ns", c.costs.cuda_api_ns}, {"charged_ns", c.charged_ns},
-                     {"removed_ns", c.removed_ns},       {"hidden_by_waits_ns", c.unabsorbed_ns},
-                     {"events_charged", c.events_charged}, {"overhead_records", c.overhead_records},
-                     {"events_charged_in_run", c.events_charged_in_run}, {"in_run_range_ns", c.in_run_range_ns},
-                     {"runqueue_removed_ns", c.runqueue_removed_ns},
-                     {"tracer_writer_cpu_ns", trace.tracer_writer_cpu_ns() == kNoValue
-                                                  ? nlohmann::json(nullptr)
-                                                  : nlohmann::json(trace.tracer_writer_cpu_ns())}};
-  }
-  const auto& w = r.warnings;
-  j["warnings"] = {{"gpu_op_before_launch", w.gpu_op_before_launch},
-                   {"sync_target_after_return", w.sync_target_after_return},
-                   {"unknown_sync_stream", w.unknown_sync_stream},
-                   {"unresolved_event", w.unresolved_event},
-                   {"gpu_ops_without_launch", w.gpu_ops_without_launch},
-                   {"sync_ops_skipped", w.sync_ops_skipped}};
-  if (!o.predicted.empty()) j["predicted_trace"] = o.predicted;
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return analyzers::replay_json(trace, r, inputs_label(o.traces), {o.max_steps, o.all_steps}, o.predicted);
 }
 
 const CommandRegistration replay_command(60, "replay", [](CLI::App& app) -> CommandAction {

@@ -4,17 +4,16 @@
 #include "commands.h"
 #include "output.h"
 
+#include <dreamscope/analyzers/run_json.h>
 #include <dreamscope/storage/importers.h>
-
-#include <cmath>
 #include <dreamscope/storage/limits.h>
 #include <dreamscope/storage/storage.h>
 #include <dreamscope/whatif/whatif_engine.h>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 
@@ -121,11 +120,6 @@ std::vector<whatif::ScenarioRequest> requests_from(const WhatIfCommandOptions& o
 
 // A scenario whose selectors matched nothing predicts the baseline; say so rather than let a
 // speedup of 1.000× read as a finding.
-bool matched_nothing(const Prediction& p) {
-  return std::all_of(p.effects.begin(), p.effects.end(),
-                     [](const whatif::TransformEffect& e) { return e.tasks == 0 && e.op != "set_policy"; });
-}
-
 std::string render_list() {
   std::string out = "Built-in scenarios (dreamscope whatif TRACE -s NAME [-p PARAM=VALUE]):\n";
   const auto builtins = whatif::builtin_scenarios();
@@ -163,7 +157,7 @@ std::string render_text(const WhatIfCommandOptions& o, const WhatIfReport& r) {
   for (const auto& p : r.predictions) {
     out += fmt::format("\n{}\n", p.label);
     for (const auto& e : p.effects) out += fmt::format("  {:<14}{:<34} {}\n", e.op, where(e.where), effect_text(e));
-    if (matched_nothing(p)) out += "  NOTE: no task of this trace matched the scenario's selectors\n";
+    if (analyzers::matched_nothing(p)) out += "  NOTE: no task of this trace matched the scenario's selectors\n";
     if (p.unscheduled > 0) out += fmt::format("  WARNING: {} tasks never ran (the edits made a cycle)\n", p.unscheduled);
     out += "  critical path of the median step:\n";
     for (const auto& c : p.critical_path) out += fmt::format("    {:>12}  {}\n", format_duration(c.time), c.what);
@@ -216,7 +210,7 @@ std::string render_markdown(const WhatIfCommandOptions& o, const WhatIfReport& r
   }
   for (const auto& p : r.predictions) {
     out += fmt::format("\n<details><summary>{}: what changed</summary>\n\n", md_escape(p.label));
-    if (matched_nothing(p)) out += "No task of this trace matched the scenario's selectors.\n\n";
+    if (analyzers::matched_nothing(p)) out += "No task of this trace matched the scenario's selectors.\n\n";
     out += "| transform | where | effect |\n|---|---|---|\n";
     for (const auto& e : p.effects) {
       out += fmt::format("| {} | {} | {} |\n", e.op, md_escape(where(e.where)), md_escape(effect_text(e)));
@@ -236,51 +230,7 @@ std::string render_markdown(const WhatIfCommandOptions& o, const WhatIfReport& r
 }
 
 std::string render_json(const WhatIfCommandOptions& o, const WhatIfReport& r) {
-  using nlohmann::json;
-  auto shares = [](const std::vector<whatif::CriticalPathShare>& v) {
-    json a = json::array();
-    for (const auto& c : v) a.push_back({{"what", c.what}, {"ns", c.time}});
-    return a;
-  };
-  json j;
-  j["trace"] = inputs_label(o.traces);
-  j["tasks"] = r.tasks;
-  j["steps"] = r.step_count;
-  j["measured_step_ns"] = r.measured_step_median;
-  j["replayed_step_ns"] = r.replayed_step_median;
-  j["measured_span_ns"] = r.measured_span;
-  j["replayed_span_ns"] = r.replayed_span;
-  if (r.correction) {
-    j["overhead_correction"] = {{"removed_ns", r.correction->removed_ns},
-                                {"charged_ns", r.correction->charged_ns},
-                                {"events_charged", r.correction->events_charged}};
-  }
-  j["critical_path"] = shares(r.baseline_critical_path);
-  j["predictions"] = json::array();
-  for (const auto& p : r.predictions) {
-    json jp{{"label", p.label},          {"scenarios", p.scenarios}, {"parameters", p.parameters},
-            {"predicted_step_ns", p.step_median}, {"speedup", p.speedup}, {"span_ns", p.span},
-            {"unscheduled_tasks", p.unscheduled}, {"critical_path", shares(p.critical_path)},
-            {"matched_nothing", matched_nothing(p)}};
-    jp["changes"] = json::array();
-    for (const auto& e : p.effects) {
-      jp["changes"].push_back({{"op", e.op},
-                               {"where", where(e.where)},
-                               {"tasks", e.tasks},
-                               {"before_ns", e.time_before},
-                               {"after_ns", e.time_after},
-                               {"detail", e.detail}});
-    }
-    j["predictions"].push_back(std::move(jp));
-  }
-  if (r.data_stalls) {
-    const auto& d = *r.data_stalls;
-    j["data_stalls"] = {{"traced_step_ns", d.traced_step},   {"cached_step_ns", d.cached_step},
-                        {"synthetic_step_ns", d.synthetic_step}, {"fetch_stall_ns", d.fetch_stall()},
-                        {"prep_stall_ns", d.prep_stall()}, {"basis", d.basis_text()}};
-  }
-  if (!o.predicted.empty()) j["predicted_trace"] = o.predicted;
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return analyzers::whatif_json(r, inputs_label(o.traces), o.predicted);
 }
 
 // Gates are checked against placeholder values before the simulations run, so that a

@@ -9,11 +9,11 @@
 #include <dreamscope/analyzers/analyzers.h>
 #include <dreamscope/analyzers/job_analysis.h>
 #include <dreamscope/analyzers/report.h>
+#include <dreamscope/analyzers/run_json.h>
 #include <dreamscope/storage/importers.h>
 #include <dreamscope/storage/job.h>
 #include <dreamscope/whatif/whatif_engine.h>
 
-#include <nlohmann/json.hpp>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -31,13 +31,10 @@ namespace dreamscope::python {
 
 namespace py = pybind11;
 namespace fs = std::filesystem;
-using nlohmann::json;
 
 namespace {
 
 using TracePtr = std::shared_ptr<Trace>;
-
-std::string dump(const json& j) { return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n"; }
 
 // ---- Loading --------------------------------------------------------------------------
 
@@ -299,58 +296,6 @@ std::string job_json_from_trace(const Trace& trace, const std::string& name, boo
   return analyzers::render_job_json(analyzers::analyze_job(std::move(summaries), o));
 }
 
-// What `dreamscope replay --format json` prints (cli/src/replay_command.cpp), less the file
-// names of -o: the same keys and values.
-std::string replay_json(const std::string& name, const Trace& trace, const ReplayReport& r) {
-  json j;
-  j["trace"] = name;
-  j["source"] = std::string(to_string(trace.source()));
-  j["overhead_corrected"] = r.correction.has_value();
-  j["dropped_events"] = trace.dropped_events();
-  j["tasks"] = r.tasks;
-  j["edges"] = r.edges;
-  j["sync_actions"] = r.sync_actions;
-  j["unscheduled_tasks"] = r.unscheduled;
-  j["build_seconds"] = r.build_seconds;
-  j["simulate_seconds"] = r.simulate_seconds;
-  j["measured_ns"] = r.measured_span();
-  j["predicted_ns"] = r.predicted_span();
-  j["error"] = r.error();
-  j["steps"] = json::array();
-  for (const auto& s : r.steps) {
-    j["steps"].push_back({{"name", s.name},
-                          {"measured_ns", s.measured()},
-                          {"predicted_ns", s.predicted()},
-                          {"measured_start_ns", s.measured_start},
-                          {"predicted_start_ns", s.predicted_start},
-                          {"error", s.error()}});
-  }
-  if (r.correction) {
-    const auto& c = *r.correction;
-    j["overhead"] = {{"range_ns", c.costs.range_ns},
-                     {"marker_ns", c.costs.marker_ns},
-                     {"cuda_api_ns", c.costs.cuda_api_ns},
-                     {"charged_ns", c.charged_ns},
-                     {"removed_ns", c.removed_ns},
-                     {"hidden_by_waits_ns", c.unabsorbed_ns},
-                     {"events_charged", c.events_charged},
-                     {"overhead_records", c.overhead_records},
-                     {"events_charged_in_run", c.events_charged_in_run},
-                     {"in_run_range_ns", c.in_run_range_ns},
-                     {"runqueue_removed_ns", c.runqueue_removed_ns},
-                     {"tracer_writer_cpu_ns",
-                      trace.tracer_writer_cpu_ns() == kNoValue ? json(nullptr) : json(trace.tracer_writer_cpu_ns())}};
-  }
-  const auto& w = r.warnings;
-  j["warnings"] = {{"gpu_op_before_launch", w.gpu_op_before_launch},
-                   {"sync_target_after_return", w.sync_target_after_return},
-                   {"unknown_sync_stream", w.unknown_sync_stream},
-                   {"unresolved_event", w.unresolved_event},
-                   {"gpu_ops_without_launch", w.gpu_ops_without_launch},
-                   {"sync_ops_skipped", w.sync_ops_skipped}};
-  return dump(j);
-}
-
 py::tuple replay_trace(const Trace& trace, const std::string& name, bool correct_overhead, bool make_trace) {
   std::string text;
   std::optional<Trace> predicted;
@@ -360,7 +305,7 @@ py::tuple replay_trace(const Trace& trace, const std::string& name, bool correct
     o.correct_overhead = correct_overhead;
     o.make_trace = make_trace;
     ReplayReport r = replay(trace, o);
-    text = replay_json(name, trace, r);
+    text = analyzers::replay_json(trace, r, name, {.max_steps = 50, .all_steps = true});
     predicted = std::move(r.predicted);
   }
   py::object p = predicted ? py::cast(std::make_shared<Trace>(std::move(*predicted))) : py::object(py::none());
@@ -396,68 +341,6 @@ std::vector<whatif::ScenarioRequest> requests_from(const std::vector<std::string
   return requests;
 }
 
-bool matched_nothing(const whatif::Prediction& p) {
-  return std::all_of(p.effects.begin(), p.effects.end(),
-                     [](const whatif::TransformEffect& e) { return e.tasks == 0 && e.op != "set_policy"; });
-}
-
-std::string where(const whatif::SourcePosition& p) {
-  return p.line > 0 ? p.file + ":" + std::to_string(p.line) : p.file;
-}
-
-// What `dreamscope whatif --format json` prints (cli/src/whatif_command.cpp), plus each
-// prediction's steps (measured and predicted), which the CLI does not print.
-std::string whatif_json(const std::string& name, const whatif::WhatIfReport& r) {
-  auto shares = [](const std::vector<whatif::CriticalPathShare>& v) {
-    json a = json::array();
-    for (const auto& c : v) a.push_back({{"what", c.what}, {"ns", c.time}});
-    return a;
-  };
-  json j;
-  j["trace"] = name;
-  j["tasks"] = r.tasks;
-  j["steps"] = r.step_count;
-  j["measured_step_ns"] = r.measured_step_median;
-  j["replayed_step_ns"] = r.replayed_step_median;
-  j["measured_span_ns"] = r.measured_span;
-  j["replayed_span_ns"] = r.replayed_span;
-  if (r.correction) {
-    j["overhead_correction"] = {{"removed_ns", r.correction->removed_ns},
-                                {"charged_ns", r.correction->charged_ns},
-                                {"events_charged", r.correction->events_charged}};
-  }
-  j["critical_path"] = shares(r.baseline_critical_path);
-  j["predictions"] = json::array();
-  for (const auto& p : r.predictions) {
-    json jp{{"label", p.label},
-            {"scenarios", p.scenarios},
-            {"parameters", p.parameters},
-            {"predicted_step_ns", p.step_median},
-            {"speedup", p.speedup},
-            {"span_ns", p.span},
-            {"unscheduled_tasks", p.unscheduled},
-            {"critical_path", shares(p.critical_path)},
-            {"matched_nothing", matched_nothing(p)}};
-    jp["changes"] = json::array();
-    for (const auto& e : p.effects) {
-      jp["changes"].push_back({{"op", e.op},
-                               {"where", where(e.where)},
-                               {"tasks", e.tasks},
-                               {"before_ns", e.time_before},
-                               {"after_ns", e.time_after},
-                               {"detail", e.detail}});
-    }
-    j["predictions"].push_back(std::move(jp));
-  }
-  if (r.data_stalls) {
-    const auto& d = *r.data_stalls;
-    j["data_stalls"] = {{"traced_step_ns", d.traced_step},     {"cached_step_ns", d.cached_step},
-                        {"synthetic_step_ns", d.synthetic_step}, {"fetch_stall_ns", d.fetch_stall()},
-                        {"prep_stall_ns", d.prep_stall()},     {"basis", d.basis_text()}};
-  }
-  return dump(j);
-}
-
 py::tuple whatif_trace(const Trace& trace, const std::string& name, const std::vector<std::string>& scenarios,
                        const std::map<std::string, std::string>& parameters, bool correct_overhead, bool data_stalls,
                        bool make_trace, std::optional<std::int64_t> rank) {
@@ -472,7 +355,7 @@ py::tuple whatif_trace(const Trace& trace, const std::string& name, const std::v
     o.correct_overhead = correct_overhead;
     o.data_stalls = data_stalls;
     whatif::WhatIfReport r = whatif::run_whatif(trace, requests, o);
-    text = whatif_json(name, r);
+    text = analyzers::whatif_json(r, name);
     for (const auto& p : r.predictions) {
       for (const auto& s : p.steps) {
         steps.emplace_back(p.label, s.name, s.measured_start, s.measured(), s.predicted_start, s.predicted());
