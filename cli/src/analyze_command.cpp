@@ -59,37 +59,6 @@ std::string job_section_names() {
   return names;
 }
 
-// The inputs sorted into rank summaries and traces. A folder holding summaries gives them;
-// any other folder, glob or file goes through job_files.
-struct JobInputs {
-  std::vector<fs::path> summaries;
-  std::vector<fs::path> traces;
-};
-
-JobInputs sort_inputs(const std::vector<std::string>& inputs) {
-  JobInputs in;
-  for (const std::string& input : inputs) {
-    std::error_code ec;
-    if (fs::is_directory(input, ec)) {
-      std::vector<fs::path> found;
-      for (const auto& entry : fs::directory_iterator(input, ec)) {
-        if (analyzers::is_rank_summary_file(entry.path())) found.push_back(entry.path());
-      }
-      if (!found.empty()) {
-        std::sort(found.begin(), found.end());
-        in.summaries.insert(in.summaries.end(), found.begin(), found.end());
-        continue;
-      }
-    }
-    for (const fs::path& f : job_files({input})) {
-      // A file named as a summary is read as one, so that a bad one is refused as a summary.
-      const bool summary = f.filename().string().ends_with(".summary.db") || analyzers::is_rank_summary_file(f);
-      (summary ? in.summaries : in.traces).push_back(f);
-    }
-  }
-  return in;
-}
-
 std::string render(const analyzers::JobReport& report, const std::string& format) {
   if (format == "md") return analyzers::render_job_markdown(report);
   if (format == "json") return analyzers::render_job_json(report);
@@ -127,7 +96,7 @@ std::vector<analyzers::RankSummary> summarize_ranks_of(const Trace& trace, const
   return out;
 }
 
-int write_summary(const AnalyzeOptions& o, const JobInputs& in, const analyzers::HtaOptions& hta, bool allow_empty) {
+int write_summary(const AnalyzeOptions& o, const analyzers::JobInputs& in, const analyzers::HtaOptions& hta, bool allow_empty) {
   if (o.output.empty() || o.output == "-") {
     fmt::print(stderr, "dreamscope analyze: --summary needs -o FILE (rankN.summary.db)\n");
     return kExitUsage;
@@ -237,7 +206,7 @@ const CommandRegistration analyze_command(50, "analyze", [](CLI::App& app) -> Co
     analyzers::HtaOptions hta;
     hta.profiler_step_filter = !o.no_step_filter;
 
-    const JobInputs in = sort_inputs(o.traces);
+    const analyzers::JobInputs in = analyzers::sort_job_inputs(o.traces);
     if (o.summary) return write_summary(o, in, hta, *allow_empty);
     if (o.rank != kNoValue) {
       fmt::print(stderr, "dreamscope analyze: --rank goes with --summary\n");

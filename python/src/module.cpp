@@ -38,28 +38,12 @@ using TracePtr = std::shared_ptr<Trace>;
 
 // ---- Loading --------------------------------------------------------------------------
 
-// What `dreamscope analyze` splits its inputs into: rank summaries and trace files (a folder
-// of summaries is its summaries; anything else goes through job_files).
+// What `dreamscope analyze` splits its inputs into: rank summaries and trace files.
 std::pair<std::vector<std::string>, std::vector<std::string>> split_inputs(const std::vector<std::string>& inputs) {
+  const analyzers::JobInputs in = analyzers::sort_job_inputs(inputs);
   std::vector<std::string> summaries, traces;
-  for (const std::string& input : inputs) {
-    std::error_code ec;
-    if (fs::is_directory(input, ec)) {
-      std::vector<fs::path> found;
-      for (const auto& entry : fs::directory_iterator(input, ec)) {
-        if (analyzers::is_rank_summary_file(entry.path())) found.push_back(entry.path());
-      }
-      if (!found.empty()) {
-        std::sort(found.begin(), found.end());
-        for (const auto& f : found) summaries.push_back(f.string());
-        continue;
-      }
-    }
-    for (const fs::path& f : job_files({input})) {
-      const bool summary = f.filename().string().ends_with(".summary.db") || analyzers::is_rank_summary_file(f);
-      (summary ? summaries : traces).push_back(f.string());
-    }
-  }
+  for (const auto& f : in.summaries) summaries.push_back(f.string());
+  for (const auto& f : in.traces) traces.push_back(f.string());
   return {summaries, traces};
 }
 

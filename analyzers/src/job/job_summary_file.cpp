@@ -2,8 +2,10 @@
 // Its own tables, none named like a trace's, so that no trace reader takes it for a trace.
 #include "dreamscope/analyzers/job_analysis.h"
 
+#include "dreamscope/storage/job.h"
 #include "dreamscope/storage/sqlite_file.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -422,6 +424,29 @@ bool is_rank_summary_file(const std::filesystem::path& path) {
   } catch (const TraceError&) {
     return false;
   }
+}
+
+JobInputs sort_job_inputs(const std::vector<std::string>& inputs) {
+  JobInputs in;
+  for (const std::string& input : inputs) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(input, ec)) {
+      std::vector<std::filesystem::path> found;
+      for (const auto& entry : std::filesystem::directory_iterator(input, ec)) {
+        if (is_rank_summary_file(entry.path())) found.push_back(entry.path());
+      }
+      if (!found.empty()) {
+        std::sort(found.begin(), found.end());
+        in.summaries.insert(in.summaries.end(), found.begin(), found.end());
+        continue;
+      }
+    }
+    for (const std::filesystem::path& f : job_files({input})) {
+      const bool summary = f.filename().string().ends_with(".summary.db") || is_rank_summary_file(f);
+      (summary ? in.summaries : in.traces).push_back(f);
+    }
+  }
+  return in;
 }
 
 RankSummary read_rank_summary(const std::filesystem::path& path) {

@@ -90,6 +90,16 @@ RankSummary read_rank_summary(const std::filesystem::path& path);
 // does not say whether it is a valid one.
 bool is_rank_summary_file(const std::filesystem::path& path);
 
+// What `dreamscope analyze` and dreamscope.load() make of their inputs: rank summaries and
+// trace files. A folder holding summaries gives them; any other folder, glob or file goes
+// through job_files, and a file named *.summary.db is read as a summary (so that a bad one is
+// refused as a summary, not as a trace).
+struct JobInputs {
+  std::vector<std::filesystem::path> summaries;
+  std::vector<std::filesystem::path> traces;
+};
+JobInputs sort_job_inputs(const std::vector<std::string>& inputs);
+
 // ---- The job across ranks -------------------------------------------------------------------
 
 // Why the straggler of a step arrived late (docs/multi-rank.md, "The straggler of a step").
