@@ -47,10 +47,10 @@ bool sql_to_database(const std::filesystem::path& path, const std::uint8_t* data
 
 void run_commands_on(const Trace& trace) {
   (void)summarize(trace);
-  ReplayOptions replay_options;
+  whatif::ReplayOptions replay_options;
   replay_options.correct_overhead = true;
   replay_options.make_trace = true;
-  const ReplayReport replayed = replay(trace, replay_options);
+  const whatif::ReplayReport replayed = whatif::replay(trace, replay_options);
   const auto report = analyzers::analyze_trace(trace, "fuzz");
   (void)analyzers::render_json(report);
   (void)analyzers::render_text(report);

@@ -30,9 +30,9 @@ const Trace& synthetic_trace(std::int64_t tasks) {
   return *slot;
 }
 
-std::size_t simulation_bytes(const SimulationResult& r) {
+std::size_t simulation_bytes(const whatif::SimulationResult& r) {
   return r.start.capacity() * sizeof(TimeNs) + r.end.capacity() * sizeof(TimeNs) +
-         r.binding.capacity() * sizeof(TaskBinding);
+         r.binding.capacity() * sizeof(whatif::TaskBinding);
 }
 
 void BM_BuildGraph(benchmark::State& state) {
@@ -54,7 +54,7 @@ void BM_Simulate(benchmark::State& state) {
   const DependencyGraph g = build_dependency_graph(trace);
   std::size_t bytes = 0;
   for (auto _ : state) {
-    SimulationResult r = simulate(g);
+    whatif::SimulationResult r = whatif::simulate(g);
     bytes = simulation_bytes(r);
     benchmark::DoNotOptimize(r);
   }
@@ -70,7 +70,7 @@ void BM_BuildAndReplay(benchmark::State& state) {
   double error = 0;
   std::size_t tasks = 0;
   for (auto _ : state) {
-    const ReplayReport r = replay(trace);
+    const whatif::ReplayReport r = whatif::replay(trace);
     tasks = r.tasks;
     error = r.error();
     benchmark::DoNotOptimize(error);

@@ -88,7 +88,7 @@ void per_event(benchmark::State& state, const Trace& trace) {
 
 void BM_Replay(benchmark::State& state) {
   const Trace& trace = trace_of(state.range(0));
-  for (auto _ : state) benchmark::DoNotOptimize(replay(trace));
+  for (auto _ : state) benchmark::DoNotOptimize(whatif::replay(trace));
   per_event(state, trace);
 }
 

@@ -75,10 +75,10 @@ std::string render_text(const std::string& path, const TraceSummary& s) {
     std::string cost;
     if (s.range_timed_in_run_ns >= 0 && s.clock_read_ns > 0) {
       // The correction's own figure (per window there, on the run's mean here).
-      const OverheadCosts start{.range_ns = std::max(0.0, s.range_cost_ns), .clock_read_ns = s.clock_read_ns};
+      const whatif::OverheadCosts start{.range_ns = std::max(0.0, s.range_cost_ns), .clock_read_ns = s.clock_read_ns};
       cost = fmt::format("range timed {:.1f} ns in the run, less {:.1f} ns for its own clock read: about {:.1f} ns "
                          "charged ({:.1f} ns back to back, {:.1f} ns timed at start-up)",
-                         s.range_timed_in_run_ns, s.clock_read_ns, charged_cost(s.range_timed_in_run_ns, true, start),
+                         s.range_timed_in_run_ns, s.clock_read_ns, whatif::charged_cost(s.range_timed_in_run_ns, true, start),
                          s.range_cost_ns, s.range_timed_at_start_ns);
     } else if (s.range_timed_in_run_ns >= 0 && s.range_timed_at_start_ns > 0 && s.range_in_work_at_start_ns > 0) {
       cost = fmt::format("range timed {:.1f} ns in the run, {:.1f} ns at start-up ({:.2f}x; calibrated cost {:.1f} ns, "

@@ -35,7 +35,7 @@ struct ReplayCommandOptions {
 };
 
 // The trace's calibration rows with --cost overrides on top (as if that many samples).
-OverheadCosts costs_for(const Trace& trace, const std::vector<std::string>& overrides) {
+whatif::OverheadCosts costs_for(const Trace& trace, const std::vector<std::string>& overrides) {
   std::vector<CalibrationRecord> rows = trace.calibration();
   for (const auto& o : overrides) {
     const auto eq = o.find('=');
@@ -55,12 +55,12 @@ OverheadCosts costs_for(const Trace& trace, const std::vector<std::string>& over
     std::erase_if(rows, [&](const CalibrationRecord& r) { return r.event_kind == kind; });
     rows.push_back({kind, ns, 1, "--cost"});
   }
-  return overhead_costs(rows);
+  return whatif::overhead_costs(rows);
 }
 
 std::string error_percent(double error) { return fmt::format("{:+.3f} %", 100 * error); }
 
-std::string render_text(const ReplayCommandOptions& o, const Trace& trace, const ReplayReport& r) {
+std::string render_text(const ReplayCommandOptions& o, const Trace& trace, const whatif::ReplayReport& r) {
   std::string out;
   auto line = [&](std::string_view key, const std::string& value) { out += fmt::format("{:<14}{}\n", key, value); };
   line("trace", fmt::format("{} ({})", inputs_label(o.traces), to_string(trace.source())));
@@ -146,7 +146,7 @@ std::string render_text(const ReplayCommandOptions& o, const Trace& trace, const
   return out;
 }
 
-std::string render_json(const ReplayCommandOptions& o, const Trace& trace, const ReplayReport& r) {
+std::string render_json(const ReplayCommandOptions& o, const Trace& trace, const whatif::ReplayReport& r) {
   return analyzers::replay_json(trace, r, inputs_label(o.traces), {o.max_steps, o.all_steps}, o.predicted);
 }
 
@@ -181,7 +181,7 @@ const CommandRegistration replay_command(60, "replay", [](CLI::App& app) -> Comm
               "kept nothing; --allow-empty goes on) or unwritable output, 2 bad command line.");
   return [opts, allow_empty] {
     const Trace trace = open_job(opts->traces, *allow_empty);
-    ReplayOptions ro;
+    whatif::ReplayOptions ro;
     ro.correct_overhead = opts->correct_overhead || !opts->costs.empty();
     if (!opts->costs.empty()) {
       try {
@@ -192,7 +192,7 @@ const CommandRegistration replay_command(60, "replay", [](CLI::App& app) -> Comm
       }
     }
     ro.make_trace = !opts->predicted.empty();
-    const ReplayReport report = replay(trace, ro);
+    const whatif::ReplayReport report = whatif::replay(trace, ro);
     if (report.predicted) write_trace(*report.predicted, opts->predicted);
     write_output(opts->output, opts->format == "json" ? render_json(*opts, trace, report)
                                                       : render_text(*opts, trace, report));

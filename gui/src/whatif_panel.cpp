@@ -186,7 +186,7 @@ void WhatIfPanel::run_finished() {
 
 void WhatIfPanel::show_prediction(int row) {
   auto p = predictions_->at(row);
-  steps_->set_steps(p ? p->prediction.steps : std::vector<StepTime>{});
+  steps_->set_steps(p ? p->prediction.steps : std::vector<whatif::StepTime>{});
   emit prediction_selected(p);
 }
 

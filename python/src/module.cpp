@@ -285,10 +285,10 @@ py::tuple replay_trace(const Trace& trace, const std::string& name, bool correct
   std::optional<Trace> predicted;
   {
     py::gil_scoped_release release;
-    ReplayOptions o;
+    whatif::ReplayOptions o;
     o.correct_overhead = correct_overhead;
     o.make_trace = make_trace;
-    ReplayReport r = replay(trace, o);
+    whatif::ReplayReport r = whatif::replay(trace, o);
     text = analyzers::replay_json(trace, r, name, {.max_steps = 50, .all_steps = true});
     predicted = std::move(r.predicted);
   }

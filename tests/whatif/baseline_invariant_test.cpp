@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include <vector>
 
-namespace dreamscope {
+namespace dreamscope::whatif {
 namespace {
 
 constexpr double kTolerance = 0.01;
@@ -175,4 +175,4 @@ TEST(Baseline, TracedCpuTrainRuns) {
 }
 
 } // namespace
-} // namespace dreamscope
+} // namespace dreamscope::whatif

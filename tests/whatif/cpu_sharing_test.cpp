@@ -16,7 +16,7 @@
 #include <filesystem>
 #include <string>
 
-namespace dreamscope {
+namespace dreamscope::whatif {
 namespace {
 
 // `threads` threads (one process each, on `hosts` machines in turn) of one `work` ns range
@@ -266,4 +266,4 @@ TEST(CpuSharing, TheRecordedJobReplaysAsMeasuredOnItsTwoCores) {
 }
 
 } // namespace
-} // namespace dreamscope
+} // namespace dreamscope::whatif

@@ -14,7 +14,7 @@
 
 #include <gtest/gtest.h>
 
-namespace dreamscope {
+namespace dreamscope::whatif {
 namespace {
 
 using test::RankJob;
@@ -297,4 +297,4 @@ TEST(RecordedJob, TheStragglerWhatIfPredictsTheRunWithoutTheSlowdown) {
 }
 
 } // namespace
-} // namespace dreamscope
+} // namespace dreamscope::whatif

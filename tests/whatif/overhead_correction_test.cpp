@@ -16,7 +16,7 @@
 #include <fstream>
 #include <map>
 
-namespace dreamscope {
+namespace dreamscope::whatif {
 namespace {
 
 using test::HandTrace;
@@ -422,9 +422,9 @@ TEST(OverheadCorrection, RecordedPausedBlocksPredictTheirPausedNeighbours) {
 }
 
 } // namespace
-} // namespace dreamscope
+} // namespace dreamscope::whatif
 
-namespace dreamscope {
+namespace dreamscope::whatif {
 namespace {
 
 // fuzz_trace_db found a trace.db whose range cost, times its ranges, overflowed int64 when
@@ -444,4 +444,4 @@ TEST(OverheadCorrection, AbsurdCostsRemoveAtMostTheTasksAndTheTotalsSaturate) {
 }
 
 } // namespace
-} // namespace dreamscope
+} // namespace dreamscope::whatif

@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-namespace dreamscope {
+namespace dreamscope::whatif {
 namespace {
 
 struct Ran {
@@ -221,4 +221,4 @@ TEST_F(ReplayCli, UnreadableTraceIsOneLineNamingTheFile) {
 }
 
 } // namespace
-} // namespace dreamscope
+} // namespace dreamscope::whatif

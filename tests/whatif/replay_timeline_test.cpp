@@ -13,7 +13,7 @@
 #include <filesystem>
 #include <fstream>
 
-namespace dreamscope {
+namespace dreamscope::whatif {
 namespace {
 
 using test::annotation_row;
@@ -674,4 +674,4 @@ TEST(ReplayTimeline, AWaitThatFindsItsBatchReadyPaysNoWakeUp) {
 }
 
 } // namespace
-} // namespace dreamscope
+} // namespace dreamscope::whatif

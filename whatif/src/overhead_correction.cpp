@@ -6,7 +6,7 @@
 #include <limits>
 #include <span>
 
-namespace dreamscope {
+namespace dreamscope::whatif {
 
 OverheadCosts overhead_costs(const std::vector<CalibrationRecord>& calibration) {
   OverheadCosts costs;
@@ -295,4 +295,4 @@ OverheadCorrection correct_overhead(const Trace& trace, DependencyGraph& graph, 
   return out;
 }
 
-} // namespace dreamscope
+} // namespace dreamscope::whatif

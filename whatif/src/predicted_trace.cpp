@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-namespace dreamscope {
+namespace dreamscope::whatif {
 
 TimeNs predicted_instant(const DependencyGraph& graph, const SimulationResult& result, ResourceId r, TimeNs measured) {
   const TaskId first = graph.resource_first(r), end = graph.resource_end(r);
@@ -161,4 +161,4 @@ Trace make_predicted_trace(const Trace& measured, const DependencyGraph& graph, 
   return std::move(b).build();
 }
 
-} // namespace dreamscope
+} // namespace dreamscope::whatif

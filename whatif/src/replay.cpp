@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-namespace dreamscope {
+namespace dreamscope::whatif {
 
 double StepTime::error() const {
   if (measured() <= 0) return predicted() == 0 ? 0.0 : 1.0;
@@ -120,4 +120,4 @@ ReplayReport replay(const Trace& trace, const ReplayOptions& options) {
   return report;
 }
 
-} // namespace dreamscope
+} // namespace dreamscope::whatif

@@ -7,7 +7,7 @@
 #include <limits>
 #include <queue>
 
-namespace dreamscope {
+namespace dreamscope::whatif {
 
 std::string_view to_string(Constraint c) {
   switch (c) {
@@ -520,4 +520,4 @@ std::vector<CriticalPathStep> critical_path(const DependencyGraph& graph, const 
   return path;
 }
 
-} // namespace dreamscope
+} // namespace dreamscope::whatif

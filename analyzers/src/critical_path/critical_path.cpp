@@ -43,12 +43,12 @@ constexpr ResourceId kNoResource = kNoIndex;
 
 // A point a walk back along the path reaches (a task's end, or its start through a launch),
 // and the point a walk goes on to with the binding that leads there (simulator.h).
-using PathPoint = CriticalPathPoint;
-using PathLink = CriticalPathLink;
+using PathPoint = whatif::CriticalPathPoint;
+using PathLink = whatif::CriticalPathLink;
 
 class PathSummarizer {
  public:
-  PathSummarizer(const Trace& trace, const DependencyGraph& graph, const SimulationResult& result)
+  PathSummarizer(const Trace& trace, const DependencyGraph& graph, const whatif::SimulationResult& result)
       : trace_(trace), g_(graph), r_(result) {}
 
   // A path whose last task is `last` (kNoTask: an empty path); time before `window_begin` is
@@ -149,7 +149,7 @@ class PathSummarizer {
   }
 
   // The whole of a path as critical_path() returns it (last task first).
-  CriticalPathSummary summarize(std::string name, const std::vector<CriticalPathStep>& path, TimeNs window_begin,
+  CriticalPathSummary summarize(std::string name, const std::vector<whatif::CriticalPathStep>& path, TimeNs window_begin,
                                 std::size_t top_operations) {
     start(std::move(name), path.empty() ? kNoTask : path.front().task, window_begin);
     for (std::size_t i = 0; i < path.size() && open(); ++i) {
@@ -207,7 +207,7 @@ class PathSummarizer {
   // Where a task reached at its end stops billing its own time: where whatever bound its end
   // let go of it (the end of its wait), else its start.
   TimeNs own_from(TaskId t, const PathLink* next) const {
-    const bool waited = next && end_set_by_task(next->via);
+    const bool waited = next && whatif::end_set_by_task(next->via);
     return waited ? r_.end[t] - (g_.removed(t) ? 0 : g_.duration(t)) : r_.start[t];
   }
 
@@ -220,14 +220,14 @@ class PathSummarizer {
   LinkStretch link_stretch(TaskId t, const PathLink& next) const {
     const TaskId u = next.to.task;
     switch (next.via) {
-      case Constraint::Launch: return {PathCategory::LaunchLatency, kNoResource, r_.start[u]};
+      case whatif::Constraint::Launch: return {PathCategory::LaunchLatency, kNoResource, r_.start[u]};
       // Another thread handed it the work: the wake-up is a wait like a sync's.
-      case Constraint::Handoff: return {PathCategory::SyncWait, kNoResource, r_.start[u]};
-      case Constraint::Sync:
-      case Constraint::EventWait: return {PathCategory::SyncWait, kNoResource, r_.end[u]};
-      case Constraint::Flow: return {PathCategory::DataFlowWait, kNoResource, r_.end[u]};
+      case whatif::Constraint::Handoff: return {PathCategory::SyncWait, kNoResource, r_.start[u]};
+      case whatif::Constraint::Sync:
+      case whatif::Constraint::EventWait: return {PathCategory::SyncWait, kNoResource, r_.end[u]};
+      case whatif::Constraint::Flow: return {PathCategory::DataFlowWait, kNoResource, r_.end[u]};
       // The last rank to arrive at a collective: the path goes on from its arrival.
-      case Constraint::Collective: return {PathCategory::CollectiveWait, kNoResource, r_.start[u]};
+      case whatif::Constraint::Collective: return {PathCategory::CollectiveWait, kNoResource, r_.start[u]};
       // Resource order: the gap the thread or stream needed after its previous task. A
       // what-if dependency's delay is no dependency of the measured run: idle as well.
       default: return {PathCategory::Gap, g_.resource(t), r_.end[u]};
@@ -289,7 +289,7 @@ class PathSummarizer {
 
   const Trace& trace_;
   const DependencyGraph& g_;
-  const SimulationResult& r_;
+  const whatif::SimulationResult& r_;
   CriticalPathSummary s_;
   TimeNs window_ = 0, cursor_ = 0;
   std::map<std::pair<PathCategory, ResourceId>, std::pair<TimeNs, std::int64_t>> parts_;
@@ -298,13 +298,13 @@ class PathSummarizer {
 
 // The walk back from a point, as a step's path takes it (critical_path_link()), stopping
 // where it would reach a task that never ended.
-std::optional<PathLink> path_link(const SimulationResult& result, PathPoint p) {
-  std::optional<PathLink> link = critical_path_link(result, p);
+std::optional<PathLink> path_link(const whatif::SimulationResult& result, PathPoint p) {
+  std::optional<PathLink> link = whatif::critical_path_link(result, p);
   if (link && result.end[link->to.task] == kNoValue) return std::nullopt;
   return link;
 }
 
-TimeNs point_time(const SimulationResult& result, PathPoint p) {
+TimeNs point_time(const whatif::SimulationResult& result, PathPoint p) {
   return p.at_end ? result.end[p.task] : result.start[p.task];
 }
 
@@ -329,7 +329,7 @@ class StretchTotals {
     std::vector<PathSummarizer::Bill> bills;
   };
 
-  StretchTotals(const PathSummarizer& summarizer, const SimulationResult& result, std::size_t task_count,
+  StretchTotals(const PathSummarizer& summarizer, const whatif::SimulationResult& result, std::size_t task_count,
                 const std::vector<Query>& queries)
       : summarizer_(summarizer), result_(result), queries_(queries), stretches_(queries.size()) {
     collect_points(task_count);
@@ -493,7 +493,7 @@ class StretchTotals {
   }
 
   const PathSummarizer& summarizer_;
-  const SimulationResult& result_;
+  const whatif::SimulationResult& result_;
   const std::vector<Query>& queries_;
   std::vector<Stretch> stretches_;
   std::vector<PathPoint> points_;
@@ -518,10 +518,10 @@ class StretchTotals {
 
 // Whether two steps' replayed windows overlap. Where none do, their paths cross disjoint
 // stretches of time, so walking them all costs about one walk of the run, less than summing.
-bool windows_overlap(const std::vector<dreamscope::StepTime>& steps, const DependencyGraph& graph,
-                     const SimulationResult& result) {
+bool windows_overlap(const std::vector<whatif::StepTime>& steps, const DependencyGraph& graph,
+                     const whatif::SimulationResult& result) {
   std::vector<std::pair<TimeNs, TimeNs>> windows;
-  for (const dreamscope::StepTime& step : steps) {
+  for (const whatif::StepTime& step : steps) {
     const TaskId last = graph.annotation_last(step.row);
     if (last == kNoTask || result.end[last] == kNoValue || result.end[last] <= step.predicted_start) continue;
     windows.emplace_back(step.predicted_start, result.end[last]);
@@ -546,7 +546,7 @@ CriticalPathReport critical_path_analysis(const Trace& trace, std::size_t top_op
     report.note = "The trace has no CPU or GPU tasks to replay.";
     return report;
   }
-  const SimulationResult result = simulate(graph);
+  const whatif::SimulationResult result = whatif::simulate(graph);
   report.available = true;
   report.unscheduled = result.unscheduled;
   TimeNs measured_end = graph.run_begin();
@@ -559,9 +559,9 @@ CriticalPathReport critical_path_analysis(const Trace& trace, std::size_t top_op
   report.run.share_of_run = report.replayed_span > 0 ? 1.0 : 0.0;
   // A step's path runs from its start to the end of its last task, so its length is known
   // before the walk: only the steps the report lists are walked.
-  const std::vector<dreamscope::StepTime> steps = step_times(trace, graph, result);
+  const std::vector<whatif::StepTime> steps = whatif::step_times(trace, graph, result);
   report.step_lengths.reserve(steps.size());
-  for (const dreamscope::StepTime& step : steps) {
+  for (const whatif::StepTime& step : steps) {
     const TaskId last = graph.annotation_last(step.row);
     const bool ran = last != kNoTask && result.end[last] != kNoValue;
     report.step_lengths.push_back(ran ? result.end[last] - step.predicted_start : 0);
@@ -587,7 +587,7 @@ CriticalPathReport critical_path_analysis(const Trace& trace, std::size_t top_op
   }
   const StretchTotals stretches(summarizer, result, graph.task_count(), queries);
   for (std::size_t i : listed) {
-    const dreamscope::StepTime& step = steps[i];
+    const whatif::StepTime& step = steps[i];
     const TimeNs window = step.predicted_start;
     const TaskId last = graph.annotation_last(step.row);
     const bool scheduled = last != kNoTask && result.end[last] != kNoValue;

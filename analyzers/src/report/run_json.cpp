@@ -26,7 +26,7 @@ json critical_path_shares(const std::vector<whatif::CriticalPathShare>& shares) 
 
 } // namespace
 
-std::vector<std::size_t> listed_replay_steps(const ReplayReport& r, const StepListing& listing, bool json) {
+std::vector<std::size_t> listed_replay_steps(const whatif::ReplayReport& r, const StepListing& listing, bool json) {
   std::vector<TimeNs> durations;
   durations.reserve(r.steps.size());
   for (const auto& s : r.steps) durations.push_back(s.measured());
@@ -36,7 +36,7 @@ std::vector<std::size_t> listed_replay_steps(const ReplayReport& r, const StepLi
                                                   : limit);
 }
 
-std::string replay_json(const Trace& trace, const ReplayReport& r, std::string_view label,
+std::string replay_json(const Trace& trace, const whatif::ReplayReport& r, std::string_view label,
                         const StepListing& listing, std::string_view predicted_path) {
   json j;
   j["trace"] = std::string(label);

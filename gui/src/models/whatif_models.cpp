@@ -141,7 +141,7 @@ QVariant PredictionsModel::headerData(int section, Qt::Orientation o, int role) 
 
 StepTimesModel::StepTimesModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-void StepTimesModel::set_steps(std::vector<StepTime> steps) {
+void StepTimesModel::set_steps(std::vector<whatif::StepTime> steps) {
   beginResetModel();
   steps_ = std::move(steps);
   endResetModel();
@@ -155,7 +155,7 @@ int StepTimesModel::columnCount(const QModelIndex& parent) const { return parent
 
 QVariant StepTimesModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= static_cast<int>(steps_.size())) return {};
-  const StepTime& s = steps_[index.row()];
+  const whatif::StepTime& s = steps_[index.row()];
   if (role == Qt::DisplayRole) {
     switch (index.column()) {
       case Step: return QString::fromStdString(s.name);

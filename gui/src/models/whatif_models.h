@@ -74,7 +74,7 @@ class StepTimesModel : public QAbstractTableModel {
   enum Column { Step, Measured, Predicted, Change, ColumnCount };
 
   explicit StepTimesModel(QObject* parent = nullptr);
-  void set_steps(std::vector<StepTime> steps);
+  void set_steps(std::vector<whatif::StepTime> steps);
 
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
@@ -82,7 +82,7 @@ class StepTimesModel : public QAbstractTableModel {
   QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
 
  private:
-  std::vector<StepTime> steps_;
+  std::vector<whatif::StepTime> steps_;
 };
 
 } // namespace dreamscope::gui

@@ -22,11 +22,11 @@ struct StepListing {
   std::size_t max_steps = 50;
   bool all_steps = false;
 };
-std::vector<std::size_t> listed_replay_steps(const ReplayReport& r, const StepListing& listing, bool json);
+std::vector<std::size_t> listed_replay_steps(const whatif::ReplayReport& r, const StepListing& listing, bool json);
 
 // `label` names the input (the trace's file, or the ranks of a job); `predicted_path` the
 // predicted trace written with the report, if any ("": none).
-std::string replay_json(const Trace& trace, const ReplayReport& r, std::string_view label,
+std::string replay_json(const Trace& trace, const whatif::ReplayReport& r, std::string_view label,
                         const StepListing& listing, std::string_view predicted_path = {});
 
 // True when no task of the trace matched any of a prediction's selectors (a scenario that

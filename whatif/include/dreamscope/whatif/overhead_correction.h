@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-namespace dreamscope {
+namespace dreamscope::whatif {
 
 // Host nanoseconds one recorded event costs, by kind.
 struct OverheadCosts {
@@ -71,4 +71,4 @@ struct OverheadCorrection {
 OverheadCorrection correct_overhead(const Trace& trace, DependencyGraph& graph,
                                     std::optional<OverheadCosts> costs = std::nullopt);
 
-} // namespace dreamscope
+} // namespace dreamscope::whatif

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace dreamscope {
+namespace dreamscope::whatif {
 
 // The simulated run as a Trace of the same type as the measured one: every event of the
 // measured trace moved to its predicted time (removed tasks left out), source "simulator".
@@ -76,4 +76,4 @@ struct ReplayReport {
 
 ReplayReport replay(const Trace& trace, const ReplayOptions& options = {});
 
-} // namespace dreamscope
+} // namespace dreamscope::whatif

@@ -28,7 +28,7 @@
 #include <string_view>
 #include <vector>
 
-namespace dreamscope {
+namespace dreamscope::whatif {
 
 // What decided a task's start or end.
 enum class Constraint : std::uint8_t {
@@ -146,4 +146,4 @@ struct CriticalPathLink {
 // binding names no task); the task it leads to may be one that never ended.
 std::optional<CriticalPathLink> critical_path_link(const SimulationResult& result, CriticalPathPoint p);
 
-} // namespace dreamscope
+} // namespace dreamscope::whatif
