@@ -1,6 +1,5 @@
 #include "fuzz_pipeline.h"
 
-#include <dreamscope/analyzers/analyzers.h>
 #include <dreamscope/storage/exporters.h>
 #include <dreamscope/analyzers/report.h>
 #include <dreamscope/storage/trace_summary.h>

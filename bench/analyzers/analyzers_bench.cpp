@@ -4,8 +4,11 @@
 // are pure functions of it.
 #include <dreamscope/storage/collectives.h>
 #include <dreamscope/storage/importers.h>
+#include <dreamscope/analyzers/hta.h>
 #include <dreamscope/analyzers/job_analysis.h>
+#include <dreamscope/analyzers/pipeline.h>
 #include <dreamscope/analyzers/report.h>
+#include <dreamscope/analyzers/tensorboard.h>
 
 #include <benchmark/benchmark.h>
 

@@ -5,7 +5,8 @@
 
 #include "trace_document.h"
 
-#include <dreamscope/analyzers/analyzers.h>
+#include <dreamscope/analyzers/pipeline.h>
+#include <dreamscope/analyzers/tensorboard.h>
 
 #include <QWidget>
 

@@ -1,7 +1,9 @@
 // Every analysis on hand-built traces, against breakdowns worked out by hand.
 #include "analysis_traces.h"
 
-#include <dreamscope/analyzers/analyzers.h>
+#include <dreamscope/analyzers/hta.h>
+#include <dreamscope/analyzers/pipeline.h>
+#include <dreamscope/analyzers/tensorboard.h>
 #include <dreamscope/storage/importers.h>
 
 #include <gtest/gtest.h>

@@ -5,6 +5,7 @@
 #include "critical_path/critical_path.h"
 
 #include <dreamscope/storage/importers.h>
+#include <dreamscope/analyzers/critical_path.h>
 #include <dreamscope/analyzers/report.h>
 
 #include <gtest/gtest.h>

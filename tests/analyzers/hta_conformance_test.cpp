@@ -2,7 +2,9 @@
 // through the importer and the analyzers. Exact, except launch delay where HTA's own tests
 // allow ±2 µs.
 #include "../common/required_data.h"
-#include <dreamscope/analyzers/analyzers.h>
+#include <dreamscope/analyzers/hta.h>
+#include <dreamscope/analyzers/pipeline.h>
+#include <dreamscope/analyzers/tensorboard.h>
 #include <dreamscope/storage/importers.h>
 
 #include <gtest/gtest.h>

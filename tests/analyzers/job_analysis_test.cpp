@@ -6,6 +6,7 @@
 #include "../common/scratch_dir.h"
 
 #include <dreamscope/analyzers/job_analysis.h>
+#include <dreamscope/analyzers/pipeline.h>
 #include <dreamscope/storage/trace_file.h>
 
 #include <gtest/gtest.h>

@@ -4,6 +4,7 @@
 #include "../common/required_data.h"
 #include <dreamscope/storage/importers.h>
 #include <dreamscope/storage/job.h>
+#include <dreamscope/analyzers/hta.h>
 #include <dreamscope/analyzers/job_analysis.h>
 
 #include <gtest/gtest.h>

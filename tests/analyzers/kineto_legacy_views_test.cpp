@@ -4,7 +4,7 @@
 // read only the operators. The numbers are the files' own, with Python's json: the calls and
 // summed dur of each name, and for aten::linear the dur less that of the events directly
 // nested in it (aten::t and aten::addmm).
-#include <dreamscope/analyzers/analyzers.h>
+#include <dreamscope/analyzers/tensorboard.h>
 #include <dreamscope/storage/importers.h>
 
 #include <gtest/gtest.h>

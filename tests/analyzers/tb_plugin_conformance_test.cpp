@@ -7,7 +7,7 @@
 // tb_plugin_memory_conformance_test.cpp.
 #include "tb_plugin_fixtures.h"
 
-#include <dreamscope/analyzers/analyzers.h>
+#include <dreamscope/analyzers/tensorboard.h>
 #include <dreamscope/storage/importers.h>
 
 #include <gtest/gtest.h>

@@ -8,7 +8,7 @@
 
 #include "../common/scratch_dir.h"
 
-#include <dreamscope/analyzers/analyzers.h>
+#include <dreamscope/analyzers/tensorboard.h>
 #include <dreamscope/storage/importers.h>
 
 #include <gtest/gtest.h>

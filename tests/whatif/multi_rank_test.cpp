@@ -3,7 +3,7 @@
 // straggler scenario brings the slow rank to the others' median.
 #include "../common/rank_trace.h"
 
-#include <dreamscope/analyzers/analyzers.h>
+#include <dreamscope/analyzers/critical_path.h>
 #include <dreamscope/graph/graph.h>
 #include <dreamscope/storage/job.h>
 #include <dreamscope/analyzers/job_analysis.h>

@@ -4,7 +4,7 @@
 // definition, which the sums must agree with. The tests choose either on any trace.
 #pragma once
 
-#include "dreamscope/analyzers/analyzers.h"
+#include "dreamscope/analyzers/critical_path.h"
 
 namespace dreamscope::analyzers::detail {
 

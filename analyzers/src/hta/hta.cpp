@@ -1,6 +1,6 @@
 // Holistic Trace Analysis's analyses, computed the way HTA computes them (definitions in
 // ../shared/data/README.md), so that the numbers match HTA's on the same Kineto trace.
-#include "dreamscope/analyzers/analyzers.h"
+#include "dreamscope/analyzers/hta.h"
 
 #include "common/intervals.h"
 #include "hta/kineto_time.h"

@@ -1,6 +1,9 @@
 // One rank's trace reduced to what the job report needs (job_analysis.h).
 #include "dreamscope/analyzers/job_analysis.h"
 
+#include "dreamscope/analyzers/hta.h"
+#include "dreamscope/analyzers/pipeline.h"
+
 #include "dreamscope/storage/collectives.h"
 
 #include <algorithm>

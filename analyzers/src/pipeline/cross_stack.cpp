@@ -1,7 +1,7 @@
 // RL-Scope's cross-stack breakdown: one sweep over the sorted endpoints of every annotation,
 // CUDA API call and GPU operation, attributing each elementary time segment to one
 // operation and one cell (CPU framework, CUDA API, GPU only, CPU+GPU).
-#include "dreamscope/analyzers/analyzers.h"
+#include "dreamscope/analyzers/pipeline.h"
 #include "dreamscope/storage/steps.h"
 
 #include <algorithm>

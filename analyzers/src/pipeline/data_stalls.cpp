@@ -1,5 +1,5 @@
 // Data stalls per step (DS-Analyzer's question, answered from one trace) and top kernels.
-#include "dreamscope/analyzers/analyzers.h"
+#include "dreamscope/analyzers/pipeline.h"
 #include "dreamscope/storage/steps.h"
 #include "common/intervals.h"
 

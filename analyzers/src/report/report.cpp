@@ -1,6 +1,11 @@
 // Runs the chosen analyses once and renders them as JSON.
 #include "dreamscope/analyzers/report.h"
 
+#include "dreamscope/analyzers/critical_path.h"
+#include "dreamscope/analyzers/hta.h"
+#include "dreamscope/analyzers/pipeline.h"
+#include "dreamscope/analyzers/tensorboard.h"
+
 #include "common/intervals.h"
 #include "common/json_text.h"
 #include "report/report_tables.h"

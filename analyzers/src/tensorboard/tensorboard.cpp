@@ -1,7 +1,7 @@
 // The category names of the TensorBoard plugin's step breakdown, and our estimates of a
 // kernel's SM efficiency and achieved occupancy from its launch configuration, for traces
 // that did not record Kineto's (tensorboard_steps.cpp, tensorboard_gpu.cpp use them).
-#include "dreamscope/analyzers/analyzers.h"
+#include "dreamscope/analyzers/tensorboard.h"
 
 #include <algorithm>
 

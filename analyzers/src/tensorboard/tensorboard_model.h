@@ -9,7 +9,7 @@
 // get the nearest equivalents, as docs/analyze.md says.
 #pragma once
 
-#include "dreamscope/analyzers/analyzers.h"
+#include "dreamscope/analyzers/tensorboard.h"
 
 #include "common/intervals.h"
 

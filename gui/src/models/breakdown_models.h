@@ -2,7 +2,7 @@
 // the data stalls per step. Qt::UserRole holds raw numbers for numeric sorting.
 #pragma once
 
-#include <dreamscope/analyzers/analyzers.h>
+#include <dreamscope/analyzers/pipeline.h>
 
 #include <QAbstractTableModel>
 

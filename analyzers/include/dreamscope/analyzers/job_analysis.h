@@ -12,7 +12,8 @@
 //   step with what made it late. render_job_* print it as text, Markdown, JSON or HTML.
 #pragma once
 
-#include "dreamscope/analyzers/analyzers.h"
+#include "dreamscope/analyzers/hta.h"
+#include "dreamscope/analyzers/pipeline.h"
 
 #include <filesystem>
 #include <optional>

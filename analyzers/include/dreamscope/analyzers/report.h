@@ -3,7 +3,10 @@
 // HTML file with inline SVG charts). `dreamscope analyze` and the GUI both use these.
 #pragma once
 
-#include "dreamscope/analyzers/analyzers.h"
+#include "dreamscope/analyzers/critical_path.h"
+#include "dreamscope/analyzers/hta.h"
+#include "dreamscope/analyzers/pipeline.h"
+#include "dreamscope/analyzers/tensorboard.h"
 
 #include <optional>
 #include <string>
