@@ -2,6 +2,7 @@
 #include "commands.h"
 #include "output.h"
 
+#include <dreamscope/analyzers/duration_text.h>
 #include <dreamscope/whatif/overhead_correction.h>
 #include <dreamscope/storage/storage.h>
 
@@ -11,6 +12,8 @@
 #include <algorithm>
 
 namespace dreamscope::cli {
+
+using analyzers::format_duration;
 
 namespace {
 

@@ -11,7 +11,6 @@
 
 #include <cctype>
 #include <cerrno>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,15 +20,6 @@
 #include <unistd.h>
 
 namespace dreamscope::cli {
-
-std::string format_duration(TimeNs ns) {
-  const double v = static_cast<double>(ns);
-  const double a = std::abs(v);
-  if (a < 1e3) return fmt::format("{} ns", ns);
-  if (a < 1e6) return fmt::format("{:.3f} us", v / 1e3);
-  if (a < 1e9) return fmt::format("{:.3f} ms", v / 1e6);
-  return fmt::format("{:.3f} s", v / 1e9);
-}
 
 std::optional<std::string> output_problem(const std::filesystem::path& output) {
   namespace fs = std::filesystem;

@@ -1,4 +1,5 @@
-// Shared by the commands: human-readable times, and writing a report to stdout or a file.
+// Shared by the commands: opening their traces and jobs, checking and writing their outputs (a
+// report to stdout or a file), their common options and --fail-if gates.
 #pragma once
 
 #include <dreamscope/storage/importers.h>
@@ -14,9 +15,6 @@
 #include <vector>
 
 namespace dreamscope::cli {
-
-// "12.345 ms", "830 ns", "1.204 s": three significant decimals in the largest fitting unit.
-std::string format_duration(TimeNs ns);
 
 // Why `path` cannot be written, if it cannot: its folder is missing or not writable, or the
 // file exists and is not writable. Checked before any work that would be lost.

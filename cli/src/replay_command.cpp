@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "output.h"
 
+#include <dreamscope/analyzers/duration_text.h>
 #include <dreamscope/analyzers/report.h>
 #include <dreamscope/analyzers/run_json.h>
 #include <dreamscope/storage/importers.h>
@@ -20,6 +21,8 @@
 #include <memory>
 
 namespace dreamscope::cli {
+
+using analyzers::format_duration;
 
 namespace {
 

@@ -4,6 +4,7 @@
 #include "commands.h"
 #include "output.h"
 
+#include <dreamscope/analyzers/duration_text.h>
 #include <dreamscope/analyzers/run_json.h>
 #include <dreamscope/storage/importers.h>
 #include <dreamscope/storage/limits.h>
@@ -18,6 +19,8 @@
 #include <memory>
 
 namespace dreamscope::cli {
+
+using analyzers::format_duration;
 
 namespace {
 

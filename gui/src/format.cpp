@@ -1,40 +1,15 @@
 #include "format.h"
 
-#include <algorithm>
+#include <dreamscope/analyzers/duration_text.h>
+
 #include <cmath>
-#include <cstdlib>
 
 namespace dreamscope::gui {
 
-namespace {
-struct Unit {
-  double ns;
-  const char* name;
-};
-constexpr Unit kUnits[] = {{1e9, "s"}, {1e6, "ms"}, {1e3, "us"}, {1, "ns"}};
-} // namespace
-
-QString format_duration(TimeNs ns) {
-  const double a = std::abs(static_cast<double>(ns));
-  for (const Unit& u : kUnits) {
-    if (a >= u.ns && u.ns > 1) return QStringLiteral("%1 %2").arg(static_cast<double>(ns) / u.ns, 0, 'f', 3).arg(u.name);
-  }
-  return QStringLiteral("%1 ns").arg(ns);
-}
+QString format_duration(TimeNs ns) { return QString::fromStdString(analyzers::format_duration(ns)); }
 
 QString format_ruler_time(TimeNs t, TimeNs step) {
-  const double magnitude = std::max(std::abs(static_cast<double>(t)), static_cast<double>(step));
-  const Unit* unit = &kUnits[3];
-  for (const Unit& u : kUnits) {
-    if (magnitude >= u.ns) {
-      unit = &u;
-      break;
-    }
-  }
-  // Enough decimals that neighbouring ticks read differently, and no more.
-  const double ratio = unit->ns / static_cast<double>(std::max<TimeNs>(step, 1));
-  const int decimals = ratio <= 1.0 ? 0 : std::min(6, static_cast<int>(std::ceil(std::log10(ratio) - 1e-9)));
-  return QStringLiteral("%1 %2").arg(static_cast<double>(t) / unit->ns, 0, 'f', decimals).arg(unit->name);
+  return QString::fromStdString(analyzers::format_duration(t, {.tick = step}));
 }
 
 QString format_speedup(double speedup) {

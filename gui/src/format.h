@@ -9,9 +9,11 @@
 
 namespace dreamscope::gui {
 
-// "12.345 ms", "830 ns", "1.204 s": three decimals in the largest unit that fits.
+// "12.345 ms", "830 ns", "1.204 s": dreamscope/analyzers/duration_text.h's text, which the
+// reports and the commands print too.
 QString format_duration(TimeNs ns);
-// A ruler label for a tick `step` apart: only as many decimals as the step needs.
+// A ruler label for a tick `step` apart: only as many decimals as the step needs (the same
+// header's DurationStyle::tick).
 QString format_ruler_time(TimeNs t, TimeNs step);
 inline QString to_qstring(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
 // 1234567 -> "1 234 567"

@@ -1,6 +1,8 @@
 // The diff as text, Markdown, JSON (schema in docs/diff.md) and one self-contained HTML file,
 // built from the same tables as `analyze`'s reports (report_tables.h).
 #include "dreamscope/analyzers/trace_diff.h"
+
+#include "dreamscope/analyzers/duration_text.h"
 #include "report/report_tables.h"
 
 #include <fmt/format.h>
@@ -13,14 +15,13 @@ namespace dreamscope::analyzers {
 
 namespace {
 
-using detail::format_ns;
 using detail::Table;
 
 TimeNs rounded(double ns) { return static_cast<TimeNs>(std::llround(ns)); }
 
 std::string signed_ns(double ns) {
   const TimeNs v = rounded(ns);
-  return v > 0 ? "+" + format_ns(v) : format_ns(v);
+  return v > 0 ? "+" + format_duration(v) : format_duration(v);
 }
 
 std::optional<double> percent_change_or_new(double a, double b) {
@@ -35,7 +36,7 @@ std::string pct_text(double a, double b) {
 }
 
 std::string ms_pair(TimeNs a, TimeNs b) {
-  return fmt::format("A {}, B {} ({})", format_ns(a), format_ns(b),
+  return fmt::format("A {}, B {} ({})", format_duration(a), format_duration(b),
                      pct_text(static_cast<double>(a), static_cast<double>(b)));
 }
 
@@ -96,9 +97,10 @@ Part changes_part(const TraceDiff& d, std::size_t top) {
     if (o.change == DiffChange::Unchanged) continue;
     if (++changed > top) continue;
     t.rows.push_back({std::string(to_string(o.change)), std::string(to_string(o.subject)), o.name,
-                      signed_ns(o.impact()), pct_text(o.per_step_a, o.per_step_b), format_ns(rounded(o.per_step_a)),
-                      format_ns(rounded(o.per_step_b)), std::to_string(o.count_a), std::to_string(o.count_b),
-                      format_ns(o.total_a), format_ns(o.total_b)});
+                      signed_ns(o.impact()), pct_text(o.per_step_a, o.per_step_b),
+                      format_duration(rounded(o.per_step_a)), format_duration(rounded(o.per_step_b)),
+                      std::to_string(o.count_a), std::to_string(o.count_b), format_duration(o.total_a),
+                      format_duration(o.total_b)});
   }
   if (changed == 0) p.notes.push_back(fmt::format("Nothing changed by more than {} %.", d.options.threshold_pct));
   if (changed > top) p.notes.push_back(fmt::format("{} more changes in the JSON report.", changed - top));
@@ -128,7 +130,8 @@ Part steps_part(const TraceDiff& d, std::size_t top) {
   }
   Table t{{"step A", "step B", "A", "B", "change", "%"}, {false, false, true, true, true, true}, {}};
   for (const StepDiff* s : shown) {
-    const std::string a = s->a == kNoValue ? "-" : format_ns(s->a), b = s->b == kNoValue ? "-" : format_ns(s->b);
+    const std::string a = s->a == kNoValue ? "-" : format_duration(s->a),
+                      b = s->b == kNoValue ? "-" : format_duration(s->b);
     const std::string change = s->matched() ? signed_ns(static_cast<double>(s->b - s->a)) : "-";
     const std::string pct =
         s->matched() ? pct_text(static_cast<double>(s->a), static_cast<double>(s->b)) : s->a == kNoValue ? "only in B" : "only in A";
@@ -149,8 +152,10 @@ Part ranks_part(const TraceDiff& d) {
           {}};
   for (std::size_t i = 0; i < d.ranks.size(); ++i) {
     const RankDiff& r = d.ranks[i];
-    std::vector<std::string> row{std::to_string(r.rank_a), std::to_string(r.rank_b), format_ns(r.step_median_a),
-                                 format_ns(r.step_median_b),
+    std::vector<std::string> row{std::to_string(r.rank_a),
+                                 std::to_string(r.rank_b),
+                                 format_duration(r.step_median_a),
+                                 format_duration(r.step_median_b),
                                  pct_text(static_cast<double>(r.step_median_a), static_cast<double>(r.step_median_b)),
                                  signed_ns(r.communication_change)};
     if (r.cause) {

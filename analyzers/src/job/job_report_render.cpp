@@ -2,6 +2,8 @@
 // charts (report_tables.h), so that both read alike.
 #include "dreamscope/analyzers/job_analysis.h"
 
+#include "dreamscope/analyzers/duration_text.h"
+
 #include "report/report_tables.h"
 
 #include <fmt/format.h>
@@ -15,7 +17,6 @@ namespace dreamscope::analyzers {
 
 namespace {
 
-using detail::format_ns;
 using detail::Table;
 
 struct JobSection {
@@ -38,7 +39,7 @@ std::string share(TimeNs part, TimeNs whole) {
   return detail::format_pct(whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0);
 }
 std::string maybe_rank(std::int64_t r) { return r == kNoValue ? std::string("-") : std::to_string(r); }
-std::string excess(TimeNs v) { return v > 0 ? "+" + format_ns(v) : format_ns(v); }
+std::string excess(TimeNs v) { return v > 0 ? "+" + format_duration(v) : format_duration(v); }
 
 std::string cause_text(const StepStraggler& s) {
   if (!s.cause) return "-";
@@ -175,9 +176,10 @@ JobSection collectives_section(const JobReport& r) {
                             "others' wait caused", "clock shift"},
                            std::vector<bool>(9, true));
   for (const RankCollectiveTime& c : r.collective_ranks) {
-    ranks.rows.push_back({std::to_string(c.rank), std::to_string(c.calls), format_ns(c.in_collectives),
-                          format_ns(c.wait), format_ns(c.transfer), share(c.wait, c.in_collectives),
-                          std::to_string(c.last_arrivals), format_ns(c.caused_wait), format_ns(c.clock_shift)});
+    ranks.rows.push_back({std::to_string(c.rank), std::to_string(c.calls), format_duration(c.in_collectives),
+                          format_duration(c.wait), format_duration(c.transfer), share(c.wait, c.in_collectives),
+                          std::to_string(c.last_arrivals), format_duration(c.caused_wait),
+                          format_duration(c.clock_shift)});
   }
   s.tables.emplace_back("Collective wait against transfer, per rank", std::move(ranks));
 
@@ -187,8 +189,8 @@ JobSection collectives_section(const JobReport& r) {
   for (std::size_t i = 0; i < r.collective_ops.size() && i < top; ++i) {
     const CollectiveOpTime& o = r.collective_ops[i];
     ops.rows.push_back({o.communicator.empty() ? "(default)" : o.communicator, o.op, std::to_string(o.instances),
-                        std::to_string(o.calls), std::to_string(o.bytes), format_ns(o.time), format_ns(o.wait),
-                        format_ns(o.transfer), share(o.wait, o.time)});
+                        std::to_string(o.calls), std::to_string(o.bytes), format_duration(o.time),
+                        format_duration(o.wait), format_duration(o.transfer), share(o.wait, o.time)});
   }
   s.tables.emplace_back("Per communicator and operation", std::move(ops));
   return s;
@@ -216,7 +218,7 @@ JobSection straggler_section(const JobReport& r) {
     s.notes.push_back(
         fmt::format("Most costly straggler: rank {}, the straggler of {} of {} step(s), which cost the "
                     "others {} of waiting.",
-                    worst->first, worst->second.first, with_straggler, format_ns(worst->second.second)));
+                    worst->first, worst->second.first, with_straggler, format_duration(worst->second.second)));
   }
   Table steps = make_table({"step", "straggler", "others' wait caused", "arrived last", "late by", "why", "compute",
                             "input", "held", "transfer", "all ranks' wait"},
@@ -226,13 +228,13 @@ JobSection straggler_section(const JobReport& r) {
     const StepStraggler& st = r.steps[i];
     if (st.straggler == kNoValue) {
       steps.rows.push_back(
-          {st.name, "-", "0 ns", "0", "-", "no rank waited", "-", "-", "-", "-", format_ns(st.job_wait)});
+          {st.name, "-", "0 ns", "0", "-", "no rank waited", "-", "-", "-", "-", format_duration(st.job_wait)});
       continue;
     }
-    steps.rows.push_back({st.name, std::to_string(st.straggler), format_ns(st.caused_wait),
-                          std::to_string(st.late_arrivals), format_ns(st.late_by), cause_text(st),
+    steps.rows.push_back({st.name, std::to_string(st.straggler), format_duration(st.caused_wait),
+                          std::to_string(st.late_arrivals), format_duration(st.late_by), cause_text(st),
                           excess(st.excess_compute), excess(st.excess_input), excess(st.excess_held),
-                          excess(st.excess_transfer), format_ns(st.job_wait)});
+                          excess(st.excess_transfer), format_duration(st.job_wait)});
   }
   if (listed.size() < r.steps.size()) s.notes.push_back(listed_steps_note(listed.size(), r.steps.size()));
   s.tables.emplace_back("Per step (compute, input, held, transfer: the straggler's beyond the others' median)",
@@ -242,9 +244,9 @@ JobSection straggler_section(const JobReport& r) {
   Table ranks = make_table({"rank", "steps", "time", "own work", "data wait", "collective wait", "transfer"},
                            std::vector<bool>(7, true));
   for (const RankStepSplit& t : totals_per_rank(r, &count)) {
-    ranks.rows.push_back({std::to_string(t.rank), std::to_string(count[t.rank]), format_ns(t.duration),
-                          format_ns(t.own_work), format_ns(t.data_wait), format_ns(t.collective_wait),
-                          format_ns(t.transfer)});
+    ranks.rows.push_back({std::to_string(t.rank), std::to_string(count[t.rank]), format_duration(t.duration),
+                          format_duration(t.own_work), format_duration(t.data_wait), format_duration(t.collective_wait),
+                          format_duration(t.transfer)});
   }
   s.tables.emplace_back("Each rank's steps, split", std::move(ranks));
   return s;
@@ -260,7 +262,7 @@ std::vector<JobSection> job_sections(const JobReport& r) {
 
 std::string headline(const JobReport& r) {
   return fmt::format("job of {} rank{} (world size {}), {}; span {}, {} events", r.ranks.size(),
-                     r.ranks.size() > 1 ? "s" : "", r.world_size(), hosts_text(r), format_ns(r.end - r.begin),
+                     r.ranks.size() > 1 ? "s" : "", r.world_size(), hosts_text(r), format_duration(r.end - r.begin),
                      events_of(r));
 }
 
@@ -273,7 +275,7 @@ std::string rank_split_chart(const JobReport& r) {
     rows.push_back({fmt::format("rank {}", t.rank),
                     {static_cast<double>(t.own_work), static_cast<double>(t.data_wait),
                      static_cast<double>(t.collective_wait), static_cast<double>(t.transfer)},
-                    format_ns(t.duration)});
+                    format_duration(t.duration)});
   }
   return detail::legend({{"own work", kSplitColours[0]},
                          {"data wait", kSplitColours[1]},

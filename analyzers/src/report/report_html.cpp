@@ -2,6 +2,8 @@
 // files from elsewhere, so that it reads the same offline, in a CI artifact or in a mail.
 #include "report/report_tables.h"
 
+#include "dreamscope/analyzers/duration_text.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,8 +11,6 @@
 namespace dreamscope::analyzers {
 
 namespace {
-
-using detail::format_ns;
 
 // The cross-stack cells' colours; the screenshot test looks for them.
 constexpr const char* kFrameworkColour = "#4e79a7";
@@ -108,7 +108,7 @@ std::string cross_stack_chart(const CrossStackBreakdown& cs, std::size_t top) {
     rows.push_back({o.name,
                     {static_cast<double>(o.cpu_framework), static_cast<double>(o.cpu_cuda_api),
                      static_cast<double>(o.gpu_only), static_cast<double>(o.cpu_gpu_overlap)},
-                    format_ns(o.total())});
+                    format_duration(o.total())});
   }
   return legend({{"CPU framework", kFrameworkColour},
                  {"CPU CUDA API", kCudaApiColour},
@@ -154,7 +154,7 @@ std::string timeline_chart(const TimelineOverview& tl) {
     const double x = kLabelWidth + (kChartWidth - kLabelWidth) * tick / 4.0;
     const char* anchor = tick == 0 ? "start" : tick == 4 ? "end" : "middle";
     out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"{}\">{}</text>\n", x, axis, anchor,
-                       format_ns((tl.end - tl.begin) * tick / 4));
+                       format_duration((tl.end - tl.begin) * tick / 4));
   }
   out += "</svg>\n";
   if (tl.rows.size() > n) out += fmt::format("<p class=\"note\">{} more tracks not drawn.</p>\n", tl.rows.size() - n);
@@ -163,7 +163,8 @@ std::string timeline_chart(const TimelineOverview& tl) {
 
 std::string kernels_chart(const std::vector<KernelTotal>& kernels) {
   std::vector<StackedRow> rows;
-  for (const auto& k : kernels) rows.push_back({k.name, {static_cast<double>(k.total)}, format_ns(k.total) + fmt::format(" ({}x)", k.count)});
+  for (const auto& k : kernels)
+    rows.push_back({k.name, {static_cast<double>(k.total)}, format_duration(k.total) + fmt::format(" ({}x)", k.count)});
   return stacked_bars(rows, {kKernelColour}, "Top kernels");
 }
 
@@ -179,7 +180,7 @@ std::string steps_chart(const StepBreakdown& b, const ReportOptions& options) {
   std::vector<TimeNs> durations;
   for (const StepTime& st : b.steps) durations.push_back(st.duration());
   for (std::size_t i : charted_steps(options, durations)) {
-    StackedRow r{b.steps[i].name, {}, format_ns(b.steps[i].duration())};
+    StackedRow r{b.steps[i].name, {}, format_duration(b.steps[i].duration())};
     for (TimeNs t : b.steps[i].time) r.parts.push_back(static_cast<double>(t));
     rows.push_back(std::move(r));
   }
@@ -194,7 +195,7 @@ std::string critical_path_chart(const CriticalPathReport& c, const ReportOptions
   if (!c.available) return "<p class=\"none\">(no tasks to replay)</p>\n";
   std::vector<StackedRow> rows;
   auto row = [](const CriticalPathSummary& s) {
-    StackedRow r{s.name, {}, format_ns(s.length())};
+    StackedRow r{s.name, {}, format_duration(s.length())};
     for (TimeNs t : s.by_category) r.parts.push_back(static_cast<double>(t));
     return r;
   };
@@ -252,8 +253,9 @@ std::string render_html(const AnalysisReport& r) {
   const std::size_t top = std::max<std::size_t>(r.options.top, 1);
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
   out += fmt::format("<title>dreamscope analyze: {}</title>\n<style>{}</style></head><body>\n", escape(r.trace_name), detail::html_style());
-  out += fmt::format("<h1>dreamscope analyze</h1>\n<p class=\"meta\">{} &middot; source {} &middot; {} events &middot; span {}</p>\n",
-                     escape(r.trace_name), escape(r.source), r.events, format_ns(r.end - r.begin));
+  out += fmt::format(
+      "<h1>dreamscope analyze</h1>\n<p class=\"meta\">{} &middot; source {} &middot; {} events &middot; span {}</p>\n",
+      escape(r.trace_name), escape(r.source), r.events, format_duration(r.end - r.begin));
 
   if (r.cross_stack) {
     out += "<h2 id=\"chart-cross-stack\">Where the time went, per operation</h2>\n";

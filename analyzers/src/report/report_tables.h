@@ -60,7 +60,6 @@ std::size_t step_limit(const ReportOptions& options, bool json);
 const CriticalPathSummary* step_path(const CriticalPathReport& c, std::size_t index);
 
 // "12.345 ms", "830 ns": three decimals in the largest fitting unit.
-std::string format_ns(TimeNs ns);
 std::string format_pct(double fraction); // 0.4239 -> "42.39 %"
 // "GPU 0 stream 7", "thread 42 MainThread": how every section names a track.
 std::string track_label(const Trace& trace, TrackId t);

@@ -1,21 +1,14 @@
 // The report as titled tables, and their terminal and Markdown renderings.
 #include "report/report_tables.h"
 
+#include "dreamscope/analyzers/duration_text.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 
 namespace dreamscope::analyzers::detail {
-
-std::string format_ns(TimeNs ns) {
-  const double v = static_cast<double>(ns);
-  const double a = std::abs(v);
-  if (a < 1e3) return fmt::format("{} ns", ns);
-  if (a < 1e6) return fmt::format("{:.3f} us", v / 1e3);
-  if (a < 1e9) return fmt::format("{:.3f} ms", v / 1e6);
-  return fmt::format("{:.3f} s", v / 1e9);
-}
 
 std::string format_pct(double fraction) { return fmt::format("{:.2f} %", 100.0 * fraction); }
 
@@ -39,11 +32,11 @@ Section cross_stack_section(const CrossStackBreakdown& cs, std::size_t top) {
   auto row = [](const OperationTime& o) {
     return std::vector<std::string>{o.name,
                                     std::to_string(o.instances),
-                                    format_ns(o.cpu_framework),
-                                    format_ns(o.cpu_cuda_api),
-                                    format_ns(o.gpu_only),
-                                    format_ns(o.cpu_gpu_overlap),
-                                    format_ns(o.total())};
+                                    format_duration(o.cpu_framework),
+                                    format_duration(o.cpu_cuda_api),
+                                    format_duration(o.gpu_only),
+                                    format_duration(o.cpu_gpu_overlap),
+                                    format_duration(o.total())};
   };
   for (std::size_t i = 0; i < cs.operations.size() && i < top; ++i) t.rows.push_back(row(cs.operations[i]));
   if (cs.operations.size() > top) s.notes.push_back(fmt::format("{} more operations in the JSON report.", cs.operations.size() - top));
@@ -135,8 +128,8 @@ Section steps_section(const StepBreakdown& b, const ReportOptions& options) {
   Table t = make_table(header, std::vector<bool>(header.size(), true));
   t.numeric[0] = false;
   auto row = [](const std::string& name, TimeNs duration, const std::array<TimeNs, kStepCategories>& time) {
-    std::vector<std::string> r{name, format_ns(duration)};
-    for (TimeNs v : time) r.push_back(format_ns(v));
+    std::vector<std::string> r{name, format_duration(duration)};
+    for (TimeNs v : time) r.push_back(format_duration(v));
     return r;
   };
   std::vector<TimeNs> durations;
@@ -162,7 +155,7 @@ Section gpu_section(const std::vector<DeviceEfficiency>& gpus) {
                        {true, false, true, true, true, true, true});
   auto opt = [](const std::optional<double>& v) { return v ? format_pct(*v) : std::string("n/a"); };
   for (const auto& g : gpus) {
-    t.rows.push_back({std::to_string(g.device), g.name, format_ns(g.steps_time), format_ns(g.busy),
+    t.rows.push_back({std::to_string(g.device), g.name, format_duration(g.steps_time), format_duration(g.busy),
                       format_pct(g.gpu_utilization), opt(g.sm_efficiency), opt(g.achieved_occupancy)});
   }
   s.tables.emplace_back("", std::move(t));
@@ -171,9 +164,9 @@ Section gpu_section(const std::vector<DeviceEfficiency>& gpus) {
 
 Section data_section(const DataStalls& d, const ReportOptions& options) {
   Section s{ReportSection::DataStalls, "Data stalls per step", {}, {}};
-  s.notes.push_back(fmt::format("Source: {}. Total wait {} of {} ({}).", d.source, format_ns(d.total_wait),
-                                format_ns(d.total_time),
-                                format_pct(d.total_time > 0 ? static_cast<double>(d.total_wait) / static_cast<double>(d.total_time) : 0.0)));
+  s.notes.push_back(fmt::format(
+      "Source: {}. Total wait {} of {} ({}).", d.source, format_duration(d.total_wait), format_duration(d.total_time),
+      format_pct(d.total_time > 0 ? static_cast<double>(d.total_wait) / static_cast<double>(d.total_time) : 0.0)));
   Table t = make_table({"step", "duration", "data wait", "stall", "fetch", "prep", "batches"},
                        {false, true, true, true, true, true, true});
   std::vector<TimeNs> durations;
@@ -182,8 +175,9 @@ Section data_section(const DataStalls& d, const ReportOptions& options) {
   if (listed.size() < d.steps.size()) s.notes.push_back(listed_steps_note(listed.size(), d.steps.size()));
   for (std::size_t i : listed) {
     const auto& st = d.steps[i];
-    t.rows.push_back({st.step, format_ns(st.end - st.start), format_ns(st.data_wait), format_pct(st.stall_fraction()),
-                      format_ns(st.fetch), format_ns(st.prep), std::to_string(st.batches)});
+    t.rows.push_back({st.step, format_duration(st.end - st.start), format_duration(st.data_wait),
+                      format_pct(st.stall_fraction()), format_duration(st.fetch), format_duration(st.prep),
+                      std::to_string(st.batches)});
   }
   s.tables.emplace_back("", std::move(t));
   return s;
@@ -194,8 +188,9 @@ Section kernels_section(const std::vector<KernelTotal>& kernels) {
   Table t = make_table({"kernel", "count", "total", "mean", "min", "max", "share"},
                        {false, true, true, true, true, true, true});
   for (const auto& k : kernels) {
-    t.rows.push_back({k.name, std::to_string(k.count), format_ns(k.total), format_ns(k.total / std::max<std::int64_t>(k.count, 1)),
-                      format_ns(k.min), format_ns(k.max), format_pct(k.share)});
+    t.rows.push_back({k.name, std::to_string(k.count), format_duration(k.total),
+                      format_duration(k.total / std::max<std::int64_t>(k.count, 1)), format_duration(k.min),
+                      format_duration(k.max), format_pct(k.share)});
   }
   s.tables.emplace_back("", std::move(t));
   return s;
@@ -212,22 +207,23 @@ Section critical_path_section(const CriticalPathReport& c, const ReportOptions& 
     s.notes.push_back(c.note);
     return s;
   }
-  s.notes.push_back(fmt::format("The chain of tasks and waits that set the replayed run's length: replayed {} "
-                                "(measured {}), {} tasks on the path, which ends with {}.",
-                                format_ns(c.replayed_span), format_ns(c.measured_span), c.run.tasks, c.run.ends_with));
+  s.notes.push_back(
+      fmt::format("The chain of tasks and waits that set the replayed run's length: replayed {} "
+                  "(measured {}), {} tasks on the path, which ends with {}.",
+                  format_duration(c.replayed_span), format_duration(c.measured_span), c.run.tasks, c.run.ends_with));
   s.notes.push_back("A sync's wait is on the path as the GPU work it waited for; its own row is the time from "
                     "that work's end to the wake-up (hops: how often the path crossed one).");
   if (!c.note.empty()) s.notes.push_back(c.note);
   Table split = make_table({"bound by", "time", "share", "hops"}, {false, true, true, true});
   for (const auto& p : c.run.split) {
-    split.rows.push_back({part_label(p), format_ns(p.time), format_pct(p.share), std::to_string(p.hops)});
+    split.rows.push_back({part_label(p), format_duration(p.time), format_pct(p.share), std::to_string(p.hops)});
   }
-  split.rows.push_back({"path", format_ns(c.run.length()), format_pct(c.run.length() > 0 ? 1.0 : 0.0), ""});
+  split.rows.push_back({"path", format_duration(c.run.length()), format_pct(c.run.length() > 0 ? 1.0 : 0.0), ""});
   s.tables.emplace_back("What bound the whole run", std::move(split));
   Table ops = make_table({"operation", "kind", "count", "time", "share"}, {false, false, true, true, true});
   for (std::size_t i = 0; i < c.run.operations.size() && i < top; ++i) {
     const auto& o = c.run.operations[i];
-    ops.rows.push_back({o.name, o.kind, std::to_string(o.count), format_ns(o.time), format_pct(o.share)});
+    ops.rows.push_back({o.name, o.kind, std::to_string(o.count), format_duration(o.time), format_pct(o.share)});
   }
   s.tables.emplace_back("Top operations on the path", std::move(ops));
   if (!c.step_lengths.empty()) {
@@ -245,8 +241,8 @@ Section critical_path_section(const CriticalPathReport& c, const ReportOptions& 
       const CriticalPathSummary* path = step_path(c, i);
       if (!path) continue;
       const auto& st = *path;
-      std::vector<std::string> row{st.name, format_ns(st.length()), format_pct(st.share_of_run)};
-      for (TimeNs t : st.by_category) row.push_back(format_ns(t));
+      std::vector<std::string> row{st.name, format_duration(st.length()), format_pct(st.share_of_run)};
+      for (TimeNs t : st.by_category) row.push_back(format_duration(t));
       row.push_back(st.operations.empty() ? std::string() : st.operations.front().name);
       steps.rows.push_back(std::move(row));
     }
@@ -343,14 +339,14 @@ namespace dreamscope::analyzers {
 
 std::string render_text(const AnalysisReport& r) {
   std::string out = fmt::format("dreamscope analyze: {}\nsource {}, {} events, span {}\n", r.trace_name, r.source,
-                                r.events, detail::format_ns(r.end - r.begin));
+                                r.events, format_duration(r.end - r.begin));
   for (const auto& s : detail::report_sections(r)) out += detail::text_part(s);
   return out;
 }
 
 std::string render_markdown(const AnalysisReport& r) {
   std::string out = fmt::format("# dreamscope analyze: `{}`\n\nSource {}, {} events, span {}.\n", r.trace_name,
-                                r.source, r.events, detail::format_ns(r.end - r.begin));
+                                r.source, r.events, format_duration(r.end - r.begin));
   for (const auto& s : detail::report_sections(r)) out += detail::markdown_part(s);
   return out;
 }

@@ -12,9 +12,11 @@
 // - report.h:        all of one trace's analyses (analyze_trace) as text, Markdown, JSON or HTML
 // - job_analysis.h:  a distributed job across its ranks, from small per-rank summaries
 // - trace_diff.h:    what changed from one run to another
+// - duration_text.h: a duration as the reports, the commands and the GUI print it ("12.346 ms")
 #pragma once
 
 #include "dreamscope/analyzers/critical_path.h"
+#include "dreamscope/analyzers/duration_text.h"
 #include "dreamscope/analyzers/hta.h"
 #include "dreamscope/analyzers/job_analysis.h"
 #include "dreamscope/analyzers/pipeline.h"
