@@ -6,7 +6,7 @@
 // (kernel launches, queue lengths) come back as columns. The GIL is released while C++ works.
 #include "columns.h"
 
-#include <dreamscope/analyzers/analyzers.h>
+#include <dreamscope/analyzers/hta.h>
 #include <dreamscope/analyzers/job_analysis.h>
 #include <dreamscope/analyzers/report.h>
 #include <dreamscope/analyzers/run_json.h>

@@ -13,6 +13,8 @@
 // - job_analysis.h:  a distributed job across its ranks, from small per-rank summaries
 // - trace_diff.h:    what changed from one run to another
 // - duration_text.h: a duration as the reports, the commands and the GUI print it ("12.346 ms")
+// Not included: run_json.h (a replay's and a what-if's JSON), which needs dreamscope::whatif's
+// headers, a library the analyzers link privately.
 #pragma once
 
 #include "dreamscope/analyzers/critical_path.h"
