@@ -384,15 +384,16 @@ std::optional<Transform> read_transform(const toml::table& t, const std::string&
     s.cores = r.cores(t);
     s.ahead = r.integer("ahead", 0);
     if (s.resource.empty() == (s.pool == 0)) r.fail("'move' needs either 'resource' or 'pool' (a number of workers)");
+    if (s.pool < 0 || s.pool > limits::kMaxPoolWorkers) {
+      r.fail_at(r.node(t, "pool"), fmt::format("'pool' must be a number of workers from 1 to {}, got {}",
+                                               limits::kMaxPoolWorkers, s.pool));
+    }
+    // After the pool's bound: a window is workers × prefetch, and a pool past its bound says so first.
     if (s.ahead < 0 || s.ahead > limits::kMaxPoolItemsAhead) {
       r.fail_at(r.node(t, "ahead"), fmt::format("'ahead' must be a number of work items from 0 (no bound) to {}, got {}",
                                                 limits::kMaxPoolItemsAhead, s.ahead));
     }
     if (s.ahead > 0 && s.pool == 0) r.fail_at(r.node(t, "ahead"), "'ahead' bounds a pool: it needs 'pool'");
-    if (s.pool < 0 || s.pool > limits::kMaxPoolWorkers) {
-      r.fail_at(r.node(t, "pool"), fmt::format("'pool' must be a number of workers from 1 to {}, got {}",
-                                               limits::kMaxPoolWorkers, s.pool));
-    }
     out.spec = s;
   } else if (op == "add_edge") {
     AddEdgeSpec s;
