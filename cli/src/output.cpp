@@ -36,6 +36,7 @@ std::optional<std::string> output_problem(const std::filesystem::path& output) {
 
 void check_trace_output(const std::string& path, bool force) {
   std::error_code ec;
+  check_replaceable_output(path);
   if (std::filesystem::exists(path, ec) && !force) throw TraceError(path + " exists (use --force to replace it)");
   if (const auto problem = output_problem(path)) throw TraceError("cannot write " + path + ": " + *problem);
 }

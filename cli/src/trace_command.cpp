@@ -244,6 +244,12 @@ int run_trace(const TraceOptions& o) {
   if (!rank) return kExitUsage;
   const fs::path output = expand_output(pattern, *rank);
   std::error_code ec;
+  try {
+    check_replaceable_output(output);
+  } catch (const TraceError& e) {
+    std::fprintf(stderr, "dreamscope trace: %s\n", e.what());
+    return kExitError;
+  }
   if (fs::exists(output, ec) && !o.force) {
     std::fprintf(stderr, "dreamscope trace: %s exists (use --force to replace it)\n", output.c_str());
     return kExitUsage;

@@ -302,6 +302,28 @@ TEST(HostileInput, FifosDevicesAndDirectoriesAreNotOpenedAsTraces) {
   fs::remove_all(dir);
 }
 
+TEST(HostileInput, OutputsThatAreNotFilesAreNeverReplaced) {
+  // Writers replace the file at their output's path; with --force, run as root, that once
+  // replaced /dev/null itself with a trace. A FIFO and a folder stand in for a device here.
+  const fs::path dir = fs::temp_directory_path() / ("dreamscope-outputs-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path fifo = dir / "out.db";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const fs::path folder = dir / "folder.db";
+  fs::create_directories(folder);
+  const std::string input = (kFuzz / "kineto_kernel_a32.json").string();
+  const std::string refused = ", not a file that can be written (an output is written by replacing the file at its path)";
+  expect_one_line_error({"import", input, "-o", fifo.string(), "--force"}, fifo.string() + ": is a FIFO" + refused);
+  expect_one_line_error({"import", input, "-o", folder.string(), "--force"},
+                        folder.string() + ": is a directory" + refused);
+  expect_one_line_error({"analyze", input, "--summary", "--rank", "0", "-o", fifo.string()},
+                        fifo.string() + ": is a FIFO" + refused);
+  expect_one_line_error({"trace", "--force", "-o", fifo.string(), "--", "/bin/true"}, fifo.string() + ": is a FIFO" + refused);
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_TRUE(fs::is_directory(folder));
+  fs::remove_all(dir);
+}
+
 TEST(HostileInput, AnUnreadableFileIsReportedAsUnreadable) {
   if (::geteuid() == 0) GTEST_SKIP() << "root reads every file: permission denied cannot happen";
   const fs::path file = fs::temp_directory_path() / ("dreamscope-unreadable-" + std::to_string(::getpid()) + ".json");

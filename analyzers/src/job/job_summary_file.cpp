@@ -4,6 +4,7 @@
 
 #include "dreamscope/storage/job.h"
 #include "dreamscope/storage/sqlite_file.h"
+#include "dreamscope/storage/trace_file.h"
 
 #include <algorithm>
 #include <cmath>
@@ -393,6 +394,7 @@ bool sqlite_header(const std::filesystem::path& path) {
 
 void write_rank_summary(const RankSummary& summary, const std::filesystem::path& path) {
   // Written beside the target and renamed over it: a reader never sees half a summary.
+  check_replaceable_output(path);
   const std::filesystem::path partial = path.string() + ".partial";
   std::error_code ec;
   std::filesystem::remove(partial, ec);

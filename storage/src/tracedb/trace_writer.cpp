@@ -119,10 +119,25 @@ void bind_index(sqlite3_stmt* s, int col, std::uint32_t v) {
 
 } // namespace
 
+void check_replaceable_output(const std::filesystem::path& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status) || std::filesystem::is_regular_file(status)) return;
+  const char* what = std::filesystem::is_directory(status)       ? "a directory"
+                     : std::filesystem::is_character_file(status) ? "a character device"
+                     : std::filesystem::is_block_file(status)     ? "a block device"
+                     : std::filesystem::is_fifo(status)           ? "a FIFO"
+                     : std::filesystem::is_socket(status)         ? "a socket"
+                                                                  : "not a regular file";
+  throw TraceError(path.string() + ": is " + std::string(what) +
+                   ", not a file that can be written (an output is written by replacing the file at its path)");
+}
+
 TraceWriter::TraceWriter(std::filesystem::path path, TraceWriterOptions options)
     : path_(std::move(path)), options_(options), strings_(std::make_unique<InternTable>()),
       stmts_(std::make_unique<Statements>()) {
   std::error_code ec;
+  check_replaceable_output(path_);
   if (std::filesystem::exists(path_, ec)) {
     if (!options_.overwrite) fail("file exists");
     std::filesystem::remove(path_, ec);

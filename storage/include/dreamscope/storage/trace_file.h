@@ -143,6 +143,12 @@ Trace read_trace(const std::filesystem::path& path,
 // file if it is not a trace.db this build reads, or cannot be written.
 void replace_calibration(const std::filesystem::path& path, const std::vector<CalibrationRecord>& records);
 
+// Throws TraceError naming `path` when something other than a regular file is there (a
+// device such as /dev/null, a directory, a FIFO, a socket): every writer of a file replaces
+// what is at its path, and replacing one of those would destroy it (run as root, /dev/null
+// itself). A link is judged by what it points to.
+void check_replaceable_output(const std::filesystem::path& path);
+
 // True when the file starts with the SQLite header (used to pick an importer).
 bool looks_like_sqlite(const std::filesystem::path& path);
 
