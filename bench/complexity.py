@@ -208,6 +208,14 @@ def g_waiting_threads(n):  # n threads, each with a 1 ms operator: a wait that a
         yield X("cpu_op", "op", 1, i + 1, 10 * i, 1000)
 
 
+def g_overlap_waits(n):  # n threads, each with a 1 ms operator, all of them overlapping
+    # Each starts 1 ns after the one before: every operator is a wait (0.5 ms or more,
+    # graph/passes/inferred_waits.cpp) with every later thread's operator starting inside it
+    # (in waiting_threads, 10 us apart, only the next 100 do).
+    for i in range(n):
+        yield X("cpu_op", "op", 1, i + 1, f"{i / 1000:.3f}", 1000)
+
+
 LOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
 
 
@@ -335,6 +343,7 @@ SHAPES = {
     "kernel_names": (json_shape(g_knames), 10000, 2500, "N kernels of distinct names"),
     "threads": (json_shape(g_threads), 10000, 4000, "N threads, one operator each"),
     "waiting_threads": (json_shape(g_waiting_threads), 3000, 1400, "N threads, one 1 ms operator each"),
+    "overlap_waits": (json_shape(g_overlap_waits), 3000, 2000, "N threads, one 1 ms operator each, all overlapping"),
     "streams": (json_shape(g_streams), 5000, 1500, "N streams, one kernel each"),
     "collectives": (json_shape(g_collectives), 5000, 1500, "N all-reduces (operator, launch, NCCL kernel)"),
     "ranks": (make_ranks, 250, 200, "a folder of N rank traces of 32 steps"),
