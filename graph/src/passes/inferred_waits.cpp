@@ -33,16 +33,17 @@ void add_queue_waits(GraphBuildState& s) {
   const Trace& trace = s.trace;
   const TaskTable& tasks = s.tasks;
   const auto& api = trace.cuda_api();
-  std::map<std::vector<ResourceId>, std::vector<TaskId>> ops_by_end; // streams → their tasks by end
+  // A process's streams (streams_of_process) → their tasks by end.
+  std::unordered_map<std::uint32_t, std::vector<TaskId>> ops_by_end;
   for (EventIndex row = 0; row < api.size(); ++row) {
     const TaskId last = tasks.api_last[row];
     if (last == kNoTask || (tasks.flags[last] & kTaskBlocking)) continue;
     const TimeNs start = api.start[row], end = api.end[row];
     if (end - start < kSlowCall) continue;
-    auto [it, fresh] = ops_by_end.try_emplace(streams_of_process(trace, tasks, tasks.resource[last]));
+    auto [it, fresh] = ops_by_end.try_emplace(process_of(trace, tasks.resource[last]));
     std::vector<TaskId>& ops = it->second;
     if (fresh) {
-      for (ResourceId st : it->first) {
+      for (ResourceId st : streams_of_process(s, tasks.resource[last])) {
         for (TaskId t = tasks.first(st); t < tasks.end(st); ++t) ops.push_back(t);
       }
       std::sort(ops.begin(), ops.end(), [&](TaskId a, TaskId b) { return tasks.measured_end[a] < tasks.measured_end[b]; });
