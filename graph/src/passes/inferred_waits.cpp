@@ -104,7 +104,9 @@ class MaxTree {
   }
   // The first slot in [lo, hi) holding at least `bound`; hi if none.
   std::size_t first_at_least(std::size_t lo, std::size_t hi, TimeNs bound) const {
-    return lo < hi ? find(1, 0, size_, lo, hi, bound) : hi;
+    if (lo >= hi) return hi;
+    if (max_[size_ + lo] >= bound) return lo; // a run of slots that all hold enough: O(1) each
+    return find(1, 0, size_, lo, hi, bound);
   }
 
  private:
