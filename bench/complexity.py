@@ -208,6 +208,14 @@ def g_waiting_threads(n):  # n threads, each with a 1 ms operator: a wait that a
         yield X("cpu_op", "op", 1, i + 1, 10 * i, 1000)
 
 
+def g_overlap_waits(n):  # n threads, each with a 1 ms operator, all of them overlapping
+    # Each starts 1 ns after the one before: every operator is a wait (0.5 ms or more,
+    # graph/passes/inferred_waits.cpp) with every later thread's operator starting inside it
+    # (in waiting_threads, 10 us apart, only the next 100 do).
+    for i in range(n):
+        yield X("cpu_op", "op", 1, i + 1, f"{i / 1000:.3f}", 1000)
+
+
 LOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
 
 
@@ -226,6 +234,15 @@ def g_streams(n):  # n streams, one kernel each
     for i in range(n):
         yield launch(10 * i, i + 1)
         yield kernel("k", 10 * i + 6, i + 1, stream=100 + i, dur=3)
+
+
+def g_thread_streams(n):  # n threads, each with its own stream: a slow launch and a stream sync
+    # The launch takes 100 us and returns as its kernel ends (a wait on a full launch queue,
+    # graph/passes/inferred_waits.cpp); the sync names the thread's stream (cuda_sync.cpp).
+    for i in range(n):
+        yield launch(20 * i, i + 1, dur=100, tid=i + 1)
+        yield kernel("k", 20 * i + 5, i + 1, stream=100 + i, dur=90)
+        yield X("cuda_runtime", "cudaStreamSynchronize", 1, i + 1, 20 * i + 101, 5, f'"cbid":131,"stream":{100 + i}')
 
 
 COLL_ARGS = ('"Collective name":"allreduce","In msg nelems":1024,"Out msg nelems":1024,"dtype":"Float",'
@@ -335,7 +352,9 @@ SHAPES = {
     "kernel_names": (json_shape(g_knames), 10000, 2500, "N kernels of distinct names"),
     "threads": (json_shape(g_threads), 10000, 4000, "N threads, one operator each"),
     "waiting_threads": (json_shape(g_waiting_threads), 3000, 1400, "N threads, one 1 ms operator each"),
+    "overlap_waits": (json_shape(g_overlap_waits), 3000, 2000, "N threads, one 1 ms operator each, all overlapping"),
     "streams": (json_shape(g_streams), 5000, 1500, "N streams, one kernel each"),
+    "thread_streams": (json_shape(g_thread_streams), 10000, 1500, "N threads, each a slow launch and a sync on its own stream"),
     "collectives": (json_shape(g_collectives), 5000, 1500, "N all-reduces (operator, launch, NCCL kernel)"),
     "ranks": (make_ranks, 250, 200, "a folder of N rank traces of 32 steps"),
     "coll_ranks": (make_collranks, 4000, 800, "2 ranks of N all-reduces each"),
@@ -365,7 +384,10 @@ JOB_SHAPES = {"ranks", "coll_ranks"}
 NOT_FOR_JOBS = {"analyze-steps", "critical-path"}
 # Shapes made for one path, with the commands that take it (and replay, the same without it);
 # commands that need what such a shape holds run on it alone.
-SHAPE_COMMANDS = {"shared_cores": ["replay", "whatif-cores"]}
+SHAPE_COMMANDS = {"shared_cores": ["replay", "whatif-cores"],
+                  # graph building's lookup of a call's streams, which every command that builds
+                  # the graph takes: replay alone shows it
+                  "thread_streams": ["replay"]}
 ONLY_FOR_SHAPES = {c for commands in SHAPE_COMMANDS.values() for c in commands if c not in ("replay",)}
 
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -74,6 +75,28 @@ struct EdgeBuffer {
   }
 };
 
+// The streams a call on a thread may mean, per process: those of its own process, or of
+// devices whose process is unknown (imported single-process traces), in resource order; and
+// among them the first with a given stream id. Built once per process on first use: the
+// passes that link calls to streams ask for every call, and a scan of every resource per call
+// was quadratic in a trace of many threads or streams.
+class ProcessStreams {
+ public:
+  const std::vector<ResourceId>& of(const Trace& trace, const TaskTable& tasks, ResourceId thread);
+  ResourceId find(const Trace& trace, const TaskTable& tasks, ResourceId thread, std::int64_t stream_id);
+
+ private:
+  struct Streams {
+    std::vector<ResourceId> list;
+    std::unordered_map<std::int64_t, ResourceId> by_id; // the first of each id in `list`
+  };
+  Streams& entry(const Trace& trace, const TaskTable& tasks, ResourceId thread);
+
+  bool grouped_ = false;
+  std::unordered_map<std::uint32_t, std::vector<ResourceId>> by_owner_; // streams by process_of (kNoIndex: unknown)
+  std::unordered_map<std::uint32_t, Streams> by_process_;
+};
+
 struct GraphBuildState {
   explicit GraphBuildState(const Trace& t) : trace(t) {}
 
@@ -89,6 +112,8 @@ struct GraphBuildState {
   // Blocking tasks that waited, with what they take when they need not wait (residual pass).
   std::vector<std::pair<TaskId, TimeNs>> ready_base;
   GraphWarnings warnings;
+  // Filled on demand, after the task pass (streams_of_process, find_stream).
+  ProcessStreams process_streams;
 
   // Task t waited until `target_end` (at least): it blocks, and its base is what it took after.
   void note_wait(TaskId t, TimeNs target_end) {
@@ -98,10 +123,9 @@ struct GraphBuildState {
 };
 
 // Which process a thread or stream belongs to (kNoIndex: unknown), and the streams a call on
-// a thread may mean: those of its own process, or of devices whose process is unknown
-// (imported single-process traces). Shared by the passes that link calls to streams.
+// a thread may mean (ProcessStreams). Shared by the passes that link calls to streams.
 std::uint32_t process_of(const Trace& trace, ResourceId r);
-std::vector<ResourceId> streams_of_process(const Trace& trace, const TaskTable& tasks, ResourceId thread);
-ResourceId find_stream(const Trace& trace, const TaskTable& tasks, ResourceId thread, std::int64_t stream_id);
+const std::vector<ResourceId>& streams_of_process(GraphBuildState& s, ResourceId thread);
+ResourceId find_stream(GraphBuildState& s, ResourceId thread, std::int64_t stream_id);
 
 } // namespace dreamscope::graph_build

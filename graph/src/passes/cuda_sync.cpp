@@ -87,7 +87,7 @@ class SyncLinker {
       case CallRole::StreamSync: {
         std::vector<ResourceId> streams;
         if (role == CallRole::StreamSync) {
-          ResourceId st = find_stream(trace_, tasks_, thread, api.stream[row]);
+          ResourceId st = find_stream(s_, thread, api.stream[row]);
           if (st == kNoIndex) st = stream_from_sync_record(api.correlation[row]);
           if (st != kNoIndex) {
             streams.push_back(st);
@@ -95,7 +95,7 @@ class SyncLinker {
             ++s_.warnings.unknown_sync_stream;
           }
         }
-        if (streams.empty()) streams = streams_of_process(trace_, tasks_, thread);
+        if (streams.empty()) streams = streams_of_process(s_, thread);
         std::vector<ResourceId> kept;
         for (ResourceId st : streams) {
           const TaskId target = s_.launches.issued_before(tasks_, st, tasks_.measured_start[last]);
@@ -126,7 +126,7 @@ class SyncLinker {
       }
       case CallRole::EventRecord: {
         auto e = event_of();
-        const ResourceId st = find_stream(trace_, tasks_, thread, api.stream[row]);
+        const ResourceId st = find_stream(s_, thread, api.stream[row]);
         if (!e) break;
         if (st == kNoIndex) {
           ++s_.warnings.unknown_sync_stream;
@@ -138,7 +138,7 @@ class SyncLinker {
       }
       case CallRole::StreamWaitEvent: {
         auto e = event_of();
-        const ResourceId st = find_stream(trace_, tasks_, thread, api.stream[row]);
+        const ResourceId st = find_stream(s_, thread, api.stream[row]);
         if (!e) break;
         if (st == kNoIndex) {
           ++s_.warnings.unknown_sync_stream;

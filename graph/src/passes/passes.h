@@ -9,6 +9,7 @@
 
 #include "build_state.h"
 
+#include <cstddef>
 #include <string_view>
 
 namespace dreamscope::graph_build {
@@ -22,6 +23,12 @@ void add_inferred_waits(GraphBuildState& s);     // inferred_waits.cpp
 void add_process_starts(GraphBuildState& s);     // process_starts.cpp
 void add_collectives(GraphBuildState& s);        // collectives.cpp
 void set_blocking_residuals(GraphBuildState& s); // blocking_residuals.cpp
+
+// The inferred waits' handoffs between threads on their own (inferred_waits.cpp; the pass
+// runs them after its queue waits with kept_per_wait 2). kept_per_wait: how many candidate
+// bursts its index keeps per wait before a wait that needs more scans for them; its tests
+// compare 1 and 2 with a plain reference.
+void add_thread_handoffs(GraphBuildState& s, std::size_t kept_per_wait);
 
 struct GraphPass {
   std::string_view name;
