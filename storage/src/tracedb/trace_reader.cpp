@@ -294,7 +294,7 @@ void decode(const Columns& cols, const Row& s, const Ids& ids, std::uint64_t mis
     } else if constexpr (is<C, Start>) {
       v = s.int64(col);
     } else if constexpr (is<C, End>) {
-      v = end_of(r.start, s.int64(col));
+      v = end_of(start_of<C>(r), s.int64(col));
     } else if constexpr (is<C, Text>) {
       v = s.text(col);
     } else if constexpr (is<C, Real>) {

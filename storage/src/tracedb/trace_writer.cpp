@@ -155,7 +155,7 @@ int bind_columns(sqlite3_stmt* st, const Columns& cols, const Record& r, int col
     } else if constexpr (is<C, Process> || is<C, Device>) {
       bind_index(st, col, v);
     } else if constexpr (is<C, End>) {
-      sqlite3_bind_int64(st, col, v - r.start);
+      sqlite3_bind_int64(st, col, v - start_of<C>(r));
     } else if constexpr (is<C, Text>) {
       bind_text(st, col, v);
     } else if constexpr (is<C, Real>) {
@@ -205,7 +205,7 @@ std::array<std::int64_t, N> event_row(const Record& r, std::int64_t id, LaunchId
     } else if constexpr (is<C, Enum>) {
       row[at[i]] = static_cast<int>(v);
     } else if constexpr (is<C, End>) {
-      row[at[i]] = v - r.start;
+      row[at[i]] = v - start_of<C>(r);
     } else if constexpr (is<C, Launch>) {
       row[at[i]] = launch_id(v);
     } else {

@@ -39,43 +39,19 @@ enum RecordType : std::uint8_t {
   kMemoryEvent = 18, // version 5
 };
 
-// A table's record holds the columns the table had when the record was introduced (below), in the
-// definition's order (tables.h) but for a GPU op's launch configuration, the one field of variable
-// length (0, or 1 and its nine fields), which ends them; then the columns appended to the table
-// since, in order. A reader takes each of those only where the record has bytes left: a log
-// written before a column existed ends its records without it, and reads it as its default,
-// whatever its version. Version 4 so appended a process's place in a distributed job.
-template <class Record>
-inline constexpr std::size_t kIntroducedColumns = 0;
-template <>
-inline constexpr std::size_t kIntroducedColumns<ProcessInfo> = 7; // kProcess, kProcessUpdate
-template <>
-inline constexpr std::size_t kIntroducedColumns<DeviceInfo> = 11;
-template <>
-inline constexpr std::size_t kIntroducedColumns<TrackInfo> = 6;
-template <>
-inline constexpr std::size_t kIntroducedColumns<CudaApiRecord> = 11;
-template <>
-inline constexpr std::size_t kIntroducedColumns<GpuOpRecord> = 10;
-template <>
-inline constexpr std::size_t kIntroducedColumns<AnnotationRecord> = 8;
-template <>
-inline constexpr std::size_t kIntroducedColumns<FlowRecord> = 6;
-template <>
-inline constexpr std::size_t kIntroducedColumns<CalibrationRecord> = 4;
-template <>
-inline constexpr std::size_t kIntroducedColumns<OverheadRecord> = 4;
-template <>
-inline constexpr std::size_t kIntroducedColumns<ThreadLoadRecord> = 9;
-template <>
-inline constexpr std::size_t kIntroducedColumns<MemoryEventRecord> = 8;
-
+// A table's record holds the columns the table had when the record was introduced
+// (columns::Definition::log_columns), in the definition's order (tables.h) but for a GPU op's
+// launch configuration, the one field of variable length (0, or 1 and its nine fields), which
+// ends them; then the columns appended to the table since, in order. A reader takes each of
+// those only where the record has bytes left: a log written before a column existed ends its
+// records without it, and reads it as its default, whatever its version. Version 4 so appended
+// a process's place in a distributed job.
 // Calls f(column, appended) for each column of `Record`, in the order its record holds them
 // (above); `appended` is std::true_type for the columns appended since.
 template <class Record, class F>
 constexpr void for_each_in_record(F&& f) {
   constexpr auto& all = columns::Definition<Record>::columns;
-  constexpr std::size_t first = kIntroducedColumns<Record>;
+  constexpr std::size_t first = columns::Definition<Record>::log_columns;
   static_assert(first > 0 && first <= columns::count<Record>);
   columns::each_indexed(all, [&](const auto& c, auto i) {
     if constexpr (i < first && !columns::is<decltype(c), columns::Launch>) f(c, std::false_type{});

@@ -114,7 +114,7 @@ struct Decoder {
     v = static_cast<TrackKind>(u);
   }
 
-  // A row from its record's fields (trace_log_format.h, kIntroducedColumns), each as its
+  // A row from its record's fields (trace_log_format.h), each as its
   // encoding says (tables.h), with the log's ids turned into the builder's.
   template <class Record>
   Record row(Body& in) {
@@ -146,7 +146,7 @@ struct Decoder {
       } else if constexpr (is<C, Start>) {
         v = start(in);
       } else if constexpr (is<C, End>) {
-        v = plus(r.start, in.s());
+        v = plus(start_of<C>(r), in.s());
       } else if constexpr (is<C, Real> || is<C, Cost>) {
         v = in.f64();
       } else if constexpr (is<C, Text>) {

@@ -51,7 +51,7 @@ constexpr std::size_t most_bytes() {
 
 } // namespace
 
-// The fields of a row, column by column (trace_log_format.h, kIntroducedColumns): the encoding of each says
+// The fields of a row, column by column (trace_log_format.h): the encoding of each says
 // how it is written (tables.h).
 template <class Record>
 void TraceLogWriter::put_fields(const Record& r) {
@@ -81,7 +81,7 @@ void TraceLogWriter::put_fields(const Record& r) {
       out.s(v - last_start);
       last_start = v;
     } else if constexpr (is<C, End>) {
-      out.s(v - r.start);
+      out.s(v - start_of<C>(r));
     } else if constexpr (is<C, Real> || is<C, Cost>) {
       out.f64(v);
     } else if constexpr (is<C, Text>) {

@@ -45,6 +45,15 @@ struct Column {
 template <class C, class E>
 inline constexpr bool is = std::is_same_v<typename std::remove_cvref_t<C>::encoding, E>;
 
+// The start of row `r`, which an End column (its duration) is measured from: every table with one
+// has a `start`. Named through the column, so that code for every column names it only where it
+// handles an End column.
+template <class Column, class Record>
+constexpr TimeNs start_of(const Record& r) {
+  static_assert(is<Column, End>);
+  return r.start;
+}
+
 template <class Record>
 struct Definition;
 
@@ -53,24 +62,28 @@ struct Definition;
   Column<&Record::member, encoding, &Rows::member>{#member, sql},
 
 // Each table's: `name`, the table's in trace.db and in messages about its rows; `in`, its rows in
-// a Trace; `columns`. An event table's also: `Rows`, its columnar table; `table`, its EventTable.
-#define DREAMSCOPE_DEFINITION(R, table_name, rows_in, COLUMNS)              \
-  template <>                                                               \
-  struct Definition<R> {                                                    \
-    using Record = R;                                                       \
-    static constexpr std::string_view name = table_name;                    \
-    static constexpr auto in = &Trace::rows_in;                             \
-    static constexpr auto columns = std::tuple{COLUMNS(DREAMSCOPE_COLUMN)}; \
+// a Trace; `columns`; `log_columns`, how many of them the part log's record was introduced with
+// (trace_log_format.h: the columns appended since follow them), a number that never changes. An
+// event table's also: `Rows`, its columnar table; `table`, its EventTable.
+#define DREAMSCOPE_DEFINITION(R, table_name, rows_in, log_columns_, COLUMNS) \
+  template <>                                                                \
+  struct Definition<R> {                                                     \
+    using Record = R;                                                        \
+    static constexpr std::string_view name = table_name;                     \
+    static constexpr auto in = &Trace::rows_in;                              \
+    static constexpr std::size_t log_columns = log_columns_;                 \
+    static constexpr auto columns = std::tuple{COLUMNS(DREAMSCOPE_COLUMN)};  \
   };
-#define DREAMSCOPE_EVENT_DEFINITION(R, R_ROWS, event_table, table_name, rows_in, COLUMNS) \
-  template <>                                                                             \
-  struct Definition<R> {                                                                  \
-    using Record = R;                                                                     \
-    using Rows = R_ROWS;                                                                  \
-    static constexpr EventTable table = event_table;                                      \
-    static constexpr std::string_view name = table_name;                                  \
-    static constexpr auto in = &Trace::rows_in;                                           \
-    static constexpr auto columns = std::tuple{COLUMNS(DREAMSCOPE_EVENT_COLUMN)};         \
+#define DREAMSCOPE_EVENT_DEFINITION(R, R_ROWS, event_table, table_name, rows_in, log_columns_, COLUMNS) \
+  template <>                                                                                         \
+  struct Definition<R> {                                                                              \
+    using Record = R;                                                                                 \
+    using Rows = R_ROWS;                                                                              \
+    static constexpr EventTable table = event_table;                                                  \
+    static constexpr std::string_view name = table_name;                                              \
+    static constexpr auto in = &Trace::rows_in;                                                       \
+    static constexpr std::size_t log_columns = log_columns_;                                          \
+    static constexpr auto columns = std::tuple{COLUMNS(DREAMSCOPE_EVENT_COLUMN)};                     \
   };
 
 template <>
@@ -78,23 +91,25 @@ struct Definition<ProcessInfo> {
   using Record = ProcessInfo;
   static constexpr std::string_view name = "process";
   static constexpr auto in = &Trace::processes;
+  static constexpr std::size_t log_columns = 7; // version 4 appended the second list
   // In trace.db, the `process` table holds the first list, `process_rank` the second.
   static constexpr auto process_columns = std::tuple{DREAMSCOPE_PROCESS_COLUMNS(DREAMSCOPE_COLUMN)};
   static constexpr auto rank_columns = std::tuple{DREAMSCOPE_PROCESS_RANK_COLUMNS(DREAMSCOPE_COLUMN)};
   static constexpr auto columns = std::tuple_cat(process_columns, rank_columns);
 };
-DREAMSCOPE_DEFINITION(DeviceInfo, "device", devices, DREAMSCOPE_DEVICE_COLUMNS)
-DREAMSCOPE_DEFINITION(TrackInfo, "track", tracks, DREAMSCOPE_TRACK_COLUMNS)
-DREAMSCOPE_EVENT_DEFINITION(CudaApiRecord, CudaApiTable, EventTable::CudaApi, "cuda_api", cuda_api,
+DREAMSCOPE_DEFINITION(DeviceInfo, "device", devices, 11, DREAMSCOPE_DEVICE_COLUMNS)
+DREAMSCOPE_DEFINITION(TrackInfo, "track", tracks, 6, DREAMSCOPE_TRACK_COLUMNS)
+DREAMSCOPE_EVENT_DEFINITION(CudaApiRecord, CudaApiTable, EventTable::CudaApi, "cuda_api", cuda_api, 11,
                             DREAMSCOPE_CUDA_API_COLUMNS)
-DREAMSCOPE_EVENT_DEFINITION(GpuOpRecord, GpuOpTable, EventTable::GpuOp, "gpu_op", gpu_ops, DREAMSCOPE_GPU_OP_COLUMNS)
-DREAMSCOPE_EVENT_DEFINITION(AnnotationRecord, AnnotationTable, EventTable::Annotation, "annotation", annotations,
+DREAMSCOPE_EVENT_DEFINITION(GpuOpRecord, GpuOpTable, EventTable::GpuOp, "gpu_op", gpu_ops, 10,
+                            DREAMSCOPE_GPU_OP_COLUMNS)
+DREAMSCOPE_EVENT_DEFINITION(AnnotationRecord, AnnotationTable, EventTable::Annotation, "annotation", annotations, 8,
                             DREAMSCOPE_ANNOTATION_COLUMNS)
-DREAMSCOPE_DEFINITION(FlowRecord, "flow", flows, DREAMSCOPE_FLOW_COLUMNS)
-DREAMSCOPE_DEFINITION(CalibrationRecord, "calibration", calibration, DREAMSCOPE_CALIBRATION_COLUMNS)
-DREAMSCOPE_DEFINITION(OverheadRecord, "overhead", overheads, DREAMSCOPE_OVERHEAD_COLUMNS)
-DREAMSCOPE_DEFINITION(ThreadLoadRecord, "thread_load", thread_loads, DREAMSCOPE_THREAD_LOAD_COLUMNS)
-DREAMSCOPE_DEFINITION(MemoryEventRecord, "memory_event", memory_events, DREAMSCOPE_MEMORY_EVENT_COLUMNS)
+DREAMSCOPE_DEFINITION(FlowRecord, "flow", flows, 6, DREAMSCOPE_FLOW_COLUMNS)
+DREAMSCOPE_DEFINITION(CalibrationRecord, "calibration", calibration, 4, DREAMSCOPE_CALIBRATION_COLUMNS)
+DREAMSCOPE_DEFINITION(OverheadRecord, "overhead", overheads, 4, DREAMSCOPE_OVERHEAD_COLUMNS)
+DREAMSCOPE_DEFINITION(ThreadLoadRecord, "thread_load", thread_loads, 9, DREAMSCOPE_THREAD_LOAD_COLUMNS)
+DREAMSCOPE_DEFINITION(MemoryEventRecord, "memory_event", memory_events, 8, DREAMSCOPE_MEMORY_EVENT_COLUMNS)
 
 #undef DREAMSCOPE_DEFINITION
 #undef DREAMSCOPE_EVENT_DEFINITION

@@ -108,7 +108,7 @@ class TraceLogWriter final : public TraceSink {
   }
   void put_str(std::string_view s);
   void put_double(double v);
-  // A table's row as its record's fields (trace_log_format.h, kIntroducedColumns); as a whole
+  // A table's row as its record's fields (trace_log_format.h); as a whole
   // record of type `type`.
   template <class Record>
   void put_fields(const Record& r);
