@@ -3,8 +3,12 @@
 //   build/release/bench/storage_bench --benchmark_filter=Write   (TraceWriter, write_trace)
 //   build/release/bench/storage_bench --benchmark_filter=Load --benchmark_min_time=1x
 //   build/release/bench/storage_bench --benchmark_filter=GpuOpRows      (SQLite's two ways out)
+//   build/release/bench/storage_bench --benchmark_filter='TraceLog|Merge|Copy'  (part logs, copies)
 // bench/storage_figures.sh runs both and prints the figures the targets are stated in.
+#include <dreamscope/storage/trace_copy.h>
 #include <dreamscope/storage/trace_file.h>
+#include <dreamscope/storage/trace_log.h>
+#include <dreamscope/storage/trace_merge.h>
 
 #include <benchmark/benchmark.h>
 #include <sqlite3.h>
@@ -265,6 +269,104 @@ void BM_GpuOpRowsAsFunctionArguments(benchmark::State& state) {
   state.SetItemsProcessed(total.rows);
 }
 BENCHMARK(BM_GpuOpRowsAsFunctionArguments)->Unit(benchmark::kMillisecond);
+
+// The tracer's record path after the hot path: the writer thread encoding each event into its
+// part log (TraceLogWriter, varints into a buffer handed to write(2)), the same mix as above.
+// Never synced: what a traced job pays is the encoding and the write, not a close.
+void BM_TraceLogWriterEventsPerSecond(benchmark::State& state) {
+  const auto events = static_cast<std::size_t>(state.range(0));
+  double bytes_per_event = 0;
+  for (auto _ : state) {
+    const auto path = scratch_file("part").replace_extension(".dslog");
+    {
+      TraceLogWriter w(path);
+      const auto p = w.add_process(ProcessInfo{.pid = 1, .name = "train"});
+      const auto d = w.add_device(DeviceInfo{.ordinal = 0, .name = "gpu"});
+      EventMix mix;
+      mix.setup(w, p, d, [&](const TrackInfo& t) { return w.add_track(t); });
+      for (std::size_t i = 0; i < events / 3; ++i) mix.emit3(w);
+      w.flush();
+    }
+    bytes_per_event = static_cast<double>(std::filesystem::file_size(path)) / static_cast<double>(events);
+    std::filesystem::remove(path);
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * events));
+  state.counters["bytes_per_event"] = bytes_per_event;
+}
+BENCHMARK(BM_TraceLogWriterEventsPerSecond)->Arg(3'000'000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// A folder of part logs, `parts` processes of `events / parts` events each of the mix, written
+// once per process run and removed at its end.
+const std::filesystem::path& part_logs(std::size_t events, int parts) {
+  struct Parts {
+    std::filesystem::path dir;
+    Parts(std::size_t events, int parts) : dir(scratch_file("parts")) {
+      std::filesystem::create_directories(dir);
+      for (int n = 0; n < parts; ++n) {
+        TraceLogWriter w(dir / ("part-" + std::to_string(n) + ".dslog"));
+        w.set_meta("start", std::to_string(n));
+        const auto p = w.add_process(ProcessInfo{.pid = 100 + n, .name = "train"});
+        const auto d = w.add_device(DeviceInfo{.ordinal = n, .process = p, .name = "gpu"});
+        EventMix mix;
+        mix.rng.seed(static_cast<std::uint64_t>(n) + 7);
+        mix.setup(w, p, d, [&](const TrackInfo& t) { return w.add_track(t); });
+        for (std::size_t i = 0; i < events / 3 / static_cast<std::size_t>(parts); ++i) mix.emit3(w);
+        w.close();
+      }
+    }
+    ~Parts() { std::filesystem::remove_all(dir); }
+  };
+  static const Parts files(events, parts);
+  return files.dir;
+}
+
+// Reading one part log into a Trace: decoding its records, then TraceBuilder::build().
+void BM_ReadTraceLog(benchmark::State& state) {
+  const auto& dir = part_logs(3'000'000, 2);
+  std::size_t loaded = 0;
+  for (auto _ : state) {
+    Trace t = read_trace_log(dir / "part-0.dslog");
+    loaded = t.event_count();
+    benchmark::DoNotOptimize(t);
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * loaded));
+}
+BENCHMARK(BM_ReadTraceLog)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// What `dreamscope trace` does once a job has ended: its part logs read and copied into one
+// Trace (trace_merge.cpp), 3 M events in two parts.
+void BM_MergePartLogs(benchmark::State& state) {
+  const auto& dir = part_logs(3'000'000, 2);
+  std::size_t merged = 0;
+  for (auto _ : state) {
+    MergedJob job = merge_part_logs(dir, JobFacts{.command = "train", .root_pid = 100});
+    merged = job.events;
+    benchmark::DoNotOptimize(job);
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * merged));
+}
+BENCHMARK(BM_MergePartLogs)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Copying a Trace into a TraceBuilder row by row (trace_copy.h) and building it: what the
+// merge does per part and the simulator per predicted trace.
+void BM_CopyTrace(benchmark::State& state) {
+  const auto events = static_cast<std::size_t>(state.range(0));
+  TraceBuilder b;
+  const auto p = b.add_process(ProcessInfo{.pid = 1, .name = "train"});
+  const auto d = b.add_device(DeviceInfo{.ordinal = 0, .name = "gpu"});
+  EventMix mix;
+  mix.setup(b, p, d, [&](const TrackInfo& t) { return b.add_track(t); });
+  for (std::size_t i = 0; i < events / 3; ++i) mix.emit3(b);
+  const Trace trace = std::move(b).build();
+  for (auto _ : state) {
+    TraceBuilder out;
+    append_trace_rows(out, trace, append_trace_ids(out, trace));
+    Trace copy = std::move(out).build();
+    benchmark::DoNotOptimize(copy);
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * events));
+}
+BENCHMARK(BM_CopyTrace)->Arg(3'000'000)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 } // namespace
 } // namespace dreamscope

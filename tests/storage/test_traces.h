@@ -3,6 +3,7 @@
 
 #include "../common/scratch_dir.h"
 
+#include <dreamscope/storage/columns.h>
 #include <dreamscope/storage/trace.h>
 #include <dreamscope/storage/trace_file.h>
 
@@ -120,68 +121,63 @@ inline Trace make_full_trace() {
   return std::move(b).build();
 }
 
-// Compares two traces field by field, with names compared as text (ids may differ).
+// Whether column `c` of row `x` of trace `a` holds what it does in row `y` of `b`, names as text
+// (string ids may differ) and a GPU op's launch configuration as the configuration.
+template <class Column, class Record>
+void expect_same_column(const Column& c, const Trace& a, const Record& x, const Trace& b, const Record& y,
+                        std::string_view table, std::size_t row) {
+  if constexpr (columns::is<Column, columns::String>) {
+    EXPECT_EQ(a.str(x.*c.member), b.str(y.*c.member)) << table << " row " << row << ", " << c.name;
+  } else {
+    EXPECT_EQ(x.*c.member, y.*c.member) << table << " row " << row << ", " << c.name;
+  }
+}
+
+// Compares two traces field by field, every column of every table (columns.h) and the
+// annotations' nesting, with names compared as text (ids may differ).
 inline void expect_same_events(const Trace& a, const Trace& b) {
   ASSERT_EQ(a.processes(), b.processes());
   ASSERT_EQ(a.devices(), b.devices());
   ASSERT_EQ(a.tracks(), b.tracks());
-
-  ASSERT_EQ(a.cuda_api().size(), b.cuda_api().size());
-  for (std::size_t i = 0; i < a.cuda_api().size(); ++i) {
-    CudaApiRecord x = a.cuda_api().row(i), y = b.cuda_api().row(i);
-    EXPECT_EQ(a.str(x.name), b.str(y.name)) << "cuda_api row " << i;
-    x.name = y.name = 0;
-    EXPECT_EQ(x, y) << "cuda_api row " << i;
-  }
-  const auto& ga = a.gpu_ops();
-  const auto& gb = b.gpu_ops();
-  ASSERT_EQ(ga.size(), gb.size());
-  for (std::size_t i = 0; i < ga.size(); ++i) {
-    EXPECT_EQ(ga.track[i], gb.track[i]);
-    EXPECT_EQ(ga.kind[i], gb.kind[i]);
-    EXPECT_EQ(ga.subkind[i], gb.subkind[i]);
-    EXPECT_EQ(ga.start[i], gb.start[i]);
-    EXPECT_EQ(ga.end[i], gb.end[i]);
-    EXPECT_EQ(a.str(ga.name[i]), b.str(gb.name[i]));
-    EXPECT_EQ(ga.correlation[i], gb.correlation[i]);
-    EXPECT_EQ(a.launch_configs()[ga.launch[i]], b.launch_configs()[gb.launch[i]]);
-    EXPECT_EQ(ga.bytes[i], gb.bytes[i]);
-    EXPECT_EQ(ga.event[i], gb.event[i]);
-  }
-  ASSERT_EQ(a.annotations().size(), b.annotations().size());
-  for (std::size_t i = 0; i < a.annotations().size(); ++i) {
-    AnnotationRecord x = a.annotations().row(i), y = b.annotations().row(i);
-    EXPECT_EQ(a.str(x.name), b.str(y.name));
-    EXPECT_EQ(a.str(x.domain), b.str(y.domain));
-    EXPECT_EQ(a.str(x.category), b.str(y.category));
-    x.name = y.name = x.domain = y.domain = x.category = y.category = 0;
-    EXPECT_EQ(x, y) << "annotation row " << i;
+  EXPECT_EQ(a.calibration(), b.calibration());
+  auto same_rows = [&]<class Record>(std::string_view table, const auto& row_of_a, const auto& row_of_b,
+                                     std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const Record x = row_of_a(i), y = row_of_b(i);
+      columns::for_each<Record>([&](const auto& c) { expect_same_column(c, a, x, b, y, table, i); });
+    }
+  };
+  auto same_events = [&]<class Record>(std::type_identity<Record>) {
+    using D = columns::Definition<Record>;
+    const auto& rows_a = (a.*D::in)();
+    const auto& rows_b = (b.*D::in)();
+    ASSERT_EQ(rows_a.size(), rows_b.size()) << D::name;
+    auto row_of = [](const Trace& t) {
+      return [&t](std::size_t i) {
+        if constexpr (std::is_same_v<Record, GpuOpRecord>) {
+          return t.gpu_ops().row(i, t.launch_configs());
+        } else {
+          return (t.*D::in)().row(i);
+        }
+      };
+    };
+    same_rows.template operator()<Record>(D::name, row_of(a), row_of(b), rows_a.size());
+  };
+  same_events(std::type_identity<CudaApiRecord>{});
+  same_events(std::type_identity<GpuOpRecord>{});
+  same_events(std::type_identity<AnnotationRecord>{});
+  for (std::size_t i = 0; i < a.annotations().size() && i < b.annotations().size(); ++i) {
     EXPECT_EQ(a.annotations().parent[i], b.annotations().parent[i]);
     EXPECT_EQ(a.annotations().depth[i], b.annotations().depth[i]);
   }
-  ASSERT_EQ(a.flows().size(), b.flows().size());
-  for (std::size_t i = 0; i < a.flows().size(); ++i) {
-    FlowRecord x = a.flows()[i], y = b.flows()[i];
-    EXPECT_EQ(a.str(x.kind), b.str(y.kind));
-    x.kind = y.kind = 0;
-    EXPECT_EQ(x, y);
-  }
-  EXPECT_EQ(a.calibration(), b.calibration());
-  ASSERT_EQ(a.overheads().size(), b.overheads().size());
-  for (std::size_t i = 0; i < a.overheads().size(); ++i) {
-    OverheadRecord x = a.overheads()[i], y = b.overheads()[i];
-    EXPECT_EQ(a.str(x.kind), b.str(y.kind));
-    x.kind = y.kind = 0;
-    EXPECT_EQ(x, y);
-  }
-  ASSERT_EQ(a.thread_loads().size(), b.thread_loads().size());
-  for (std::size_t i = 0; i < a.thread_loads().size(); ++i) {
-    EXPECT_EQ(a.thread_loads()[i], b.thread_loads()[i]) << "thread_load row " << i;
-  }
-  ASSERT_EQ(a.memory_events().size(), b.memory_events().size());
-  for (std::size_t i = 0; i < a.memory_events().size(); ++i) {
-    EXPECT_EQ(a.memory_events()[i], b.memory_events()[i]) << "memory_event row " << i;
-  }
+  columns::each_record<columns::RowRecords>([&]<class Record>(std::type_identity<Record>) {
+    using D = columns::Definition<Record>;
+    const std::vector<Record>& rows_a = (a.*D::in)();
+    const std::vector<Record>& rows_b = (b.*D::in)();
+    ASSERT_EQ(rows_a.size(), rows_b.size()) << D::name;
+    same_rows.template operator()<Record>(
+        D::name, [&](std::size_t i) { return rows_a[i]; }, [&](std::size_t i) { return rows_b[i]; }, rows_a.size());
+  });
 }
 
 // The storage writers (SQLite and trace log) under a full disk and a SIGKILL: a writer is

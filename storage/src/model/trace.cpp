@@ -1,5 +1,7 @@
 #include "dreamscope/storage/trace.h"
 
+#include "dreamscope/storage/columns.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
@@ -74,49 +76,49 @@ std::string_view to_string(EventTable t) {
   return "unknown";
 }
 
-CudaApiRecord CudaApiTable::row(std::size_t i) const {
-  CudaApiRecord r;
-  r.track = track[i];
-  r.start = start[i];
-  r.end = end[i];
-  r.name = name[i];
-  r.cbid = cbid[i];
-  r.kind = kind[i];
-  r.correlation = correlation[i];
-  r.external_id = external_id[i];
-  r.result = result[i];
-  r.stream = stream[i];
-  r.event = event[i];
+namespace {
+
+// The columnar tables' column work, over the columns their definitions list (columns.h). A GPU
+// op's launch configuration is the one column held otherwise than as its record holds it: an
+// index into Trace::launch_configs(), which the builder interns.
+
+// Row `i` of a table, with its launch configuration (if it has one) from `launch_configs`.
+template <class Record, class Rows>
+Record row_of(const Rows& rows, std::size_t i, const std::vector<LaunchConfig>* launch_configs = nullptr) {
+  Record r;
+  columns::for_each<Record>([&](const auto& c) {
+    if constexpr (columns::is<decltype(c), columns::Launch>) {
+      const std::uint32_t launch = (rows.*c.rows)[i];
+      if (launch != 0 && launch < launch_configs->size()) r.*c.member = (*launch_configs)[launch];
+    } else {
+      r.*c.member = (rows.*c.rows)[i];
+    }
+  });
   return r;
 }
+
+// Appends a row; a GPU op's launch configuration as `launch`, the index intern_launch() gave it.
+template <class Record, class Rows>
+EventIndex add_row(Rows& rows, const Record& r, std::uint32_t launch = 0) {
+  columns::for_each<Record>([&](const auto& c) {
+    if constexpr (columns::is<decltype(c), columns::Launch>) {
+      (rows.*c.rows).push_back(launch);
+    } else {
+      (rows.*c.rows).push_back(r.*c.member);
+    }
+  });
+  return static_cast<EventIndex>(rows.size() - 1);
+}
+
+} // namespace
+
+CudaApiRecord CudaApiTable::row(std::size_t i) const { return row_of<CudaApiRecord>(*this, i); }
 
 GpuOpRecord GpuOpTable::row(std::size_t i, const std::vector<LaunchConfig>& launch_configs) const {
-  GpuOpRecord r;
-  r.track = track[i];
-  r.kind = kind[i];
-  r.subkind = subkind[i];
-  r.start = start[i];
-  r.end = end[i];
-  r.name = name[i];
-  r.correlation = correlation[i];
-  if (launch[i] != 0 && launch[i] < launch_configs.size()) r.launch = launch_configs[launch[i]];
-  r.bytes = bytes[i];
-  r.event = event[i];
-  return r;
+  return row_of<GpuOpRecord>(*this, i, &launch_configs);
 }
 
-AnnotationRecord AnnotationTable::row(std::size_t i) const {
-  AnnotationRecord r;
-  r.track = track[i];
-  r.start = start[i];
-  r.end = end[i];
-  r.name = name[i];
-  r.domain = domain[i];
-  r.category = category[i];
-  r.payload = payload[i];
-  r.external_id = external_id[i];
-  return r;
-}
+AnnotationRecord AnnotationTable::row(std::size_t i) const { return row_of<AnnotationRecord>(*this, i); }
 
 Trace::Trace() : strings_{std::string()} {}
 
@@ -226,6 +228,20 @@ void permute(std::vector<T>& v, const std::vector<EventIndex>& order) {
 
 template <typename T>
 std::size_t bytes_of(const std::vector<T>& v) { return v.capacity() * sizeof(T); }
+
+// The bytes of a columnar table's columns.
+template <class Record, class Rows>
+std::size_t column_bytes(const Rows& rows) {
+  std::size_t n = 0;
+  columns::for_each<Record>([&](const auto& c) { n += bytes_of(rows.*c.rows); });
+  return n;
+}
+
+// Room for `n` rows in each column of a columnar table.
+template <class Record, class Rows>
+void reserve_rows(Rows& rows, std::size_t n) {
+  columns::for_each<Record>([&](const auto& c) { reserve_column(rows.*c.rows, n); });
+}
 
 // The row order every table keeps: by track, then start, then longer first (so that an
 // enclosing range precedes what it encloses).
@@ -397,17 +413,9 @@ std::size_t Trace::memory_bytes() const {
   std::size_t n = 0;
   for (const auto& s : strings_) n += sizeof(std::string) + (s.size() > 15 ? s.capacity() : 0);
   n += bytes_of(strings_sorted_);
-  const auto& a = cuda_api_;
-  n += bytes_of(a.track) + bytes_of(a.start) + bytes_of(a.end) + bytes_of(a.name) + bytes_of(a.cbid) +
-       bytes_of(a.kind) + bytes_of(a.correlation) + bytes_of(a.external_id) + bytes_of(a.result) +
-       bytes_of(a.stream) + bytes_of(a.event);
-  const auto& g = gpu_ops_;
-  n += bytes_of(g.track) + bytes_of(g.kind) + bytes_of(g.subkind) + bytes_of(g.start) + bytes_of(g.end) +
-       bytes_of(g.name) + bytes_of(g.correlation) + bytes_of(g.launch) + bytes_of(g.bytes) + bytes_of(g.event);
-  const auto& n2 = annotations_;
-  n += bytes_of(n2.track) + bytes_of(n2.start) + bytes_of(n2.end) + bytes_of(n2.name) + bytes_of(n2.domain) +
-       bytes_of(n2.category) + bytes_of(n2.payload) + bytes_of(n2.external_id) + bytes_of(n2.parent) +
-       bytes_of(n2.depth) + bytes_of(annotation_jump_);
+  n += column_bytes<CudaApiRecord>(cuda_api_) + column_bytes<GpuOpRecord>(gpu_ops_) +
+       column_bytes<AnnotationRecord>(annotations_);
+  n += bytes_of(annotations_.parent) + bytes_of(annotations_.depth) + bytes_of(annotation_jump_);
   n += bytes_of(flows_) + bytes_of(overheads_) + bytes_of(thread_loads_) + bytes_of(memory_events_) +
        bytes_of(launch_configs_);
   for (const auto& c : args_) n += bytes_of(c.row) + bytes_of(c.arg);
@@ -530,51 +538,19 @@ void TraceBuilder::reserve(std::size_t api, std::size_t gpu_ops, std::size_t ann
     reserve_column(c.row, args);
     reserve_column(c.arg, args);
   }
-  auto& a = trace_.cuda_api_;
-  for (auto* v : {&a.start, &a.end, &a.correlation, &a.external_id, &a.stream, &a.event}) reserve_column(*v, api);
-  reserve_column(a.track, api);
-  reserve_column(a.name, api);
-  reserve_column(a.cbid, api);
-  reserve_column(a.kind, api);
-  reserve_column(a.result, api);
-  auto& g = trace_.gpu_ops_;
-  for (auto* v : {&g.start, &g.end, &g.correlation, &g.bytes, &g.event}) reserve_column(*v, gpu_ops);
-  reserve_column(g.track, gpu_ops);
-  reserve_column(g.kind, gpu_ops);
-  reserve_column(g.subkind, gpu_ops);
-  reserve_column(g.name, gpu_ops);
-  reserve_column(g.launch, gpu_ops);
-  auto& n = trace_.annotations_;
-  for (auto* v : {&n.start, &n.end, &n.payload, &n.external_id}) reserve_column(*v, annotations);
-  reserve_column(n.track, annotations);
-  reserve_column(n.name, annotations);
-  reserve_column(n.domain, annotations);
-  reserve_column(n.category, annotations);
+  reserve_rows<CudaApiRecord>(trace_.cuda_api_, api);
+  reserve_rows<GpuOpRecord>(trace_.gpu_ops_, gpu_ops);
+  reserve_rows<AnnotationRecord>(trace_.annotations_, annotations);
 }
 
-EventIndex TraceBuilder::add(const CudaApiRecord& r) {
-  auto& a = trace_.cuda_api_;
-  a.track.push_back(r.track);
-  a.start.push_back(r.start);
-  a.end.push_back(r.end);
-  a.name.push_back(r.name);
-  a.cbid.push_back(r.cbid);
-  a.kind.push_back(r.kind);
-  a.correlation.push_back(r.correlation);
-  a.external_id.push_back(r.external_id);
-  a.result.push_back(r.result);
-  a.stream.push_back(r.stream);
-  a.event.push_back(r.event);
-  return static_cast<EventIndex>(a.start.size() - 1);
-}
+EventIndex TraceBuilder::add(const CudaApiRecord& r) { return add_row(trace_.cuda_api_, r); }
 
 std::size_t TraceBuilder::LaunchHash::operator()(const LaunchConfig& c) const noexcept {
   std::uint64_t h = 0x9E3779B97F4A7C15ull;
-  for (std::int32_t v : {c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1], c.block[2], c.registers_per_thread,
-                         c.shared_memory_static, c.shared_memory_dynamic}) {
+  columns::for_each_field(c, [&](std::int32_t v, const char*) {
     h = (h ^ static_cast<std::uint32_t>(v)) * 0x100000001B3ull;
     h ^= h >> 29;
-  }
+  });
   return static_cast<std::size_t>(h);
 }
 
@@ -590,33 +566,9 @@ std::uint32_t TraceBuilder::intern_launch(const LaunchConfig& c) {
 
 EventIndex TraceBuilder::add(const GpuOpRecord& r) { return add(r, intern_launch(r.launch)); }
 
-EventIndex TraceBuilder::add(const GpuOpRecord& r, std::uint32_t launch) {
-  auto& g = trace_.gpu_ops_;
-  g.track.push_back(r.track);
-  g.kind.push_back(r.kind);
-  g.subkind.push_back(r.subkind);
-  g.start.push_back(r.start);
-  g.end.push_back(r.end);
-  g.name.push_back(r.name);
-  g.correlation.push_back(r.correlation);
-  g.launch.push_back(launch);
-  g.bytes.push_back(r.bytes);
-  g.event.push_back(r.event);
-  return static_cast<EventIndex>(g.start.size() - 1);
-}
+EventIndex TraceBuilder::add(const GpuOpRecord& r, std::uint32_t launch) { return add_row(trace_.gpu_ops_, r, launch); }
 
-EventIndex TraceBuilder::add(const AnnotationRecord& r) {
-  auto& n = trace_.annotations_;
-  n.track.push_back(r.track);
-  n.start.push_back(r.start);
-  n.end.push_back(r.end);
-  n.name.push_back(r.name);
-  n.domain.push_back(r.domain);
-  n.category.push_back(r.category);
-  n.payload.push_back(r.payload);
-  n.external_id.push_back(r.external_id);
-  return static_cast<EventIndex>(n.start.size() - 1);
-}
+EventIndex TraceBuilder::add(const AnnotationRecord& r) { return add_row(trace_.annotations_, r); }
 
 std::size_t TraceBuilder::row_count(EventTable table) const {
   switch (table) {
@@ -663,37 +615,16 @@ Trace TraceBuilder::build() && {
   Trace& t = trace_;
   const std::size_t tracks = t.tracks_.size();
 
-  bool sorted = false;
-  {
-    auto& a = t.cuda_api_;
-    auto order = sort_order(a.track, a.start, a.end, sorted);
-    remap_args(t.args_[0].row, order, sorted);
-    if (!sorted) {
-      permute(a.track, order); permute(a.start, order); permute(a.end, order); permute(a.name, order);
-      permute(a.cbid, order); permute(a.kind, order); permute(a.correlation, order);
-      permute(a.external_id, order); permute(a.result, order); permute(a.stream, order); permute(a.event, order);
-    }
-  }
-  {
-    auto& g = t.gpu_ops_;
-    auto order = sort_order(g.track, g.start, g.end, sorted);
-    remap_args(t.args_[1].row, order, sorted);
-    if (!sorted) {
-      permute(g.track, order); permute(g.kind, order); permute(g.subkind, order); permute(g.start, order);
-      permute(g.end, order); permute(g.name, order); permute(g.correlation, order); permute(g.launch, order);
-      permute(g.bytes, order); permute(g.event, order);
-    }
-  }
-  {
-    auto& n = t.annotations_;
-    auto order = sort_order(n.track, n.start, n.end, sorted);
-    remap_args(t.args_[2].row, order, sorted);
-    if (!sorted) {
-      permute(n.track, order); permute(n.start, order); permute(n.end, order); permute(n.name, order);
-      permute(n.domain, order); permute(n.category, order); permute(n.payload, order);
-      permute(n.external_id, order);
-    }
-  }
+  // Each event table into (track, start, longer first) order, its args following their rows.
+  auto sort_rows = [&]<class Record>(std::type_identity<Record>, auto& rows) {
+    bool sorted = false;
+    auto order = sort_order(rows.track, rows.start, rows.end, sorted);
+    remap_args(t.args_[static_cast<std::size_t>(columns::Definition<Record>::table)].row, order, sorted);
+    if (!sorted) columns::for_each<Record>([&](const auto& c) { permute(rows.*c.rows, order); });
+  };
+  sort_rows(std::type_identity<CudaApiRecord>{}, t.cuda_api_);
+  sort_rows(std::type_identity<GpuOpRecord>{}, t.gpu_ops_);
+  sort_rows(std::type_identity<AnnotationRecord>{}, t.annotations_);
 
   compute_ranges(t.cuda_api_.track, t.cuda_api_.start, t.cuda_api_.end, tracks, t.cuda_api_ranges_, t.cuda_api_max_dur_);
   compute_ranges(t.gpu_ops_.track, t.gpu_ops_.start, t.gpu_ops_.end, tracks, t.gpu_op_ranges_, t.gpu_op_max_dur_);

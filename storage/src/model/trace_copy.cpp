@@ -1,5 +1,7 @@
 #include "dreamscope/storage/trace_copy.h"
 
+#include "dreamscope/storage/columns.h"
+
 #include <algorithm>
 #include <string>
 
@@ -63,62 +65,47 @@ void append_rows(Out& out, const Trace& in, const TraceIdMap& ids, const TraceCo
       add_arg(table, added, arg);
     }
   };
-  const auto& api = in.cuda_api();
-  for (EventIndex i = 0; i < api.size(); ++i) {
-    CudaApiRecord r = api.row(i);
-    if (!kept(r.track)) continue;
-    r.track = track(r.track);
-    r.name = ids.strings[r.name];
-    if (edits.cuda_api && !edits.cuda_api(i, r)) continue;
-    copy_args(EventTable::CudaApi, i, out.add(r));
-  }
-  const auto& ops = in.gpu_ops();
-  for (EventIndex i = 0; i < ops.size(); ++i) {
-    GpuOpRecord r = ops.row(i, in.launch_configs());
-    if (!kept(r.track)) continue;
-    r.track = track(r.track);
-    r.name = ids.strings[r.name];
-    if (edits.gpu_op && !edits.gpu_op(i, r)) continue;
-    copy_args(EventTable::GpuOp, i, out.add(r));
-  }
-  const auto& ann = in.annotations();
-  for (EventIndex i = 0; i < ann.size(); ++i) {
-    AnnotationRecord r = ann.row(i);
-    if (!kept(r.track)) continue;
-    r.track = track(r.track);
-    r.name = ids.strings[r.name];
-    r.domain = ids.strings[r.domain];
-    r.category = ids.strings[r.category];
-    if (edits.annotation && !edits.annotation(i, r)) continue;
-    copy_args(EventTable::Annotation, i, out.add(r));
-  }
-  for (FlowRecord f : in.flows()) {
-    if (!kept(f.from_track) || !kept(f.to_track)) continue;
-    f.kind = ids.strings[f.kind];
-    f.from_track = track(f.from_track);
-    f.to_track = track(f.to_track);
-    if (edits.flow && !edits.flow(f)) continue;
-    out.add(f);
-  }
-  for (OverheadRecord o : in.overheads()) {
-    if (!kept(o.track)) continue;
-    o.track = track(o.track);
-    o.kind = ids.strings[o.kind];
-    if (edits.overhead && !edits.overhead(o)) continue;
-    out.add(o);
-  }
-  for (ThreadLoadRecord l : in.thread_loads()) {
-    if (!kept(l.track)) continue;
-    l.track = track(l.track);
-    if (edits.thread_load && !edits.thread_load(l)) continue;
-    out.add(l);
-  }
-  for (MemoryEventRecord m : in.memory_events()) {
-    if (!kept(m.track)) continue;
-    m.track = track(m.track);
-    if (edits.memory_event && !edits.memory_event(m)) continue;
-    out.add(m);
-  }
+  // A row's tracks and strings in the output's ids (columns.h: its Track and String columns);
+  // false where one of its tracks is left out, and the row with it.
+  auto to_output = [&]<class Record>(Record& r) {
+    bool keep = true;
+    columns::for_each<Record>([&](const auto& c) {
+      if constexpr (columns::is<decltype(c), columns::Track>) keep = keep && kept(r.*c.member);
+    });
+    if (!keep) return false;
+    columns::for_each<Record>([&](const auto& c) {
+      if constexpr (columns::is<decltype(c), columns::Track>) r.*c.member = track(r.*c.member);
+      if constexpr (columns::is<decltype(c), columns::String>) r.*c.member = ids.strings[r.*c.member];
+    });
+    return true;
+  };
+  auto copy_events = [&]<class Record>(std::type_identity<Record>, auto row, const auto& edit) {
+    const std::size_t rows = (in.*columns::Definition<Record>::in)().size();
+    for (EventIndex i = 0; i < rows; ++i) {
+      Record r = row(i);
+      if (!to_output(r)) continue;
+      if (edit && !edit(i, r)) continue;
+      copy_args(columns::Definition<Record>::table, i, out.add(r));
+    }
+  };
+  copy_events(
+      std::type_identity<CudaApiRecord>{}, [&](EventIndex i) { return in.cuda_api().row(i); }, edits.cuda_api);
+  copy_events(
+      std::type_identity<GpuOpRecord>{}, [&](EventIndex i) { return in.gpu_ops().row(i, in.launch_configs()); },
+      edits.gpu_op);
+  copy_events(
+      std::type_identity<AnnotationRecord>{}, [&](EventIndex i) { return in.annotations().row(i); }, edits.annotation);
+  auto copy_rows = [&]<class Record>(const std::vector<Record>& rows, const std::function<bool(Record&)>& edit) {
+    for (Record r : rows) {
+      if (!to_output(r)) continue;
+      if (edit && !edit(r)) continue;
+      out.add(r);
+    }
+  };
+  copy_rows(in.flows(), edits.flow);
+  copy_rows(in.overheads(), edits.overhead);
+  copy_rows(in.thread_loads(), edits.thread_load);
+  copy_rows(in.memory_events(), edits.memory_event);
 }
 
 } // namespace

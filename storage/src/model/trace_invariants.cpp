@@ -2,6 +2,7 @@
 // place for every loader (trace.db reader, trace log reader, Kineto and nsys importers) and for
 // the simulator. The rest of dreamscope relies on them: durations are non-negative, time
 // arithmetic cannot overflow, every id indexes something. trace.h lists them.
+#include "dreamscope/storage/columns.h"
 #include "dreamscope/storage/limits.h"
 #include "dreamscope/storage/trace.h"
 
@@ -115,14 +116,20 @@ void TraceBuilder::check_invariants() const {
     if (host) host.raise(origin);
   }
 
-  check_ids("cuda_api", "track", t.cuda_api_.track, tracks, origin);
-  check_ids("gpu_op", "track", t.gpu_ops_.track, tracks, origin);
-  check_ids("annotation", "track", t.annotations_.track, tracks, origin);
-  check_ids("cuda_api", "string", t.cuda_api_.name, strings, origin);
-  check_ids("gpu_op", "string", t.gpu_ops_.name, strings, origin);
-  check_ids("annotation", "string", t.annotations_.name, strings, origin);
-  check_ids("annotation", "string", t.annotations_.domain, strings, origin);
-  check_ids("annotation", "string", t.annotations_.category, strings, origin);
+  // Every track and string column of the event tables names a track and a string that exist:
+  // the tracks first, table by table, then the strings.
+  auto check_event_ids = [&]<class Encoding>(std::string_view what, std::size_t count) {
+    columns::each_record<columns::EventRecords>([&]<class Record>(std::type_identity<Record>) {
+      const auto& rows = (t.*columns::Definition<Record>::in)();
+      columns::for_each<Record>([&](const auto& c) {
+        if constexpr (columns::is<decltype(c), Encoding>) {
+          check_ids(columns::Definition<Record>::name, what, rows.*c.rows, count, origin);
+        }
+      });
+    });
+  };
+  check_event_ids.template operator()<columns::Track>("track", tracks);
+  check_event_ids.template operator()<columns::String>("string", strings);
   check_ids("gpu_op", "launch configuration", t.gpu_ops_.launch, t.launch_configs_.size(), origin);
 
   check_intervals("cuda_api", t.cuda_api_.start, t.cuda_api_.end, origin);
@@ -233,6 +240,23 @@ void TraceBuilder::check_invariants() const {
     }
     if (cost) cost.raise(origin);
   }
+  // The rules above name each track and string column of these tables; a column added to one
+  // since is held to the same.
+  columns::each_record<columns::RowRecords>([&]<class Record>(std::type_identity<Record>) {
+    const std::vector<Record>& rows = (t.*columns::Definition<Record>::in)();
+    columns::for_each<Record>([&](const auto& c) {
+      constexpr bool track = columns::is<decltype(c), columns::Track>;
+      if constexpr (track || columns::is<decltype(c), columns::String>) {
+        Violation unknown(columns::Definition<Record>::name,
+                          track ? "naming an unknown track" : "naming an unknown string");
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+          const std::uint32_t id = rows[i].*c.member;
+          if (id >= (track ? tracks : strings)) unknown.add(i, std::string(c.name) + " " + std::to_string(id));
+        }
+        if (unknown) unknown.raise(origin);
+      }
+    });
+  });
 
   for (std::size_t table = 0; table < 3; ++table) {
     const char* name = table == 0 ? "cuda_api arg" : table == 1 ? "gpu_op arg" : "annotation arg";
@@ -270,17 +294,17 @@ void TraceBuilder::repair_strings() {
   };
   for (std::string& s : trace_.strings_) repair(s);
   for (auto& [key, value] : trace_.meta_) repair(value);
-  for (ProcessInfo& p : trace_.processes_) {
-    repair(p.name);
-    repair(p.command);
-    repair(p.host);
-  }
-  for (DeviceInfo& d : trace_.devices_) repair(d.name);
-  for (TrackInfo& tr : trace_.tracks_) repair(tr.name);
-  for (CalibrationRecord& c : trace_.calibration_) {
-    repair(c.event_kind);
-    repair(c.method);
-  }
+  auto repair_text = [&]<class Record>(std::vector<Record>& rows) {
+    for (Record& r : rows) {
+      columns::for_each<Record>([&](const auto& c) {
+        if constexpr (columns::is<decltype(c), columns::Text>) repair(r.*c.member);
+      });
+    }
+  };
+  repair_text(trace_.processes_);
+  repair_text(trace_.devices_);
+  repair_text(trace_.tracks_);
+  repair_text(trace_.calibration_);
 }
 
 } // namespace dreamscope

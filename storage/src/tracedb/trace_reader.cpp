@@ -1,5 +1,8 @@
+#include "dreamscope/storage/columns.h"
 #include "dreamscope/storage/limits.h"
 #include "dreamscope/storage/trace_file.h"
+
+#include "tracedb/schema.h"
 
 #include <sqlite3.h>
 
@@ -112,7 +115,7 @@ class Reader {
   // carries an index of its own. An exception thrown by `row` (the file refused) stops the
   // scan and is rethrown here: it must not unwind through SQLite's C frames.
   template <typename F>
-  void scan(const char* table, const std::string& columns, F&& row) {
+  void scan(std::string_view table, const std::string& columns, F&& row) {
     struct Sink {
       F* row;
       std::exception_ptr error;
@@ -135,12 +138,21 @@ class Reader {
       sqlite3_create_function_v2(db, "dreamscope_row", -1, SQLITE_UTF8, nullptr, nullptr, nullptr, nullptr, nullptr);
     };
     const std::unique_ptr<sqlite3, decltype(unregister)> registered(db_, unregister);
-    const std::string sql = "SELECT dreamscope_row(" + columns + ") FROM " + table + " NOT INDEXED";
+    const std::string sql = "SELECT dreamscope_row(" + columns + ") FROM " + std::string(table) + " NOT INDEXED";
     const std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> s(prepare(sql.c_str()), sqlite3_finalize);
     while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
     }
     if (sink.error) std::rethrow_exception(sink.error);
     if (rc != SQLITE_DONE) fail_sqlite(rc);
+  }
+
+  // The names of the columns `table` has in this file: a file written before a column was added to
+  // its table (tables.h) lacks it.
+  std::vector<std::string> columns_of(std::string_view table) {
+    std::vector<std::string> names;
+    const std::string sql = "SELECT name FROM pragma_table_info('" + std::string(table) + "')";
+    each(sql.c_str(), [&](const StatementRow& s) { names.push_back(s.text(0)); });
+    return names;
   }
 
   bool has_table(const char* name) {
@@ -197,6 +209,112 @@ class IdMap {
   std::vector<std::uint32_t> dense_;
   std::unordered_map<std::int64_t, std::uint32_t> sparse_;
 };
+
+// The file's ids of strings, processes, devices and tracks, as the builder's; a reference to an
+// id the file does not hold refuses the file.
+struct Ids {
+  const Reader& r;
+  IdMap strings, processes, devices, tracks;
+
+  template <typename Row>
+  StringId str(const Row& s, int col) const {
+    const std::int64_t id = s.int64(col);
+    const std::uint32_t mapped = id < 0 || id > limits::kMaxId ? kNoIndex : strings.get(id);
+    if (mapped == kNoIndex) r.fail("a row names string " + std::to_string(id) + ", which the string table lacks");
+    return mapped;
+  }
+  // A reference to another table's row: NULL where the column allows it, else a known id.
+  template <typename Row>
+  std::uint32_t lookup(const IdMap& map, const Row& s, int col, const char* what, bool nullable) const {
+    if (nullable && s.is_null(col)) return kNoIndex;
+    const std::int64_t id = s.int64(col);
+    const std::uint32_t mapped = id < 0 || id > limits::kMaxId ? kNoIndex : map.get(id);
+    if (mapped == kNoIndex) r.fail(std::string("a row names unknown ") + what + " " + std::to_string(id));
+    return mapped;
+  }
+};
+
+// The enumerations, as the reader has always taken them.
+void decode_enum(ApiKind& v, int x, const Reader&) { v = x == 1 ? ApiKind::Driver : ApiKind::Runtime; }
+void decode_enum(TrackKind& v, int x, const Reader&) { v = x == 1 ? TrackKind::GpuStream : TrackKind::CpuThread; }
+void decode_enum(GpuOpKind& v, int x, const Reader& r) {
+  if (x < 0 || x > 3) r.fail("gpu_op row with unknown kind " + std::to_string(x));
+  v = static_cast<GpuOpKind>(x);
+}
+
+// A GPU op's launch configuration: the file's `launch` ids, and the builder's index of the row's.
+struct LaunchIds {
+  const IdMap* map = nullptr;
+  std::uint32_t index = 0;
+};
+
+// What to select of a table's columns (tables.h): each by name, or NULL where the file's table
+// lacks it, which `missing` then marks (a bit per column).
+template <class Columns>
+std::string select_list(Reader& r, std::string_view table, const Columns& cols, std::uint64_t& missing) {
+  static_assert(std::tuple_size_v<std::remove_cvref_t<Columns>> <= 64);
+  const std::vector<std::string> present = r.columns_of(table);
+  std::string list;
+  missing = 0;
+  columns::each_indexed(cols, [&](const auto& c, auto i) {
+    const bool has = std::find(present.begin(), present.end(), c.sql_name()) != present.end();
+    if (!has) missing |= std::uint64_t{1} << i;
+    (list += i == 0 ? "" : ", ") += has ? c.sql_name() : "NULL";
+  });
+  return list;
+}
+
+// A row's columns, selected as select_list() lists them, into `r`: each as its encoding says
+// (tables.h), a column the file lacks left at its default.
+template <class Columns, class Row, class Record>
+void decode(const Columns& cols, const Row& s, const Ids& ids, std::uint64_t missing, Record& r,
+            LaunchIds* launch = nullptr) {
+  using namespace columns;
+  if (launch) launch->index = 0;
+  each_indexed(cols, [&](const auto& c, auto i) {
+    using C = decltype(c);
+    constexpr int col = static_cast<int>(decltype(i)::value);
+    if (missing >> col & 1) return;
+    auto& v = r.*c.member;
+    using T = std::remove_cvref_t<decltype(v)>;
+    if constexpr (is<C, Track>) {
+      v = ids.lookup(ids.tracks, s, col, "track", false);
+    } else if constexpr (is<C, String>) {
+      v = ids.str(s, col);
+    } else if constexpr (is<C, Int> || is<C, Unsigned>) {
+      v = static_cast<T>(s.int64(col));
+    } else if constexpr (is<C, Enum>) {
+      decode_enum(v, s.int32(col), ids.r);
+    } else if constexpr (is<C, Optional>) {
+      v = opt_int(s, col);
+    } else if constexpr (is<C, Process>) {
+      v = ids.lookup(ids.processes, s, col, "process", true);
+    } else if constexpr (is<C, Device>) {
+      v = ids.lookup(ids.devices, s, col, "device", true);
+    } else if constexpr (is<C, Start>) {
+      v = s.int64(col);
+    } else if constexpr (is<C, End>) {
+      v = end_of(start_of<C>(r), s.int64(col));
+    } else if constexpr (is<C, Text>) {
+      v = s.text(col);
+    } else if constexpr (is<C, Real>) {
+      v = s.real(col);
+    } else if constexpr (is<C, Cost>) {
+      v = s.is_null(col) ? -1.0 : s.real(col);
+    } else if constexpr (is<C, Launch>) {
+      // Not the configuration but the builder's index of it, which TraceBuilder::add takes.
+      if (!s.is_null(col)) {
+        const std::int64_t id = s.int64(col);
+        launch->index = id < 0 || id > limits::kMaxId ? kNoIndex : launch->map->get(id);
+        if (launch->index == kNoIndex) {
+          ids.r.fail("a gpu_op row names launch " + std::to_string(id) + ", which the launch table lacks");
+        }
+      }
+    } else {
+      static_assert(sizeof(C) == 0, "an encoding the reader does not read");
+    }
+  });
+}
 
 } // namespace
 
@@ -260,83 +378,47 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
   };
 
   // String 0 is the empty string, whether or not the file lists it.
-  IdMap string_map;
-  string_map.set(0, 0);
-  r.each("SELECT id, value FROM string ORDER BY id", [&](const auto& s) {
-    string_map.set(table_id(s, 0, "string"), b.intern(s.text(1)));
-  });
-  auto str = [&](const auto& s, int col) -> StringId {
-    const std::int64_t id = s.int64(col);
-    const std::uint32_t mapped = id < 0 || id > limits::kMaxId ? kNoIndex : string_map.get(id);
-    if (mapped == kNoIndex) r.fail("a row names string " + std::to_string(id) + ", which the string table lacks");
-    return mapped;
-  };
+  Ids ids{r};
+  ids.strings.set(0, 0);
+  r.each("SELECT id, value FROM string ORDER BY id",
+         [&](const auto& s) { ids.strings.set(table_id(s, 0, "string"), b.intern(s.text(1))); });
 
-  IdMap process_map, device_map, track_map;
-  // A reference to another table's row: NULL where the column allows it, else a known id.
-  auto lookup = [&](const IdMap& map, const auto& s, int col, const char* what, bool nullable) -> std::uint32_t {
-    if (nullable && s.is_null(col)) return kNoIndex;
-    const std::int64_t id = s.int64(col);
-    const std::uint32_t mapped = id < 0 || id > limits::kMaxId ? kNoIndex : map.get(id);
-    if (mapped == kNoIndex) r.fail(std::string("a row names unknown ") + what + " " + std::to_string(id));
-    return mapped;
+  // Each row of a table that is no event table, in the order `order` says, as a record of its
+  // columns (tables.h); `own` selects SQL's own columns after them, at `row`'s second argument on.
+  auto each_row = [&]<class Columns>(std::string_view table, const Columns& cols, const char* own, const char* order,
+                                     auto&& row) {
+    using Record = typename std::tuple_element_t<0, Columns>::record;
+    std::uint64_t missing = 0;
+    const std::string sql =
+        "SELECT " + select_list(r, table, cols, missing) + own + " FROM " + std::string(table) + " ORDER BY " + order;
+    r.each(sql.c_str(), [&](const auto& s) {
+      Record record;
+      decode(cols, s, ids, missing, record);
+      row(s, static_cast<int>(std::tuple_size_v<Columns>), std::move(record));
+    });
   };
-
-  r.each("SELECT id, pid, parent_pid, name, command, start, end, exit_status FROM process ORDER BY id",
-         [&](const auto& s) {
-           ProcessInfo p;
-           p.pid = s.int64(1);
-           p.parent_pid = opt_int(s, 2);
-           p.name = s.text(3);
-           p.command = s.text(4);
-           p.start = opt_int(s, 5);
-           p.end = opt_int(s, 6);
-           p.exit_status = opt_int(s, 7);
-           const std::int64_t id = table_id(s, 0, "process");
-           process_map.set(id, b.add_process(std::move(p)));
-         });
-  if (r.has_table("process_rank")) {
-    r.each("SELECT process, rank, local_rank, world_size, host, clock_offset FROM process_rank ORDER BY process",
-           [&](const auto& s) {
-             ProcessInfo& p = b.process(lookup(process_map, s, 0, "process", false));
-             p.rank = opt_int(s, 1);
-             p.local_rank = opt_int(s, 2);
-             p.world_size = opt_int(s, 3);
-             p.host = s.text(4);
-             p.clock_offset = s.int64(5);
+  using columns::Definition;
+  each_row("process", Definition<ProcessInfo>::process_columns, ", id", "id",
+           [&](const auto& s, int id, ProcessInfo p) {
+             ids.processes.set(table_id(s, id, "process"), b.add_process(std::move(p)));
            });
+  if (r.has_table("process_rank")) {
+    std::uint64_t missing = 0;
+    const auto& cols = Definition<ProcessInfo>::rank_columns;
+    const std::string sql =
+        "SELECT " + select_list(r, "process_rank", cols, missing) + ", process FROM process_rank ORDER BY process";
+    r.each(sql.c_str(), [&](const auto& s) {
+      ProcessInfo& p = b.process(
+          ids.lookup(ids.processes, s, std::tuple_size_v<std::remove_cvref_t<decltype(cols)>>, "process", false));
+      decode(cols, s, ids, missing, p);
+    });
   }
-  r.each("SELECT id, process, ordinal, name, sm_count, core_clock_khz, memory_clock_khz, memory_bus_width_bits, "
-         "memory_bandwidth_bytes_per_s, global_memory_bytes, compute_capability_major, compute_capability_minor "
-         "FROM device ORDER BY id",
-         [&](const auto& s) {
-           DeviceInfo d;
-           d.process = lookup(process_map, s, 1, "process", true);
-           d.ordinal = s.int64(2);
-           d.name = s.text(3);
-           d.sm_count = s.int64(4);
-           d.core_clock_khz = s.int64(5);
-           d.memory_clock_khz = s.int64(6);
-           d.memory_bus_width_bits = s.int64(7);
-           d.memory_bandwidth_bytes_per_s = s.int64(8);
-           d.global_memory_bytes = s.int64(9);
-           d.compute_capability_major = s.int64(10);
-           d.compute_capability_minor = s.int64(11);
-           const std::int64_t id = table_id(s, 0, "device");
-           device_map.set(id, b.add_device(std::move(d)));
-         });
-  r.each("SELECT id, kind, process, tid, device, stream, name FROM track ORDER BY id", [&](const auto& s) {
-    TrackInfo t;
-    t.kind = s.int32(1) == 1 ? TrackKind::GpuStream : TrackKind::CpuThread;
-    t.process = lookup(process_map, s, 2, "process", true);
-    t.tid = opt_int(s, 3);
-    t.device = lookup(device_map, s, 4, "device", true);
-    t.stream = opt_int(s, 5);
-    t.name = s.text(6);
-    const std::int64_t id = table_id(s, 0, "track");
-    track_map.set(id, b.add_track(std::move(t)));
+  each_row("device", Definition<DeviceInfo>::columns, ", id", "id", [&](const auto& s, int id, DeviceInfo d) {
+    ids.devices.set(table_id(s, id, "device"), b.add_device(std::move(d)));
   });
-  auto track = [&](const auto& s, int col) { return lookup(track_map, s, col, "track", false); };
+  each_row("track", Definition<TrackInfo>::columns, ", id", "id", [&](const auto& s, int id, TrackInfo t) {
+    ids.tracks.set(table_id(s, id, "track"), b.add_track(std::move(t)));
+  });
 
   // Args name their event by id; only when there are any are event ids collected to map them.
   // Which table each arg's event is in is known only once it is read, so every table gets room
@@ -369,82 +451,41 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
     }
   };
   TableRows api_rows, gpu_rows, ann_rows;
-  // A row's id is read only for the args: a column costs as much as any other to decode.
-  auto columns = [&](const char* event_columns) { return std::string(event_columns) + (has_args ? ", id" : ""); };
-  auto remember = [&](TableRows& rows, const auto& s, int col, EventTable table, EventIndex row) {
-    if (has_args) rows.ids.push_back({s.int64(col), table, row});
-    rows.count(rows_read);
+  // An event table's rows, as its columns (tables.h) and, only for the args, its id: a column
+  // costs as much as any other to decode.
+  auto read_events = [&]<class Record>(std::type_identity<Record>, Reader& c, TableRows& rows,
+                                       LaunchIds* launch = nullptr) {
+    using D = columns::Definition<Record>;
+    std::uint64_t missing = 0;
+    const std::string list = select_list(c, D::name, D::columns, missing) + (has_args ? ", id" : "");
+    constexpr int id = static_cast<int>(columns::count<Record>);
+    c.scan(D::name, list, [&](const auto& s) {
+      Record e;
+      decode(D::columns, s, ids, missing, e, launch);
+      EventIndex row;
+      if constexpr (std::is_same_v<Record, GpuOpRecord>) {
+        row = b.add(e, launch->index);
+      } else {
+        row = b.add(e);
+      }
+      if (has_args) rows.ids.push_back({s.int64(id), D::table, row});
+      rows.count(rows_read);
+    });
   };
-  auto read_cuda_api = [&](Reader& c) {
-    c.scan("cuda_api", columns("track, start, dur, name, cbid, kind, correlation, external_id, result, stream, event"),
-           [&](const auto& s) {
-             CudaApiRecord a;
-             a.track = track(s, 0);
-             a.start = s.int64(1);
-             a.end = end_of(a.start, s.int64(2));
-             a.name = str(s, 3);
-             a.cbid = s.int32(4);
-             a.kind = s.int32(5) == 1 ? ApiKind::Driver : ApiKind::Runtime;
-             a.correlation = opt_int(s, 6);
-             a.external_id = opt_int(s, 7);
-             a.result = s.int32(8);
-             a.stream = opt_int(s, 9);
-             a.event = opt_int(s, 10);
-             remember(api_rows, s, 11, EventTable::CudaApi, b.add(a));
-           });
-  };
+  auto read_cuda_api = [&](Reader& c) { read_events(std::type_identity<CudaApiRecord>{}, c, api_rows); };
   auto read_gpu_ops = [&](Reader& c) {
     // Each configuration is interned once, by its row: kernels name it by that row's id.
     IdMap launch_map;
-    c.each("SELECT id, grid_x, grid_y, grid_z, block_x, block_y, block_z, registers_per_thread, "
-           "shared_memory_static, shared_memory_dynamic FROM launch ORDER BY id",
-           [&](const auto& s) {
-             LaunchConfig l;
-             for (int i = 0; i < 3; ++i) l.grid[i] = s.int32(1 + i);
-             for (int i = 0; i < 3; ++i) l.block[i] = s.int32(4 + i);
-             l.registers_per_thread = s.int32(7);
-             l.shared_memory_static = s.int32(8);
-             l.shared_memory_dynamic = s.int32(9);
-             launch_map.set(table_id(s, 0, "launch"), b.intern_launch(l));
-           });
-    c.scan("gpu_op", columns("track, start, dur, kind, subkind, name, correlation, launch, bytes, event"),
-           [&](const auto& s) {
-             GpuOpRecord g;
-             g.track = track(s, 0);
-             g.start = s.int64(1);
-             g.end = end_of(g.start, s.int64(2));
-             int kind = s.int32(3);
-             if (kind < 0 || kind > 3) r.fail("gpu_op row with unknown kind " + std::to_string(kind));
-             g.kind = static_cast<GpuOpKind>(kind);
-             g.subkind = static_cast<std::uint8_t>(s.int32(4));
-             g.name = str(s, 5);
-             g.correlation = opt_int(s, 6);
-             std::uint32_t launch = 0;
-             if (!s.is_null(7)) {
-               const std::int64_t id = s.int64(7);
-               launch = id < 0 || id > limits::kMaxId ? kNoIndex : launch_map.get(id);
-               if (launch == kNoIndex) r.fail("a gpu_op row names launch " + std::to_string(id) + ", which the launch table lacks");
-             }
-             g.bytes = s.int64(8);
-             g.event = opt_int(s, 9);
-             remember(gpu_rows, s, 10, EventTable::GpuOp, b.add(g, launch));
-           });
+    c.each(("SELECT id, " + schema::launch_columns() + " FROM launch ORDER BY id").c_str(), [&](const auto& s) {
+      LaunchConfig l;
+      int col = 1;
+      columns::for_each_field(l, [&](std::int32_t& field, const char*) { field = s.int32(col++); });
+      launch_map.set(table_id(s, 0, "launch"), b.intern_launch(l));
+    });
+    LaunchIds launch{&launch_map};
+    read_events(std::type_identity<GpuOpRecord>{}, c, gpu_rows, &launch);
   };
-  auto read_annotations = [&](Reader& c) {
-    c.scan("annotation", columns("track, start, dur, name, domain, category, payload, external_id"),
-           [&](const auto& s) {
-             AnnotationRecord a;
-             a.track = track(s, 0);
-             a.start = s.int64(1);
-             a.end = end_of(a.start, s.int64(2));
-             a.name = str(s, 3);
-             a.domain = str(s, 4);
-             a.category = str(s, 5);
-             a.payload = opt_int(s, 6);
-             a.external_id = opt_int(s, 7);
-             remember(ann_rows, s, 8, EventTable::Annotation, b.add(a));
-           });
-  };
+  auto read_annotations = [&](Reader& c) { read_events(std::type_identity<AnnotationRecord>{}, c, ann_rows); };
   {
     // The calling thread reports progress while the three read; every thread is waited for
     // before an error goes on, since they write into the builder.
@@ -481,80 +522,28 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
       auto it = std::lower_bound(event_rows.begin(), event_rows.end(), EventRow{event, EventTable::CudaApi, 0});
       if (it == event_rows.end() || it->id != event) r.fail("an arg names event " + std::to_string(event) + ", which no event table holds");
       EventArg arg;
-      arg.key = str(s, 1);
+      arg.key = ids.str(s, 1);
       const int type = s.int32(2);
       if (type < 0 || type > 3) r.fail("arg row with unknown type " + std::to_string(type));
       arg.type = static_cast<ArgType>(type);
       if (arg.type == ArgType::Int) arg.int_value = s.int64(3);
       if (arg.type == ArgType::Double) arg.double_value = s.real(4);
-      if (arg.type == ArgType::String || arg.type == ArgType::Json) arg.text = str(s, 5);
+      if (arg.type == ArgType::String || arg.type == ArgType::Json) arg.text = ids.str(s, 5);
       b.add_arg(it->table, it->row, arg);
     });
   }
-  r.each("SELECT kind, from_track, from_time, to_track, to_time, flow_id FROM flow ORDER BY id", [&](const auto& s) {
-    FlowRecord f;
-    f.kind = str(s, 0);
-    f.from_track = track(s, 1);
-    f.from_time = s.int64(2);
-    f.to_track = track(s, 3);
-    f.to_time = s.int64(4);
-    f.id = opt_int(s, 5);
-    b.add(f);
-  });
-  r.each("SELECT event_kind, cost_ns, samples, method FROM calibration ORDER BY event_kind", [&](const auto& s) {
-    CalibrationRecord c;
-    c.event_kind = s.text(0);
-    c.cost_ns = s.real(1);
-    c.samples = s.int64(2);
-    c.method = s.text(3);
-    b.add(c);
-  });
-  r.each("SELECT track, start, start + dur, kind FROM overhead ORDER BY id", [&](const auto& s) {
-    OverheadRecord o;
-    o.track = track(s, 0);
-    o.start = s.int64(1);
-    o.end = s.int64(2);
-    o.kind = str(s, 3);
-    b.add(o);
-  });
+  // The rows of one of the tables a Trace holds as records, in the order `order` says.
+  auto add_rows = [&]<class Record>(std::type_identity<Record>, const char* order) {
+    using D = Definition<Record>;
+    each_row(D::name, D::columns, "", order, [&](const auto&, int, const Record& row) { b.add(row); });
+  };
+  add_rows(std::type_identity<FlowRecord>{}, "id");
+  add_rows(std::type_identity<CalibrationRecord>{}, "event_kind");
+  add_rows(std::type_identity<OverheadRecord>{}, "id");
   // Files written before thread loads were recorded have no such table: none were measured.
-  if (r.has_table("thread_load")) {
-    auto cost = [](const auto& s, int col) {
-      return s.is_null(col) ? -1.0 : s.real(col);
-    };
-    r.each("SELECT track, start, start + dur, cpu_ns, runqueue_ns, events, cost_samples, range_cost_ns, mark_cost_ns "
-           "FROM thread_load ORDER BY track, start, rowid",
-           [&](const auto& s) {
-             ThreadLoadRecord l;
-             l.track = track(s, 0);
-             l.start = s.int64(1);
-             l.end = s.int64(2);
-             l.cpu_ns = opt_int(s, 3);
-             l.runqueue_ns = opt_int(s, 4);
-             l.events = s.int64(5);
-             l.cost_samples = s.int64(6);
-             l.range_cost_ns = cost(s, 7);
-             l.mark_cost_ns = cost(s, 8);
-             b.add(l);
-           });
-  }
+  if (r.has_table("thread_load")) add_rows(std::type_identity<ThreadLoadRecord>{}, "track, start, rowid");
   // Files written before memory events were kept have no such table: they hold none.
-  if (r.has_table("memory_event")) {
-    r.each("SELECT track, time, device_type, device_id, addr, bytes, total_allocated, total_reserved "
-           "FROM memory_event ORDER BY time, id",
-           [&](const auto& s) {
-             MemoryEventRecord m;
-             m.track = track(s, 0);
-             m.time = s.int64(1);
-             m.device_type = opt_int(s, 2);
-             m.device_id = opt_int(s, 3);
-             m.addr = opt_int(s, 4);
-             m.bytes = s.int64(5);
-             m.total_allocated = opt_int(s, 6);
-             m.total_reserved = opt_int(s, 7);
-             b.add(m);
-           });
-  }
+  if (r.has_table("memory_event")) add_rows(std::type_identity<MemoryEventRecord>{}, "time, id");
   if (progress) progress(prog);
   return std::move(b).build();
 }

@@ -1,5 +1,6 @@
 #include "dreamscope/storage/trace_file.h"
 
+#include "dreamscope/storage/columns.h"
 #include "dreamscope/storage/trace_copy.h"
 
 #include "tracedb/schema.h"
@@ -20,10 +21,8 @@ namespace dreamscope {
 struct LaunchConfigHash {
   std::size_t operator()(const LaunchConfig& c) const {
     std::size_t h = 1469598103934665603ull;
-    for (std::int32_t v : {c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1], c.block[2], c.registers_per_thread,
-                           c.shared_memory_static, c.shared_memory_dynamic}) {
-      h = (h ^ static_cast<std::uint32_t>(v)) * 1099511628211ull;
-    }
+    columns::for_each_field(
+        c, [&](std::int32_t v, const char*) { h = (h ^ static_cast<std::uint32_t>(v)) * 1099511628211ull; });
     return h;
   }
 };
@@ -44,14 +43,6 @@ struct RowBatch {
   sqlite3_stmt* one = nullptr;
   sqlite3_stmt* many = nullptr;
 
-  static std::string insert_sql(const char* table, const char* columns, std::size_t rows) {
-    std::string one_row = "(";
-    for (std::size_t c = 0; c < Columns; ++c) one_row += c ? ",?" : "?";
-    one_row += ")";
-    std::string sql = std::string("INSERT INTO ") + table + "(" + columns + ") VALUES ";
-    for (std::size_t r = 0; r < rows; ++r) sql += (r ? "," : "") + one_row;
-    return sql;
-  }
   ~RowBatch() {
     sqlite3_finalize(one);
     sqlite3_finalize(many);
@@ -67,9 +58,10 @@ struct TraceWriter::Statements {
   sqlite3_stmt* device = nullptr;
   sqlite3_stmt* track = nullptr;
   sqlite3_stmt* track_name = nullptr;
-  RowBatch<12> cuda_api;
-  RowBatch<11> gpu_op;
-  RowBatch<9> annotation;
+  // An event table's columns (tables.h), then its id.
+  RowBatch<columns::count<CudaApiRecord> + 1> cuda_api;
+  RowBatch<columns::count<GpuOpRecord> + 1> gpu_op;
+  RowBatch<columns::count<AnnotationRecord> + 1> annotation;
   sqlite3_stmt* flow = nullptr;
   sqlite3_stmt* calibration = nullptr;
   sqlite3_stmt* overhead = nullptr;
@@ -115,6 +107,113 @@ void bind_index(sqlite3_stmt* s, int col, std::uint32_t v) {
   } else {
     sqlite3_bind_int64(s, col, v);
   }
+}
+
+// "a, b, c": the trace.db names of a tuple of columns (columns.h), then `own`, the columns of
+// SQL's own that the writer fills (a row's id).
+template <class Columns>
+std::string column_names(const Columns& cols, std::string_view own = {}) {
+  std::string names;
+  columns::each(cols, [&](const auto& c) { (names += names.empty() ? "" : ", ") += c.sql_name(); });
+  if (!own.empty()) (names += ", ") += own;
+  return names;
+}
+
+// "<verb> INTO table(names) VALUES (?,...),...": `rows` rows of as many values as `names` has.
+std::string insert_sql(std::string_view verb, std::string_view table, const std::string& names, std::size_t rows = 1) {
+  std::string one_row = "(?";
+  for (char c : names) {
+    if (c == ',') one_row += ",?";
+  }
+  one_row += ")";
+  std::string sql = std::string(verb) + " INTO " + std::string(table) + "(" + names + ") VALUES ";
+  for (std::size_t r = 0; r < rows; ++r) sql += (r ? "," : "") + one_row;
+  return sql;
+}
+
+// The statement that inserts `rows` rows of a table: its columns, then `own`.
+template <class Record>
+std::string insert_into(std::string_view own = {}, std::string_view verb = "INSERT", std::size_t rows = 1) {
+  using D = columns::Definition<Record>;
+  return insert_sql(verb, D::name, column_names(D::columns, own), rows);
+}
+
+// Binds a row's columns from parameter `col` on, each as its encoding says (tables.h); returns
+// the next parameter. (The event tables batch their rows as event_row() makes them.)
+template <class Columns, class Record>
+int bind_columns(sqlite3_stmt* st, const Columns& cols, const Record& r, int col = 1) {
+  using namespace columns;
+  each(cols, [&](const auto& c) {
+    using C = decltype(c);
+    const auto& v = r.*c.member;
+    if constexpr (is<C, Int> || is<C, Track> || is<C, String> || is<C, Unsigned> || is<C, Start>) {
+      sqlite3_bind_int64(st, col, v);
+    } else if constexpr (is<C, Enum>) {
+      sqlite3_bind_int64(st, col, static_cast<int>(v));
+    } else if constexpr (is<C, Optional>) {
+      bind_optional(st, col, v);
+    } else if constexpr (is<C, Process> || is<C, Device>) {
+      bind_index(st, col, v);
+    } else if constexpr (is<C, End>) {
+      sqlite3_bind_int64(st, col, v - start_of<C>(r));
+    } else if constexpr (is<C, Text>) {
+      bind_text(st, col, v);
+    } else if constexpr (is<C, Real>) {
+      sqlite3_bind_double(st, col, v);
+    } else if constexpr (is<C, Cost>) {
+      // A cost below 0 means none was timed: NULL, as kNoValue is for the times.
+      if (v < 0) {
+        sqlite3_bind_null(st, col);
+      } else {
+        sqlite3_bind_double(st, col, v);
+      }
+    } else {
+      static_assert(sizeof(C) == 0, "an encoding bound only in event rows");
+    }
+    ++col;
+  });
+  return col;
+}
+
+// The batched INSERT of an event table: its columns and id in the table's order
+// (schema::event_positions), `rows` rows.
+template <class Record>
+std::string insert_events(std::size_t rows) {
+  constexpr auto at = schema::event_positions<Record>();
+  std::array<std::string_view, at.size()> names;
+  columns::each_indexed(columns::Definition<Record>::columns, [&](const auto& c, auto i) { names[at[i]] = c.sql_name(); });
+  names[at.back()] = "id";
+  std::string list;
+  for (std::string_view name : names) (list += list.empty() ? "" : ", ") += name;
+  return insert_sql("INSERT", columns::Definition<Record>::name, list, rows);
+}
+
+// An event table's row as the integers its batch binds (kNoValue binds NULL), in the order
+// insert_events() lists them: its columns, each as its encoding says, and its id. `launch_id`
+// gives a GPU op's launch configuration's row.
+template <class Record, std::size_t N, class LaunchId>
+std::array<std::int64_t, N> event_row(const Record& r, std::int64_t id, LaunchId&& launch_id) {
+  using namespace columns;
+  constexpr auto at = schema::event_positions<Record>();
+  static_assert(N == at.size());
+  std::array<std::int64_t, N> row;
+  each_indexed(Definition<Record>::columns, [&](const auto& c, auto i) {
+    using C = decltype(c);
+    const auto& v = r.*c.member;
+    if constexpr (is<C, Int> || is<C, Track> || is<C, String> || is<C, Unsigned> || is<C, Start> || is<C, Optional>) {
+      row[at[i]] = v;
+    } else if constexpr (is<C, Enum>) {
+      row[at[i]] = static_cast<int>(v);
+    } else if constexpr (is<C, End>) {
+      row[at[i]] = v - start_of<C>(r);
+    } else if constexpr (is<C, Launch>) {
+      row[at[i]] = launch_id(v);
+    } else {
+      static_assert(sizeof(C) == 0, "an event row holds integers only");
+    }
+  });
+  row[at.back()] = id;
+  return row;
 }
 
 } // namespace
@@ -171,7 +270,7 @@ TraceWriter::TraceWriter(std::filesystem::path path, TraceWriterOptions options)
   // The B-tree pages being appended to stay in memory between transactions.
   exec("PRAGMA cache_size=-65536");
   exec("BEGIN");
-  exec(schema::kCreateTables);
+  exec(schema::create_tables().c_str());
   exec(schema::kCreateViews);
   exec("COMMIT");
 
@@ -181,45 +280,35 @@ TraceWriter::TraceWriter(std::filesystem::path path, TraceWriterOptions options)
     }
   };
   auto& s = *stmts_;
-  prepare(s.string, "INSERT INTO string(id, value) VALUES(?,?)");
-  prepare(s.meta, "INSERT OR REPLACE INTO meta(key, value) VALUES(?,?)");
-  prepare(s.process,
-          "INSERT OR REPLACE INTO process(id, pid, parent_pid, name, command, start, end, exit_status) "
-          "VALUES(?,?,?,?,?,?,?,?)");
-  prepare(s.process_rank,
-          "INSERT OR REPLACE INTO process_rank(process, rank, local_rank, world_size, host, clock_offset) "
-          "VALUES(?,?,?,?,?,?)");
-  prepare(s.process_rank_delete, "DELETE FROM process_rank WHERE process = ?");
-  prepare(s.device,
-          "INSERT INTO device(id, process, ordinal, name, sm_count, core_clock_khz, memory_clock_khz, "
-          "memory_bus_width_bits, memory_bandwidth_bytes_per_s, global_memory_bytes, "
-          "compute_capability_major, compute_capability_minor) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
-  prepare(s.track, "INSERT INTO track(id, kind, process, tid, device, stream, name) VALUES(?,?,?,?,?,?,?)");
-  prepare(s.track_name, "UPDATE track SET name = ? WHERE id = ?");
-  auto prepare_batch = [&](auto& batch, const char* table, const char* columns) {
+  // Each table's statement names its columns (tables.h), then the ids of SQL's own it fills.
+  auto prepare_batch = [&]<class Record>(auto& batch, std::type_identity<Record>) {
     using Batch = std::remove_reference_t<decltype(batch)>;
-    prepare(batch.one, Batch::insert_sql(table, columns, 1).c_str());
-    prepare(batch.many, Batch::insert_sql(table, columns, Batch::kRowsPerInsert).c_str());
+    prepare(batch.one, insert_events<Record>(1).c_str());
+    prepare(batch.many, insert_events<Record>(Batch::kRowsPerInsert).c_str());
     batch.pending.reserve(Batch::kRowsPerInsert);
   };
-  prepare_batch(s.cuda_api, "cuda_api",
-                "track, start, id, dur, name, cbid, kind, correlation, external_id, result, stream, event");
-  prepare_batch(s.gpu_op, "gpu_op", "track, start, id, dur, kind, subkind, name, correlation, launch, bytes, event");
-  prepare_batch(s.annotation, "annotation", "track, start, id, dur, name, domain, category, payload, external_id");
-  prepare(s.launch,
-          "INSERT INTO launch(id, grid_x, grid_y, grid_z, block_x, block_y, block_z, registers_per_thread, "
-          "shared_memory_static, shared_memory_dynamic) VALUES(?,?,?,?,?,?,?,?,?,?)");
-  prepare(s.flow,
-          "INSERT INTO flow(kind, from_track, from_time, to_track, to_time, flow_id) VALUES(?,?,?,?,?,?)");
-  prepare(s.calibration,
-          "INSERT OR REPLACE INTO calibration(event_kind, cost_ns, samples, method) VALUES(?,?,?,?)");
-  prepare(s.overhead, "INSERT INTO overhead(track, start, dur, kind) VALUES(?,?,?,?)");
-  prepare(s.thread_load,
-          "INSERT INTO thread_load(track, start, dur, cpu_ns, runqueue_ns, events, cost_samples, range_cost_ns, "
-          "mark_cost_ns) VALUES(?,?,?,?,?,?,?,?,?)");
-  prepare(s.memory_event,
-          "INSERT INTO memory_event(track, time, id, device_type, device_id, addr, bytes, total_allocated, "
-          "total_reserved) VALUES(?,?,?,?,?,?,?,?,?)");
+  using columns::Definition;
+  prepare(s.string, "INSERT INTO string(id, value) VALUES(?,?)");
+  prepare(s.meta, "INSERT OR REPLACE INTO meta(key, value) VALUES(?,?)");
+  prepare(
+      s.process,
+      insert_sql("INSERT OR REPLACE", "process", column_names(Definition<ProcessInfo>::process_columns, "id")).c_str());
+  prepare(s.process_rank, insert_sql("INSERT OR REPLACE", "process_rank",
+                                     column_names(Definition<ProcessInfo>::rank_columns, "process"))
+                              .c_str());
+  prepare(s.process_rank_delete, "DELETE FROM process_rank WHERE process = ?");
+  prepare(s.device, insert_into<DeviceInfo>("id").c_str());
+  prepare(s.track, insert_into<TrackInfo>("id").c_str());
+  prepare(s.track_name, "UPDATE track SET name = ? WHERE id = ?");
+  prepare_batch(s.cuda_api, std::type_identity<CudaApiRecord>{});
+  prepare_batch(s.gpu_op, std::type_identity<GpuOpRecord>{});
+  prepare_batch(s.annotation, std::type_identity<AnnotationRecord>{});
+  prepare(s.launch, insert_sql("INSERT", "launch", "id, " + schema::launch_columns()).c_str());
+  prepare(s.flow, insert_into<FlowRecord>().c_str());
+  prepare(s.calibration, insert_into<CalibrationRecord>({}, "INSERT OR REPLACE").c_str());
+  prepare(s.overhead, insert_into<OverheadRecord>().c_str());
+  prepare(s.thread_load, insert_into<ThreadLoadRecord>().c_str());
+  prepare(s.memory_event, insert_into<MemoryEventRecord>("id").c_str());
   prepare(s.arg, "INSERT INTO arg(event, key, type, int_value, real_value, text) VALUES(?,?,?,?,?,?)");
 
   set_meta("schema_version", std::to_string(kSchemaVersion));
@@ -335,54 +424,42 @@ void TraceWriter::set_meta(const std::string& key, const std::string& value) {
 }
 
 namespace {
-void bind_process(sqlite3_stmt* st, std::uint32_t id, const ProcessInfo& p) {
-  sqlite3_bind_int64(st, 1, id);
-  sqlite3_bind_int64(st, 2, p.pid);
-  bind_optional(st, 3, p.parent_pid);
-  bind_text(st, 4, p.name);
-  bind_text(st, 5, p.command);
-  bind_optional(st, 6, p.start);
-  bind_optional(st, 7, p.end);
-  bind_optional(st, 8, p.exit_status);
-}
-
-
 // A process's place in a distributed job, in its own table (added after schema v1 was
 // released, so older files and readers simply lack it): a row only for the processes that
-// have one.
-bool has_rank_row(const ProcessInfo& p) { return p.is_rank() || !p.host.empty() || p.clock_offset != 0; }
-
-void bind_process_rank(sqlite3_stmt* st, std::uint32_t id, const ProcessInfo& p) {
-  sqlite3_bind_int64(st, 1, id);
-  bind_optional(st, 2, p.rank);
-  bind_optional(st, 3, p.local_rank);
-  bind_optional(st, 4, p.world_size);
-  bind_text(st, 5, p.host);
-  sqlite3_bind_int64(st, 6, p.clock_offset);
+// have one, any of its columns other than a process's default.
+bool has_rank_row(const ProcessInfo& p) {
+  const ProcessInfo none;
+  bool any = false;
+  columns::each(columns::Definition<ProcessInfo>::rank_columns,
+                [&](const auto& c) { any = any || p.*c.member != none.*c.member; });
+  return any;
 }
 } // namespace
+
+// Inserts a row of a table that is no event table: its columns (tables.h), then `own`.
+template <class Columns, class Record, class... Own>
+void TraceWriter::insert(sqlite3_stmt* st, const Columns& cols, const Record& r, Own... own) {
+  int col = bind_columns(st, cols, r);
+  (sqlite3_bind_int64(st, col++, own), ...);
+  DS_STEP(st);
+}
 
 std::uint32_t TraceWriter::add_process(const ProcessInfo& p) {
   begin_if_needed();
   std::uint32_t id = next_process_++;
-  bind_process(stmts_->process, id, p);
-  DS_STEP(stmts_->process);
+  insert(stmts_->process, columns::Definition<ProcessInfo>::process_columns, p, std::int64_t{id});
   count_row();
-  if (has_rank_row(p)) {
-    bind_process_rank(stmts_->process_rank, id, p);
-    DS_STEP(stmts_->process_rank);
-  }
+  if (has_rank_row(p))
+    insert(stmts_->process_rank, columns::Definition<ProcessInfo>::rank_columns, p, std::int64_t{id});
   return id;
 }
 
 void TraceWriter::update_process(std::uint32_t id, const ProcessInfo& p) {
   begin_if_needed();
-  bind_process(stmts_->process, id, p);
-  DS_STEP(stmts_->process);
+  insert(stmts_->process, columns::Definition<ProcessInfo>::process_columns, p, std::int64_t{id});
   count_row();
   if (has_rank_row(p)) {
-    bind_process_rank(stmts_->process_rank, id, p);
-    DS_STEP(stmts_->process_rank);
+    insert(stmts_->process_rank, columns::Definition<ProcessInfo>::rank_columns, p, std::int64_t{id});
   } else {
     sqlite3_bind_int64(stmts_->process_rank_delete, 1, id);
     DS_STEP(stmts_->process_rank_delete);
@@ -391,37 +468,16 @@ void TraceWriter::update_process(std::uint32_t id, const ProcessInfo& p) {
 
 std::uint32_t TraceWriter::add_device(const DeviceInfo& d) {
   begin_if_needed();
-  auto* st = stmts_->device;
   std::uint32_t id = next_device_++;
-  sqlite3_bind_int64(st, 1, id);
-  bind_index(st, 2, d.process);
-  sqlite3_bind_int64(st, 3, d.ordinal);
-  bind_text(st, 4, d.name);
-  sqlite3_bind_int64(st, 5, d.sm_count);
-  sqlite3_bind_int64(st, 6, d.core_clock_khz);
-  sqlite3_bind_int64(st, 7, d.memory_clock_khz);
-  sqlite3_bind_int64(st, 8, d.memory_bus_width_bits);
-  sqlite3_bind_int64(st, 9, d.memory_bandwidth_bytes_per_s);
-  sqlite3_bind_int64(st, 10, d.global_memory_bytes);
-  sqlite3_bind_int64(st, 11, d.compute_capability_major);
-  sqlite3_bind_int64(st, 12, d.compute_capability_minor);
-  DS_STEP(st);
+  insert(stmts_->device, columns::Definition<DeviceInfo>::columns, d, std::int64_t{id});
   count_row();
   return id;
 }
 
 TrackId TraceWriter::add_track(const TrackInfo& t) {
   begin_if_needed();
-  auto* st = stmts_->track;
   TrackId id = next_track_++;
-  sqlite3_bind_int64(st, 1, id);
-  sqlite3_bind_int64(st, 2, static_cast<int>(t.kind));
-  bind_index(st, 3, t.process);
-  bind_optional(st, 4, t.tid);
-  bind_index(st, 5, t.device);
-  bind_optional(st, 6, t.stream);
-  bind_text(st, 7, t.name);
-  DS_STEP(st);
+  insert(stmts_->track, columns::Definition<TrackInfo>::columns, t, std::int64_t{id});
   count_row();
   return id;
 }
@@ -434,17 +490,19 @@ void TraceWriter::rename_track(TrackId id, std::string_view name) {
   DS_STEP(st);
 }
 
-std::int64_t TraceWriter::add(const CudaApiRecord& r) {
-  const std::int64_t id = next_event_id_;
+// Buffers a row of an event table for its batch's next INSERT; returns the event's id.
+template <class Record, class Batch>
+std::int64_t TraceWriter::add_event(Batch& batch, std::uint64_t& rows, const Record& r) {
+  const std::int64_t id = next_event_id_++;
   begin_if_needed();
-  ++cuda_api_rows_;
-  push_row<12>(db_, stmts_->cuda_api,
-               {r.track, r.start, next_event_id_++, r.end - r.start, r.name, r.cbid, static_cast<int>(r.kind),
-                r.correlation, r.external_id, r.result, r.stream, r.event},
-               DS_FAIL);
+  ++rows;
+  constexpr std::size_t n = std::tuple_size_v<typename Batch::Row>;
+  push_row<n>(db_, batch, event_row<Record, n>(r, id, [this](const LaunchConfig& c) { return launch_id(c); }), DS_FAIL);
   count_row();
   return id;
 }
+
+std::int64_t TraceWriter::add(const CudaApiRecord& r) { return add_event(stmts_->cuda_api, cuda_api_rows_, r); }
 
 std::int64_t TraceWriter::launch_id(const LaunchConfig& c) {
   if (c == LaunchConfig{}) return kNoValue;
@@ -453,40 +511,16 @@ std::int64_t TraceWriter::launch_id(const LaunchConfig& c) {
   it->second = static_cast<std::int64_t>(strings_->launch_ids.size());
   auto* st = stmts_->launch;
   sqlite3_bind_int64(st, 1, it->second);
-  for (int i = 0; i < 3; ++i) sqlite3_bind_int64(st, 2 + i, c.grid[i]);
-  for (int i = 0; i < 3; ++i) sqlite3_bind_int64(st, 5 + i, c.block[i]);
-  sqlite3_bind_int64(st, 8, c.registers_per_thread);
-  sqlite3_bind_int64(st, 9, c.shared_memory_static);
-  sqlite3_bind_int64(st, 10, c.shared_memory_dynamic);
+  int col = 2;
+  columns::for_each_field(c, [&](std::int32_t v, const char*) { sqlite3_bind_int64(st, col++, v); });
   DS_STEP(st);
   count_row();
   return it->second;
 }
 
-std::int64_t TraceWriter::add(const GpuOpRecord& r) {
-  const std::int64_t id = next_event_id_;
-  begin_if_needed();
-  ++gpu_op_rows_;
-  const std::int64_t launch = launch_id(r.launch);
-  push_row<11>(db_, stmts_->gpu_op,
-               {r.track, r.start, next_event_id_++, r.end - r.start, static_cast<int>(r.kind), r.subkind, r.name,
-                r.correlation, launch, r.bytes, r.event},
-               DS_FAIL);
-  count_row();
-  return id;
-}
+std::int64_t TraceWriter::add(const GpuOpRecord& r) { return add_event(stmts_->gpu_op, gpu_op_rows_, r); }
 
-std::int64_t TraceWriter::add(const AnnotationRecord& r) {
-  const std::int64_t id = next_event_id_;
-  begin_if_needed();
-  ++annotation_rows_;
-  push_row<9>(db_, stmts_->annotation,
-              {r.track, r.start, next_event_id_++, r.end - r.start, r.name, r.domain, r.category, r.payload,
-               r.external_id},
-              DS_FAIL);
-  count_row();
-  return id;
-}
+std::int64_t TraceWriter::add(const AnnotationRecord& r) { return add_event(stmts_->annotation, annotation_rows_, r); }
 
 void TraceWriter::add_arg(std::int64_t event, const EventArg& arg) {
   begin_if_needed();
@@ -507,85 +541,29 @@ void TraceWriter::add_arg(std::int64_t event, const EventArg& arg) {
   count_row();
 }
 
-void TraceWriter::add(const FlowRecord& r) {
+// Inserts a row of a table that is no event table and counts it; `own` as insert() takes it.
+template <class Record, class... Own>
+void TraceWriter::add_row(sqlite3_stmt* st, const Record& r, Own... own) {
   begin_if_needed();
-  auto* st = stmts_->flow;
-  sqlite3_bind_int64(st, 1, r.kind);
-  sqlite3_bind_int64(st, 2, r.from_track);
-  sqlite3_bind_int64(st, 3, r.from_time);
-  sqlite3_bind_int64(st, 4, r.to_track);
-  sqlite3_bind_int64(st, 5, r.to_time);
-  bind_optional(st, 6, r.id);
-  DS_STEP(st);
+  insert(st, columns::Definition<Record>::columns, r, own...);
   count_row();
 }
 
-void TraceWriter::add(const CalibrationRecord& r) {
-  begin_if_needed();
-  auto* st = stmts_->calibration;
-  bind_text(st, 1, r.event_kind);
-  sqlite3_bind_double(st, 2, r.cost_ns);
-  sqlite3_bind_int64(st, 3, r.samples);
-  bind_text(st, 4, r.method);
-  DS_STEP(st);
-  count_row();
-}
+void TraceWriter::add(const FlowRecord& r) { add_row(stmts_->flow, r); }
 
-void TraceWriter::add(const OverheadRecord& r) {
-  begin_if_needed();
-  auto* st = stmts_->overhead;
-  sqlite3_bind_int64(st, 1, r.track);
-  sqlite3_bind_int64(st, 2, r.start);
-  sqlite3_bind_int64(st, 3, r.end - r.start);
-  sqlite3_bind_int64(st, 4, r.kind);
-  DS_STEP(st);
-  count_row();
-}
+void TraceWriter::add(const CalibrationRecord& r) { add_row(stmts_->calibration, r); }
 
-void TraceWriter::add(const ThreadLoadRecord& r) {
-  begin_if_needed();
-  auto* st = stmts_->thread_load;
-  // A cost below 0 means none was timed: NULL, as kNoValue is for the times.
-  auto bind_cost = [&](int col, double cost) {
-    if (cost < 0) {
-      sqlite3_bind_null(st, col);
-    } else {
-      sqlite3_bind_double(st, col, cost);
-    }
-  };
-  sqlite3_bind_int64(st, 1, r.track);
-  sqlite3_bind_int64(st, 2, r.start);
-  sqlite3_bind_int64(st, 3, r.end - r.start);
-  bind_optional(st, 4, r.cpu_ns);
-  bind_optional(st, 5, r.runqueue_ns);
-  sqlite3_bind_int64(st, 6, r.events);
-  sqlite3_bind_int64(st, 7, r.cost_samples);
-  bind_cost(8, r.range_cost_ns);
-  bind_cost(9, r.mark_cost_ns);
-  DS_STEP(st);
-  count_row();
-}
+void TraceWriter::add(const OverheadRecord& r) { add_row(stmts_->overhead, r); }
 
-void TraceWriter::add(const MemoryEventRecord& r) {
-  begin_if_needed();
-  auto* st = stmts_->memory_event;
-  sqlite3_bind_int64(st, 1, r.track);
-  sqlite3_bind_int64(st, 2, r.time);
-  sqlite3_bind_int64(st, 3, next_memory_event_id_++);
-  bind_optional(st, 4, r.device_type);
-  bind_optional(st, 5, r.device_id);
-  bind_optional(st, 6, r.addr);
-  sqlite3_bind_int64(st, 7, r.bytes);
-  bind_optional(st, 8, r.total_allocated);
-  bind_optional(st, 9, r.total_reserved);
-  DS_STEP(st);
-  count_row();
-}
+void TraceWriter::add(const ThreadLoadRecord& r) { add_row(stmts_->thread_load, r); }
+
+void TraceWriter::add(const MemoryEventRecord& r) { add_row(stmts_->memory_event, r, next_memory_event_id_++); }
 
 void TraceWriter::drain_pending_rows() {
-  drain<12>(db_, stmts_->cuda_api, DS_FAIL);
-  drain<11>(db_, stmts_->gpu_op, DS_FAIL);
-  drain<9>(db_, stmts_->annotation, DS_FAIL);
+  auto& s = *stmts_;
+  drain<std::tuple_size_v<decltype(s.cuda_api)::Row>>(db_, s.cuda_api, DS_FAIL);
+  drain<std::tuple_size_v<decltype(s.gpu_op)::Row>>(db_, s.gpu_op, DS_FAIL);
+  drain<std::tuple_size_v<decltype(s.annotation)::Row>>(db_, s.annotation, DS_FAIL);
 }
 
 void TraceWriter::flush() {
@@ -639,15 +617,12 @@ void replace_calibration(const std::filesystem::path& path, const std::vector<Ca
   };
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) fail("cannot open");
   sqlite3_stmt* st = nullptr;
-  if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO calibration(event_kind, cost_ns, samples, method) VALUES(?,?,?,?)",
-                         -1, &st, nullptr) != SQLITE_OK) {
+  if (sqlite3_prepare_v2(db, insert_into<CalibrationRecord>({}, "INSERT OR REPLACE").c_str(), -1, &st, nullptr) !=
+      SQLITE_OK) {
     fail("cannot write the calibration table");
   }
   for (const auto& r : records) {
-    bind_text(st, 1, r.event_kind);
-    sqlite3_bind_double(st, 2, r.cost_ns);
-    sqlite3_bind_int64(st, 3, r.samples);
-    bind_text(st, 4, r.method);
+    bind_columns(st, columns::Definition<CalibrationRecord>::columns, r);
     const int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE) {

@@ -3,6 +3,7 @@
 // types and the integer encodings. docs/design-notes.md, "Part files are raw logs".
 #pragma once
 
+#include "dreamscope/storage/columns.h"
 #include "dreamscope/storage/trace.h"
 
 #include <cstddef>
@@ -37,6 +38,34 @@ enum RecordType : std::uint8_t {
   kThreadLoad = 17, // version 3
   kMemoryEvent = 18, // version 5
 };
+
+// A table's record holds the columns the table had when the record was introduced
+// (columns::Definition::log_columns), in the definition's order (tables.h) but for a GPU op's
+// launch configuration, the one field of variable length (0, or 1 and its nine fields), which
+// ends them; then the columns appended to the table since, in order. A reader takes each of
+// those only where the record has bytes left: a log written before a column existed ends its
+// records without it, and reads it as its default, whatever its version. Version 4 so appended
+// a process's place in a distributed job.
+// Calls f(column, appended) for each column of `Record`, in the order its record holds them
+// (above); `appended` is std::true_type for the columns appended since.
+template <class Record, class F>
+constexpr void for_each_in_record(F&& f) {
+  constexpr auto& all = columns::Definition<Record>::columns;
+  constexpr std::size_t first = columns::Definition<Record>::log_columns;
+  static_assert(first > 0 && first <= columns::count<Record>);
+  columns::each_indexed(all, [&](const auto& c, auto i) {
+    if constexpr (i < first && !columns::is<decltype(c), columns::Launch>) f(c, std::false_type{});
+  });
+  columns::each_indexed(all, [&](const auto& c, auto i) {
+    if constexpr (columns::is<decltype(c), columns::Launch>) {
+      static_assert(i < first, "a launch configuration ends the columns a record was introduced with");
+      f(c, std::false_type{});
+    }
+  });
+  columns::each_indexed(all, [&](const auto& c, auto i) {
+    if constexpr (i >= first) f(c, std::true_type{});
+  });
+}
 
 inline std::uint64_t zigzag(std::int64_t v) {
   return (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63);

@@ -103,23 +103,61 @@ struct Decoder {
   TimeNs start(Body& in) { return last_start = plus(last_start, in.s()); }
   void event(EventTable table, EventIndex row) { events.push_back(std::uint64_t{static_cast<std::uint8_t>(table)} << 32 | row); }
 
-  static ProcessInfo process_info(Body& in) {
-    ProcessInfo p;
-    p.pid = in.s();
-    p.parent_pid = in.o();
-    p.name = in.str();
-    p.command = in.str();
-    p.start = in.o();
-    p.end = in.o();
-    p.exit_status = in.o();
-    if (in.p != in.end) { // version 4 on
-      p.rank = in.o();
-      p.local_rank = in.o();
-      p.world_size = in.o();
-      p.host = in.str();
-      p.clock_offset = in.s();
-    }
-    return p;
+  // The enumerations, as the log's readers have always taken them.
+  static void decode(ApiKind& v, std::uint64_t u) { v = static_cast<ApiKind>(u & 1); }
+  static void decode(GpuOpKind& v, std::uint64_t u) {
+    if (u > 3) throw Damaged{"a GPU operation of unknown kind"};
+    v = static_cast<GpuOpKind>(u);
+  }
+  static void decode(TrackKind& v, std::uint64_t u) {
+    if (u > 1) throw Damaged{"a track of unknown kind"};
+    v = static_cast<TrackKind>(u);
+  }
+
+  // A row from its record's fields (trace_log_format.h), each as its
+  // encoding says (tables.h), with the log's ids turned into the builder's.
+  template <class Record>
+  Record row(Body& in) {
+    using namespace columns;
+    Record r;
+    for_each_in_record<Record>([&](const auto& c, auto appended) {
+      using C = decltype(c);
+      if constexpr (appended) {
+        if (in.p == in.end) return; // a log from before the column: its default
+      }
+      auto& v = r.*c.member;
+      using T = std::remove_cvref_t<decltype(v)>;
+      if constexpr (is<C, Track>) {
+        v = track(in.u32());
+      } else if constexpr (is<C, String>) {
+        v = str(in.u32());
+      } else if constexpr (is<C, Unsigned>) {
+        v = static_cast<T>(in.u());
+      } else if constexpr (is<C, Enum>) {
+        decode(v, in.u());
+      } else if constexpr (is<C, Int>) {
+        v = static_cast<T>(in.s());
+      } else if constexpr (is<C, Optional>) {
+        v = in.o();
+      } else if constexpr (is<C, Process>) {
+        v = process(in.index());
+      } else if constexpr (is<C, Device>) {
+        v = device(in.index());
+      } else if constexpr (is<C, Start>) {
+        v = start(in);
+      } else if constexpr (is<C, End>) {
+        v = plus(start_of<C>(r), in.s());
+      } else if constexpr (is<C, Real> || is<C, Cost>) {
+        v = in.f64();
+      } else if constexpr (is<C, Text>) {
+        v = in.str();
+      } else if constexpr (is<C, Launch>) {
+        if (in.u() != 0) for_each_field(v, [&](std::int32_t& field, const char*) { field = in.s32(); });
+      } else {
+        static_assert(sizeof(C) == 0, "an encoding the part log does not read");
+      }
+    });
+    return r;
   }
 
   void record(std::uint8_t type, Body in) {
@@ -133,154 +171,28 @@ struct Decoder {
         b.set_meta(key, in.str());
         break;
       }
-      case kProcess:
-        processes.push_back(b.add_process(process_info(in)));
-        break;
+      case kProcess: processes.push_back(b.add_process(row<ProcessInfo>(in))); break;
       case kProcessUpdate: {
         const std::uint32_t id = in.u32();
-        ProcessInfo p = process_info(in);
+        ProcessInfo p = row<ProcessInfo>(in);
         b.process(process(id)) = std::move(p);
         break;
       }
-      case kDevice: {
-        DeviceInfo d;
-        d.ordinal = in.s();
-        d.process = process(in.index());
-        d.name = in.str();
-        for (std::int64_t* v : {&d.sm_count, &d.core_clock_khz, &d.memory_clock_khz, &d.memory_bus_width_bits,
-                                &d.memory_bandwidth_bytes_per_s, &d.global_memory_bytes, &d.compute_capability_major,
-                                &d.compute_capability_minor}) {
-          *v = in.s();
-        }
-        devices.push_back(b.add_device(std::move(d)));
-        break;
-      }
-      case kTrack: {
-        TrackInfo t;
-        const std::uint64_t kind = in.u();
-        if (kind > 1) throw Damaged{"a track of unknown kind"};
-        t.kind = static_cast<TrackKind>(kind);
-        t.process = process(in.index());
-        t.tid = in.o();
-        t.device = device(in.index());
-        t.stream = in.o();
-        t.name = in.str();
-        tracks.push_back(b.add_track(std::move(t)));
-        break;
-      }
+      case kDevice: devices.push_back(b.add_device(row<DeviceInfo>(in))); break;
+      case kTrack: tracks.push_back(b.add_track(row<TrackInfo>(in))); break;
       case kTrackName: {
         const TrackId id = track(in.u32());
         b.track(id).name = in.str();
         break;
       }
-      case kCudaApi: {
-        CudaApiRecord r;
-        r.track = track(in.u32());
-        r.start = start(in);
-        r.end = plus(r.start, in.s());
-        r.name = str(in.u32());
-        r.cbid = in.s32();
-        r.kind = static_cast<ApiKind>(in.u() & 1);
-        r.correlation = in.o();
-        r.external_id = in.o();
-        r.result = in.s32();
-        r.stream = in.o();
-        r.event = in.o();
-        event(EventTable::CudaApi, b.add(r));
-        break;
-      }
-      case kGpuOp: {
-        GpuOpRecord r;
-        r.track = track(in.u32());
-        const std::uint64_t kind = in.u();
-        if (kind > 3) throw Damaged{"a GPU operation of unknown kind"};
-        r.kind = static_cast<GpuOpKind>(kind);
-        r.subkind = static_cast<std::uint8_t>(in.u());
-        r.start = start(in);
-        r.end = plus(r.start, in.s());
-        r.name = str(in.u32());
-        r.correlation = in.o();
-        r.bytes = in.s();
-        r.event = in.o();
-        if (in.u() != 0) {
-          LaunchConfig& l = r.launch;
-          for (std::int32_t* v : {&l.grid[0], &l.grid[1], &l.grid[2], &l.block[0], &l.block[1], &l.block[2],
-                                  &l.registers_per_thread, &l.shared_memory_static, &l.shared_memory_dynamic}) {
-            *v = in.s32();
-          }
-        }
-        event(EventTable::GpuOp, b.add(r));
-        break;
-      }
-      case kAnnotation: {
-        AnnotationRecord r;
-        r.track = track(in.u32());
-        r.start = start(in);
-        r.end = plus(r.start, in.s());
-        r.name = str(in.u32());
-        r.domain = str(in.u32());
-        r.category = str(in.u32());
-        r.payload = in.o();
-        r.external_id = in.o();
-        event(EventTable::Annotation, b.add(r));
-        break;
-      }
-      case kFlow: {
-        FlowRecord r;
-        r.kind = str(in.u32());
-        r.from_track = track(in.u32());
-        r.from_time = in.s();
-        r.to_track = track(in.u32());
-        r.to_time = in.s();
-        r.id = in.o();
-        b.add(r);
-        break;
-      }
-      case kCalibration: {
-        CalibrationRecord r;
-        r.event_kind = in.str();
-        r.cost_ns = in.f64();
-        r.samples = in.s();
-        r.method = in.str();
-        b.add(r);
-        break;
-      }
-      case kOverhead: {
-        OverheadRecord r;
-        r.track = track(in.u32());
-        r.start = start(in);
-        r.end = plus(r.start, in.s());
-        r.kind = str(in.u32());
-        b.add(r);
-        break;
-      }
-      case kThreadLoad: {
-        ThreadLoadRecord r;
-        r.track = track(in.u32());
-        r.start = start(in);
-        r.end = plus(r.start, in.s());
-        r.cpu_ns = in.o();
-        r.runqueue_ns = in.o();
-        r.events = in.s();
-        r.cost_samples = in.s();
-        r.range_cost_ns = in.f64();
-        r.mark_cost_ns = in.f64();
-        b.add(r);
-        break;
-      }
-      case kMemoryEvent: {
-        MemoryEventRecord r;
-        r.track = track(in.u32());
-        r.time = start(in);
-        r.device_type = in.o();
-        r.device_id = in.o();
-        r.addr = in.o();
-        r.bytes = in.s();
-        r.total_allocated = in.o();
-        r.total_reserved = in.o();
-        b.add(r);
-        break;
-      }
+      case kCudaApi: event(EventTable::CudaApi, b.add(row<CudaApiRecord>(in))); break;
+      case kGpuOp: event(EventTable::GpuOp, b.add(row<GpuOpRecord>(in))); break;
+      case kAnnotation: event(EventTable::Annotation, b.add(row<AnnotationRecord>(in))); break;
+      case kFlow: b.add(row<FlowRecord>(in)); break;
+      case kCalibration: b.add(row<CalibrationRecord>(in)); break;
+      case kOverhead: b.add(row<OverheadRecord>(in)); break;
+      case kThreadLoad: b.add(row<ThreadLoadRecord>(in)); break;
+      case kMemoryEvent: b.add(row<MemoryEventRecord>(in)); break;
       case kArg: {
         const std::int64_t id = in.s();
         if (id < 1 || static_cast<std::uint64_t>(id) > events.size()) throw Damaged{"an arg of an event the log never defined"};

@@ -26,22 +26,90 @@ char* encode_varint(std::uint64_t v, char* out) {
   return out;
 }
 
-// Writes a record's integer fields at a cursor held in a local: stores through char* may
-// alias any member, so fields written through the members (put_u) reload the buffer and its
-// size for each one. The three event records, nearly all of a log, go through this.
+// Writes a record's fields at a cursor held in a local: stores through char* may alias any
+// member, so fields written through the members (put_u) reload the buffer and its size for each
+// one. Every table's record goes through this (put_fields), the three event records, nearly all
+// of a log, above all.
 struct FieldCursor {
   char* p;
   void u(std::uint64_t v) { p = encode_varint(v, p); }
   void s(std::int64_t v) { u(zigzag(v)); }
-  // An event's start as a delta from the previous event's, and its duration.
-  void span(std::int64_t start, std::int64_t end, std::int64_t& last_start) {
-    s(start - last_start);
-    last_start = start;
-    s(end - start);
+  void f64(double v) {
+    std::memcpy(p, &v, sizeof v);
+    p += sizeof v;
   }
 };
 
+// The most bytes a column's field takes, a string's apart (put_str makes room for its own).
+template <class Column>
+constexpr std::size_t most_bytes() {
+  if constexpr (columns::is<Column, columns::Text>) return 0;
+  if constexpr (columns::is<Column, columns::Real> || columns::is<Column, columns::Cost>) return 8;
+  if constexpr (columns::is<Column, columns::Launch>) return 1 + 9 * 10;
+  return 10; // a varint
+}
+
 } // namespace
+
+// The fields of a row, column by column (trace_log_format.h): the encoding of each says
+// how it is written (tables.h).
+template <class Record>
+void TraceLogWriter::put_fields(const Record& r) {
+  using namespace columns;
+  constexpr std::size_t fixed_bytes = [] {
+    std::size_t n = 0;
+    for_each<Record>([&](const auto& c) { n += most_bytes<std::remove_cvref_t<decltype(c)>>(); });
+    return n;
+  }();
+  static_assert(fixed_bytes <= kMaxFixedBytes, "begin() makes room for every fixed-size field of a record");
+  FieldCursor out{buffer_.get() + size_};
+  TimeNs last_start = last_start_;
+  for_each_in_record<Record>([&](const auto& c, auto) {
+    using C = decltype(c);
+    const auto& v = r.*c.member;
+    if constexpr (is<C, Track> || is<C, String> || is<C, Unsigned>) {
+      out.u(v);
+    } else if constexpr (is<C, Enum>) {
+      out.u(static_cast<std::uint64_t>(v));
+    } else if constexpr (is<C, Int>) {
+      out.s(v);
+    } else if constexpr (is<C, Optional>) {
+      out.u(opt(v));
+    } else if constexpr (is<C, Process> || is<C, Device>) {
+      out.u(opt_index(v));
+    } else if constexpr (is<C, Start>) {
+      out.s(v - last_start);
+      last_start = v;
+    } else if constexpr (is<C, End>) {
+      out.s(v - start_of<C>(r));
+    } else if constexpr (is<C, Real> || is<C, Cost>) {
+      out.f64(v);
+    } else if constexpr (is<C, Text>) {
+      size_ = static_cast<std::size_t>(out.p - buffer_.get());
+      put_str(v);
+      out.p = buffer_.get() + size_;
+    } else if constexpr (is<C, Launch>) {
+      // 0 for none, else 1 and the fields.
+      if (v == LaunchConfig{}) {
+        out.u(0);
+      } else {
+        out.u(1);
+        for_each_field(v, [&](std::int32_t field, const char*) { out.s(field); });
+      }
+    } else {
+      static_assert(sizeof(C) == 0, "an encoding the part log does not write");
+    }
+  });
+  last_start_ = last_start;
+  size_ = static_cast<std::size_t>(out.p - buffer_.get());
+}
+
+template <class Record>
+void TraceLogWriter::put_record(std::uint8_t type, const Record& r) {
+  begin(type);
+  put_fields(r);
+  end_record();
+}
 
 // ---------------------------------------------------------------------------------------
 // Writing.
@@ -160,59 +228,25 @@ void TraceLogWriter::set_meta(const std::string& key, const std::string& value) 
   end_record();
 }
 
-void TraceLogWriter::put_process(const ProcessInfo& p) {
-  put_s(p.pid);
-  put_u(opt(p.parent_pid));
-  put_str(p.name);
-  put_str(p.command);
-  put_u(opt(p.start));
-  put_u(opt(p.end));
-  put_u(opt(p.exit_status));
-  // Version 4 appends the process's place in a distributed job.
-  put_u(opt(p.rank));
-  put_u(opt(p.local_rank));
-  put_u(opt(p.world_size));
-  put_str(p.host);
-  put_s(p.clock_offset);
-}
-
 std::uint32_t TraceLogWriter::add_process(const ProcessInfo& p) {
-  begin(kProcess);
-  put_process(p);
-  end_record();
+  put_record(kProcess, p);
   return next_process_++;
 }
 
 void TraceLogWriter::update_process(std::uint32_t id, const ProcessInfo& p) {
   begin(kProcessUpdate);
   put_u(id);
-  put_process(p);
+  put_fields(p);
   end_record();
 }
 
 std::uint32_t TraceLogWriter::add_device(const DeviceInfo& d) {
-  begin(kDevice);
-  put_s(d.ordinal);
-  put_u(opt_index(d.process));
-  put_str(d.name);
-  for (std::int64_t v : {d.sm_count, d.core_clock_khz, d.memory_clock_khz, d.memory_bus_width_bits,
-                         d.memory_bandwidth_bytes_per_s, d.global_memory_bytes, d.compute_capability_major,
-                         d.compute_capability_minor}) {
-    put_s(v);
-  }
-  end_record();
+  put_record(kDevice, d);
   return next_device_++;
 }
 
 TrackId TraceLogWriter::add_track(const TrackInfo& t) {
-  begin(kTrack);
-  put_u(static_cast<std::uint64_t>(t.kind));
-  put_u(opt_index(t.process));
-  put_u(opt(t.tid));
-  put_u(opt_index(t.device));
-  put_u(opt(t.stream));
-  put_str(t.name);
-  end_record();
+  put_record(kTrack, t);
   return next_track_++;
 }
 
@@ -223,57 +257,20 @@ void TraceLogWriter::rename_track(TrackId id, std::string_view name) {
   end_record();
 }
 
+// Event ids count the events of all three tables.
 std::int64_t TraceLogWriter::add(const CudaApiRecord& r) {
-  begin(kCudaApi);
-  FieldCursor c{buffer_.get() + size_};
-  c.u(r.track);
-  c.span(r.start, r.end, last_start_);
-  c.u(r.name);
-  c.s(r.cbid);
-  c.u(static_cast<std::uint64_t>(r.kind));
-  c.u(opt(r.correlation));
-  c.u(opt(r.external_id));
-  c.s(r.result);
-  c.u(opt(r.stream));
-  c.u(opt(r.event));
-  return end_event(c.p);
+  put_record(kCudaApi, r);
+  return next_event_id_++;
 }
 
 std::int64_t TraceLogWriter::add(const GpuOpRecord& r) {
-  begin(kGpuOp);
-  FieldCursor c{buffer_.get() + size_};
-  c.u(r.track);
-  c.u(static_cast<std::uint64_t>(r.kind));
-  c.u(r.subkind);
-  c.span(r.start, r.end, last_start_);
-  c.u(r.name);
-  c.u(opt(r.correlation));
-  c.s(r.bytes);
-  c.u(opt(r.event));
-  const LaunchConfig& l = r.launch;
-  if (l == LaunchConfig{}) {
-    c.u(0);
-  } else {
-    c.u(1);
-    for (std::int32_t v : {l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2],
-                           l.registers_per_thread, l.shared_memory_static, l.shared_memory_dynamic}) {
-      c.s(v);
-    }
-  }
-  return end_event(c.p);
+  put_record(kGpuOp, r);
+  return next_event_id_++;
 }
 
 std::int64_t TraceLogWriter::add(const AnnotationRecord& r) {
-  begin(kAnnotation);
-  FieldCursor c{buffer_.get() + size_};
-  c.u(r.track);
-  c.span(r.start, r.end, last_start_);
-  c.u(r.name);
-  c.u(r.domain);
-  c.u(r.category);
-  c.u(opt(r.payload));
-  c.u(opt(r.external_id));
-  return end_event(c.p);
+  put_record(kAnnotation, r);
+  return next_event_id_++;
 }
 
 void TraceLogWriter::add_arg(std::int64_t event, const EventArg& arg) {
@@ -287,64 +284,11 @@ void TraceLogWriter::add_arg(std::int64_t event, const EventArg& arg) {
   end_record();
 }
 
-void TraceLogWriter::add(const FlowRecord& r) {
-  begin(kFlow);
-  put_u(r.kind);
-  put_u(r.from_track);
-  put_s(r.from_time);
-  put_u(r.to_track);
-  put_s(r.to_time);
-  put_u(opt(r.id));
-  end_record();
-}
-
-void TraceLogWriter::add(const CalibrationRecord& r) {
-  begin(kCalibration);
-  put_str(r.event_kind);
-  put_double(r.cost_ns);
-  put_s(r.samples);
-  put_str(r.method);
-  end_record();
-}
-
-void TraceLogWriter::add(const OverheadRecord& r) {
-  begin(kOverhead);
-  put_u(r.track);
-  put_s(r.start - last_start_);
-  last_start_ = r.start;
-  put_s(r.end - r.start);
-  put_u(r.kind);
-  end_record();
-}
-
-void TraceLogWriter::add(const ThreadLoadRecord& r) {
-  begin(kThreadLoad);
-  put_u(r.track);
-  put_s(r.start - last_start_);
-  last_start_ = r.start;
-  put_s(r.end - r.start);
-  put_u(opt(r.cpu_ns));
-  put_u(opt(r.runqueue_ns));
-  put_s(r.events);
-  put_s(r.cost_samples);
-  put_double(r.range_cost_ns);
-  put_double(r.mark_cost_ns);
-  end_record();
-}
-
-void TraceLogWriter::add(const MemoryEventRecord& r) {
-  begin(kMemoryEvent);
-  put_u(r.track);
-  put_s(r.time - last_start_);
-  last_start_ = r.time;
-  put_u(opt(r.device_type));
-  put_u(opt(r.device_id));
-  put_u(opt(r.addr));
-  put_s(r.bytes);
-  put_u(opt(r.total_allocated));
-  put_u(opt(r.total_reserved));
-  end_record();
-}
+void TraceLogWriter::add(const FlowRecord& r) { put_record(kFlow, r); }
+void TraceLogWriter::add(const CalibrationRecord& r) { put_record(kCalibration, r); }
+void TraceLogWriter::add(const OverheadRecord& r) { put_record(kOverhead, r); }
+void TraceLogWriter::add(const ThreadLoadRecord& r) { put_record(kThreadLoad, r); }
+void TraceLogWriter::add(const MemoryEventRecord& r) { put_record(kMemoryEvent, r); }
 
 void TraceLogWriter::flush() {
   if (fd_ < 0) fail("cannot write: the log is closed");

@@ -8,6 +8,8 @@
 // measured and predicted runs alike.
 #pragma once
 
+#include "dreamscope/storage/tables.h"
+
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -66,76 +68,33 @@ std::string_view to_string(SyncKind k);
 // profiler traces, Nsight Systems exports and the tracer all keep as the record's stream.
 inline constexpr std::int64_t kContextWideStream = 4294967295;
 
+// The records below are made from the tables' definitions (tables.h), which say what each
+// member is: one member per column, in the order listed there, with its default.
+#define DREAMSCOPE_RECORD_MEMBER(type, member, value, encoding, sql) type member = value;
+#define DREAMSCOPE_RECORD(Record, COLUMNS)           \
+  struct Record {                                    \
+    COLUMNS(DREAMSCOPE_RECORD_MEMBER)                \
+    bool operator==(const Record&) const = default; \
+  }
+
+// A process of the trace: its pid, parent, name, command line, lifetime and wait status decoded
+// (code, or 128 + signal), then where it stood in a distributed job (`info` shows it).
 struct ProcessInfo {
-  std::int64_t pid = 0;
-  std::int64_t parent_pid = kNoValue;
-  std::string name;
-  std::string command;
-  TimeNs start = kNoValue;
-  TimeNs end = kNoValue;
-  std::int64_t exit_status = kNoValue; // wait status decoded: code, or 128 + signal
-  // Where the process stood in a distributed job (docs/multi-rank.md): its global rank, its
-  // rank on its machine and the job's size, as the launcher told it (RANK, LOCAL_RANK,
-  // WORLD_SIZE and their MPI and Slurm equivalents; Kineto's distributedInfo). kNoValue: not
-  // a rank (a single-process run, or the launcher itself). A rank's data-loader workers
-  // inherit its rank.
-  std::int64_t rank = kNoValue;
-  std::int64_t local_rank = kNoValue;
-  std::int64_t world_size = kNoValue;
-  std::string host; // the machine it ran on; "" when unknown
-  // What was added to this process's timestamps to put them on the job's one clock when its
-  // ranks came from machines whose clocks differ (0: none); `info` shows it.
-  TimeNs clock_offset = 0;
+  DREAMSCOPE_PROCESS_COLUMNS(DREAMSCOPE_RECORD_MEMBER)
+  DREAMSCOPE_PROCESS_RANK_COLUMNS(DREAMSCOPE_RECORD_MEMBER)
 
   bool is_rank() const { return rank != kNoValue; }
   bool operator==(const ProcessInfo&) const = default;
 };
 
 // A GPU as cross-GPU prediction needs it (Habitat's wave scaling: bandwidth, clock, SMs).
-struct DeviceInfo {
-  std::int64_t ordinal = 0;        // the CUDA device index within its process
-  std::uint32_t process = kNoIndex; // index into Trace::processes(), if known
-  std::string name;
-  std::int64_t sm_count = 0;
-  std::int64_t core_clock_khz = 0;
-  std::int64_t memory_clock_khz = 0;
-  std::int64_t memory_bus_width_bits = 0;
-  std::int64_t memory_bandwidth_bytes_per_s = 0;
-  std::int64_t global_memory_bytes = 0;
-  std::int64_t compute_capability_major = 0;
-  std::int64_t compute_capability_minor = 0;
-
-  bool operator==(const DeviceInfo&) const = default;
-};
+DREAMSCOPE_RECORD(DeviceInfo, DREAMSCOPE_DEVICE_COLUMNS);
 
 // A CPU thread or a GPU stream: the rows of a timeline and the resources of the simulator.
-struct TrackInfo {
-  TrackKind kind = TrackKind::CpuThread;
-  std::uint32_t process = kNoIndex; // CPU threads: index into processes()
-  std::int64_t tid = kNoValue;      // CPU threads: OS thread id
-  std::uint32_t device = kNoIndex;  // GPU streams: index into devices()
-  std::int64_t stream = kNoValue;   // GPU streams: CUDA stream id
-  std::string name;
-
-  bool operator==(const TrackInfo&) const = default;
-};
+DREAMSCOPE_RECORD(TrackInfo, DREAMSCOPE_TRACK_COLUMNS);
 
 // One CUDA API call as written by a producer (tracer, importer, simulator).
-struct CudaApiRecord {
-  TrackId track = 0;
-  TimeNs start = 0;
-  TimeNs end = 0;
-  StringId name = 0;
-  std::int32_t cbid = 0;
-  ApiKind kind = ApiKind::Runtime;
-  std::int64_t correlation = kNoValue;
-  std::int64_t external_id = kNoValue; // enclosing operator (Kineto External id, CUPTI external correlation)
-  std::int32_t result = 0;
-  std::int64_t stream = kNoValue; // the stream argument, as a CUDA stream id
-  std::int64_t event = kNoValue;  // the CUDA event argument (record / wait / synchronize)
-
-  bool operator==(const CudaApiRecord&) const = default;
-};
+DREAMSCOPE_RECORD(CudaApiRecord, DREAMSCOPE_CUDA_API_COLUMNS);
 
 // A kernel's launch configuration; shared by every launch with the same one. A grid, block or
 // register count of 0 was not recorded (no kernel runs with none); shared memory may really be
@@ -157,20 +116,8 @@ struct LaunchConfig {
   }
 };
 
-struct GpuOpRecord {
-  TrackId track = 0; // a GPU stream track
-  GpuOpKind kind = GpuOpKind::Kernel;
-  std::uint8_t subkind = 0; // CopyKind for memcpy, SyncKind for sync
-  TimeNs start = 0;
-  TimeNs end = 0;
-  StringId name = 0;
-  std::int64_t correlation = kNoValue;
-  LaunchConfig launch;        // kernels
-  std::int64_t bytes = 0;     // memcpy, memset
-  std::int64_t event = kNoValue; // sync: the CUDA event waited for
-
-  bool operator==(const GpuOpRecord&) const = default;
-};
+// One operation on a GPU stream: a kernel, a copy, a memset or a sync.
+DREAMSCOPE_RECORD(GpuOpRecord, DREAMSCOPE_GPU_OP_COLUMNS);
 
 // What a CUDA API call waited for or recorded, where the input says it apart from the call
 // (PyTorch profiler traces say it on the GPU sync record of a wait): see
@@ -181,88 +128,34 @@ struct CallTarget {
   std::int64_t event = kNoValue;       // as CudaApiRecord::event
 };
 
-struct AnnotationRecord {
-  TrackId track = 0; // a CPU thread, or a GPU stream (Kineto's gpu_user_annotation)
-  TimeNs start = 0;
-  TimeNs end = 0;
-  StringId name = 0;
-  StringId domain = 0;   // "dreamscope", an NVTX domain, "pytorch", ...
-  StringId category = 0; // "step", "operation", "fetch", "prep", "wait", "cpu_op", ...
-  std::int64_t payload = kNoValue;     // dreamscope: batch id or step number
-  std::int64_t external_id = kNoValue; // links operators to their CUDA API calls
-
-  bool operator==(const AnnotationRecord&) const = default;
-};
+// A range on a CPU thread (an NVTX range, an annotation, an operator) or a GPU stream.
+DREAMSCOPE_RECORD(AnnotationRecord, DREAMSCOPE_ANNOTATION_COLUMNS);
 
 // A link between two points on two tracks: batch produced -> consumed, event record -> wait,
 // launch -> kernel in imported traces.
-struct FlowRecord {
-  StringId kind = 0;
-  TrackId from_track = 0;
-  TimeNs from_time = 0;
-  TrackId to_track = 0;
-  TimeNs to_time = 0;
-  std::int64_t id = kNoValue;
-
-  bool operator==(const FlowRecord&) const = default;
-};
+DREAMSCOPE_RECORD(FlowRecord, DREAMSCOPE_FLOW_COLUMNS);
 
 // What one recorded event costs the traced process (measured at tracer start, or by
 // `dreamscope calibrate`); the basis of overhead correction.
-struct CalibrationRecord {
-  std::string event_kind; // "nvtx_range", "nvtx_mark", "cuda_api", "kernel_record", ...
-  double cost_ns = 0;
-  std::int64_t samples = 0;
-  std::string method;
-
-  bool operator==(const CalibrationRecord&) const = default;
-};
+DREAMSCOPE_RECORD(CalibrationRecord, DREAMSCOPE_CALIBRATION_COLUMNS);
 
 // Time the profiler itself spent on a thread (CUPTI's OVERHEAD records, buffer flushes).
-struct OverheadRecord {
-  TrackId track = 0;
-  TimeNs start = 0;
-  TimeNs end = 0;
-  StringId kind = 0;
-
-  bool operator==(const OverheadRecord&) const = default;
-};
+DREAMSCOPE_RECORD(OverheadRecord, DREAMSCOPE_OVERHEAD_COLUMNS);
 
 // What the tracer saw of one traced thread over a window of the run [start, end): the CPU it
 // got and the time it sat runnable without a core (the kernel's per-thread schedstat, read
 // by the writer thread), and what recording its events cost it, timed in the hot path on a
 // sampled fraction of its calls. The basis of overhead correction in the run's own state,
 // where start-up calibration (CalibrationRecord) measured another.
-struct ThreadLoadRecord {
-  TrackId track = 0;
-  TimeNs start = 0;
-  TimeNs end = 0;
-  TimeNs cpu_ns = kNoValue;      // CPU time the thread ran in the window; kNoValue: unknown
-  TimeNs runqueue_ns = kNoValue; // time it was runnable but waited for a core; kNoValue: unknown
-  std::int64_t events = 0;       // events the thread recorded in the window
-  std::int64_t cost_samples = 0; // recording calls timed in the window
-  double range_cost_ns = -1;     // mean cost of a range (push + pop, start + end); < 0: none timed
-  double mark_cost_ns = -1;      // mean cost of a mark; < 0: none timed
-
-  bool operator==(const ThreadLoadRecord&) const = default;
-};
+DREAMSCOPE_RECORD(ThreadLoadRecord, DREAMSCOPE_THREAD_LOAD_COLUMNS);
 
 // One allocation or release as the PyTorch profiler records it (Kineto's "[memory]" instant
 // events): on which thread and when, on which device, at which address, how many bytes
 // (negative: a release), and the allocator's totals after it. What the input did not say is
 // kNoValue (PyTorch before 1.10 wrote no address and no totals).
-struct MemoryEventRecord {
-  TrackId track = 0; // the CPU thread that allocated or released
-  TimeNs time = 0;
-  std::int64_t device_type = kNoValue; // c10::DeviceType: 0 CPU, 1 CUDA (ROCm's too), other accelerators
-  std::int64_t device_id = kNoValue;   // the device's index; -1 for the CPU
-  std::int64_t addr = kNoValue;        // the block's address (an unsigned one as its bit pattern)
-  std::int64_t bytes = 0;              // > 0: allocated, < 0: released
-  std::int64_t total_allocated = kNoValue; // bytes in use on the device after this event
-  std::int64_t total_reserved = kNoValue;  // bytes the allocator held (used or cached) after it
-
-  bool operator==(const MemoryEventRecord&) const = default;
-};
+DREAMSCOPE_RECORD(MemoryEventRecord, DREAMSCOPE_MEMORY_EVENT_COLUMNS);
+#undef DREAMSCOPE_RECORD_MEMBER
+#undef DREAMSCOPE_RECORD
 
 // The event tables, for what refers to a row of any of them (event args).
 enum class EventTable : std::uint8_t { CudaApi = 0, GpuOp = 1, Annotation = 2 };
@@ -283,31 +176,21 @@ struct EventArg {
   bool operator==(const EventArg&) const = default;
 };
 
-// Columnar tables. Within each, rows are sorted by (track, start, longer first).
+// Columnar tables, one vector per column of the record (tables.h), of the same name; a GPU op's
+// `launch` is an index into Trace::launch_configs() (0 = none). Within each table, rows are
+// sorted by (track, start, longer first).
+#define DREAMSCOPE_TABLE_COLUMN(T, member, value, encoding, sql) \
+  std::vector<columns::Stored<columns::encoding, T>::type> member;
+
 struct CudaApiTable {
-  std::vector<TrackId> track;
-  std::vector<TimeNs> start, end;
-  std::vector<StringId> name;
-  std::vector<std::int32_t> cbid;
-  std::vector<ApiKind> kind;
-  std::vector<std::int64_t> correlation, external_id;
-  std::vector<std::int32_t> result;
-  std::vector<std::int64_t> stream, event;
+  DREAMSCOPE_CUDA_API_COLUMNS(DREAMSCOPE_TABLE_COLUMN)
 
   std::size_t size() const { return start.size(); }
   CudaApiRecord row(std::size_t i) const;
 };
 
 struct GpuOpTable {
-  std::vector<TrackId> track;
-  std::vector<GpuOpKind> kind;
-  std::vector<std::uint8_t> subkind;
-  std::vector<TimeNs> start, end;
-  std::vector<StringId> name;
-  std::vector<std::int64_t> correlation;
-  std::vector<std::uint32_t> launch; // index into Trace::launch_configs(); 0 = none
-  std::vector<std::int64_t> bytes;
-  std::vector<std::int64_t> event;
+  DREAMSCOPE_GPU_OP_COLUMNS(DREAMSCOPE_TABLE_COLUMN)
 
   std::size_t size() const { return start.size(); }
   // The row with its launch configuration resolved (`launch_configs`: Trace::launch_configs()).
@@ -315,10 +198,7 @@ struct GpuOpTable {
 };
 
 struct AnnotationTable {
-  std::vector<TrackId> track;
-  std::vector<TimeNs> start, end;
-  std::vector<StringId> name, domain, category;
-  std::vector<std::int64_t> payload, external_id;
+  DREAMSCOPE_ANNOTATION_COLUMNS(DREAMSCOPE_TABLE_COLUMN)
   // Derived on build: nesting on the track (ranges that do not nest properly are
   // treated as siblings of what they overlap).
   std::vector<EventIndex> parent; // kNoIndex at the top level
@@ -327,6 +207,7 @@ struct AnnotationTable {
   std::size_t size() const { return start.size(); }
   AnnotationRecord row(std::size_t i) const;
 };
+#undef DREAMSCOPE_TABLE_COLUMN
 
 // [begin, end) of a track's rows in one table.
 struct EventRange {

@@ -103,6 +103,13 @@ class TraceWriter : public TraceSink {
  private:
   void begin_if_needed();
   void drain_pending_rows();
+  // A row's columns as its table's definition lists them (tables.h; trace_writer.cpp).
+  template <class Record, class Batch>
+  std::int64_t add_event(Batch& batch, std::uint64_t& rows, const Record& r);
+  template <class Record, class... Own>
+  void add_row(sqlite3_stmt* st, const Record& r, Own... own);
+  template <class Columns, class Record, class... Own>
+  void insert(sqlite3_stmt* st, const Columns& cols, const Record& r, Own... own);
   std::int64_t launch_id(const LaunchConfig& c); // the launch row, written on first use
   void count_row();
   void exec(const char* sql);

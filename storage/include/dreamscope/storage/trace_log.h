@@ -87,12 +87,6 @@ class TraceLogWriter final : public TraceSink {
     if (size_ >= kWriteBytes) [[unlikely]]
       write_out();
   }
-  // Ends an event record whose fields a cursor wrote up to `end`; returns the event's id.
-  std::int64_t end_event(char* end) {
-    size_ = static_cast<std::size_t>(end - buffer_.get());
-    end_record();
-    return next_event_id_++;
-  }
   void widen_length(std::size_t len);
   void reserve(std::size_t n) {
     if (size_ + n > capacity_) grow(size_ + n);
@@ -114,7 +108,12 @@ class TraceLogWriter final : public TraceSink {
   }
   void put_str(std::string_view s);
   void put_double(double v);
-  void put_process(const ProcessInfo& p);
+  // A table's row as its record's fields (trace_log_format.h); as a whole
+  // record of type `type`.
+  template <class Record>
+  void put_fields(const Record& r);
+  template <class Record>
+  void put_record(std::uint8_t type, const Record& r);
   void write_out();
   void recycle_page_cache();
   [[noreturn]] void fail(const std::string& what);
