@@ -72,6 +72,24 @@ struct EventMix {
   }
 };
 
+// `events` events of the mix from one process and its GPU, into any writer or a TraceBuilder.
+template <typename Sink>
+void record_mix(Sink& w, std::size_t events, std::int64_t pid = 1, std::uint64_t seed = 7) {
+  const auto p = w.add_process(ProcessInfo{.pid = pid, .name = "train"});
+  const auto d = w.add_device(DeviceInfo{.ordinal = 0, .name = "gpu"});
+  EventMix mix;
+  mix.rng.seed(seed);
+  mix.setup(w, p, d, [&](const TrackInfo& t) { return w.add_track(t); });
+  for (std::size_t i = 0; i < events / 3; ++i) mix.emit3(w);
+}
+
+// The mix as a Trace.
+Trace mix_trace(std::size_t events) {
+  TraceBuilder b;
+  record_mix(b, events);
+  return std::move(b).build();
+}
+
 void BM_WriterEventsPerSecond(benchmark::State& state) {
   const auto events = static_cast<std::size_t>(state.range(0));
   double bytes_per_event = 0;
@@ -79,11 +97,7 @@ void BM_WriterEventsPerSecond(benchmark::State& state) {
     auto path = scratch_file("writer");
     {
       TraceWriter w(path);
-      auto p = w.add_process(ProcessInfo{.pid = 1, .name = "train"});
-      auto d = w.add_device(DeviceInfo{.ordinal = 0, .name = "gpu"});
-      EventMix mix;
-      mix.setup(w, p, d, [&](const TrackInfo& t) { return w.add_track(t); });
-      for (std::size_t i = 0; i < events / 3; ++i) mix.emit3(w);
+      record_mix(w, events);
       w.close();
     }
     bytes_per_event = static_cast<double>(std::filesystem::file_size(path)) / static_cast<double>(events);
@@ -99,13 +113,7 @@ BENCHMARK(BM_WriterEventsPerSecond)->Arg(3'000'000)->Unit(benchmark::kMillisecon
 // events in time order, so rows reach SQLite in primary-key order.
 void BM_WriteTraceEventsPerSecond(benchmark::State& state) {
   const auto events = static_cast<std::size_t>(state.range(0));
-  TraceBuilder b;
-  const auto p = b.add_process(ProcessInfo{.pid = 1, .name = "train"});
-  const auto d = b.add_device(DeviceInfo{.ordinal = 0, .name = "gpu"});
-  EventMix mix;
-  mix.setup(b, p, d, [&](const TrackInfo& t) { return b.add_track(t); });
-  for (std::size_t i = 0; i < events / 3; ++i) mix.emit3(b);
-  const Trace trace = std::move(b).build();
+  const Trace trace = mix_trace(events);
   double bytes_per_event = 0;
   for (auto _ : state) {
     auto path = scratch_file("write-trace");
@@ -171,11 +179,7 @@ void BM_LoadTrace(benchmark::State& state) {
   // Written by a child process, so that this process's peak RSS is the reader's alone.
   if (pid_t child = ::fork(); child == 0) {
     TraceWriter w(path);
-    auto p = w.add_process(ProcessInfo{.pid = 1, .name = "train"});
-    auto d = w.add_device(DeviceInfo{.ordinal = 0, .name = "gpu"});
-    EventMix mix;
-    mix.setup(w, p, d, [&](const TrackInfo& t) { return w.add_track(t); });
-    for (std::size_t i = 0; i < events / 3; ++i) mix.emit3(w);
+    record_mix(w, events);
     w.close();
     ::_exit(0);
   } else {
@@ -207,11 +211,7 @@ const std::filesystem::path& gpu_op_file() {
     std::filesystem::path path = scratch_file("rows");
     ScratchTrace() {
       TraceWriter w(path);
-      auto process = w.add_process(ProcessInfo{.pid = 1, .name = "train"});
-      auto device = w.add_device(DeviceInfo{.ordinal = 0, .name = "gpu"});
-      EventMix mix;
-      mix.setup(w, process, device, [&](const TrackInfo& t) { return w.add_track(t); });
-      for (int i = 0; i < 1'000'000; ++i) mix.emit3(w);
+      record_mix(w, 3'000'000);
       w.close();
     }
     ~ScratchTrace() { std::filesystem::remove(path); }
@@ -280,11 +280,7 @@ void BM_TraceLogWriterEventsPerSecond(benchmark::State& state) {
     const auto path = scratch_file("part").replace_extension(".dslog");
     {
       TraceLogWriter w(path);
-      const auto p = w.add_process(ProcessInfo{.pid = 1, .name = "train"});
-      const auto d = w.add_device(DeviceInfo{.ordinal = 0, .name = "gpu"});
-      EventMix mix;
-      mix.setup(w, p, d, [&](const TrackInfo& t) { return w.add_track(t); });
-      for (std::size_t i = 0; i < events / 3; ++i) mix.emit3(w);
+      record_mix(w, events);
       w.flush();
     }
     bytes_per_event = static_cast<double>(std::filesystem::file_size(path)) / static_cast<double>(events);
@@ -305,12 +301,7 @@ const std::filesystem::path& part_logs(std::size_t events, int parts) {
       for (int n = 0; n < parts; ++n) {
         TraceLogWriter w(dir / ("part-" + std::to_string(n) + ".dslog"));
         w.set_meta("start", std::to_string(n));
-        const auto p = w.add_process(ProcessInfo{.pid = 100 + n, .name = "train"});
-        const auto d = w.add_device(DeviceInfo{.ordinal = n, .process = p, .name = "gpu"});
-        EventMix mix;
-        mix.rng.seed(static_cast<std::uint64_t>(n) + 7);
-        mix.setup(w, p, d, [&](const TrackInfo& t) { return w.add_track(t); });
-        for (std::size_t i = 0; i < events / 3 / static_cast<std::size_t>(parts); ++i) mix.emit3(w);
+        record_mix(w, events / static_cast<std::size_t>(parts), 100 + n, static_cast<std::uint64_t>(n) + 7);
         w.close();
       }
     }
@@ -351,13 +342,7 @@ BENCHMARK(BM_MergePartLogs)->Unit(benchmark::kMillisecond)->UseRealTime();
 // merge does per part and the simulator per predicted trace.
 void BM_CopyTrace(benchmark::State& state) {
   const auto events = static_cast<std::size_t>(state.range(0));
-  TraceBuilder b;
-  const auto p = b.add_process(ProcessInfo{.pid = 1, .name = "train"});
-  const auto d = b.add_device(DeviceInfo{.ordinal = 0, .name = "gpu"});
-  EventMix mix;
-  mix.setup(b, p, d, [&](const TrackInfo& t) { return b.add_track(t); });
-  for (std::size_t i = 0; i < events / 3; ++i) mix.emit3(b);
-  const Trace trace = std::move(b).build();
+  const Trace trace = mix_trace(events);
   for (auto _ : state) {
     TraceBuilder out;
     append_trace_rows(out, trace, append_trace_ids(out, trace));
