@@ -233,12 +233,6 @@ int run_trace(const TraceOptions& o) {
     std::fprintf(stderr, "dreamscope trace: no command given (usage: dreamscope trace [options] -- CMD ARGS...)\n");
     return kExitUsage;
   }
-  std::string why;
-  const auto runtime = find_runtime(why);
-  if (!runtime) {
-    std::fprintf(stderr, "dreamscope trace: %s\n", why.c_str());
-    return kExitError;
-  }
   const std::string pattern = o.per_rank && !o.output_given ? std::string("dreamscope-rank%r.db") : o.output;
   const std::optional<std::int64_t> rank = per_rank_output_rank(o, pattern);
   if (!rank) return kExitUsage;
@@ -253,6 +247,12 @@ int run_trace(const TraceOptions& o) {
   if (fs::exists(output, ec) && !o.force) {
     std::fprintf(stderr, "dreamscope trace: %s exists (use --force to replace it)\n", output.c_str());
     return kExitUsage;
+  }
+  std::string why;
+  const auto runtime = find_runtime(why);
+  if (!runtime) {
+    std::fprintf(stderr, "dreamscope trace: %s\n", why.c_str());
+    return kExitError;
   }
 
   // The parts go next to the output. An output that cannot be written is known before the
