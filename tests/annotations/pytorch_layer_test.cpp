@@ -215,6 +215,48 @@ TEST(PytorchLayer, EpochsOfPersistentWorkersAndANoGradValidationKeepBatchesApart
   std::filesystem::remove_all(dir);
 }
 
+// A GAN's loop: two optimizers a batch. Where the loop iterates a DataLoader a step stays one
+// pass of it (both updates, one batch); without one, nothing tells passes apart and each
+// optimizer step ends a step.
+TEST(PytorchLayer, TwoOptimizersABatchMakeOneStepABatch) {
+  REQUIRE_TORCH();
+  const auto dir = scratch_dir("pytorch-layer-gan");
+  const auto out = dir / "gan.db";
+  RunResult r = run(traced(out, {torch_python(), script("tests/python/two_optimizers.py"), "--workers", "1",
+                                 "--steps", "6"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto rows = annotation_rows(read_trace(out));
+  const auto steps = select(rows, kAuto, "step");
+  ASSERT_EQ(steps.size(), 6u) << r.output;
+  const auto updates = select(rows, kAuto, "operation", "optimizer.step");
+  const auto waits = select(rows, kAuto, "wait");
+  ASSERT_EQ(updates.size(), 12u);
+  ASSERT_EQ(waits.size(), 7u) << "six batches and the request that found none";
+  const auto within = [](const std::vector<Row>& ranges, const Row& step) {
+    return std::count_if(ranges.begin(), ranges.end(),
+                         [&](const Row& x) { return x.start >= step.start && x.end <= step.end; });
+  };
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_EQ(steps[i].payload, static_cast<std::int64_t>(i));
+    EXPECT_EQ(within(updates, steps[i]), 2) << "step " << i << ": both updates of its batch";
+    EXPECT_EQ(within(waits, steps[i]), 1) << "step " << i << ": one batch";
+    EXPECT_GE(steps[i].end, updates[2 * i + 1].end) << "step " << i << " ends as its last update returns";
+    if (i + 1 < steps.size()) {
+      EXPECT_LE(steps[i].end, waits[i + 1].start);
+    }
+    if (i > 0) {
+      EXPECT_EQ(steps[i].start, steps[i - 1].end);
+    }
+  }
+
+  const auto bare = dir / "bare.db";
+  r = run(traced(bare, {torch_python(), script("tests/python/two_optimizers.py"), "--no-loader", "--steps", "6"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  rows = annotation_rows(read_trace(bare));
+  EXPECT_EQ(select(rows, kAuto, "step").size(), 12u) << "no DataLoader: a step per optimizer step";
+  std::filesystem::remove_all(dir);
+}
+
 TEST(PytorchLayer, AProgramsOwnAnnotationsReplaceTheAutomaticOnesOfTheirKind) {
   REQUIRE_TORCH();
   const auto dir = scratch_dir("pytorch-layer-hand");

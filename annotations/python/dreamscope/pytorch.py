@@ -70,7 +70,13 @@ class _Steps:
     saw no training work (no forward with gradients, backward or zero_grad) when the loader
     runs out, or when a better source first shows, is cancelled: it held only the last
     request that found nothing, or the tail between two sources' boundaries. A step still
-    open at exit is no step (the merge drops it)."""
+    open at exit is no step (the merge drops it).
+
+    Where the loop iterates a DataLoader, a step holds at least one batch: an optimizer step
+    after the first since the last batch request (a GAN's generator after its
+    discriminator, an actor-critic's two networks) moves the step's end there instead of
+    ending another step, so that a step stays one pass of the loop. Without a DataLoader
+    nothing tells one pass from the next, and each optimizer step ends a step."""
 
     PROFILER, OPTIMIZER, LOADER = 3, 2, 1
 
@@ -78,6 +84,8 @@ class _Steps:
         self.source = 0
         self.open = False
         self.worked = False
+        self.loader_seen = False
+        self.requested = False  # a batch was requested since the last optimizer boundary
 
     def _mark(self, name):
         _lib.ds_auto_mark(STEP, name, _NO_PAYLOAD)
@@ -91,10 +99,18 @@ class _Steps:
             self.worked = True
 
     def boundary(self, source):
+        if source == self.LOADER:
+            self.loader_seen = self.requested = True
         if source < self.source:
             if source == self.LOADER:
                 self.activity(False)
             return
+        if source == self.OPTIMIZER:
+            if source == self.source and self.loader_seen and not self.requested and self.open:
+                self.worked = False
+                self._mark(b"step boundary moved")
+                return
+            self.requested = False
         if source > self.source and self.source and self.open and not self.worked:
             self._mark(b"step cancel")
         self.source = source

@@ -69,10 +69,12 @@ HandAnnotations hand_annotations(const std::vector<Part>& parts) {
   return hand;
 }
 
-// The automatic steps of one part: its "step begin", "step boundary" and "step cancel" marks,
-// per thread in time order, made into step ranges. A boundary ends the open step and begins
-// the next, a begin opens one where none is, a cancel drops the open one, and one still open
-// at the end is no step. Steps are numbered from 0 in time order.
+// The automatic steps of one part: its "step begin", "step boundary", "step boundary moved"
+// and "step cancel" marks, per thread in time order, made into step ranges. A boundary ends
+// the open step and begins the next, a moved boundary puts the last boundary here instead (the
+// step it ended ends here, the open one begins here), a begin opens one where none is, a
+// cancel drops the open one, and one still open at the end is no step. Steps are numbered
+// from 0 in time order.
 class AutoSteps {
  public:
   void note(TrackId track, TimeNs time, std::string_view name) {
@@ -81,6 +83,8 @@ class AutoSteps {
       kind = Kind::Begin;
     } else if (name == "step boundary") {
       kind = Kind::Boundary;
+    } else if (name == "step boundary moved") {
+      kind = Kind::Moved;
     } else if (name == "step cancel") {
       kind = Kind::Cancel;
     } else {
@@ -96,17 +100,27 @@ class AutoSteps {
     std::vector<AnnotationRecord> steps;
     const StringId name = out.intern("step"), domain = out.intern(kAutoDomain);
     bool open = false;
+    bool movable = false; // the open step began at a boundary that ended steps.back()
     TimeNs opened = 0;
     for (std::size_t i = 0; i < marks_.size(); ++i) {
       const Mark& m = marks_[i];
-      if (i > 0 && marks_[i - 1].track != m.track) open = false;
+      if (i > 0 && marks_[i - 1].track != m.track) open = movable = false;
       if (m.kind == Kind::Cancel) {
-        open = false;
+        open = movable = false;
         continue;
       }
+      if (m.kind == Kind::Moved) {
+        if (open && movable) {
+          steps.back().end = m.time;
+          opened = m.time;
+        }
+        continue;
+      }
+      if (m.kind == Kind::Boundary || !open) movable = false;
       if (m.kind == Kind::Boundary && open && opened < m.time) {
         steps.push_back(AnnotationRecord{.track = m.track, .start = opened, .end = m.time, .name = name,
                                          .domain = domain, .category = name});
+        movable = true;
       }
       if (m.kind == Kind::Boundary || !open) {
         open = true;
@@ -122,7 +136,7 @@ class AutoSteps {
   }
 
  private:
-  enum class Kind { Begin, Boundary, Cancel };
+  enum class Kind { Begin, Boundary, Moved, Cancel };
   struct Mark {
     TrackId track;
     TimeNs time;
