@@ -126,7 +126,7 @@ class TraceAnalysis:
         if not show_idle_interval_stats:
             return df, None
         if not stats:
-            return df, pd.DataFrame(columns=["rank", "stream", *_DESCRIBE])
+            return df, pd.DataFrame(columns=["rank", "stream", *_DESCRIBE], index=pd.Index([], name="idle_category"))
         return df, pd.concat(stats)
 
     @staticmethod
