@@ -20,6 +20,8 @@ __all__ = ["TraceAnalysis"]
 
 _MEMORY_LAUNCHES = ("cudaMemcpyAsync", "cudaMemsetAsync", "hipMemcpyAsync", "hipMemsetAsync")
 _KERNEL_TYPES = ("COMPUTATION", "COMMUNICATION", "MEMORY")
+_IDLE_CATEGORIES = ("host_wait", "kernel_wait", "other")  # HTA's IdleTimeType, in its order
+_DESCRIBE = ("count", "mean", "std", "min", "25%", "50%", "75%", "max")
 _PROFILER_STEP = re.compile(r"ProfilerStep#(\d+)$")
 
 
@@ -106,36 +108,58 @@ class TraceAnalysis:
 
     def get_idle_time_breakdown(self, ranks=None, streams=None, visualize=True, visualize_pctg=True,
                                 show_idle_interval_stats=False, consecutive_kernel_delay=30):
-        if show_idle_interval_stats:
-            raise NotImplementedError(
-                "dreamscope.hta: show_idle_interval_stats (statistics of each idle interval) is not available; "
-                "the idle time per category is")
-        rows = []
+        pd = _pd()
+        rows, stats = [], []
         for rank in self._ranks(ranks):
-            for s in self._core(rank).hta_idle_time(self._step_filter, int(consecutive_kernel_delay)):
+            for s in self._core(rank).hta_idle_time(self._step_filter, int(consecutive_kernel_delay),
+                                                    bool(show_idle_interval_stats)):
                 if streams and s["stream"] not in streams:
                     continue
-                for category in ("host_wait", "kernel_wait", "other"):
+                for category in _IDLE_CATEGORIES:
                     rows.append({"rank": rank, "stream": s["stream"], "idle_category": category,
                                  "idle_time": float(s[category]), "idle_time_ratio": s[category + "_ratio"]})
-        df = _pd().DataFrame(rows, columns=["rank", "stream", "idle_category", "idle_time", "idle_time_ratio"])
+                if show_idle_interval_stats:
+                    stats.append(self._idle_interval_stats(pd, rank, s))
+        df = pd.DataFrame(rows, columns=["rank", "stream", "idle_category", "idle_time", "idle_time_ratio"])
         if visualize:
             _draw(lambda plots, d: plots.idle_time_breakdown(d, ratio=visualize_pctg), df)
-        return df, None
+        if not show_idle_interval_stats:
+            return df, None
+        if not stats:
+            return df, pd.DataFrame(columns=["rank", "stream", *_DESCRIBE], index=pd.Index([], name="idle_category"))
+        return df, pd.concat(stats)
+
+    @staticmethod
+    def _idle_interval_stats(pd, rank, s):
+        """HTA's statistics of one stream's idle intervals: describe() of the gaps by category.
+        As HTA's, the first kernel (no gap before it) counts in "other" as a missing value, so
+        that "other" is listed for every stream that ran a kernel, with count 0 where no gap
+        was one."""
+        import numpy as np
+        gaps = np.concatenate(([np.nan], s["gap"].astype(np.float64)))
+        codes = np.concatenate(([_IDLE_CATEGORIES.index("other")], s["category"]))
+        frame = pd.DataFrame({"idle_category": codes, "idle_interval": gaps})
+        out = frame.groupby("idle_category")["idle_interval"].describe().round(2)
+        out.index = out.index.map(lambda c: _IDLE_CATEGORIES[c])
+        out.insert(0, "stream", s["stream"])
+        out.insert(0, "rank", rank)
+        return out
 
     # ---- kernels ---------------------------------------------------------------------------
 
     @staticmethod
-    def _aggregate(df, duration_ratio, num_kernels):
-        """HTA's summary of one rank's kernels of one type: the kernels by total time, those past
-        `duration_ratio` of the cumulated time or past the first `num_kernels` as "others"
-        (the table then regrouped by name over each row's sum, as HTA does)."""
+    def _aggregate(df, duration_ratio, num_kernels, keep=None):
+        """HTA's summary of one rank's kernels of one type (or of its user annotations): the
+        rows by total time, those past `duration_ratio` of the cumulated time or past the first
+        `num_kernels` as "others" (the table then regrouped by name over each row's sum, as HTA
+        does), but for the names in `keep` (HTA's allowlist)."""
         df = df.sort_values(by=["sum"], ascending=False, ignore_index=True)
         if df.shape[0] > num_kernels:
+            fold = ~df["name"].isin(keep) if keep is not None else df["sum"] == df["sum"]
             df["cumsum"] = df["sum"].cumsum()
             cut = df["cumsum"].quantile(duration_ratio)
-            df.loc[df["cumsum"] > cut, "name"] = "others"
-            df.loc[df.index >= num_kernels, "name"] = "others"
+            df.loc[fold & (df["cumsum"] > cut), "name"] = "others"
+            df.loc[fold & (df.index >= num_kernels), "name"] = "others"
             df = df.groupby(by=["name"])["sum"].agg(["sum", "max", "min", "mean", "std"]).reset_index()
             df = df.fillna({"std": 0})
         return df
@@ -233,6 +257,44 @@ class TraceAnalysis:
                 found = [n for n in found if n != last]
             steps.update(found)
         return sorted(steps)
+
+    def get_gpu_user_annotation_breakdown(self, use_gpu_annotation=True, visualize=True, duration_ratio=0.8,
+                                          num_kernels=1000, allowlist_patterns=None, image_renderer=None):
+        """HTA's: per rank, the time of each user annotation (on the GPU, Kineto's
+        gpu_user_annotation, or with use_gpu_annotation=False on the CPU, user_annotation):
+        name, sum (us), max (us), min (us), stddev, mean (us), rank, by rank and name. Past
+        `num_kernels` names, those past `duration_ratio` of the cumulated time or past the
+        first `num_kernels` are folded into "others", but for names containing one of
+        `allowlist_patterns` (plain substrings, as HTA's re.escape makes them). None when no
+        rank has such annotations."""
+        pd = _pd()
+        frames = []
+        for rank in sorted(self.traces):
+            d = self._core(rank).hta_annotation_durations(self._step_filter, bool(use_gpu_annotation))
+            if not d["names"]:
+                continue
+            names = pd.Categorical.from_codes(d["name_index"], categories=d["names"])
+            # HTA groups the names as strings, in their sorted order, before sorting by sum.
+            names = names.reorder_categories(sorted(d["names"]))
+            df = pd.DataFrame({"name": names, "dur": d["dur"]})
+            df = df.groupby("name", observed=True)["dur"].agg(["sum", "max", "min", "mean", "std"]).reset_index()
+            df["name"] = df["name"].astype(str)
+            df = df.sort_values(by=["sum"], ascending=False, ignore_index=True).fillna({"std": 0})
+            keep = None
+            if allowlist_patterns is not None:
+                keep = [n for n in d["names"] if any(p in n for p in allowlist_patterns)]
+            df = self._aggregate(df, duration_ratio, num_kernels, keep)
+            df["rank"] = rank
+            frames.append(df[["name", "sum", "max", "min", "std", "mean", "rank"]])
+        if not frames:
+            return None
+        df = pd.concat(frames, ignore_index=True)
+        df.sort_values(by=["rank", "name"], ignore_index=True, inplace=True)
+        df.rename(columns={"sum": "sum (us)", "mean": "mean (us)", "max": "max (us)", "min": "min (us)",
+                           "std": "stddev"}, inplace=True)
+        if visualize:
+            _draw(lambda plots, d: plots.annotation_breakdown(d), df)
+        return df
 
     def get_annotation_totals(self, use_gpu_annotation=True, ranks=None):
         """dreamscope's addition: count and total time (µs) of each user annotation, on the GPU

@@ -20,7 +20,8 @@ try:
 except ImportError as e:  # what the message says
     raise ImportError(f"dreamscope.plots needs matplotlib ({e}); on Debian: apt-get install python3-matplotlib") from e
 
-__all__ = ["temporal_breakdown", "idle_time_breakdown", "kernel_type_breakdown", "step_times", "step_timeline"]
+__all__ = ["temporal_breakdown", "idle_time_breakdown", "kernel_type_breakdown", "annotation_breakdown", "step_times",
+           "step_timeline"]
 
 
 def temporal_breakdown(df, ax=None):
@@ -68,6 +69,32 @@ def kernel_type_breakdown(df, ax=None):
     shown = df[df["sum"] > 0]
     ax.pie(shown["sum"], labels=shown["kernel_type"], autopct="%1.1f%%", textprops={"fontsize": 8})
     ax.set_title("Kernel time by type")
+    fig.tight_layout()
+    return fig
+
+
+def annotation_breakdown(df, ax=None, max_names=20):
+    """Horizontal bars: each user annotation's mean time per rank, whiskers from its min to its
+    max (the frame of TraceAnalysis.get_gpu_user_annotation_breakdown; the `max_names` with the
+    most time, "others" left out)."""
+    shown = df[df["name"] != "others"]
+    names = list(shown.groupby("name")["sum (us)"].sum().sort_values(ascending=False).index[:max_names])
+    ranks = sorted(shown["rank"].unique())
+    fig, ax = _axes(ax, (7, max(2.5, 0.35 * len(names) * max(1, len(ranks)) ** 0.5 + 1)))
+    height = 0.8 / max(1, len(ranks))
+    y = np.arange(len(names))
+    for i, rank in enumerate(ranks):
+        part = shown[shown["rank"] == rank].set_index("name").reindex(names)
+        mean = part["mean (us)"].to_numpy(dtype=float)
+        err = np.vstack([mean - part["min (us)"].to_numpy(dtype=float), part["max (us)"].to_numpy(dtype=float) - mean])
+        ax.barh(y + i * height, mean, height=height, xerr=err, capsize=2, label=f"rank {rank}")
+    ax.set_yticks(y + 0.4 - height / 2)
+    ax.set_yticklabels([_short(n, 40) for n in names], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("mean time (µs), min to max")
+    ax.set_title("User annotations")
+    if len(ranks) > 1:
+        ax.legend()
     fig.tight_layout()
     return fig
 

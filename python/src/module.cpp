@@ -100,11 +100,21 @@ py::dict temporal(const Trace& trace, bool step_filter) {
   return d;
 }
 
-py::list idle_time(const Trace& trace, bool step_filter, analyzers::TimeUs kernel_delay) {
+template <class Out, class Get>
+py::array_t<Out> array(std::size_t n, Get get) {
+  py::array_t<Out> a(static_cast<py::ssize_t>(n));
+  Out* p = a.mutable_data();
+  for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<Out>(get(i));
+  return a;
+}
+
+py::list idle_time(const Trace& trace, bool step_filter, analyzers::TimeUs kernel_delay, bool intervals) {
   std::vector<analyzers::StreamIdleTime> rows;
   {
     py::gil_scoped_release release;
-    rows = analyzers::hta_idle_time_breakdown(trace, hta_options(step_filter, kernel_delay));
+    analyzers::HtaOptions options = hta_options(step_filter, kernel_delay);
+    options.idle_intervals = intervals;
+    rows = analyzers::hta_idle_time_breakdown(trace, options);
   }
   py::list out;
   for (const auto& r : rows) {
@@ -117,6 +127,12 @@ py::list idle_time(const Trace& trace, bool step_filter, analyzers::TimeUs kerne
     d["host_wait_ratio"] = r.host_wait_ratio;
     d["kernel_wait_ratio"] = r.kernel_wait_ratio;
     d["other_ratio"] = r.other_ratio;
+    if (intervals) {
+      // Columns for pandas: the gap before each kernel but the first, and its IdleCategory.
+      const auto& v = r.intervals;
+      d["gap"] = array<std::int64_t>(v.size(), [&](std::size_t i) { return v[i].gap; });
+      d["category"] = array<std::uint8_t>(v.size(), [&](std::size_t i) { return static_cast<std::uint8_t>(v[i].category); });
+    }
     out.append(d);
   }
   return out;
@@ -168,14 +184,6 @@ py::object comm_comp_overlap(const Trace& trace, bool step_filter) {
     v = analyzers::hta_comm_comp_overlap(trace, hta_options(step_filter));
   }
   return v ? py::object(py::float_(*v)) : py::object(py::none());
-}
-
-template <class Out, class Get>
-py::array_t<Out> array(std::size_t n, Get get) {
-  py::array_t<Out> a(static_cast<py::ssize_t>(n));
-  Out* p = a.mutable_data();
-  for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<Out>(get(i));
-  return a;
 }
 
 py::dict kernel_launches(const Trace& trace, bool step_filter) {
@@ -235,6 +243,21 @@ py::dict annotation_totals(const Trace& trace, bool step_filter, bool gpu) {
   d["name"] = name;
   d["count"] = count;
   d["sum"] = sum;
+  return d;
+}
+
+// Each user annotation HTA groups (one side), as columns: pandas computes the statistics,
+// the way HTA's groupby does.
+py::dict annotation_durations(const Trace& trace, bool step_filter, bool gpu) {
+  analyzers::AnnotationDurations a;
+  {
+    py::gil_scoped_release release;
+    a = analyzers::hta_annotation_durations(trace, gpu, hta_options(step_filter));
+  }
+  py::dict d;
+  d["names"] = a.names;
+  d["name_index"] = array<std::int32_t>(a.name_index.size(), [&](std::size_t i) { return a.name_index[i]; });
+  d["dur"] = array<std::int64_t>(a.dur.size(), [&](std::size_t i) { return a.dur[i]; });
   return d;
 }
 
@@ -404,12 +427,14 @@ PYBIND11_MODULE(_core, m) {
         return std::make_shared<Trace>(rank_subtrace(t, rank));
       })
       .def("hta_temporal", &temporal, py::arg("step_filter"))
-      .def("hta_idle_time", &idle_time, py::arg("step_filter"), py::arg("consecutive_kernel_delay"))
+      .def("hta_idle_time", &idle_time, py::arg("step_filter"), py::arg("consecutive_kernel_delay"),
+           py::arg("intervals") = false)
       .def("hta_kernels", &kernel_breakdown, py::arg("step_filter"), py::arg("include_memory_kernels"))
       .def("hta_comm_comp_overlap", &comm_comp_overlap, py::arg("step_filter"))
       .def("hta_kernel_launches", &kernel_launches, py::arg("step_filter"))
       .def("hta_queue_length", &queue_length, py::arg("step_filter"))
       .def("hta_annotations", &annotation_totals, py::arg("step_filter"), py::arg("gpu"))
+      .def("hta_annotation_durations", &annotation_durations, py::arg("step_filter"), py::arg("gpu"))
       .def("analyze_json", &analyze_json, py::arg("name"), py::arg("only"), py::arg("top"), py::arg("all_steps"),
            py::arg("step_filter"))
       .def("job_json", &job_json_from_trace, py::arg("name"), py::arg("all_steps"), py::arg("step_filter"))

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <map>
 
@@ -74,6 +75,30 @@ TEST(HtaConformance, MtiaIdleTimeBreakdown) {
   EXPECT_EQ(stream(1)->other, 5200945);
   EXPECT_DOUBLE_EQ(stream(1)->other_ratio, 0.93);
   EXPECT_NE(stream(102), idle.end());
+  EXPECT_TRUE(stream(1)->intervals.empty()); // kept only when asked for
+}
+
+// HTA's show_idle_interval_stats on this trace (f4d0062, run on it): stream 1 has 1365
+// host_wait, 6899 kernel_wait and 17364 other gaps; each category's gaps add up to its time.
+TEST(HtaConformance, MtiaIdleIntervals) {
+  REQUIRE_DATA(kMtia);
+  HtaOptions options;
+  options.idle_intervals = true;
+  const auto idle = hta_idle_time_breakdown(trace_of(kMtia), options);
+  for (const StreamIdleTime& s : idle) {
+    std::array<TimeUs, 3> sum{};
+    std::array<std::int64_t, 3> count{};
+    for (const IdleInterval& i : s.intervals) {
+      sum[static_cast<std::size_t>(i.category)] += i.gap;
+      ++count[static_cast<std::size_t>(i.category)];
+    }
+    EXPECT_EQ(sum[0], s.host_wait) << s.stream;
+    EXPECT_EQ(sum[1], s.kernel_wait) << s.stream;
+    EXPECT_EQ(sum[2], s.other) << s.stream;
+    if (s.stream == 1) {
+      EXPECT_EQ(count, (std::array<std::int64_t, 3>{1365, 6899, 17364}));
+    }
+  }
 }
 
 TEST(HtaConformance, MtiaKernelLaunchStats) {

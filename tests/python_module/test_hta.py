@@ -16,6 +16,8 @@ from dreamscope.hta import TraceAnalysis
 MTIA = ("kineto-hta", "mtia_trace_single_rank")
 NS = ("kineto-hta", "ns_resolution_trace")
 NCCL = ("kineto-hta", "nccl_parser_config")
+DESCRIBE = ["count", "mean", "std", "min", "25%", "50%", "75%", "max"]
+NAN = float("nan")
 
 _cache = {}
 
@@ -76,6 +78,34 @@ class Mtia(unittest.TestCase):
         only = analysis(MTIA).get_idle_time_breakdown(streams=[102], visualize=False)[0]
         self.assertEqual(set(only.stream), {102})
 
+    def test_idle_interval_stats(self):
+        # HTA (f4d0062, run here with Debian's pandas) on this trace, show_idle_interval_stats=True:
+        # describe() of the gaps per stream and category, rounded to 2 decimals; the negative
+        # gaps are kernels that overlap their predecessor once HTA rounds ns to µs.
+        _, stats = analysis(MTIA).get_idle_time_breakdown(visualize=False, show_idle_interval_stats=True)
+        self.assertEqual(list(stats.columns), ["rank", "stream", *DESCRIBE])
+        self.assertEqual(stats.index.name, "idle_category")
+        expected = {
+            (102, "host_wait"): (1, 445.0, NAN, 445, 445, 445, 445, 445),
+            (102, "kernel_wait"): (6, -1.5, 7.12, -8, -8, -1.5, 5, 5),
+            (102, "other"): (40, 63514.8, 399661.83, 246, 270.5, 289.5, 336, 2528006),
+            (1, "host_wait"): (1365, 306.18, 97.01, 261, 284, 294, 306, 1489),
+            (1, "kernel_wait"): (6899, -1.52, 6.61, -41, -8, -7, 5, 7),
+            (1, "other"): (17364, 299.52, 282.09, 38, 255, 274, 300, 22584),
+        }
+        self.assert_stats(stats, 0, expected)
+
+    def assert_stats(self, stats, rank, expected):
+        mine = stats[stats["rank"] == rank]
+        self.assertEqual(sorted((s, c) for s, c in zip(mine.stream, mine.index)), sorted(expected))
+        for (stream, category), values in expected.items():
+            row = mine[(mine.stream == stream) & (mine.index == category)].iloc[0]
+            for column, value in zip(DESCRIBE, values):
+                if math.isnan(value):
+                    self.assertTrue(math.isnan(row[column]), (stream, category, column))
+                else:
+                    self.assertEqual(row[column], value, (stream, category, column))
+
     def test_cuda_kernel_launch_stats(self):
         stats = analysis(MTIA).get_cuda_kernel_launch_stats(visualize=False)
         self.assertEqual(list(stats), [0])
@@ -119,6 +149,60 @@ class NsResolution(unittest.TestCase):
         self.assertEqual(cpu.loc["ProfilerStep#104", "sum (us)"], 95550)
         self.assertEqual((cpu.loc["nccl:all_reduce", "sum (us)"], cpu.loc["nccl:all_reduce", "count"]), (446, 20))
 
+    def test_gpu_user_annotation_breakdown(self):
+        # HTA's get_gpu_user_annotation_breakdown on this trace (f4d0062, run here): the README's
+        # sums, and the statistics beside them.
+        df = analysis(NS).get_gpu_user_annotation_breakdown(visualize=False)
+        self.assertEqual(list(df.columns), ["name", "sum (us)", "max (us)", "min (us)", "stddev", "mean (us)", "rank"])
+        self.assertEqual(list(df.name), ["## backward ##", "DistributedDataParallel.forward", "Optimizer.step#SGD.step"])
+        self.assertEqual(df[["sum (us)", "max (us)", "min (us)"]].values.tolist(),
+                         [[81, 28, 26], [123880, 32432, 30399], [3334, 1114, 1109]])
+        for got, want in zip(df["stddev"], (1.0, 976.649033, 2.516611)):
+            self.assertAlmostEqual(got, want, places=6)
+        for got, want in zip(df["mean (us)"], (27.0, 30970.0, 1111.333333)):
+            self.assertAlmostEqual(got, want, places=6)
+        self.assertEqual(set(df["rank"]), {0})
+
+    def test_cpu_user_annotation_breakdown(self):
+        df = analysis(NS).get_gpu_user_annotation_breakdown(use_gpu_annotation=False, visualize=False)
+        self.assertEqual(len(df), 12)
+        self.assertEqual(list(df.name), sorted(df.name))
+        row = df.set_index("name").loc["nccl:all_reduce"]
+        self.assertEqual((row["sum (us)"], row["max (us)"], row["min (us)"]), (446, 56, 16))
+        self.assertAlmostEqual(row["stddev"], 10.214025, places=6)
+        self.assertAlmostEqual(row["mean (us)"], 22.3, places=9)
+        step = df.set_index("name").loc["ProfilerStep#104"]
+        self.assertEqual((step["sum (us)"], step["stddev"]), (95550, 0))
+
+    def test_annotation_breakdown_folds_into_others(self):
+        # Hand-computed from the 12 CPU annotations above: past num_kernels=3 every name but the
+        # top three by time (## backward ## 184802, ## forward ## 107489, DDP.forward 107037)
+        # and those the allowlist keeps ("nccl:" names) is folded into "others", whose row then
+        # has the statistics of the folded names' sums, as HTA's.
+        df = analysis(NS).get_gpu_user_annotation_breakdown(use_gpu_annotation=False, visualize=False,
+                                                            num_kernels=3, allowlist_patterns=["nccl:"])
+        self.assertEqual(list(df.name), ["## backward ##", "## forward ##", "DistributedDataParallel.forward",
+                                         "nccl:all_reduce", "nccl:broadcast", "others"])
+        others = df.set_index("name").loc["others"]
+        folded = [3790, 3668, 838, 35115, 72076, 95697, 95550]
+        self.assertEqual((others["sum (us)"], others["max (us)"], others["min (us)"]),
+                         (sum(folded), max(folded), min(folded)))
+        self.assertAlmostEqual(others["mean (us)"], sum(folded) / len(folded), places=9)
+        self.assertAlmostEqual(others["stddev"], pd.Series(folded).std(), places=9)
+        self.assertEqual(df.set_index("name").loc["nccl:broadcast", "sum (us)"], 148)
+
+    def test_idle_interval_stats(self):
+        # HTA on this trace (f4d0062, run here): one stream, and "other" listed with no gap in
+        # it (HTA counts the first kernel there, with no gap).
+        df, stats = analysis(NS).get_idle_time_breakdown(visualize=False, show_idle_interval_stats=True)
+        self.assertEqual(df.set_index("idle_category")["idle_time"].to_dict(),
+                         {"host_wait": 1709, "kernel_wait": 8404, "other": 0})
+        Mtia.assert_stats(self, stats, 0, {
+            (7, "host_wait"): (90, 18.99, 52.8, 7, 7, 8, 8, 387),
+            (7, "kernel_wait"): (4785, 1.76, 0.98, 1, 1, 2, 2, 23),
+            (7, "other"): (0, NAN, NAN, NAN, NAN, NAN, NAN, NAN),
+        })
+
     def test_include_last_profiler_step(self):
         ta = TraceAnalysis(trace_dir=data(*NS, shared=True), include_last_profiler_step=True)
         self.assertEqual(ta.get_profiler_steps(), [101, 102, 103, 104, 105])
@@ -132,6 +216,26 @@ class Nccl(unittest.TestCase):
         self.assertTrue(0 <= v <= 100, v)
         types, _ = analysis(NCCL).get_gpu_kernel_breakdown(visualize=False)
         self.assertIn("COMMUNICATION", set(types.kernel_type))
+
+    def test_gpu_user_annotation_breakdown(self):
+        # HTA on this trace (f4d0062, run here).
+        df = analysis(NCCL).get_gpu_user_annotation_breakdown(visualize=False).set_index("name")
+        self.assertEqual(df["sum (us)"].to_dict(), {"## backward ##": 1279, "DistributedDataParallel.forward": 195524,
+                                                    "Optimizer.step#SGD.step": 18712, "nccl:all_reduce": 24216,
+                                                    "nccl:broadcast": 81})
+        self.assertEqual((df.loc["nccl:all_reduce", "max (us)"], df.loc["nccl:all_reduce", "min (us)"]), (3307, 1690))
+        self.assertAlmostEqual(df.loc["nccl:all_reduce", "stddev"], 429.246161, places=6)
+        self.assertAlmostEqual(df.loc["nccl:all_reduce", "mean (us)"], 2421.6, places=9)
+
+    def test_idle_interval_stats(self):
+        _, stats = analysis(NCCL).get_idle_time_breakdown(visualize=False, show_idle_interval_stats=True)
+        Mtia.assert_stats(self, stats, 0, {
+            (7, "host_wait"): (1742, 205.08, 695.14, 10, 54, 108, 202, 16000),
+            (7, "kernel_wait"): (759, 2.84, 1.78, 2, 2, 2, 3, 14),
+            (7, "other"): (0, NAN, NAN, NAN, NAN, NAN, NAN, NAN),
+            (40, "host_wait"): (13, 29346.08, 33820.81, 2486, 3764, 22967, 38280, 98771),
+            (40, "other"): (0, NAN, NAN, NAN, NAN, NAN, NAN, NAN),
+        })
 
     def test_no_communication_is_nan(self):
         df = analysis(MTIA).get_comm_comp_overlap(visualize=False)
@@ -158,6 +262,38 @@ class EightRanks(unittest.TestCase):
             self.assertEqual((row["idle_time(us)"], row["compute_time(us)"], row["non_compute_time(us)"],
                               row["kernel_time(us)"]), (idle, compute, non_compute, kernel), f"rank {rank}")
             self.assertEqual(overlap.loc[rank, "comp_comm_overlap_pctg"], pct, f"rank {rank}")
+
+    def test_user_annotation_breakdown_per_rank(self):
+        # HTA (f4d0062, run here) on the folder: no GPU annotations, and per rank the CPU ones.
+        ta = TraceAnalysis(trace_dir=data("wild", "param-dlrm-v100x8-nccl", shared=True))
+        self.assertIsNone(ta.get_gpu_user_annotation_breakdown(visualize=False))
+        df = ta.get_gpu_user_annotation_breakdown(use_gpu_annotation=False, visualize=False)
+        self.assertEqual(len(df), 248)
+        self.assertEqual(list(df["rank"]), sorted(df["rank"]))
+        ddp = df[df.name == "DistributedDataParallel.forward"].set_index("rank")
+        self.assertEqual(list(ddp["sum (us)"]), [4787, 10269, 3678, 9213, 7408, 7273, 3659, 3684])
+        self.assertEqual(list(ddp["max (us)"]), [4444, 9920, 3340, 8784, 7069, 6931, 3316, 3346])
+        self.assertAlmostEqual(ddp.loc[1, "stddev"], 6767.719003, places=6)
+        a2a = df[df.name == "nccl:all_to_all"].set_index("rank")
+        self.assertEqual(list(a2a["sum (us)"]), [282, 291, 293, 309, 305, 293, 296, 285])
+        self.assertAlmostEqual(a2a.loc[4, "stddev"], 11.423660, places=6)
+
+    def test_idle_interval_stats_rank_0(self):
+        ta = TraceAnalysis(trace_dir=data("wild", "param-dlrm-v100x8-nccl", shared=True))
+        _, stats = ta.get_idle_time_breakdown(ranks=[0], visualize=False, show_idle_interval_stats=True)
+        Mtia.assert_stats(self, stats, 0, {
+            (22, "host_wait"): (4, 36.25, 32.88, 16, 16.75, 22, 41.5, 85),
+            (22, "other"): (0, NAN, NAN, NAN, NAN, NAN, NAN, NAN),
+            (7, "host_wait"): (169, 67.74, 250.28, 6, 14, 23, 38, 2489),
+            (7, "kernel_wait"): (55, 2.24, 1.82, 1, 1, 2, 2, 7),
+            (7, "other"): (0, NAN, NAN, NAN, NAN, NAN, NAN, NAN),
+            (24, "host_wait"): (19, 310.84, 919.81, 7, 17, 33, 87.5, 3965),
+            (24, "kernel_wait"): (3, 6, 0, 6, 6, 6, 6, 6),
+            (24, "other"): (0, NAN, NAN, NAN, NAN, NAN, NAN, NAN),
+            (84, "host_wait"): (5, 948, 607.15, 225, 478, 1053, 1239, 1745),
+            (84, "kernel_wait"): (2, 1.5, 0.71, 1, 1.25, 1.5, 1.75, 2),
+            (84, "other"): (0, NAN, NAN, NAN, NAN, NAN, NAN, NAN),
+        })
 
 
 class TwoRanks(unittest.TestCase):

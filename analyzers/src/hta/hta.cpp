@@ -163,13 +163,22 @@ std::vector<StreamIdleTime> idle_time(const Trace& trace, const HtaEvents& ev, c
     StreamIdleTime s;
     s.device = info.device < trace.devices().size() ? trace.devices()[info.device].ordinal : kNoValue;
     s.stream = info.stream;
+    if (options.idle_intervals && !events.empty()) s.intervals.reserve(events.size() - 1);
     for (std::size_t i = 1; i < events.size(); ++i) {
       const TimeUs previous_end = events[i - 1]->end;
       const TimeUs gap = events[i]->ts - previous_end;
       const bool host_wait = events[i]->call != kNoIndex && ev.calls[events[i]->call].ts > previous_end;
-      if (host_wait) s.host_wait += gap;
-      else if (gap < options.consecutive_kernel_delay) s.kernel_wait += gap;
-      else s.other += gap;
+      IdleCategory category = IdleCategory::Other;
+      if (host_wait) {
+        s.host_wait += gap;
+        category = IdleCategory::HostWait;
+      } else if (gap < options.consecutive_kernel_delay) {
+        s.kernel_wait += gap;
+        category = IdleCategory::KernelWait;
+      } else {
+        s.other += gap;
+      }
+      if (options.idle_intervals) s.intervals.push_back({gap, category});
     }
     if (const TimeUs total = s.total(); total != 0) {
       const double t = static_cast<double>(total);
@@ -342,10 +351,11 @@ std::vector<StreamQueueLength> queue_length(const Trace& trace, const HtaEvents&
   return out;
 }
 
-std::vector<AnnotationTotal> annotation_totals(const Trace& trace, const HtaEvents& ev, bool gpu_side) {
+// Calls f(annotation) for each kept user annotation HTA groups on that side.
+template <class F>
+void for_each_user_annotation(const Trace& trace, const HtaEvents& ev, bool gpu_side, F&& f) {
   const auto& ann = trace.annotations();
   const bool kineto = trace.source() == TraceSource::Kineto;
-  std::map<std::string_view, AnnotationTotal> by_name;
   for (const AnnotationEvent& a : ev.annotations) {
     const bool on_gpu = trace.tracks()[ann.track[a.row]].kind == TrackKind::GpuStream;
     if (on_gpu != gpu_side) continue;
@@ -353,12 +363,33 @@ std::vector<AnnotationTotal> annotation_totals(const Trace& trace, const HtaEven
     // Kineto marks record_function ranges user_annotation (gpu_user_annotation on the GPU
     // side); other sources have only user ranges there (NVTX, dreamscope annotations).
     if (kineto && category != (gpu_side ? "gpu_user_annotation" : "user_annotation")) continue;
+    f(a);
+  }
+}
+
+AnnotationDurations annotation_durations(const Trace& trace, const HtaEvents& ev, bool gpu_side) {
+  const auto& ann = trace.annotations();
+  AnnotationDurations out;
+  std::unordered_map<StringId, std::uint32_t> index_of;
+  for_each_user_annotation(trace, ev, gpu_side, [&](const AnnotationEvent& a) {
+    auto [it, inserted] = index_of.emplace(ann.name[a.row], static_cast<std::uint32_t>(out.names.size()));
+    if (inserted) out.names.emplace_back(trace.str(ann.name[a.row]));
+    out.name_index.push_back(it->second);
+    out.dur.push_back(a.end - a.ts);
+  });
+  return out;
+}
+
+std::vector<AnnotationTotal> annotation_totals(const Trace& trace, const HtaEvents& ev, bool gpu_side) {
+  const auto& ann = trace.annotations();
+  std::map<std::string_view, AnnotationTotal> by_name;
+  for_each_user_annotation(trace, ev, gpu_side, [&](const AnnotationEvent& a) {
     std::string_view name = trace.str(ann.name[a.row]);
     AnnotationTotal& t = by_name[name];
     t.name = std::string(name);
     ++t.count;
     t.sum += a.end - a.ts;
-  }
+  });
   std::vector<AnnotationTotal> out;
   for (auto& [name, t] : by_name) out.push_back(std::move(t));
   std::sort(out.begin(), out.end(), [](const AnnotationTotal& a, const AnnotationTotal& b) {
@@ -439,6 +470,9 @@ std::vector<AnnotationTotal> hta_cpu_annotations(const Trace& trace, const HtaOp
 }
 std::vector<AnnotationTotal> hta_gpu_annotations(const Trace& trace, const HtaOptions& options) {
   return annotation_totals(trace, prepare(trace, options), true);
+}
+AnnotationDurations hta_annotation_durations(const Trace& trace, bool gpu_side, const HtaOptions& options) {
+  return annotation_durations(trace, prepare(trace, options), gpu_side);
 }
 
 } // namespace dreamscope::analyzers

@@ -30,6 +30,9 @@ struct HtaOptions {
   TimeUs consecutive_kernel_delay = 30;
   // HTA's include_memory_kernels for the kernel-type and per-kernel breakdowns.
   bool include_memory_kernels = true;
+  // Keep each idle gap (StreamIdleTime::intervals), for HTA's show_idle_interval_stats; off
+  // by default because the rank summaries of a job keep their idle time and need only the sums.
+  bool idle_intervals = false;
 };
 
 struct TemporalBreakdown {
@@ -37,11 +40,23 @@ struct TemporalBreakdown {
   double idle_pct = 0, compute_pct = 0, non_compute_pct = 0; // rounded to 2 decimals
 };
 
+// HTA's IdleTimeType, in its order (its statistics list the categories in this order).
+enum class IdleCategory : std::uint8_t { HostWait, KernelWait, Other };
+
+// The gap before one kernel (its start less the previous kernel's end on the stream), and
+// what HTA calls it.
+struct IdleInterval {
+  TimeUs gap = 0;
+  IdleCategory category = IdleCategory::Other;
+};
+
 struct StreamIdleTime {
   std::int64_t device = kNoValue; // device ordinal
   std::int64_t stream = kNoValue;
   TimeUs host_wait = 0, kernel_wait = 0, other = 0;
   double host_wait_ratio = 0, kernel_wait_ratio = 0, other_ratio = 0; // rounded to 2 decimals
+  // With HtaOptions::idle_intervals: the gap before each kernel but the first, in start order.
+  std::vector<IdleInterval> intervals;
   TimeUs total() const { return host_wait + kernel_wait + other; }
 };
 
@@ -99,6 +114,15 @@ struct AnnotationTotal {
   TimeUs sum = 0;
 };
 
+// The user annotations HTA's get_gpu_user_annotation_breakdown groups, one entry per range:
+// names[name_index[i]] took dur[i] µs. Per range rather than per name, so that Python's
+// statistics over them are pandas' own (HTA's groupby).
+struct AnnotationDurations {
+  std::vector<std::string> names;
+  std::vector<std::uint32_t> name_index;
+  std::vector<TimeUs> dur;
+};
+
 struct HtaReport {
   TemporalBreakdown temporal;
   std::vector<StreamIdleTime> idle_time;
@@ -122,5 +146,6 @@ std::vector<KernelLaunch> hta_kernel_launches(const Trace& trace, const HtaOptio
 std::vector<StreamQueueLength> hta_queue_length(const Trace& trace, const HtaOptions& options = {});
 std::vector<AnnotationTotal> hta_cpu_annotations(const Trace& trace, const HtaOptions& options = {});
 std::vector<AnnotationTotal> hta_gpu_annotations(const Trace& trace, const HtaOptions& options = {});
+AnnotationDurations hta_annotation_durations(const Trace& trace, bool gpu_side, const HtaOptions& options = {});
 
 } // namespace dreamscope::analyzers
