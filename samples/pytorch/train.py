@@ -17,7 +17,9 @@ recorded too. --amp, --optimizer fused and --cuda-graphs are the real runs that 
 import argparse
 import contextlib
 import inspect
+import shlex
 import statistics
+import sys
 import time
 
 import torch
@@ -169,7 +171,24 @@ def main():
                    help="no DataLoader: one batch made once and reused every step")
     p.add_argument("--annotate", action="store_true",
                    help="add dreamscope's own annotations (steps, the data pipeline, forward/backward/optimizer)")
+    p.add_argument("--alternate", metavar="OPTIONS",
+                   help="for benches: run blocks of --block steps alternately as given and with these data "
+                        "loading options instead (e.g. '--workers 2'; --workers, --fetch-delay-ms, "
+                        "--prefetch-factor, --augment, --no-loading), recording paused in the second kind "
+                        "(dreamscope.pause), and print each step as 'step_ns STEP a|b NS'")
+    p.add_argument("--block", type=int, default=20, help="steps in a block of --alternate")
     a = p.parse_args()
+    configs = [a]
+    if a.alternate is not None:
+        other = p.parse_args(sys.argv[1:] + shlex.split(a.alternate))
+        loading = ("workers", "fetch_delay_ms", "prefetch_factor", "augment", "no_loading", "alternate", "block")
+        changed = [k for k in vars(a) if k not in loading and getattr(a, k) != getattr(other, k)]
+        if changed:
+            raise SystemExit("train.py: --alternate takes data loading options only, not --%s"
+                             % changed[0].replace("_", "-"))
+        if a.block < 1:
+            raise SystemExit("train.py: --block must be at least 1")
+        configs.append(other)
     cuda = torch.cuda.is_available() if a.device == "auto" else a.device == "cuda"
     if cuda and not torch.cuda.is_available():
         raise SystemExit("train.py: --device cuda: no CUDA device here")
@@ -183,21 +202,31 @@ def main():
     if a.annotate:
         use_annotations()
     device = torch.device("cuda" if cuda else "cpu")
-    if a.prefetch_factor < 1:
+    if any(c.prefetch_factor < 1 for c in configs):
         raise SystemExit("train.py: --prefetch-factor must be at least 1")
-    loader_options = {"prefetch_factor": a.prefetch_factor} if a.workers else {}
-    loader = DataLoader(SyntheticImages(a.steps, a.batch_size, a.fetch_delay_ms / 1000, a.augment), batch_size=None,
-                        num_workers=a.workers, pin_memory=cuda, **loader_options)
+
+    def batches_of(c):
+        if c.no_loading:
+            # The run a `data synthetic=true` what-if predicts: one batch, made once, every step.
+            batch = SyntheticImages(1, c.batch_size, 0)[0]
+            return iter(lambda: batch, None)
+        loader_options = {"prefetch_factor": c.prefetch_factor} if c.workers else {}
+        loader = DataLoader(SyntheticImages(a.steps, c.batch_size, c.fetch_delay_ms / 1000, c.augment),
+                            batch_size=None, num_workers=c.workers, pin_memory=cuda, **loader_options)
+        return iter(dreamscope.data_loader(loader))
+
+    recording = _NoAnnotations()
+    if a.alternate is not None:
+        try:
+            import dreamscope as recording  # traced: pause and resume the tracer
+        except ImportError:
+            pass
     model = SmallCnn(a.width, a.depth).to(device)
     opt = make_optimizer(model.parameters(), a.optimizer)
     captured = CapturedStep(model, opt, a.batch_size, device, a.amp) if a.cuda_graphs else None
     step_ns = []
-    if a.no_loading:
-        # The run a `data synthetic=true` what-if predicts: one batch, made once, every step.
-        batch = SyntheticImages(1, a.batch_size, 0)[0]
-        batches = iter(lambda: batch, None)
-    else:
-        batches = iter(dreamscope.data_loader(loader))
+    # Made at first use: the second kind's workers fork while recording is paused, and stay so.
+    batches = [None] * len(configs)
     profiler = contextlib.nullcontext()
     if a.torch_profiler:
         activities = [torch.profiler.ProfilerActivity.CPU]
@@ -205,12 +234,17 @@ def main():
             activities.append(torch.profiler.ProfilerActivity.CUDA)
         profiler = torch.profiler.profile(activities=activities)
     with profiler as prof, torch.autograd.profiler.emit_nvtx(enabled=a.emit_nvtx):
-        for i in range(len(loader)):
+        for i in range(a.steps):
+            kind = (i // a.block) % len(configs)
+            if len(configs) > 1 and i % a.block == 0:
+                (recording.pause if kind else recording.resume)()
+            if batches[kind] is None:
+                batches[kind] = batches_of(configs[kind])
             # A step is one iteration, as PyTorch's profiler counts it: the wait for its batch
             # included, so that a data-bound job's steps show the stall.
             t0 = time.perf_counter_ns()
             with dreamscope.step(i):
-                x, y = next(batches)
+                x, y = next(batches[kind])
                 if captured:
                     loss = captured(x, y)
                 else:
@@ -226,6 +260,8 @@ def main():
                 if cuda:
                     torch.cuda.synchronize()
             step_ns.append(time.perf_counter_ns() - t0)
+            if len(configs) > 1:
+                print("step_ns %d %s %d" % (i, "ab"[kind], step_ns[-1]))
             if a.torch_profiler:
                 prof.step()
     if a.torch_profiler:

@@ -6,10 +6,13 @@
 // torch is a failure, elsewhere the tests say they are skipped.
 #include "../tracer/run_helpers.h"
 
+#include <dreamscope/storage/trace_summary.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <sstream>
 
 namespace dreamscope::test {
 namespace {
@@ -254,6 +257,40 @@ TEST(PytorchLayer, TwoOptimizersABatchMakeOneStepABatch) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   rows = annotation_rows(read_trace(bare));
   EXPECT_EQ(select(rows, kAuto, "step").size(), 12u) << "no DataLoader: a step per optimizer step";
+  std::filesystem::remove_all(dir);
+}
+
+// The paired bench's runs (bench/pytorch_whatif_paired.py): blocks of the traced configuration
+// and of another, recording paused in the other's. Only the first kind's steps are in the
+// trace, and no step spans a pause (its marks inside went unrecorded); the other kind's
+// workers, forked while paused, record nothing.
+TEST(PytorchLayer, AlternatingBlocksRecordOnlyTheTracedKindAndNoStepSpansAPause) {
+  REQUIRE_TORCH();
+  const auto dir = scratch_dir("pytorch-layer-alternate");
+  const auto out = dir / "alt.db";
+  RunResult r = run(traced(out, {torch_python(), script("samples/pytorch/train.py"), "--device", "cpu", "--steps", "12",
+                                 "--block", "3", "--batch-size", "4", "--workers", "0", "--alternate", "--workers 2"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::size_t printed = 0;
+  std::istringstream lines(r.output);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with("step_ns ")) continue;
+    const std::size_t step = std::stoul(line.substr(8));
+    EXPECT_EQ(line[line.find(' ', 8) + 1], (step / 3) % 2 ? 'b' : 'a') << line;
+    ++printed;
+  }
+  EXPECT_EQ(printed, 12u) << r.output;
+  const Trace t = read_trace(out);
+  const auto rows = annotation_rows(t);
+  // Blocks a: steps 0-2 and 6-8. Step 6 began at step 5's end, in the pause: no step.
+  const auto steps = select(rows, kAuto, "step");
+  EXPECT_EQ(steps.size(), 5u) << r.output;
+  EXPECT_EQ(select(rows, kAuto, "wait").size(), 6u);
+  EXPECT_EQ(select(rows, kAuto, "fetch").size(), 6u);
+  const std::int64_t main_pid = t.processes().front().pid;
+  for (const auto& row : rows) EXPECT_EQ(row.pid, main_pid) << row.name;
+  const TraceSummary summary = summarize(t);
+  EXPECT_EQ(summary.recording_pauses, 2u);
   std::filesystem::remove_all(dir);
 }
 

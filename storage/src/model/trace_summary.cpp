@@ -10,6 +10,23 @@
 
 namespace dreamscope {
 
+
+std::vector<RecordingPause> recording_pauses(const Trace& trace) {
+  // "pid start end; pid start end; ..." (the tracer's writer_thread.cpp)
+  std::vector<RecordingPause> out;
+  const std::string pauses = trace.meta_value("recording_paused");
+  for (std::size_t at = 0; at < pauses.size();) {
+    std::size_t next = pauses.find(';', at);
+    if (next == std::string::npos) next = pauses.size();
+    long long pid = 0, start = 0, end = 0;
+    if (std::sscanf(pauses.substr(at, next - at).c_str(), "%lld %lld %lld", &pid, &start, &end) == 3 && end >= start) {
+      out.push_back({pid, start, end});
+    }
+    at = next + 1;
+  }
+  return out;
+}
+
 TraceSummary summarize(const Trace& trace, std::size_t top_kernels) {
   TraceSummary s;
   s.source = trace.meta_value("source", std::string(to_string(trace.source())));
@@ -17,17 +34,9 @@ TraceSummary summarize(const Trace& trace, std::size_t top_kernels) {
   s.host = trace.meta_value("host");
   if (const std::int64_t cores = trace.cpu_cores(); cores > 0) s.cpu_cores = std::to_string(cores);
   s.tracer_writer_cpu_ns = trace.tracer_writer_cpu_ns();
-  // "pid start end; pid start end; ..." (the tracer's writer_thread.cpp)
-  const std::string pauses = trace.meta_value("recording_paused");
-  for (std::size_t at = 0; at < pauses.size();) {
-    std::size_t next = pauses.find(';', at);
-    if (next == std::string::npos) next = pauses.size();
-    long long pid = 0, start = 0, end = 0;
-    if (std::sscanf(pauses.substr(at, next - at).c_str(), "%lld %lld %lld", &pid, &start, &end) == 3 && end >= start) {
-      ++s.recording_pauses;
-      s.recording_paused_ns += end - start;
-    }
-    at = next + 1;
+  for (const RecordingPause& p : recording_pauses(trace)) {
+    ++s.recording_pauses;
+    s.recording_paused_ns += p.end - p.start;
   }
   for (const CalibrationRecord& c : trace.calibration()) {
     if (c.event_kind == "nvtx_range") s.range_cost_ns = c.cost_ns;

@@ -73,8 +73,9 @@ HandAnnotations hand_annotations(const std::vector<Part>& parts) {
 // and "step cancel" marks, per thread in time order, made into step ranges. A boundary ends
 // the open step and begins the next, a moved boundary puts the last boundary here instead (the
 // step it ended ends here, the open one begins here), a begin opens one where none is, a
-// cancel drops the open one, and one still open at the end is no step. Steps are numbered
-// from 0 in time order.
+// cancel drops the open one, and one still open at the end is no step; nor is one that spans
+// a pause of recording (its marks inside went unrecorded: it may hold many). Steps are
+// numbered from 0 in time order.
 class AutoSteps {
  public:
   void note(TrackId track, TimeNs time, std::string_view name) {
@@ -93,7 +94,7 @@ class AutoSteps {
     marks_.push_back({track, time, marks_.size(), kind});
   }
 
-  void add_to(TraceBuilder& out) {
+  void add_to(TraceBuilder& out, const std::vector<RecordingPause>& pauses) {
     std::sort(marks_.begin(), marks_.end(), [](const Mark& a, const Mark& b) {
       return std::tie(a.track, a.time, a.order) < std::tie(b.track, b.time, b.order);
     });
@@ -127,6 +128,10 @@ class AutoSteps {
         opened = m.time;
       }
     }
+    std::erase_if(steps, [&](const AnnotationRecord& step) {
+      return std::any_of(pauses.begin(), pauses.end(),
+                         [&](const RecordingPause& p) { return p.start < step.end && step.start < p.end; });
+    });
     std::stable_sort(steps.begin(), steps.end(),
                      [](const AnnotationRecord& a, const AnnotationRecord& b) { return a.start < b.start; });
     for (std::size_t n = 0; n < steps.size(); ++n) {
@@ -230,7 +235,7 @@ void add_part(TraceBuilder& out, const Part& part, const JobFacts& job, bool las
     };
   }
   append_trace_rows(out, in, append_trace_ids(out, in, edits), edits);
-  auto_steps.add_to(out);
+  auto_steps.add_to(out, recording_pauses(in));
 }
 
 // meta.warnings of a part: "; "-separated.

@@ -118,6 +118,15 @@ struct TraceSummary {
 
 TraceSummary summarize(const Trace& trace, std::size_t top_kernels = 5);
 
+// A pause of recording the program asked for (ds_tracing_pause): nothing of the process's NVTX
+// was recorded from start to end.
+struct RecordingPause {
+  std::int64_t pid = 0;
+  TimeNs start = 0, end = 0;
+};
+// The pauses in the trace's meta recording_paused ("pid start end; ..."); malformed ones left out.
+std::vector<RecordingPause> recording_pauses(const Trace& trace);
+
 // Whether a trace holds no event on the CPU or the GPU side: no annotation (NVTX range or
 // mark, operator), CUDA API call, GPU operation, memory event, nor operator an import counted
 // without keeping (summarized_event_count). Process, thread, device, calibration, overhead,
