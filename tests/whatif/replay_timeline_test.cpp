@@ -602,6 +602,42 @@ TEST(ReplayTimeline, AThreadWaitingForAnotherThreadsBurstFollowsIt) {
   EXPECT_EQ(of_annotation(g, r, annotation_row(trace, "step")), (Times{0, 1'750'000}));
 }
 
+// Three threads of one process whose 1 ms operators (PyTorch-profiler cpu_ops) all start at
+// the same instant: each range fits every other's wait, and the handoff pass once chained
+// them into a cycle (thread 1 waited for 2, 2 for 3, 3 for 1), so that the replay left every
+// task unscheduled ("3 tasks never ran"). Equal times are ordered strictly now
+// (inferred_waits.cpp, EventKey): the replay is the measured run.
+TEST(ReplayTimeline, RangesOfThreeThreadsFromOneInstantMakeNoCycle) {
+  std::string json = R"({"traceEvents": [)";
+  for (int tid = 1; tid <= 3; ++tid) {
+    json += std::string(tid > 1 ? "," : "") + R"({"ph": "X", "cat": "cpu_op", "name": "op)" + std::to_string(tid) +
+            R"(", "pid": 1, "tid": )" + std::to_string(tid) + R"(, "ts": 0, "dur": 1000})";
+  }
+  json += "]}";
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("dreamscope-kineto-three-threads-" + std::to_string(::getpid()) + ".json");
+  std::ofstream(path) << json;
+  const Trace trace = import_kineto(path);
+  std::filesystem::remove(path);
+  ASSERT_EQ(trace.annotations().size(), 3u);
+  expect_exact_replay(trace);
+  const DependencyGraph g = build_dependency_graph(trace);
+  const SimulationResult r = simulate(g);
+  EXPECT_EQ(r.unscheduled, 0u);
+  EXPECT_EQ(r.end_time - r.begin, 1'000'000);
+
+  // The same with 2 to 8 threads, from HandTrace.
+  for (int threads = 2; threads <= 8; ++threads) {
+    HandTrace h("");
+    for (int k = 1; k <= threads; ++k) h.annotation(h.thread(k), "op" + std::to_string(k), "operation", 0, 1'000'000);
+    const Trace t = h.build();
+    const DependencyGraph gk = build_dependency_graph(t);
+    const SimulationResult rk = simulate(gk);
+    EXPECT_EQ(rk.unscheduled, 0u) << threads << " threads";
+    EXPECT_EQ(rk.end_time - rk.begin, 1'000'000) << threads << " threads";
+  }
+}
+
 TEST(ReplayTimeline, AForkedWorkerMovesWithItsParent) {
   // A DataLoader worker process forked 1 µs into its parent's "forking" range: the parent's
   // work before the fork twice as fast, and the worker starts 2 µs sooner too.
