@@ -191,6 +191,18 @@ def g_syncs(n):  # n launches, kernels and a cudaDeviceSynchronize after each
                 f'"correlation":{10 ** 8 + i},"cbid":165')
 
 
+def g_device_syncs(n):  # n streams, one kernel each, and a cudaDeviceSynchronize after each launch
+    # Each device-wide sync waits for every stream of its process (graph/passes/cuda_sync.cpp,
+    # the simulator's WaitStreams): n syncs over n streams, of which one changed since the
+    # sync before.
+    yield step(1, 0, 20 * n + 100)
+    for i in range(n):
+        yield launch(1 + 20 * i, i + 1)
+        yield kernel("sgemm", 8 + 20 * i, i + 1, stream=100 + i, dur=5)
+        yield X("cuda_runtime", "cudaDeviceSynchronize", 1, 1, 7 + 20 * i, 8,
+                f'"correlation":{10 ** 8 + i},"cbid":165')
+
+
 def g_knames(n):  # n kernels of n distinct names
     yield step(1, 0, 20 * n + 100)
     for i in range(n):
@@ -349,6 +361,7 @@ SHAPES = {
     "flows_to_one": (json_shape(g_flows1), 20000, 4000, "N flows (distinct ids) into one kernel"),
     "shared_corr": (json_shape(g_corr1), 20000, 6000, "N launches sharing one correlation id"),
     "syncs": (json_shape(g_syncs), 10000, 2500, "N launches, kernels and device syncs"),
+    "device_syncs": (json_shape(g_device_syncs), 5000, 1500, "N streams, a kernel and a device sync each"),
     "kernel_names": (json_shape(g_knames), 10000, 2500, "N kernels of distinct names"),
     "threads": (json_shape(g_threads), 10000, 4000, "N threads, one operator each"),
     "waiting_threads": (json_shape(g_waiting_threads), 3000, 1400, "N threads, one 1 ms operator each"),

@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 namespace dreamscope::whatif {
 namespace {
@@ -268,6 +269,78 @@ TEST(ReplayTimeline, DeviceSynchronizeWaitsForEveryStream) {
   EXPECT_EQ(of_task(r, k2), (Times{32, 132}));
   EXPECT_EQ(of_task(r, sync), (Times{40, 220})); // now k1 (ends 212) is the last + 8 ns wake-up
   EXPECT_EQ(r.binding[sync].end_by, k1);
+}
+
+// Device-wide syncs that many streams share are indexed in the simulator (a max over the
+// ends known, and a wait for each task still running): random traces of two threads
+// launching onto several streams, with device syncs (and stream syncs naming no stream) on
+// both, replayed and with their kernels scaled at random, give every task the same start,
+// end and binding as the plain loop over each sync's streams.
+TEST(ReplayTimeline, IndexedDeviceSyncsMatchThePlainLoop) {
+  std::mt19937_64 rng(2);
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int indexed_rounds = 0;
+  for (int round = 0; round < 300; ++round) {
+    HandTrace h;
+    const TrackId threads[2] = {h.thread(1), h.thread(2)};
+    const int stream_count = uniform(2, 6);
+    std::vector<TrackId> streams;
+    for (int k = 0; k < stream_count; ++k) streams.push_back(h.stream(7 + k));
+    std::vector<TimeNs> stream_free(stream_count, 0);
+    TimeNs cursor[2] = {0, uniform(0, 3) * 1000};
+    std::int64_t correlation = 1;
+    int syncs = 0;
+    for (int op = uniform(5, 40); op > 0; --op) {
+      const int th = uniform(0, 1);
+      TimeNs& at = cursor[th];
+      if (uniform(0, 3) > 0) { // a launch and its kernel
+        const int st = uniform(0, stream_count - 1);
+        const std::string name = "k" + std::to_string(correlation);
+        h.api(threads[th], "cudaLaunchKernel" + std::to_string(correlation), at, at + 5'000, correlation, 7 + st);
+        const TimeNs start = std::max(at + 3'000, stream_free[st]);
+        stream_free[st] = start + uniform(1, 20) * 1'000;
+        h.kernel(streams[st], name, start, stream_free[st], correlation);
+        ++correlation;
+        at += 5'000 + uniform(0, 3) * 1'000;
+      } else { // a device-wide sync: returns when every stream is done (or early, now and then)
+        TimeNs done = at + 1'000;
+        for (TimeNs f : stream_free) done = std::max(done, f);
+        if (uniform(0, 5) == 0) done = at + uniform(1, 20) * 1'000;
+        const bool stream_sync = uniform(0, 3) == 0;
+        h.api(threads[th], (stream_sync ? "cudaStreamSynchronize" : "cudaDeviceSynchronize") + std::to_string(syncs++),
+              at, done + 1'000);
+        at = done + 1'000 + uniform(0, 2) * 1'000;
+      }
+    }
+    const Trace trace = h.build();
+    DependencyGraph g = build_dependency_graph(trace);
+    bool shared_group = false;
+    std::vector<int> uses(g.stream_groups().size(), 0);
+    for (const SyncAction& a : g.sync_actions()) {
+      if (a.op == SyncOp::WaitStreams && g.stream_groups()[a.streams].size() > 1 && ++uses[a.streams] > 1) shared_group = true;
+    }
+    indexed_rounds += shared_group;
+    for (int variant = 0; variant < 3; ++variant) {
+      if (variant > 0) {
+        for (TaskId t = 0; t < g.task_count(); ++t) {
+          if (is_gpu_task(g.kind(t))) g.scale(t, 0.25 * uniform(0, 12), 0);
+        }
+      }
+      SimulationOptions plain;
+      plain.index_stream_groups = false;
+      const SimulationResult a = simulate(g), b = simulate(g, plain);
+      ASSERT_EQ(a.unscheduled, b.unscheduled) << "round " << round;
+      ASSERT_EQ(a.start, b.start) << "round " << round << ", variant " << variant;
+      ASSERT_EQ(a.end, b.end) << "round " << round << ", variant " << variant;
+      for (TaskId t = 0; t < g.task_count(); ++t) {
+        ASSERT_EQ(a.binding[t].start, b.binding[t].start) << "round " << round << ", task " << t;
+        ASSERT_EQ(a.binding[t].start_by, b.binding[t].start_by) << "round " << round << ", task " << t;
+        ASSERT_EQ(a.binding[t].end, b.binding[t].end) << "round " << round << ", task " << t;
+        ASSERT_EQ(a.binding[t].end_by, b.binding[t].end_by) << "round " << round << ", task " << t;
+      }
+    }
+  }
+  EXPECT_GT(indexed_rounds, 150) << "the random traces should share device syncs' groups";
 }
 
 TEST(ReplayTimeline, EventSynchronizeWaitsForWhatWasRecorded) {
@@ -600,6 +673,42 @@ TEST(ReplayTimeline, AThreadWaitingForAnotherThreadsBurstFollowsIt) {
   r = simulate(g);
   EXPECT_EQ(of_annotation(g, r, annotation_row(trace, "bw_op1")), (Times{350'000, 750'000}));
   EXPECT_EQ(of_annotation(g, r, annotation_row(trace, "step")), (Times{0, 1'750'000}));
+}
+
+// Three threads of one process whose 1 ms operators (PyTorch-profiler cpu_ops) all start at
+// the same instant: each range fits every other's wait, and the handoff pass once chained
+// them into a cycle (thread 1 waited for 2, 2 for 3, 3 for 1), so that the replay left every
+// task unscheduled ("3 tasks never ran"). Equal times are ordered strictly now
+// (inferred_waits.cpp, EventKey): the replay is the measured run.
+TEST(ReplayTimeline, RangesOfThreeThreadsFromOneInstantMakeNoCycle) {
+  std::string json = R"({"traceEvents": [)";
+  for (int tid = 1; tid <= 3; ++tid) {
+    json += std::string(tid > 1 ? "," : "") + R"({"ph": "X", "cat": "cpu_op", "name": "op)" + std::to_string(tid) +
+            R"(", "pid": 1, "tid": )" + std::to_string(tid) + R"(, "ts": 0, "dur": 1000})";
+  }
+  json += "]}";
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("dreamscope-kineto-three-threads-" + std::to_string(::getpid()) + ".json");
+  std::ofstream(path) << json;
+  const Trace trace = import_kineto(path);
+  std::filesystem::remove(path);
+  ASSERT_EQ(trace.annotations().size(), 3u);
+  expect_exact_replay(trace);
+  const DependencyGraph g = build_dependency_graph(trace);
+  const SimulationResult r = simulate(g);
+  EXPECT_EQ(r.unscheduled, 0u);
+  EXPECT_EQ(r.end_time - r.begin, 1'000'000);
+
+  // The same with 2 to 8 threads, from HandTrace.
+  for (int threads = 2; threads <= 8; ++threads) {
+    HandTrace h("");
+    for (int k = 1; k <= threads; ++k) h.annotation(h.thread(k), "op" + std::to_string(k), "operation", 0, 1'000'000);
+    const Trace t = h.build();
+    const DependencyGraph gk = build_dependency_graph(t);
+    const SimulationResult rk = simulate(gk);
+    EXPECT_EQ(rk.unscheduled, 0u) << threads << " threads";
+    EXPECT_EQ(rk.end_time - rk.begin, 1'000'000) << threads << " threads";
+  }
 }
 
 TEST(ReplayTimeline, AForkedWorkerMovesWithItsParent) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <queue>
 
 namespace dreamscope::whatif {
@@ -49,7 +50,8 @@ class Simulation {
  public:
   Simulation(const DependencyGraph& g, const SimulationOptions& options)
       : g_(g), policy_(options.policy ? options.policy : &default_policy_), bindings_(options.record_bindings),
-        cores_(options.cpu_cores), pool_of_(options.cpu_pool), background_(options.cpu_background) {
+        cores_(options.cpu_cores), pool_of_(options.cpu_pool), background_(options.cpu_background),
+        index_groups_(options.index_stream_groups) {
     std::size_t pools = std::max<std::size_t>(1, background_.size());
     for (std::uint32_t p : pool_of_) pools = std::max<std::size_t>(pools, p + 1);
     pools_.resize(pools);
@@ -240,8 +242,10 @@ class Simulation {
   void issue(TaskId t) {
     const ResourceId s = g_.resource(t);
     issued_[t] = 1;
+    const TaskId before = last_issued_[s];
     TaskId next = last_issued_[s] == kNoTask ? g_.resource_first(s) : last_issued_[s] + 1;
     while (next < g_.resource_end(s) && issued_[next]) last_issued_[s] = next++;
+    if (last_issued_[s] != before && !memberships_.empty()) update_memberships(s);
     auto& pending = barriers_[s];
     if (pending.empty()) return;
     for (TaskId target : pending) wait_for(t, target, true);
@@ -252,6 +256,17 @@ class Simulation {
     for (const SyncAction& a : g_.sync_actions_of(t)) {
       switch (a.op) {
         case SyncOp::WaitStreams:
+          if (GroupWait* group = group_wait(a.streams)) {
+            // As the loop below, in O(log n) and the targets still running: of the targets
+            // whose end is known, the latest (the first in the group's order among equals,
+            // which the loop's offers would have kept), and a wait for each of the others.
+            const std::vector<ResourceId>& streams = g_.stream_groups()[a.streams];
+            if (const std::uint32_t pos = group->latest(); pos != GroupWait::kNone) {
+              offer_completion(t, r_.end[last_issued_[streams[pos]]], Constraint::Sync, last_issued_[streams[pos]]);
+            }
+            for (std::uint32_t pos : group->running) wait_for(t, last_issued_[streams[pos]], false);
+            break;
+          }
           for (ResourceId s : g_.stream_groups()[a.streams]) {
             if (last_issued_[s] != kNoTask) wait_for(t, last_issued_[s], false);
           }
@@ -423,6 +438,7 @@ class Simulation {
       const TimeNs own = waited || !g_.blocking(t) ? g_.duration(t) : g_.ready_duration(t);
       const TimeNs end = t == first && first_end != kNoValue ? first_end : later(woke, own);
       r_.end[t] = end;
+      if (!memberships_.empty() && last_issued_[g_.resource(t)] == t) update_memberships(g_.resource(t));
       if (t + 1 < g_.resource_end(g_.resource(t))) offer_start(t + 1, later(end, gap(t + 1)), Constraint::ResourceOrder, t);
       const auto& edges = g_.edges();
       for (auto [e, e_end] = boost::out_edges(t, edges); e != e_end; ++e) {
@@ -454,6 +470,74 @@ class Simulation {
     if (--wait_pending_[u] == 0 && r_.start[u] != kNoValue) finishing_.push_back(u);
   }
 
+  // A group of streams that device-wide syncs wait for, indexed once a second sync waits for
+  // it: N syncs over N streams cost N² when each looked at every stream (device_syncs in
+  // bench/complexity.py). Per position in the group: the end of its stream's last issued task
+  // once known (a max-tree, the lowest position among equals), or that task in `running`.
+  struct GroupWait {
+    static constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+    std::size_t size = 1;
+    std::vector<TimeNs> end;          // leaves at size + pos; kNoValue: no task, or still running
+    std::vector<std::uint32_t> best;  // per node: the position of its latest end, kNone if none
+    std::vector<std::uint32_t> running; // positions whose last issued task's end is not known
+    std::vector<std::uint32_t> slot;  // per position: its index in `running`, kNone if not there
+
+    explicit GroupWait(std::size_t n) {
+      while (size < n) size *= 2;
+      end.assign(size, kNoValue);
+      best.assign(2 * size, kNone);
+      slot.assign(n, kNone);
+    }
+    std::uint32_t latest() const { return best[1]; }
+    void set(std::uint32_t pos, TimeNs value, bool is_running) {
+      if (is_running && slot[pos] == kNone) {
+        slot[pos] = static_cast<std::uint32_t>(running.size());
+        running.push_back(pos);
+      } else if (!is_running && slot[pos] != kNone) {
+        const std::uint32_t moved = running.back();
+        running[slot[pos]] = moved;
+        slot[moved] = slot[pos];
+        running.pop_back();
+        slot[pos] = kNone;
+      }
+      end[pos] = value;
+      std::size_t i = size + pos;
+      best[i] = value == kNoValue ? kNone : pos;
+      for (i /= 2; i > 0; i /= 2) {
+        const std::uint32_t l = best[2 * i], r = best[2 * i + 1];
+        best[i] = r == kNone || (l != kNone && end[l] >= end[r]) ? l : r;
+      }
+    }
+  };
+  // The index of group g, made on the second sync that waits for it; nullptr before.
+  GroupWait* group_wait(std::uint32_t g) {
+    if (group_uses_.empty()) {
+      group_uses_.assign(g_.stream_groups().size(), 0);
+      group_waits_.resize(g_.stream_groups().size());
+    }
+    if (group_waits_[g]) return group_waits_[g].get();
+    const std::vector<ResourceId>& streams = g_.stream_groups()[g];
+    if (!index_groups_ || streams.size() < 2 || ++group_uses_[g] < 2) return nullptr;
+    if (memberships_.empty()) memberships_.resize(g_.resource_count());
+    group_waits_[g] = std::make_unique<GroupWait>(streams.size());
+    for (std::uint32_t pos = 0; pos < streams.size(); ++pos) {
+      memberships_[streams[pos]].push_back({g, pos});
+      update_membership(streams[pos], g, pos);
+    }
+    return group_waits_[g].get();
+  }
+  void update_membership(ResourceId s, std::uint32_t g, std::uint32_t pos) {
+    const TaskId target = last_issued_[s];
+    const bool is_running = target != kNoTask && r_.end[target] == kNoValue;
+    group_waits_[g]->set(pos, target == kNoTask ? kNoValue : r_.end[target], is_running);
+  }
+  void update_memberships(ResourceId s) {
+    for (const auto& [g, pos] : memberships_[s]) update_membership(s, g, pos);
+  }
+
+  std::vector<std::uint32_t> group_uses_;
+  std::vector<std::unique_ptr<GroupWait>> group_waits_;
+  std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>> memberships_; // per stream: (group, position)
 
   const DependencyGraph& g_;
   MeasuredOrderPolicy default_policy_;
@@ -463,6 +547,7 @@ class Simulation {
   std::size_t cores_;
   const std::vector<std::uint32_t>& pool_of_;
   const std::vector<std::vector<CpuLoadStep>>& background_;
+  bool index_groups_;
   bool has_background_ = false;
   std::vector<Pool> pools_;
   std::vector<std::uint32_t> active_; // the pools with running tasks

@@ -13,8 +13,12 @@
 #include "passes.h"
 
 #include <algorithm>
+#include <iterator>
+#include <limits>
 #include <map>
 #include <optional>
+#include <set>
+#include <unordered_map>
 
 namespace dreamscope::graph_build {
 namespace {
@@ -57,6 +61,7 @@ class SyncLinker {
       if (role_of_name[api.name[row]] != CallRole::Plain && tasks_.api_first[row] != kNoTask) calls.push_back(row);
     }
     std::sort(calls.begin(), calls.end(), [&](EventIndex a, EventIndex b) { return api.start[a] < api.start[b]; });
+    find_whole_process_waits(calls, role_of_name);
     for (EventIndex row : calls) link(row, role_of_name[api.name[row]]);
     for (const auto& a : sync_.actions) s_.tasks.flags[a.task] |= kTaskHasSync;
     std::stable_sort(sync_.actions.begin(), sync_.actions.end(),
@@ -87,15 +92,17 @@ class SyncLinker {
       case CallRole::StreamSync: {
         std::vector<ResourceId> streams;
         if (role == CallRole::StreamSync) {
-          ResourceId st = find_stream(s_, thread, api.stream[row]);
-          if (st == kNoIndex) st = stream_from_sync_record(api.correlation[row]);
+          const ResourceId st = synced_stream(row);
           if (st != kNoIndex) {
             streams.push_back(st);
           } else {
             ++s_.warnings.unknown_sync_stream;
           }
         }
-        if (streams.empty()) streams = streams_of_process(s_, thread);
+        if (streams.empty()) {
+          link_whole_process_wait(row, last);
+          break;
+        }
         std::vector<ResourceId> kept;
         for (ResourceId st : streams) {
           const TaskId target = s_.launches.issued_before(tasks_, st, tasks_.measured_start[last]);
@@ -173,6 +180,93 @@ class SyncLinker {
     }
   }
 
+  // The stream a stream sync names, or its GPU sync record does; kNoIndex if neither does.
+  ResourceId synced_stream(EventIndex row) {
+    const auto& api = trace_.cuda_api();
+    const ResourceId st = find_stream(s_, api.track[row], api.stream[row]);
+    return st != kNoIndex ? st : stream_from_sync_record(api.correlation[row]);
+  }
+
+  // A wait for every stream of its process (a device sync, or a stream sync whose stream is
+  // not known): it waits for the last task issued to each before its last piece started, as
+  // measured; one whose task ended after the call returned cannot have been waited for, and
+  // is left out. Looking at every stream for every such call cost syncs × streams (device_syncs
+  // in bench/complexity.py), so the calls of each process are answered together: in order of
+  // their last piece's start, while the issues of the process's streams are swept in order of
+  // time, with the ends of the streams' current targets in an ordered set. A call costs
+  // O(log n), plus the streams it leaves out.
+  struct WholeWait {
+    TimeNs max_end = kNoValue;          // the latest end of the targets it waits for; kNoValue: none
+    std::vector<ResourceId> left_out;   // streams whose target ended after the call returned
+  };
+  void find_whole_process_waits(const std::vector<EventIndex>& calls, const std::vector<CallRole>& role_of_name) {
+    const auto& api = trace_.cuda_api();
+    struct Query {
+      TimeNs at, end;
+      EventIndex row;
+    };
+    std::map<const std::vector<ResourceId>*, std::vector<Query>> by_list;
+    for (EventIndex row : calls) {
+      const CallRole role = role_of_name[api.name[row]];
+      if (role != CallRole::DeviceSync && (role != CallRole::StreamSync || synced_stream(row) != kNoIndex)) continue;
+      const TaskId last = tasks_.api_last[row];
+      by_list[&streams_of_process(s_, api.track[row])].push_back(
+          {tasks_.measured_start[last], tasks_.measured_end[last], row});
+    }
+    for (auto& [list, queries] : by_list) {
+      struct Issue {
+        TimeNs at;
+        ResourceId stream;
+        TaskId target;
+      };
+      std::vector<Issue> issues;
+      for (ResourceId r : *list) {
+        const IssueOrder& io = s_.launches.issue_order[r];
+        for (std::size_t k = 0; k < io.time.size(); ++k) issues.push_back({io.time[k], r, tasks_.first(r) + io.max_position[k]});
+      }
+      std::stable_sort(issues.begin(), issues.end(), [](const Issue& a, const Issue& b) { return a.at < b.at; });
+      std::stable_sort(queries.begin(), queries.end(), [](const Query& a, const Query& b) { return a.at < b.at; });
+      std::map<ResourceId, TimeNs> target_end; // per stream with a target: its end
+      std::set<std::pair<TimeNs, ResourceId>> ends;
+      std::size_t next = 0;
+      for (const Query& q : queries) {
+        for (; next < issues.size() && issues[next].at < q.at; ++next) { // issued strictly before
+          const Issue& issue = issues[next];
+          auto [it, fresh] = target_end.try_emplace(issue.stream, tasks_.measured_end[issue.target]);
+          if (!fresh) {
+            ends.erase({it->second, issue.stream});
+            it->second = tasks_.measured_end[issue.target];
+          }
+          ends.insert({it->second, issue.stream});
+        }
+        WholeWait& w = whole_waits_[q.row];
+        auto after = ends.upper_bound({q.end, std::numeric_limits<ResourceId>::max()});
+        for (auto it = after; it != ends.end(); ++it) w.left_out.push_back(it->second);
+        std::sort(w.left_out.begin(), w.left_out.end());
+        if (after != ends.begin()) w.max_end = std::prev(after)->first;
+      }
+    }
+  }
+  void link_whole_process_wait(EventIndex row, TaskId last) {
+    const std::vector<ResourceId>& streams = streams_of_process(s_, trace_.cuda_api().track[row]);
+    const WholeWait& w = whole_waits_.at(row);
+    s_.warnings.sync_target_after_return += static_cast<std::int64_t>(w.left_out.size());
+    if (w.left_out.size() == streams.size()) return; // nothing left to wait for
+    if (w.max_end != kNoValue) s_.note_wait(last, w.max_end);
+    s_.tasks.flags[last] |= kTaskBlocking;
+    std::uint32_t group;
+    if (w.left_out.empty()) {
+      auto [it, fresh] = whole_group_.try_emplace(&streams, 0);
+      if (fresh) it->second = stream_group(streams);
+      group = it->second;
+    } else {
+      std::vector<ResourceId> kept;
+      std::set_difference(streams.begin(), streams.end(), w.left_out.begin(), w.left_out.end(), std::back_inserter(kept));
+      group = stream_group(std::move(kept));
+    }
+    sync_.actions.push_back({.task = last, .op = SyncOp::WaitStreams, .streams = group});
+  }
+
   // The stream a sync call waited on when the call itself does not say: the GPU sync record
   // with the same correlation id names it, unless it is a context-wide one.
   ResourceId stream_from_sync_record(std::int64_t correlation) const {
@@ -205,6 +299,8 @@ class SyncLinker {
   Synchronization& sync_;
   std::vector<TaskId> event_target_; // as measured, by dense event index
   std::map<std::vector<ResourceId>, std::uint32_t> group_ids_;
+  std::map<const std::vector<ResourceId>*, std::uint32_t> whole_group_; // a process's streams: their group
+  std::unordered_map<EventIndex, WholeWait> whole_waits_;               // by call
   std::map<std::pair<std::uint32_t, std::int64_t>, std::uint32_t> event_ids_;
 };
 

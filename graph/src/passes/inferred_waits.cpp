@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <limits>
 #include <map>
-#include <optional>
 #include <unordered_map>
 
 namespace dreamscope::graph_build {
@@ -89,21 +88,46 @@ BurstFound burst_in(const TaskTable& tasks, ResourceId b, TimeNs ps, TimeNs pe, 
   return {first, last};
 }
 
+// Where a task's start and end lie in a strict total order of all the tasks' starts and ends
+// that every edge of a thread's program order goes forward in: by time, and at one instant
+// the ends of tasks that took time first, then the tasks of no duration (each one's start,
+// then its end, in task order), then the starts of tasks that take time. A thread holds at
+// most one task that takes time ending at an instant and one starting at it, so the order
+// among those of different threads is free: starts by task, ends by task descending, so
+// that two ranges of the same instants nest (the lower task's outside).
+struct EventKey {
+  TimeNs time = std::numeric_limits<TimeNs>::min();
+  std::int64_t rank = std::numeric_limits<std::int64_t>::min();
+  auto operator<=>(const EventKey&) const = default;
+};
+// Tasks of no duration rank 2t and 2t + 1 (below 2^33); ends of tasks that take time rank
+// below them (-1 - t), starts above them (2^33 + t).
+EventKey start_key(const TaskTable& tasks, TaskId t) {
+  const TimeNs at = tasks.measured_start[t];
+  const auto task = static_cast<std::int64_t>(t);
+  return {at, tasks.measured_end[t] == at ? 2 * task : (std::int64_t{1} << 33) + task};
+}
+EventKey end_key(const TaskTable& tasks, TaskId t) {
+  const TimeNs at = tasks.measured_end[t];
+  const auto task = static_cast<std::int64_t>(t);
+  return {at, tasks.measured_start[t] == at ? 2 * task + 1 : -1 - task};
+}
+
 // Max over slots that start empty, with a search for the first slot of a range holding at
 // least a bound: O(log n) a set, O(log n) a search.
 class MaxTree {
  public:
   explicit MaxTree(std::size_t n) {
     while (size_ < n) size_ *= 2;
-    max_.assign(2 * size_, std::numeric_limits<TimeNs>::min());
+    max_.assign(2 * size_, EventKey{});
   }
-  void set(std::size_t slot, TimeNs value) {
+  void set(std::size_t slot, EventKey value) {
     std::size_t i = slot + size_;
     max_[i] = value;
     for (i /= 2; i > 0; i /= 2) max_[i] = std::max(max_[2 * i], max_[2 * i + 1]);
   }
   // The first slot in [lo, hi) holding at least `bound`; hi if none.
-  std::size_t first_at_least(std::size_t lo, std::size_t hi, TimeNs bound) const {
+  std::size_t first_at_least(std::size_t lo, std::size_t hi, EventKey bound) const {
     if (lo >= hi) return hi;
     if (max_[size_ + lo] >= bound) return lo; // a run of slots that all hold enough: O(1) each
     return find(1, 0, size_, lo, hi, bound);
@@ -111,7 +135,7 @@ class MaxTree {
 
  private:
   std::size_t find(std::size_t node, std::size_t node_lo, std::size_t node_hi, std::size_t lo, std::size_t hi,
-                   TimeNs bound) const {
+                   EventKey bound) const {
     if (node_hi <= lo || hi <= node_lo || max_[node] < bound) return hi;
     if (node_hi - node_lo == 1) return node_lo;
     const std::size_t mid = node_lo + (node_hi - node_lo) / 2;
@@ -120,7 +144,7 @@ class MaxTree {
   }
 
   std::size_t size_ = 1;
-  std::vector<TimeNs> max_;
+  std::vector<EventKey> max_;
 };
 
 } // namespace
@@ -137,30 +161,39 @@ class MaxTree {
 // a measured delay after the burst's last task (Join).
 //
 // Of the bursts that fit a wait (burst_in), the pass takes the one whose end is nearest the
-// wait's end, among equals the one of the lowest thread. Trying every other thread for every
-// long wait cost threads² (waiting_threads in bench/complexity.py), and so did trying the
-// events that start inside each wait once the waits all overlap (overlap_waits: 16 000
-// threads whose 1 ms operators all overlap took replay 0.81 CPU-s, 37x the time of 2000).
-// So the candidates come from an index. A burst's last event ends a run of its thread's
-// consecutive events: a burst end, with the run's start S, its end R, and the thread idle
-// from R until E (E infinite after the thread's last task). For a wait [ps, pe) it must have
-// R in [pe - slack, pe], E >= pe, and S >= ps (the thread was idle at ps, so the run began
-// after it). Only burst ends with R near some wait's end are indexed, sorted by R
-// descending, then thread: the nearest fit first. The waits of a process are visited by
-// end, latest first; each burst end enters a max-tree over S once pe has come down to its
-// E; the first entry of the wait's R range with S >= ps is one search, and the first that
-// burst_in confirms (with that burst end as its last event) is the best fit. A wait costs
-// O(log n) per candidate tried. A candidate that passes the index but not burst_in is its
-// own thread's burst end, or a thread busy at ps in an earlier run of a burst of several
-// runs: a trace can make many such pairs (many threads, each running short runs across
-// many waits' starts and ends), none of the bench's shapes does.
+// wait's end, among equals the one of the lowest thread. A handoff must not close a cycle:
+// two or more threads whose 1 ms ranges start at one instant each fit every other's wait, and
+// once chained thread 1 to 2, 2 to 3 and 3 to 1 (each wait ending after the burst that ends
+// with the next wait), so that the replay left every task unscheduled. So a wait takes a
+// burst only if the handoff and the join both go forward in one strict order of all tasks'
+// starts and ends that program order goes forward in too (EventKey): the wait's start before
+// the burst's first start, the burst's last end before the wait's end. Every edge the pass
+// adds and every step of a thread then goes forward in that order, which leaves no room for
+// a cycle. Times decide where they differ; at one instant the order is by task, so that of
+// ranges with the same start and end, a lower thread's may wait for a higher one's and not
+// the other way round (thread 1 waits for 2, 2 for 3: a chain). Matches then rule nothing
+// out for each other, and the first fitting candidate of a wait is its burst.
 //
-// The matching itself runs in the order of the old loop (threads, then their tasks), as an
-// earlier match may rule a candidate out (serves). The sweep keeps the first kept_per_wait
-// candidates of each wait and where it stopped. Only a candidate whose first or last task
-// spans the wait exactly can be ruled out, so more are seldom needed; when they are, the
-// wait goes on scanning its R range from there.
-void add_thread_handoffs(GraphBuildState& s, std::size_t kept_per_wait) {
+// Trying every other thread for every long wait cost threads² (waiting_threads in
+// bench/complexity.py), and so did trying the events that start inside each wait once the
+// waits all overlap (overlap_waits: 16 000 threads whose 1 ms operators all overlap took
+// replay 0.81 CPU-s, 37x the time of 2000). So the candidates come from an index. A burst's
+// last event ends a run of its thread's consecutive events: a burst end, with the run's
+// start S (the key of its first start), its end R, and the thread idle from R until E (E
+// infinite after the thread's last task). For a wait [ps, pe) it must have R in
+// [pe - slack, pe] (at pe, a last task after the wait's, in task order), E >= pe, and S
+// after the wait's start (the thread was idle at ps, so the run began after it). Only burst
+// ends with R near some wait's end are indexed, sorted by R descending, then thread: the
+// nearest fit first. The waits of a process are visited by end, latest first; each burst
+// end enters a max-tree over S once pe has come down to its E; the first entry of the wait's
+// R range with S after the wait's start is one search, and the first that burst_in confirms
+// (with that burst end as its last event, and a first start after the wait's) is the best
+// fit. A wait costs O(log n) per candidate tried. A candidate that passes the index but not
+// burst_in is its own thread's burst end, a thread busy at ps in an earlier run of a burst of
+// several runs, or an event of no duration at the wait's very end: a trace can make many such
+// pairs (many threads, each running short runs across many waits' starts and ends), none of
+// the bench's shapes does.
+void add_thread_handoffs(GraphBuildState& s) {
   constexpr TimeNs kMinWait = 500'000;   // shorter waits are not worth the risk of a false match
   constexpr TimeNs kMinResume = 200'000; // how soon after the burst the waiter resumes, at least...
   constexpr double kResumeShare = 0.02;  // ... or this share of the wait
@@ -181,17 +214,21 @@ void add_thread_handoffs(GraphBuildState& s, std::size_t kept_per_wait) {
     TimeNs start, end, slack;
   };
   struct BurstEnd {
-    TimeNs end, idle_until, run_start;
+    TimeNs end, idle_until;
+    EventKey run_start;
     ResourceId thread;
     TaskId task;
   };
   struct Process {
-    std::vector<BurstEnd> burst_ends; // by end descending, then thread
+    std::vector<BurstEnd> burst_ends; // by end descending, then thread (then task: task order)
     std::vector<std::uint32_t> waits;
     std::vector<std::pair<TimeNs, TimeNs>> windows; // where its waits' bursts may end, merged, by time
-    // The positions of burst_ends whose end lies in a wait's range [pe - slack, pe].
+    // The positions of burst_ends whose end lies in a wait's range [pe - slack, pe], those
+    // ending at pe only after the wait's task in task order (a thread's ends at pe go by task).
     std::pair<std::size_t, std::size_t> range(const Wait& w) const {
-      auto lo = std::partition_point(burst_ends.begin(), burst_ends.end(), [&](const BurstEnd& e) { return e.end > w.end; });
+      auto lo = std::partition_point(burst_ends.begin(), burst_ends.end(), [&](const BurstEnd& e) {
+        return e.end > w.end || (e.end == w.end && e.task <= w.task);
+      });
       auto hi = std::partition_point(lo, burst_ends.end(), [&](const BurstEnd& e) { return e.end >= w.end - w.slack; });
       return {static_cast<std::size_t>(lo - burst_ends.begin()), static_cast<std::size_t>(hi - burst_ends.begin())};
     }
@@ -201,7 +238,6 @@ void add_thread_handoffs(GraphBuildState& s, std::size_t kept_per_wait) {
     }
   };
   std::vector<Wait> waits; // in the order they are matched
-  std::vector<Process*> process_of_wait;
   std::map<std::uint32_t, Process> processes;
   for (ResourceId b : threads) {
     Process& process = processes[process_of(trace, b)];
@@ -211,7 +247,6 @@ void add_thread_handoffs(GraphBuildState& s, std::size_t kept_per_wait) {
       const TimeNs slack = std::max<TimeNs>(kMinResume, static_cast<TimeNs>(kResumeShare * static_cast<double>(pe - ps)));
       process.waits.push_back(static_cast<std::uint32_t>(waits.size()));
       waits.push_back({t, b, ps, pe, slack});
-      process_of_wait.push_back(&process);
       process.windows.emplace_back(pe - slack, pe);
     }
   }
@@ -232,10 +267,10 @@ void add_thread_handoffs(GraphBuildState& s, std::size_t kept_per_wait) {
   for (ResourceId b : threads) {
     Process& process = processes[process_of(trace, b)];
     if (process.waits.empty()) continue;
-    TimeNs run_start = 0;
+    EventKey run_start;
     for (TaskId t = tasks.first(b); t < tasks.end(b); ++t) {
       if (!is_event(t)) continue;
-      if (t == tasks.first(b) || !is_event(t - 1)) run_start = starts[t];
+      if (t == tasks.first(b) || !is_event(t - 1)) run_start = start_key(tasks, t);
       TimeNs idle_until;
       if (t + 1 == tasks.end(b)) {
         idle_until = std::numeric_limits<TimeNs>::max();
@@ -250,25 +285,13 @@ void add_thread_handoffs(GraphBuildState& s, std::size_t kept_per_wait) {
     }
   }
 
-  struct Candidate {
-    ResourceId thread;
-    TaskId first, last;
+  // Each wait's burst, if any: the first candidate of its range that burst_in confirms and
+  // that goes forward in the order of starts and ends.
+  struct Match {
+    TaskId first = kNoTask, last = kNoTask;
+    ResourceId thread = 0;
   };
-  // A wait's candidate at position `pos` of its process's burst ends, if burst_in confirms it.
-  auto candidate_at = [&](const Process& process, std::size_t pos, const Wait& w) -> std::optional<Candidate> {
-    const BurstEnd& e = process.burst_ends[pos];
-    if (e.thread == w.thread) return std::nullopt;
-    const BurstFound found = burst_in(tasks, e.thread, w.start, w.end, w.slack);
-    if (found.last != e.task) return std::nullopt;
-    return Candidate{e.thread, found.first, found.last};
-  };
-  struct Kept {
-    std::uint32_t begin = 0, count = 0; // in `candidates`
-    std::size_t next = 0;               // where the sweep stopped, if `more`
-    bool more = false;
-  };
-  std::vector<Candidate> candidates;
-  std::vector<Kept> kept(waits.size());
+  std::vector<Match> match(waits.size());
   for (auto& [id, process] : processes) {
     if (process.waits.empty()) continue;
     std::vector<BurstEnd>& burst_ends = process.burst_ends;
@@ -291,72 +314,44 @@ void add_thread_handoffs(GraphBuildState& s, std::size_t kept_per_wait) {
         run_starts.set(by_idle[entered], burst_ends[by_idle[entered]].run_start);
       }
       const auto [lo, hi] = process.range(w);
-      Kept& k = kept[q];
-      k.begin = static_cast<std::uint32_t>(candidates.size());
-      for (std::size_t pos = run_starts.first_at_least(lo, hi, w.start); pos != hi;
-           pos = run_starts.first_at_least(pos + 1, hi, w.start)) {
-        if (k.count == kept_per_wait) {
-          k.more = true;
-          k.next = pos;
-          break;
+      const EventKey wait_start = start_key(tasks, w.task), wait_end = end_key(tasks, w.task);
+      const EventKey after_start{wait_start.time, wait_start.rank + 1}; // the least key above it
+      for (std::size_t pos = run_starts.first_at_least(lo, hi, after_start); pos != hi;
+           pos = run_starts.first_at_least(pos + 1, hi, after_start)) {
+        const BurstEnd& e = burst_ends[pos];
+        if (e.thread == w.thread) continue;
+        const BurstFound found = burst_in(tasks, e.thread, w.start, w.end, w.slack);
+        if (found.last != e.task || !(wait_start < start_key(tasks, found.first)) ||
+            !(end_key(tasks, found.last) < wait_end)) {
+          continue;
         }
-        if (auto c = candidate_at(process, pos, w)) {
-          candidates.push_back(*c);
-          ++k.count;
-        }
+        match[q] = {found.first, found.last, e.thread};
+        break;
       }
     }
   }
 
-  // The burst each wait was handed to, so that no burst is matched to a wait inside a burst
-  // it was itself handed: two threads each running one 1 ms operator from the same moment
-  // were each other's handoff and join, a cycle that left every task unscheduled.
-  struct Burst {
-    ResourceId thread = 0;
-    TaskId first = kNoTask, last = kNoTask;
-  };
-  std::unordered_map<TaskId, Burst> burst_of;
-  const auto serves = [&](TaskId waiter, ResourceId thread, TaskId task) {
-    const auto it = burst_of.find(waiter);
-    return it != burst_of.end() && it->second.thread == thread && it->second.first <= task && task <= it->second.last;
-  };
   for (std::uint32_t q = 0; q < waits.size(); ++q) {
+    const Match& best = match[q];
+    if (best.first == kNoTask) continue;
     const Wait& w = waits[q];
     const TaskId p = w.task;
-    const ResourceId a = w.thread;
-    const auto usable = [&](const Candidate& c) { return !serves(c.first, a, p) && !serves(c.last, a, p); };
-    std::optional<Candidate> best;
-    const Kept& k = kept[q];
-    for (std::uint32_t i = k.begin; i < k.begin + k.count && !best; ++i) {
-      if (usable(candidates[i])) best = candidates[i];
-    }
-    if (!best && k.more) {
-      const Process& process = *process_of_wait[q];
-      const std::size_t hi = process.range(w).second;
-      for (std::size_t pos = k.next; pos < hi && !best; ++pos) {
-        const BurstEnd& e = process.burst_ends[pos];
-        if (e.idle_until < w.end || e.run_start < w.start) continue;
-        if (auto c = candidate_at(process, pos, w); c && usable(*c)) best = c;
-      }
-    }
-    if (!best) continue;
-    burst_of[p] = Burst{best->thread, best->first, best->last};
-    s.edges.add(p, best->first, EdgeKind::Handoff, starts[best->first] - w.start);
+    s.edges.add(p, best.first, EdgeKind::Handoff, starts[best.first] - w.start);
     // What held the burst back is the handoff, not the idle time before it on its thread
     // (the piece before it, or the gap before a thread's first task).
-    if (best->first > tasks.first(best->thread)) {
-      tasks.base[best->first - 1] = 0;
+    if (best.first > tasks.first(best.thread)) {
+      tasks.base[best.first - 1] = 0;
     } else {
-      tasks.gap[best->first] = 0;
+      tasks.gap[best.first] = 0;
     }
-    s.edges.add(best->last, p, EdgeKind::Join, 0);
-    s.note_wait(p, ends[best->last]);
+    s.edges.add(best.last, p, EdgeKind::Join, 0);
+    s.note_wait(p, ends[best.last]);
   }
 }
 
 void add_inferred_waits(GraphBuildState& s) {
   add_queue_waits(s);
-  add_thread_handoffs(s, 2);
+  add_thread_handoffs(s);
 }
 
 } // namespace dreamscope::graph_build

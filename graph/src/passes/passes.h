@@ -25,10 +25,8 @@ void add_collectives(GraphBuildState& s);        // collectives.cpp
 void set_blocking_residuals(GraphBuildState& s); // blocking_residuals.cpp
 
 // The inferred waits' handoffs between threads on their own (inferred_waits.cpp; the pass
-// runs them after its queue waits with kept_per_wait 2). kept_per_wait: how many candidate
-// bursts its index keeps per wait before a wait that needs more scans for them; its tests
-// compare 1 and 2 with a plain reference.
-void add_thread_handoffs(GraphBuildState& s, std::size_t kept_per_wait);
+// runs them after its queue waits), for tests that compare them with a plain reference.
+void add_thread_handoffs(GraphBuildState& s);
 
 struct GraphPass {
   std::string_view name;
