@@ -354,6 +354,11 @@ class EightRanks(unittest.TestCase):
         last = TraceAnalysis(trace_dir=data("wild", "param-dlrm-v100x8-nccl", shared=True),
                              include_last_profiler_step=True)
         self.assertEqual(last.get_potential_stragglers(), [2, 7])
+        # One rank has no one to straggle behind (HTA: TypeError).
+        rank0 = os.path.join(data("wild", "param-dlrm-v100x8-nccl", shared=True),
+                             "worker0_step_12.1694128201545.pt.trace.json")
+        with self.assertRaises(ValueError):
+            TraceAnalysis(trace_files={0: rank0}).get_potential_stragglers()
         # No GPU user annotations in this job: HTA's None.
         self.assertIsNone(ta.get_gpu_kernels_with_user_annotations(0))
 
