@@ -25,6 +25,28 @@ _DESCRIBE = ("count", "mean", "std", "min", "25%", "50%", "75%", "max")
 _PROFILER_STEP = re.compile(r"ProfilerStep#(\d+)$")
 
 
+_MEMORY_NAME = re.compile(r"(^(hip)?Memcpy)|(^(hip)?Memset)|(^dma)")
+
+
+def _shorten_name(name):
+    """HTA's shorten_name: a kernel's or operator's name without its template and call
+    arguments and its return type ("void at::native::foo<float>(int)" -> "at::native::foo");
+    memory operations keep theirs."""
+    if _MEMORY_NAME.match(name) or ("<" not in name and "(" not in name):
+        return name
+    kept = []
+    for c in name.replace("->", ""):
+        closes = {">": "<", ")": "("}.get(c)
+        if closes is None:
+            kept.append(c)
+            continue
+        while kept and kept[-1] != closes:
+            kept.pop()
+        if kept:
+            kept.pop()
+    return "".join(kept).split(" ")[-1]
+
+
 def _pd():
     return _traces._pandas()
 
@@ -59,7 +81,9 @@ class TraceAnalysis:
             if not trace_dir:
                 raise ValueError("TraceAnalysis: give trace_dir or trace_files")
             for rank, t in core.load_ranks([os.fspath(trace_dir)]):
-                self.traces[int(rank)] = _traces.Trace(t, f"{trace_dir} rank {rank}")
+                # A trace that names no rank is rank 0, as HTA defaults it.
+                rank = 0 if rank < 0 else int(rank)
+                self.traces[rank] = _traces.Trace(t, f"{trace_dir} rank {rank}")
         if not self.traces:
             raise ValueError(f"TraceAnalysis: no trace in {trace_dir!r}")
 
@@ -82,6 +106,13 @@ class TraceAnalysis:
 
     def _core(self, rank):
         return self.traces[rank]._t
+
+    def _origin(self):
+        """The start (µs) of the job's earliest event, HTA's time 0."""
+        if getattr(self, "_origin_us", None) is None:
+            starts = [self._core(r).hta_trace_start() for r in self.traces]
+            self._origin_us = min((s for s in starts if s is not None), default=0)
+        return self._origin_us
 
     # ---- temporal breakdown ----------------------------------------------------------------
 
@@ -258,6 +289,54 @@ class TraceAnalysis:
             steps.update(found)
         return sorted(steps)
 
+    def get_gpu_kernels_with_user_annotations(self, rank, expand_names=True, shorten_names=True, **kwargs):
+        """HTA's: the rank's GPU kernels (and copies, memsets, syncs), each with the GPU user
+        annotation it ran under: of the annotations on its stream that overlap it, the
+        innermost (shortest). Columns cat, name, pid, tid, ts, dur, end, stream, correlation,
+        bytes, external_id, iteration, user_annotation, with expand_names s_name, s_cat and
+        s_user_annotation (HTA's shortened names with shorten_names, as HTA's old spelling
+        `shortern_names` also says). name, cat and user_annotation are ids into
+        df.attrs["symbol_table"], -1 for no annotation ("" in s_user_annotation). None when
+        the trace has no GPU user annotations."""
+        if kwargs:
+            unknown = set(kwargs) - {"shortern_names"}
+            if unknown:
+                raise TypeError(f"get_gpu_kernels_with_user_annotations: unexpected arguments {sorted(unknown)}")
+            shorten_names = kwargs["shortern_names"]
+        pd = _pd()
+        import numpy as np
+        k = self._core(int(rank)).hta_kernels_with_annotations(self._step_filter)
+        if k is None:
+            return None
+        names = list(k["names"])
+        # Kineto's categories of GPU ops, by dreamscope's kind of op (GpuOpKind's order).
+        cats = ["kernel", "gpu_memcpy", "gpu_memset", "cuda_sync"]
+        symbols = names + cats
+        kind = k["kind"].astype(np.int64)
+        # HTA's bytes are Kineto's "bytes" argument of a copy or memset, -1 where there is none
+        # (kernels, syncs, and ROCm's copies, which dreamscope keeps as 0 bytes).
+        bytes_ = np.where(((kind == 1) | (kind == 2)) & (k["bytes"] != 0), k["bytes"], -1)
+        # HTA numbers no op on stream 0 (ROCm's default stream): NaN in its frame.
+        iteration = k["iteration"]
+        if (k["stream"] == 0).any():
+            iteration = np.where(k["stream"] == 0, np.nan, iteration)
+        # HTA's times start at the job's earliest event (its ranks' earliest).
+        ts = k["ts"] - self._origin()
+        df = pd.DataFrame({
+            "cat": kind + len(names), "name": k["name"], "pid": k["device"], "tid": k["stream"],
+            "ts": ts, "dur": k["dur"], "end": ts + k["dur"], "stream": k["stream"],
+            "correlation": k["correlation"], "bytes": bytes_, "external_id": k["external_id"],
+            "iteration": iteration, "user_annotation": k["user_annotation"],
+        })
+        if expand_names:
+            table = [_shorten_name(x) for x in symbols] if shorten_names else symbols
+            lookup = np.array(table + [""], dtype=object)  # -1 (no annotation) reads ""
+            df["s_name"] = lookup[df["name"].to_numpy()]
+            df["s_cat"] = lookup[df["cat"].to_numpy()]
+            df["s_user_annotation"] = lookup[df["user_annotation"].to_numpy()]
+        df.attrs["symbol_table"] = symbols
+        return df
+
     def get_gpu_user_annotation_breakdown(self, use_gpu_annotation=True, visualize=True, duration_ratio=0.8,
                                           num_kernels=1000, allowlist_patterns=None, image_renderer=None):
         """HTA's: per rank, the time of each user annotation (on the GPU, Kineto's
@@ -295,6 +374,68 @@ class TraceAnalysis:
         if visualize:
             _draw(lambda plots, d: plots.annotation_breakdown(d), df)
         return df
+
+    # ---- stragglers ------------------------------------------------------------------------
+
+    def get_potential_stragglers(self, profiler_steps=None, num_candidates=2, visualize=False):
+        """HTA's straggler analysis: the ranks (at most `num_candidates`) whose last long
+        communication kernel starts latest. Of the kernels named "ncclKernel..." on a stream
+        > 0 in an iteration > 0 and lasting at least 1 % of the mean iteration, the last of each
+        (rank, stream, iteration, name) is kept; the (stream, name) whose duration varies most
+        across ranks (mean over the iterations of the standard deviation) is the metric kernel,
+        and its start, normalized by the mean iteration, ranks the ranks in each iteration.
+        Returns the ranks counted most often among each iteration's top `num_candidates`.
+        `profiler_steps`: the ProfilerStep numbers to look at (None: all of them)."""
+        pd = _pd()
+        num_candidates = max(int(num_candidates), 1)
+        available = self.get_profiler_steps()
+        steps = available if profiler_steps is None else [i for i in profiler_steps if i in available]
+        if not steps:
+            raise ValueError(f"invalid value for argument: profiler_steps={profiler_steps}; "
+                             f"available profiler steps={available}")
+        spans, kernels = [], []
+        for rank in sorted(self.traces):
+            e = self._core(rank).hta_straggler_events(self._step_filter)
+            spans.append(pd.DataFrame({"iteration": e["iteration"], "start": e["start"], "end": e["end"]}))
+            k = e["kernels"]
+            names = pd.Categorical.from_codes(k["name_index"], categories=k["names"]) if k["names"] else []
+            kernels.append(pd.DataFrame({"rank": rank, "stream": k["stream"], "iteration": k["iteration"],
+                                         "name": pd.Series(names, dtype=object), "ts": k["ts"], "dur": k["dur"]}))
+        spans = pd.concat(spans, ignore_index=True)
+        spans = spans[spans["iteration"].isin(steps)]
+        kernels = pd.concat(kernels, ignore_index=True)
+        kernels = kernels[kernels["iteration"].isin(steps)]
+        # HTA's metric, over every event of the chosen iterations on every rank (one clock).
+        t_min = spans["start"].min()
+        mean_iter_time = (spans["end"].max() - t_min) / float(spans["iteration"].nunique())
+        long = kernels[kernels["dur"] >= mean_iter_time * 0.01]
+        last = long.groupby(["rank", "stream", "iteration", "name"], as_index=False).last()
+        last["normalized_start_time"] = (last["ts"] - t_min) / mean_iter_time
+        last["duration"] = last["dur"] / mean_iter_time
+        spread = last.groupby(["stream", "iteration", "name"])["duration"].std().groupby(["stream", "name"]).mean()
+        if spread.dropna().empty:
+            raise ValueError("get_potential_stragglers: no communication kernel (ncclKernel...) of at least 1 % of "
+                             "an iteration ran on two or more ranks in the chosen profiler steps")
+        stream, name = spread.idxmax()
+        metric = last[(last["stream"] == stream) & (last["name"] == name)]
+        counts = self._late_start_counts(metric, "normalized_start_time", num_candidates)
+        return counts.sort_values(ascending=False)[:num_candidates].index.tolist()
+
+    @staticmethod
+    def _late_start_counts(metric, column, n):
+        """Per rank, in how many iterations its metric is among the n largest (ties counted),
+        as HTA's _get_top_k_stragglers_with_metric; with fewer ranks than n, all of them."""
+        if metric["iteration"].nunique() <= 1:
+            values = metric[column]
+            threshold = values.sort_values(ascending=False).tolist()[min(n, len(values)) - 1]
+            return (values >= threshold).astype(int).set_axis(metric["rank"].to_numpy())
+        flags = metric[["rank"]].copy()
+        flags["is_straggler"] = 0
+        for _, group in metric.groupby("iteration"):
+            values = group[column]
+            threshold = values.sort_values(ascending=False).tolist()[min(n, len(values)) - 1]
+            flags.loc[group.index, "is_straggler"] = (values >= threshold).astype(int)
+        return flags.groupby("rank")["is_straggler"].sum()
 
     def get_annotation_totals(self, use_gpu_annotation=True, ranks=None):
         """dreamscope's addition: count and total time (µs) of each user annotation, on the GPU

@@ -261,6 +261,57 @@ py::dict annotation_durations(const Trace& trace, bool step_filter, bool gpu) {
   return d;
 }
 
+// What HTA's straggler analysis reads of one rank, as columns; pandas does the cross-rank
+// part over every rank's columns (dreamscope/hta.py), as HTA's does over its frames.
+py::dict straggler_events(const Trace& trace, bool step_filter) {
+  analyzers::StragglerEvents e;
+  {
+    py::gil_scoped_release release;
+    e = analyzers::hta_straggler_events(trace, hta_options(step_filter));
+  }
+  py::dict d;
+  const auto& it = e.iterations;
+  d["iteration"] = array<std::int64_t>(it.size(), [&](std::size_t i) { return it[i].iteration; });
+  d["start"] = array<std::int64_t>(it.size(), [&](std::size_t i) { return it[i].start; });
+  d["end"] = array<std::int64_t>(it.size(), [&](std::size_t i) { return it[i].end; });
+  py::dict k;
+  k["names"] = e.names;
+  k["name_index"] = array<std::int32_t>(e.name_index.size(), [&](std::size_t i) { return e.name_index[i]; });
+  k["stream"] = array<std::int64_t>(e.stream.size(), [&](std::size_t i) { return e.stream[i]; });
+  k["iteration"] = array<std::int64_t>(e.iteration.size(), [&](std::size_t i) { return e.iteration[i]; });
+  k["ts"] = array<std::int64_t>(e.ts.size(), [&](std::size_t i) { return e.ts[i]; });
+  k["dur"] = array<std::int64_t>(e.dur.size(), [&](std::size_t i) { return e.dur[i]; });
+  d["kernels"] = k;
+  return d;
+}
+
+// HTA's kernels with their GPU user annotation, as columns (-1 where a value is missing, as
+// in HTA's frame); None for a trace without GPU user annotations.
+py::object kernels_with_annotations(const Trace& trace, bool step_filter) {
+  analyzers::AnnotatedKernels k;
+  {
+    py::gil_scoped_release release;
+    k = analyzers::hta_kernels_with_annotations(trace, hta_options(step_filter));
+  }
+  if (!k.has_gpu_annotations) return py::none();
+  const std::size_t n = k.ts.size();
+  auto or_minus_one = [](std::int64_t v) { return v == kNoValue ? std::int64_t{-1} : v; };
+  py::dict d;
+  d["names"] = k.names;
+  d["name"] = array<std::int64_t>(n, [&](std::size_t i) { return k.name[i]; });
+  d["user_annotation"] = array<std::int64_t>(n, [&](std::size_t i) { return k.annotation[i]; });
+  d["kind"] = array<std::uint8_t>(n, [&](std::size_t i) { return static_cast<std::uint8_t>(k.kind[i]); });
+  d["device"] = array<std::int64_t>(n, [&](std::size_t i) { return or_minus_one(k.device[i]); });
+  d["stream"] = array<std::int64_t>(n, [&](std::size_t i) { return or_minus_one(k.stream[i]); });
+  d["correlation"] = array<std::int64_t>(n, [&](std::size_t i) { return or_minus_one(k.correlation[i]); });
+  d["external_id"] = array<std::int64_t>(n, [&](std::size_t i) { return or_minus_one(k.external_id[i]); });
+  d["bytes"] = array<std::int64_t>(n, [&](std::size_t i) { return k.bytes[i]; });
+  d["iteration"] = array<std::int64_t>(n, [&](std::size_t i) { return k.iteration[i]; });
+  d["ts"] = array<std::int64_t>(n, [&](std::size_t i) { return k.ts[i]; });
+  d["dur"] = array<std::int64_t>(n, [&](std::size_t i) { return k.dur[i]; });
+  return d;
+}
+
 // ---- Reports --------------------------------------------------------------------------
 
 std::string analyze_json(const Trace& trace, const std::string& name, const std::vector<std::string>& only,
@@ -435,6 +486,9 @@ PYBIND11_MODULE(_core, m) {
       .def("hta_queue_length", &queue_length, py::arg("step_filter"))
       .def("hta_annotations", &annotation_totals, py::arg("step_filter"), py::arg("gpu"))
       .def("hta_annotation_durations", &annotation_durations, py::arg("step_filter"), py::arg("gpu"))
+      .def("hta_straggler_events", &straggler_events, py::arg("step_filter"))
+      .def("hta_kernels_with_annotations", &kernels_with_annotations, py::arg("step_filter"))
+      .def("hta_trace_start", [](const Trace& t) { return analyzers::hta_trace_start(t); })
       .def("analyze_json", &analyze_json, py::arg("name"), py::arg("only"), py::arg("top"), py::arg("all_steps"),
            py::arg("step_filter"))
       .def("job_json", &job_json_from_trace, py::arg("name"), py::arg("all_steps"), py::arg("step_filter"))

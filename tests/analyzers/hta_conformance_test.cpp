@@ -227,6 +227,48 @@ TEST(HtaConformance, EveryVariantAnalyzes) {
 }
 
 // The tracer names copies and waits as CUPTI does, not as Kineto does ("memcpy HtoD",
+
+// HTA's get_gpu_kernels_with_user_annotations on this trace (f4d0062, run on the file): 4876
+// kernels, copies and memsets in the four kept steps, 1840 of them under
+// DistributedDataParallel.forward (118956 µs), 2992 under none; times from the first event.
+TEST(HtaConformance, NsResolutionKernelsWithUserAnnotations) {
+  REQUIRE_DATA(kNsResolution);
+  const Trace& t = trace_of(kNsResolution);
+  const AnnotatedKernels k = hta_kernels_with_annotations(t);
+  ASSERT_TRUE(k.has_gpu_annotations);
+  ASSERT_EQ(k.ts.size(), 4876u);
+  std::map<std::string, std::pair<int, TimeUs>> by_annotation;
+  for (std::size_t i = 0; i < k.ts.size(); ++i) {
+    auto& [count, sum] = by_annotation[k.annotation[i] < 0 ? "" : k.names[static_cast<std::size_t>(k.annotation[i])]];
+    ++count;
+    sum += k.dur[i];
+  }
+  EXPECT_EQ(by_annotation[""], std::make_pair(2992, TimeUs{252212}));
+  EXPECT_EQ(by_annotation["DistributedDataParallel.forward"], std::make_pair(1840, TimeUs{118956}));
+  EXPECT_EQ(by_annotation["Optimizer.step#SGD.step"], std::make_pair(27, TimeUs{3298}));
+  EXPECT_EQ(by_annotation["## backward ##"], std::make_pair(17, TimeUs{55}));
+  const auto start = hta_trace_start(t);
+  ASSERT_TRUE(start);
+  EXPECT_EQ(k.ts[0] - *start, 3488);
+  EXPECT_EQ(k.iteration[0], 101);
+}
+
+// What HTA's straggler analysis reads of the NCCL trace (f4d0062): steps 4 and 5 kept, their
+// events spanning 442229 µs, 14 ncclKernel kernels in them.
+TEST(HtaConformance, NcclStragglerEvents) {
+  REQUIRE_DATA(kNccl);
+  const StragglerEvents e = hta_straggler_events(trace_of(kNccl));
+  ASSERT_EQ(e.iterations.size(), 2u);
+  EXPECT_EQ(e.iterations[0].iteration, 4);
+  EXPECT_EQ(e.iterations[1].iteration, 5);
+  EXPECT_EQ(e.iterations[1].end - e.iterations[0].start, 442229);
+  EXPECT_EQ(e.ts.size(), 14u);
+  for (std::size_t i = 0; i < e.ts.size(); ++i) {
+    EXPECT_TRUE(e.names[e.name_index[i]].starts_with("ncclKernel"));
+    EXPECT_EQ(e.stream[i], 40);
+  }
+}
+
 // "cudaStreamWaitEvent" where Kineto writes "Memcpy HtoD (Pinned -> Device)", "Stream Wait
 // Event"): HTA's kernel types follow what each GPU operation is, as they would on Kineto's
 // trace of the same run.

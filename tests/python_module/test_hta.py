@@ -203,6 +203,43 @@ class NsResolution(unittest.TestCase):
             (7, "other"): (0, NAN, NAN, NAN, NAN, NAN, NAN, NAN),
         })
 
+    def test_gpu_kernels_with_user_annotations(self):
+        # HTA's get_gpu_kernels_with_user_annotations on this trace (f4d0062, run here): every
+        # kernel, copy and memset of the four kept steps, with its innermost GPU annotation.
+        df = analysis(NS).get_gpu_kernels_with_user_annotations(0)
+        self.assertEqual(len(df), 4876)
+        self.assertEqual(df["iteration"].value_counts().to_dict(), {101: 1219, 102: 1219, 103: 1219, 104: 1219})
+        by = df.groupby("s_user_annotation")["dur"].agg(["count", "sum"])
+        self.assertEqual(by["count"].to_dict(), {"": 2992, "## backward ##": 17, "DistributedDataParallel.forward": 1840,
+                                                 "Optimizer.step#SGD.step": 27})
+        self.assertEqual(by["sum"].to_dict(), {"": 252212, "## backward ##": 55, "DistributedDataParallel.forward": 118956,
+                                               "Optimizer.step#SGD.step": 3298})
+        first = df.iloc[0]
+        self.assertEqual((first["ts"], first["dur"], first["end"], first["stream"], first["correlation"]),
+                         (3488, 5, 3493, 7, 135071))
+        self.assertEqual((first["s_name"], first["s_cat"], first["s_user_annotation"]),
+                         ("at::native::::CatArrayBatchedCopy_aligned16_contig", "kernel",
+                          "DistributedDataParallel.forward"))
+        symbols = df.attrs["symbol_table"]
+        self.assertEqual(symbols[first["user_annotation"]], "DistributedDataParallel.forward")
+        self.assertTrue((df.loc[df["s_user_annotation"] == "", "user_annotation"] == -1).all())
+        # The whole names, under either spelling of HTA's flag; ids only without expand_names.
+        whole = analysis(NS).get_gpu_kernels_with_user_annotations(0, shorten_names=False)
+        self.assertTrue(whole["s_name"].iloc[0].startswith(
+            "void at::native::(anonymous namespace)::CatArrayBatchedCopy_aligned16_contig<"))
+        old = analysis(NS).get_gpu_kernels_with_user_annotations(0, shortern_names=False)
+        self.assertEqual(list(old["s_name"]), list(whole["s_name"]))
+        bare = analysis(NS).get_gpu_kernels_with_user_annotations(0, expand_names=False)
+        self.assertNotIn("s_name", bare.columns)
+        self.assertEqual(list(bare["name"]), list(df["name"]))
+        with self.assertRaises(TypeError):
+            analysis(NS).get_gpu_kernels_with_user_annotations(0, shorten=False)
+
+    def test_no_stragglers_on_one_rank(self):
+        # HTA fails too (no kernel to compare across ranks).
+        with self.assertRaises(ValueError):
+            analysis(NS).get_potential_stragglers()
+
     def test_include_last_profiler_step(self):
         ta = TraceAnalysis(trace_dir=data(*NS, shared=True), include_last_profiler_step=True)
         self.assertEqual(ta.get_profiler_steps(), [101, 102, 103, 104, 105])
@@ -236,6 +273,30 @@ class Nccl(unittest.TestCase):
             (40, "host_wait"): (13, 29346.08, 33820.81, 2486, 3764, 22967, 38280, 98771),
             (40, "other"): (0, NAN, NAN, NAN, NAN, NAN, NAN, NAN),
         })
+
+    def test_gpu_kernels_with_user_annotations(self):
+        # HTA on this trace (f4d0062, run here): the all-reduce kernels under nccl:all_reduce.
+        df = analysis(NCCL).get_gpu_kernels_with_user_annotations(rank=0)
+        self.assertEqual(len(df), 2516)
+        by = df.groupby("s_user_annotation")["dur"].agg(["count", "sum"])
+        self.assertEqual(by["count"].to_dict(), {"": 1573, "## backward ##": 11, "DistributedDataParallel.forward": 900,
+                                                 "Optimizer.step#SGD.step": 18, "nccl:all_reduce": 10,
+                                                 "nccl:broadcast": 4})
+        self.assertEqual(by["sum"].to_dict(), {"": 49927, "## backward ##": 26, "DistributedDataParallel.forward": 24864,
+                                               "Optimizer.step#SGD.step": 1367, "nccl:all_reduce": 24204,
+                                               "nccl:broadcast": 74})
+        self.assertEqual(df["iteration"].value_counts().to_dict(), {4: 1258, 5: 1258})
+        self.assertEqual(df.iloc[0]["ts"], 6092)
+
+    def test_stragglers_of_two_equal_ranks(self):
+        # This trace as ranks 0 and 1: HTA (f4d0062, run here) picks the iterations' last
+        # all-reduce, finds the ranks tied, and lists both (one with num_candidates=1).
+        path = os.path.join(data(*NCCL, shared=True), "nccl_data.json.gz")
+        ta = TraceAnalysis(trace_files={0: path, 1: path})
+        self.assertEqual(ta.get_potential_stragglers(), [0, 1])
+        self.assertEqual(ta.get_potential_stragglers(num_candidates=1), [0])
+        # HTA raises IndexError with more candidates than ranks; dreamscope lists every rank.
+        self.assertEqual(ta.get_potential_stragglers(num_candidates=3), [0, 1])
 
     def test_no_communication_is_nan(self):
         df = analysis(MTIA).get_comm_comp_overlap(visualize=False)
@@ -278,6 +339,29 @@ class EightRanks(unittest.TestCase):
         self.assertEqual(list(a2a["sum (us)"]), [282, 291, 293, 309, 305, 293, 296, 285])
         self.assertAlmostEqual(a2a.loc[4, "stddev"], 11.423660, places=6)
 
+    def test_potential_stragglers(self):
+        # HTA (f4d0062, run here) on the folder: the metric kernel is stream 84's SendRecv;
+        # ranks 7, 2, 6 start it latest.
+        ta = TraceAnalysis(trace_dir=data("wild", "param-dlrm-v100x8-nccl", shared=True))
+        self.assertEqual(ta.get_potential_stragglers(), [2, 7])
+        self.assertEqual(ta.get_potential_stragglers(profiler_steps=[10]), [2, 7])
+        self.assertEqual(ta.get_potential_stragglers(num_candidates=1), [7])
+        self.assertEqual(ta.get_potential_stragglers(num_candidates=0), [7])
+        self.assertEqual(ta.get_potential_stragglers(num_candidates=3), [2, 6, 7])
+        self.assertEqual(ta.get_potential_stragglers(num_candidates=8), list(range(8)))
+        with self.assertRaises(ValueError):
+            ta.get_potential_stragglers(profiler_steps=[99])
+        last = TraceAnalysis(trace_dir=data("wild", "param-dlrm-v100x8-nccl", shared=True),
+                             include_last_profiler_step=True)
+        self.assertEqual(last.get_potential_stragglers(), [2, 7])
+        # One rank has no one to straggle behind (HTA: TypeError).
+        rank0 = os.path.join(data("wild", "param-dlrm-v100x8-nccl", shared=True),
+                             "worker0_step_12.1694128201545.pt.trace.json")
+        with self.assertRaises(ValueError):
+            TraceAnalysis(trace_files={0: rank0}).get_potential_stragglers()
+        # No GPU user annotations in this job: HTA's None.
+        self.assertIsNone(ta.get_gpu_kernels_with_user_annotations(0))
+
     def test_idle_interval_stats_rank_0(self):
         ta = TraceAnalysis(trace_dir=data("wild", "param-dlrm-v100x8-nccl", shared=True))
         _, stats = ta.get_idle_time_breakdown(ranks=[0], visualize=False, show_idle_interval_stats=True)
@@ -294,6 +378,20 @@ class EightRanks(unittest.TestCase):
             (84, "kernel_wait"): (2, 1.5, 0.71, 1, 1.25, 1.5, 1.75, 2),
             (84, "other"): (0, NAN, NAN, NAN, NAN, NAN, NAN, NAN),
         })
+
+
+class Rocm(unittest.TestCase):
+    def test_gpu_kernels_with_user_annotations(self):
+        # HTA (f4d0062, run here) on the MI250 trace, which names no rank (HTA's rank 0): its
+        # ops run on stream 0, which HTA numbers no iteration (NaN), and its copies carry no
+        # byte count (-1).
+        ta = TraceAnalysis(trace_dir=data("kineto-hta", "amd_trace", shared=True))
+        self.assertEqual(list(ta.traces), [0])
+        df = ta.get_gpu_kernels_with_user_annotations(0)
+        self.assertEqual(df["s_user_annotation"].value_counts().to_dict(),
+                         {"ProfilerStep#1": 8, "": 7, "Optimizer.step#SGD.step": 1})
+        self.assertTrue(df["iteration"].isna().all())
+        self.assertEqual(set(df["bytes"]), {-1})
 
 
 class TwoRanks(unittest.TestCase):

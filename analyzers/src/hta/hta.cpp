@@ -48,6 +48,7 @@ struct GpuEvent {
   GpuOpKind kind;
   std::int64_t correlation;
   EventIndex call; // the CUDA API row with the same correlation, or kNoIndex
+  std::int64_t bytes;
 };
 
 struct AnnotationEvent {
@@ -63,6 +64,9 @@ struct HtaEvents {
   std::vector<AnnotationEvent> annotations; // kept annotations, any track
   std::int64_t profiler_steps = 0;
   bool filtered = false;
+  TimeUs last_step_start = 0;
+  // Whether HTA's step filter keeps a CPU event that starts at ts.
+  bool cpu_kept(TimeUs ts) const { return !filtered || ts < last_step_start; }
 };
 
 HtaEvents prepare(const Trace& trace, const HtaOptions& options) {
@@ -83,7 +87,8 @@ HtaEvents prepare(const Trace& trace, const HtaOptions& options) {
   }
   ev.profiler_steps = static_cast<std::int64_t>(step_names.size());
   ev.filtered = options.profiler_step_filter && step_names.size() >= 2;
-  auto cpu_kept = [&](TimeUs ts) { return !ev.filtered || ts < last_step_start; };
+  ev.last_step_start = last_step_start;
+  auto cpu_kept = [&](TimeUs ts) { return ev.cpu_kept(ts); };
 
   ev.calls.resize(api.size());
   ev.call_kept.resize(api.size());
@@ -120,7 +125,7 @@ HtaEvents prepare(const Trace& trace, const HtaOptions& options) {
     if (gpu.kind[i] == GpuOpKind::Memcpy || gpu.kind[i] == GpuOpKind::Memset) type = KernelType::Memory;
     if (gpu.kind[i] == GpuOpKind::Sync) type = KernelType::Other;
     UsSpan s = to_hta_us(gpu.start[i], gpu.end[i]);
-    ev.gpu.push_back({gpu.track[i], s.ts, s.end, gpu.name[i], type, gpu.kind[i], gpu.correlation[i], call});
+    ev.gpu.push_back({gpu.track[i], s.ts, s.end, gpu.name[i], type, gpu.kind[i], gpu.correlation[i], call, gpu.bytes[i]});
   }
   return ev;
 }
@@ -398,6 +403,202 @@ std::vector<AnnotationTotal> annotation_totals(const Trace& trace, const HtaEven
   return out;
 }
 
+// HTA's ProfilerStep windows, from every ProfilerStep#N on a CPU thread (HTA numbers the
+// events when it parses the trace, before its step filter drops any).
+class StepWindows {
+ public:
+  StepWindows(const Trace& trace) {
+    const auto& ann = trace.annotations();
+    for (EventIndex i = 0; i < ann.size(); ++i) {
+      if (trace.tracks()[ann.track[i]].kind != TrackKind::CpuThread) continue;
+      std::string_view name = trace.str(ann.name[i]);
+      constexpr std::string_view kStep = "ProfilerStep#";
+      if (!name.starts_with(kStep) || name.size() == kStep.size()) continue;
+      std::int64_t number = 0;
+      bool digits = true;
+      for (char c : name.substr(kStep.size())) {
+        if (c < '0' || c > '9') {
+          digits = false;
+          break;
+        }
+        number = number * 10 + (c - '0');
+      }
+      if (!digits) continue;
+      const UsSpan s = to_hta_us(ann.start[i], ann.end[i]);
+      windows_.push_back({s.ts, s.end, number});
+    }
+    std::stable_sort(windows_.begin(), windows_.end(), [](const Window& a, const Window& b) { return a.ts < b.ts; });
+    for (std::size_t i = 1; i < windows_.size(); ++i) overlapping_ |= windows_[i].ts < windows_[i - 1].end;
+  }
+
+  // The step whose [ts, end) holds t; of several (overlapping steps), the last to start, as
+  // HTA's scan over the steps keeps the last match.
+  std::int64_t at(TimeUs t) const {
+    auto it = std::upper_bound(windows_.begin(), windows_.end(), t, [](TimeUs v, const Window& w) { return v < w.ts; });
+    while (it != windows_.begin()) {
+      --it;
+      if (t < it->end) return it->number;
+      if (!overlapping_) break;
+    }
+    return kNoIteration;
+  }
+
+ private:
+  struct Window {
+    TimeUs ts, end;
+    std::int64_t number;
+  };
+  std::vector<Window> windows_;
+  bool overlapping_ = false;
+};
+
+// The iteration of each cuda_api row (kNoIteration for a row HTA's step filter dropped: no
+// kept GPU op refers to one).
+std::vector<std::int64_t> call_iterations(const HtaEvents& ev, const StepWindows& steps) {
+  std::vector<std::int64_t> out(ev.calls.size(), kNoIteration);
+  for (std::size_t i = 0; i < ev.calls.size(); ++i) {
+    if (ev.call_kept[i]) out[i] = steps.at(ev.calls[i].ts);
+  }
+  return out;
+}
+
+// A GPU op's iteration: its launch call's, for an op on a stream > 0 (HTA leaves stream 0,
+// Triton's, to CPU operators).
+std::int64_t gpu_iteration(const Trace& trace, const GpuEvent& g, const std::vector<std::int64_t>& call_iteration) {
+  if (trace.tracks()[g.track].stream <= 0 || g.call == kNoIndex) return kNoIteration;
+  return call_iteration[g.call];
+}
+
+StragglerEvents straggler_events(const Trace& trace, const HtaEvents& ev) {
+  const StepWindows steps(trace);
+  const std::vector<std::int64_t> call_iteration = call_iterations(ev, steps);
+  std::map<std::int64_t, IterationSpan> spans;
+  auto add = [&](std::int64_t iteration, TimeUs ts, TimeUs end) {
+    if (iteration == kNoIteration) return;
+    auto [it, inserted] = spans.try_emplace(iteration, IterationSpan{iteration, ts, end});
+    if (!inserted) {
+      it->second.start = std::min(it->second.start, ts);
+      it->second.end = std::max(it->second.end, end);
+    }
+  };
+  for (std::size_t i = 0; i < ev.calls.size(); ++i) add(call_iteration[i], ev.calls[i].ts, ev.calls[i].end);
+  for (const AnnotationEvent& a : ev.annotations) add(steps.at(a.ts), a.ts, a.end);
+  // A GPU op with no stream is a CPU event to HTA (stream -1): numbered by its start.
+  const auto& gpu = trace.gpu_ops();
+  for (EventIndex i = 0; i < gpu.size(); ++i) {
+    if (trace.tracks()[gpu.track[i]].stream != kNoValue) continue;
+    const UsSpan s = to_hta_us(gpu.start[i], gpu.end[i]);
+    if (ev.cpu_kept(s.ts)) add(steps.at(s.ts), s.ts, s.end);
+  }
+
+  StragglerEvents out;
+  std::unordered_map<StringId, std::uint32_t> index_of;
+  std::vector<const GpuEvent*> comm;
+  std::vector<std::int64_t> comm_iteration;
+  for (const GpuEvent& g : ev.gpu) {
+    const std::int64_t iteration = gpu_iteration(trace, g, call_iteration);
+    add(iteration, g.ts, g.end);
+    if (iteration <= 0 || !trace.str(g.name).starts_with("ncclKernel")) continue;
+    comm.push_back(&g);
+    comm_iteration.push_back(iteration);
+  }
+  std::vector<std::size_t> order(comm.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return comm[a]->ts < comm[b]->ts; });
+  for (std::size_t i : order) {
+    const GpuEvent& g = *comm[i];
+    auto [it, inserted] = index_of.emplace(g.name, static_cast<std::uint32_t>(out.names.size()));
+    if (inserted) out.names.emplace_back(trace.str(g.name));
+    out.name_index.push_back(it->second);
+    out.stream.push_back(trace.tracks()[g.track].stream);
+    out.iteration.push_back(comm_iteration[i]);
+    out.ts.push_back(g.ts);
+    out.dur.push_back(g.end - g.ts);
+  }
+  for (const auto& [iteration, span] : spans) out.iterations.push_back(span);
+  return out;
+}
+
+AnnotatedKernels kernels_with_annotations(const Trace& trace, const HtaEvents& ev) {
+  AnnotatedKernels out;
+  const auto& ann = trace.annotations();
+  const bool kineto = trace.source() == TraceSource::Kineto;
+  for (EventIndex i = 0; i < ann.size() && !out.has_gpu_annotations; ++i) {
+    out.has_gpu_annotations = trace.tracks()[ann.track[i]].kind == TrackKind::GpuStream &&
+                              (!kineto || trace.str(ann.category[i]) == "gpu_user_annotation");
+  }
+  if (!out.has_gpu_annotations) return out;
+
+  // HTA's GPUKernelFilter: on a stream with a correlation, or a sync by its Kineto name.
+  std::vector<const GpuEvent*> kernels;
+  for (const GpuEvent& g : ev.gpu) {
+    std::string_view name = trace.str(g.name);
+    if (g.correlation != kNoValue || name == "Event Sync" || name == "Context Sync") kernels.push_back(&g);
+  }
+  std::stable_sort(kernels.begin(), kernels.end(), [&](const GpuEvent* a, const GpuEvent* b) {
+    if (a->ts != b->ts) return a->ts < b->ts;
+    return trace.tracks()[a->track].stream < trace.tracks()[b->track].stream;
+  });
+
+  // Per track, the kernels in start order and the longest of them (to bound the search).
+  struct TrackKernels {
+    std::vector<std::size_t> rows; // into kernels, by start
+    TimeUs longest = 0;
+  };
+  std::unordered_map<TrackId, TrackKernels> by_track;
+  for (std::size_t r = 0; r < kernels.size(); ++r) {
+    TrackKernels& t = by_track[kernels[r]->track];
+    t.rows.push_back(r);
+    t.longest = std::max(t.longest, kernels[r]->end - kernels[r]->ts);
+  }
+  std::vector<const AnnotationEvent*> annotations;
+  for_each_user_annotation(trace, ev, true, [&](const AnnotationEvent& a) { annotations.push_back(&a); });
+  // HTA sorts by duration, longest first, and lets each overlapping annotation overwrite the
+  // last, so that a kernel ends with the innermost one. Equal durations: the later row wins.
+  std::stable_sort(annotations.begin(), annotations.end(), [](const AnnotationEvent* a, const AnnotationEvent* b) {
+    return a->end - a->ts > b->end - b->ts;
+  });
+  std::vector<EventIndex> annotation_of(kernels.size(), kNoIndex);
+  for (const AnnotationEvent* a : annotations) {
+    auto t = by_track.find(ann.track[a->row]);
+    if (t == by_track.end()) continue;
+    const auto& rows = t->second.rows;
+    // pandas' overlap of [k0, k1) with [a0, a1): k0 < a1 and a0 < k1; k1 <= k0 + longest,
+    // so no kernel that starts at or before a0 - longest can reach past a0.
+    const TimeUs from = a->ts - t->second.longest;
+    auto it = std::upper_bound(rows.begin(), rows.end(), from, [&](TimeUs v, std::size_t r) { return v < kernels[r]->ts; });
+    for (; it != rows.end() && kernels[*it]->ts < a->end; ++it) {
+      if (a->ts < kernels[*it]->end) annotation_of[*it] = a->row;
+    }
+  }
+
+  const StepWindows steps(trace);
+  const std::vector<std::int64_t> call_iteration = call_iterations(ev, steps);
+  const auto& api = trace.cuda_api();
+  std::unordered_map<StringId, std::uint32_t> index_of;
+  auto name_index = [&](StringId id) {
+    auto [it, inserted] = index_of.emplace(id, static_cast<std::uint32_t>(out.names.size()));
+    if (inserted) out.names.emplace_back(trace.str(id));
+    return it->second;
+  };
+  for (std::size_t r = 0; r < kernels.size(); ++r) {
+    const GpuEvent& g = *kernels[r];
+    const TrackInfo& info = trace.tracks()[g.track];
+    out.name.push_back(name_index(g.name));
+    out.annotation.push_back(annotation_of[r] == kNoIndex ? -1 : static_cast<std::int32_t>(name_index(ann.name[annotation_of[r]])));
+    out.kind.push_back(g.kind);
+    out.device.push_back(info.device < trace.devices().size() ? trace.devices()[info.device].ordinal : kNoValue);
+    out.stream.push_back(info.stream);
+    out.correlation.push_back(g.correlation);
+    out.external_id.push_back(g.call == kNoIndex ? kNoValue : api.external_id[g.call]);
+    out.bytes.push_back(g.bytes);
+    out.iteration.push_back(gpu_iteration(trace, g, call_iteration));
+    out.ts.push_back(g.ts);
+    out.dur.push_back(g.end - g.ts);
+  }
+  return out;
+}
+
 } // namespace
 
 std::string_view to_string(KernelType t) {
@@ -473,6 +674,33 @@ std::vector<AnnotationTotal> hta_gpu_annotations(const Trace& trace, const HtaOp
 }
 AnnotationDurations hta_annotation_durations(const Trace& trace, bool gpu_side, const HtaOptions& options) {
   return annotation_durations(trace, prepare(trace, options), gpu_side);
+}
+std::optional<TimeUs> hta_trace_start(const Trace& trace) {
+  // Each table is sorted by (track, start): the first row of each track is its earliest.
+  std::optional<TimeUs> first;
+  auto consider = [&](TimeNs start, TimeNs end) {
+    const TimeUs ts = to_hta_us(start, end).ts;
+    if (!first || ts < *first) first = ts;
+  };
+  const auto& api = trace.cuda_api();
+  for (EventIndex i = 0; i < api.size(); ++i) {
+    if (i == 0 || api.track[i] != api.track[i - 1]) consider(api.start[i], api.end[i]);
+  }
+  const auto& gpu = trace.gpu_ops();
+  for (EventIndex i = 0; i < gpu.size(); ++i) {
+    if (i == 0 || gpu.track[i] != gpu.track[i - 1]) consider(gpu.start[i], gpu.end[i]);
+  }
+  const auto& ann = trace.annotations();
+  for (EventIndex i = 0; i < ann.size(); ++i) {
+    if (i == 0 || ann.track[i] != ann.track[i - 1]) consider(ann.start[i], ann.end[i]);
+  }
+  return first;
+}
+StragglerEvents hta_straggler_events(const Trace& trace, const HtaOptions& options) {
+  return straggler_events(trace, prepare(trace, options));
+}
+AnnotatedKernels hta_kernels_with_annotations(const Trace& trace, const HtaOptions& options) {
+  return kernels_with_annotations(trace, prepare(trace, options));
 }
 
 } // namespace dreamscope::analyzers

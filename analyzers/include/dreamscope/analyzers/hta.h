@@ -1,7 +1,8 @@
 // hta: Holistic Trace Analysis's numbers for one trace, with HTA's own parsing rules (its
 // ProfilerStep filter, its kernel regexes, Kineto's µs as float64), in HTA's unit (µs):
 // temporal breakdown, idle time per stream, kernel types and kernels, communication and
-// computation overlap, kernel launches, queue length, CPU and GPU user annotations.
+// computation overlap, kernel launches, queue length, CPU and GPU user annotations, what the
+// straggler analysis reads of a rank, and kernels with their GPU user annotation.
 // hta_analyze computes them all; each hta_* function one of them.
 // tests/analyzers/hta_conformance_test.cpp checks them against what HTA itself reports.
 #pragma once
@@ -123,6 +124,45 @@ struct AnnotationDurations {
   std::vector<TimeUs> dur;
 };
 
+// HTA's iteration of an event: the number N of the ProfilerStep#N whose [ts, ts + dur) holds
+// the start of a CPU event (a call, an annotation, a GPU op with no stream), and for a GPU op
+// on a stream the iteration of its launch call; kNoIteration for neither.
+inline constexpr std::int64_t kNoIteration = -1;
+
+// The earliest start and the latest end (µs) of the events HTA puts in one iteration.
+struct IterationSpan {
+  std::int64_t iteration = kNoIteration;
+  TimeUs start = 0, end = 0;
+};
+
+// What HTA's straggler analysis (get_potential_stragglers) reads of one rank: each
+// iteration's span, and its communication kernels (names starting "ncclKernel", on a stream
+// > 0, in an iteration > 0), one entry per kernel, in start order. The cross-rank part (the
+// duration threshold, the kernel chosen, the ranking) is Python's, over all ranks at once.
+struct StragglerEvents {
+  std::vector<IterationSpan> iterations; // by iteration
+  std::vector<std::string> names;
+  std::vector<std::uint32_t> name_index;
+  std::vector<std::int64_t> stream, iteration;
+  std::vector<TimeUs> ts, dur;
+};
+
+// HTA's get_gpu_kernels_with_user_annotations for one rank, as columns: the GPU ops HTA's
+// GPUKernelFilter keeps (on a stream with a correlation, or named "Event Sync" or "Context
+// Sync"), by start then stream, each with the GPU user annotation HTA gives it: of those on
+// its stream that overlap it ([ts, end) intervals), the shortest (HTA paints them longest
+// first, each over the last). names[] holds every name and annotation; annotation is -1 for
+// none.
+struct AnnotatedKernels {
+  bool has_gpu_annotations = false; // the trace has gpu_user_annotation events at all
+  std::vector<std::string> names;
+  std::vector<std::uint32_t> name;
+  std::vector<std::int32_t> annotation;
+  std::vector<GpuOpKind> kind;
+  std::vector<std::int64_t> device, stream, correlation, external_id, bytes, iteration;
+  std::vector<TimeUs> ts, dur;
+};
+
 struct HtaReport {
   TemporalBreakdown temporal;
   std::vector<StreamIdleTime> idle_time;
@@ -147,5 +187,10 @@ std::vector<StreamQueueLength> hta_queue_length(const Trace& trace, const HtaOpt
 std::vector<AnnotationTotal> hta_cpu_annotations(const Trace& trace, const HtaOptions& options = {});
 std::vector<AnnotationTotal> hta_gpu_annotations(const Trace& trace, const HtaOptions& options = {});
 AnnotationDurations hta_annotation_durations(const Trace& trace, bool gpu_side, const HtaOptions& options = {});
+// The start (µs) of the trace's earliest event, which HTA subtracts from every time of a job
+// (the earliest over its ranks) before it hands out events; none for an empty trace.
+std::optional<TimeUs> hta_trace_start(const Trace& trace);
+StragglerEvents hta_straggler_events(const Trace& trace, const HtaOptions& options = {});
+AnnotatedKernels hta_kernels_with_annotations(const Trace& trace, const HtaOptions& options = {});
 
 } // namespace dreamscope::analyzers
