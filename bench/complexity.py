@@ -13,7 +13,8 @@ times a slack factor allows (below), in time, in peak memory or in the report's 
 shapes are those of ../shared/data/fuzz/round2/gen_big.py and gen_db.py (the fuzzing campaign
 that found the quadratic paths of issue 38), written here again so that the bench needs nothing
 outside the repository, and more: deep stacks in many steps, sliding-window overlaps, a flow per
-launch, threads whose long ranges may wait on each other, a folder of many ranks.
+launch, threads whose long ranges may wait on each other, a folder of many ranks, many ranks in
+the same collectives.
 
 Usage:
     bench/complexity.py                    # every shape, every command: the table of docs/limits.md
@@ -301,6 +302,28 @@ def make_ranks(n, path):  # a folder of n rank traces, each small
     return path
 
 
+COLL_MANY = 4  # all-reduces over every rank, per rank of coll_many
+
+
+def g_coll_many(world):  # a rank's trace of coll_many: COLL_MANY all-reduces over every rank
+    args = ('"Collective name":"allreduce","In msg nelems":1024,"Out msg nelems":1024,"dtype":"Float",'
+            f'"Group size":{world},"Process Group Name":"0"')
+    yield step(1, 0, 20 * COLL_MANY + 100)
+    for i in range(COLL_MANY):
+        yield X("cpu_op", "record_param_comms", 1, 1, 1 + 20 * i, 10, args + f',"Seq":{i}')
+        yield launch(2 + 20 * i, i + 1)
+        yield X("kernel", "ncclKernel_AllReduce_RING_LL_Sum_float", 0, 7, 8 + 20 * i, 10,
+                f'"stream":7,"device":0,"correlation":{i + 1},"Collective name":"allreduce",'
+                f'"In msg nelems":1024,"Out msg nelems":1024,"Group size":{world},"dtype":"Float"')
+
+
+def make_collmany(n, path):  # a folder of n rank traces, each in the same few all-reduces
+    os.makedirs(path)
+    for r in range(n):
+        write_kineto(os.path.join(path, f"rank{r}.json"), g_coll_many(n), rank_extra(r, n))
+    return path
+
+
 def make_collranks(n, path):  # a folder of 2 rank traces with n collectives each
     os.makedirs(path)
     for r in range(2):
@@ -371,6 +394,7 @@ SHAPES = {
     "collectives": (json_shape(g_collectives), 5000, 1500, "N all-reduces (operator, launch, NCCL kernel)"),
     "ranks": (make_ranks, 250, 200, "a folder of N rank traces of 32 steps"),
     "coll_ranks": (make_collranks, 4000, 800, "2 ranks of N all-reduces each"),
+    "coll_many": (make_collmany, 250, 200, f"a folder of N ranks, each in the same {COLL_MANY} all-reduces"),
     "overlap_steps": (db_shape("overlap_steps"), 1000, 500, "trace.db of cuda_train + N overlapping steps"),
     "seq_steps": (db_shape("seq_steps"), 4000, 2000, "trace.db of cuda_train + N steps in a row"),
     "nested_steps": (db_shape("nested_steps"), 1000, 400, "trace.db of cuda_train + N nested steps"),
@@ -393,7 +417,7 @@ COMMANDS = {
     "whatif-cores": ["whatif", "{in}", "-s", "data", "-p", "workers=1", "-p", "cores=2", "--report", "{out}"],
 }
 # A job (a folder of ranks) has no per-trace steps or critical path; `analyze --only` says so.
-JOB_SHAPES = {"ranks", "coll_ranks"}
+JOB_SHAPES = {"ranks", "coll_ranks", "coll_many"}
 NOT_FOR_JOBS = {"analyze-steps", "critical-path"}
 # Shapes made for one path, with the commands that take it (and replay, the same without it);
 # commands that need what such a shape holds run on it alone.

@@ -135,6 +135,7 @@ void DependencyGraph::add_edges(std::span<const EdgeSpec> edges) {
 }
 
 std::size_t DependencyGraph::remove_edges(TaskId from, TaskId to) {
+  if (collective_link(from, to)) expand_collectives();
   EdgeList list = edge_list(edges_);
   EdgeList kept;
   std::size_t removed = 0;
@@ -154,6 +155,45 @@ std::size_t DependencyGraph::remove_edges(TaskId from, TaskId to) {
   return removed;
 }
 
+bool DependencyGraph::collective_link(TaskId from, TaskId to) const {
+  for (std::size_t i = 0; i < collective_count(); ++i) {
+    const std::span<const CollectiveMember> members = collective(i);
+    for (std::uint32_t w = 0; w < members.size(); ++w) {
+      if (members[w].completion != to) continue;
+      for (std::uint32_t p = 0; p < members[w].peers; ++p) {
+        if (p != w && members[p].arrival == from) return true;
+      }
+    }
+  }
+  return false;
+}
+
+void DependencyGraph::expand_collectives() {
+  if (collective_count() == 0) return;
+  EdgeList list = edge_list(edges_);
+  std::vector<std::uint32_t> by_call; // positions in the instance, in call order
+  for (std::size_t i = 0; i < collective_count(); ++i) {
+    const std::span<const CollectiveMember> members = collective(i);
+    by_call.assign(members.size(), 0);
+    for (std::uint32_t pos = 0; pos < members.size(); ++pos) by_call[members[pos].call] = pos;
+    // The builder's order before instances were kept whole: member by member, its peers in
+    // call order; the simulator finishes the members a peer's arrival releases in that order.
+    for (std::uint32_t w : by_call) {
+      for (std::uint32_t p : by_call) {
+        if (p == w || p >= members[w].peers) continue;
+        list.ends.emplace_back(members[p].arrival, members[w].completion);
+        list.info.push_back({0, EdgeKind::Collective});
+        ++completion_in_[members[w].completion];
+      }
+    }
+  }
+  collective_members_.clear();
+  collective_begin_.clear();
+  collective_links_ = 0;
+  edges_ = EdgeGraph(boost::edges_are_unsorted_multi_pass, list.ends.begin(), list.ends.end(), list.info.begin(),
+                     static_cast<std::uint32_t>(task_count()));
+}
+
 std::span<const SyncAction> DependencyGraph::sync_actions_of(TaskId t) const {
   auto lo = std::lower_bound(sync_actions_.begin(), sync_actions_.end(), t,
                              [](const SyncAction& a, TaskId v) { return a.task < v; });
@@ -168,7 +208,7 @@ std::size_t DependencyGraph::memory_bytes() const {
                   bytes(flags_) + bytes(cpu_share_) + bytes(ready_base_) + bytes(source_row_) + bytes(measured_start_) + bytes(measured_end_) + bytes(base_) +
                   bytes(gap_) + bytes(add_) + bytes(ratio_) + bytes(start_in_) + bytes(completion_in_) +
                   bytes(sync_actions_) + bytes(api_first_) + bytes(api_last_) + bytes(annotation_first_) +
-                  bytes(annotation_last_) + bytes(gpu_task_);
+                  bytes(annotation_last_) + bytes(gpu_task_) + bytes(collective_members_) + bytes(collective_begin_);
   n += edges_.m_forward.m_rowstart.capacity() * sizeof(std::uint32_t);
   n += edges_.m_forward.m_column.capacity() * sizeof(std::uint32_t);
   n += edge_count() * sizeof(EdgeInfo);

@@ -55,6 +55,9 @@ class DependencyGraphBuilder {
     g.sync_actions_ = std::move(s.sync.actions);
     g.stream_groups_ = std::move(s.sync.stream_groups);
     g.event_count_ = s.sync.event_count;
+    g.collective_members_ = std::move(s.collective_members);
+    g.collective_begin_ = std::move(s.collective_begin);
+    g.collective_links_ = s.collective_links;
     g.ready_base_ = std::move(s.ready_base);
     g.warnings_ = s.warnings;
     g.start_in_.assign(n, 0);

@@ -179,6 +179,13 @@ EditResult DependencyGraph::apply(const GraphEdit& edit) {
   std::stable_sort(g.sync_actions_.begin(), g.sync_actions_.end(),
                    [](const SyncAction& a, const SyncAction& b) { return a.task < b.task; });
   g.stream_groups_ = stream_groups_;
+  g.collective_members_ = collective_members_;
+  for (CollectiveMember& m : g.collective_members_) {
+    m.arrival = map[m.arrival];
+    m.completion = map[m.completion];
+  }
+  g.collective_begin_ = collective_begin_;
+  g.collective_links_ = collective_links_;
   g.event_count_ = event_count_;
   auto remap = [&](const std::vector<TaskId>& v) {
     std::vector<TaskId> out(v.size());

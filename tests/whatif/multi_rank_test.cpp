@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 namespace dreamscope::whatif {
 namespace {
 
@@ -40,11 +42,17 @@ EventIndex collective_row(const Trace& t, std::int64_t rank, std::int64_t step) 
 TEST(MultiRank, EachCollectiveWaitsForEveryOtherRanksArrival) {
   const Trace t = straggling_job().build();
   const DependencyGraph g = build_dependency_graph(t);
+  EXPECT_EQ(g.collective_count(), 3u);
+  EXPECT_EQ(g.collective_links(), 3u * 3u * 2u); // three steps, each rank from the two others
+  DependencyGraph expanded = g;
+  expanded.expand_collectives();
   std::size_t collective_edges = 0;
-  for (auto [e, end] = boost::edges(g.edges()); e != end; ++e) {
-    if (g.edges()[*e].kind == EdgeKind::Collective) ++collective_edges;
+  for (auto [e, end] = boost::edges(expanded.edges()); e != end; ++e) {
+    if (expanded.edges()[*e].kind == EdgeKind::Collective) ++collective_edges;
   }
-  EXPECT_EQ(collective_edges, 3u * 3u * 2u); // three steps, each rank from the two others
+  EXPECT_EQ(collective_edges, 3u * 3u * 2u);
+  EXPECT_EQ(expanded.collective_count(), 0u);
+  EXPECT_EQ(expanded.edge_count(), g.edge_count() + g.collective_links());
   EXPECT_EQ(g.warnings().collective_peer_after_return, 0);
   // What a rank's call takes of its own, once the last rank is in: the transfer.
   for (std::int64_t r = 0; r < 3; ++r) {
@@ -150,9 +158,104 @@ TEST(MultiRank, APeerThatArrivedAfterAnotherReturnedIsNotLinked) {
   const Trace t = std::move(b).build();
   const DependencyGraph g = build_dependency_graph(t);
   EXPECT_EQ(g.warnings().collective_peer_after_return, 1);
+  EXPECT_EQ(g.collective_links(), 1u); // rank 1 waits for rank 0, not rank 0 for rank 1
   EXPECT_NE(g.warnings().describe().find("collective peers that arrived after"), std::string::npos);
   const SimulationResult r = simulate(g);
   EXPECT_EQ(r.end_time, 10'050); // nothing held past its measured end
+}
+
+// The collectives kept whole (DependencyGraph::collective, resolved once per arrival) against
+// an edge per pair (expand_collectives, the representation before): random jobs of 2 to 7
+// ranks, times on a coarse grid (ties), clocks now and then apart (peers left unlinked), calls
+// that end early or late, a what-if's durations, and the cores shared: every start, end and
+// binding is the same.
+TEST(MultiRank, WholeCollectivesMatchAnEdgePerPair) {
+  std::mt19937_64 rng(38);
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int unlinked_rounds = 0, collective_ends = 0;
+  for (int round = 0; round < 250; ++round) {
+    TraceBuilder b;
+    const StringId ds = b.intern("dreamscope"), coll = b.intern(annotation_category::kCollective),
+                   op = b.intern(annotation_category::kOperation), ar = b.intern("all_reduce"),
+                   work = b.intern("forward"), side = b.intern("side");
+    const int ranks = uniform(2, 7), collectives = uniform(1, 6);
+    std::vector<std::vector<TimeNs>> arrival(static_cast<std::size_t>(ranks));
+    std::vector<TimeNs> skew(static_cast<std::size_t>(ranks), 0);
+    for (auto& k : skew) k = uniform(0, 9) == 0 ? uniform(-5, 5) * 1000 : 0;
+    std::vector<TrackId> main, helper;
+    for (int r = 0; r < ranks; ++r) {
+      const auto p = b.add_process({.pid = 100 + r, .rank = r, .world_size = ranks});
+      main.push_back(b.thread_track(p, 100 + r, "main"));
+      helper.push_back(b.thread_track(p, 200 + r, "helper"));
+    }
+    std::vector<TimeNs> at(static_cast<std::size_t>(ranks), 0);
+    for (int c = 0; c < collectives; ++c) {
+      TimeNs last = 0;
+      for (int r = 0; r < ranks; ++r) {
+        const auto ri = static_cast<std::size_t>(r);
+        const TimeNs begin = at[ri] + 10 * uniform(0, 3);
+        const TimeNs computed = begin + 10 * uniform(0, 20);
+        b.add(AnnotationRecord{.track = main[ri], .start = begin + skew[ri], .end = computed + skew[ri], .name = work,
+                               .domain = ds, .category = op});
+        if (uniform(0, 2) == 0) {
+          const TimeNs s = begin + 10 * uniform(0, 10);
+          b.add(AnnotationRecord{.track = helper[ri], .start = s + skew[ri], .end = s + 10 * uniform(0, 10) + skew[ri],
+                                 .name = side, .domain = ds, .category = op});
+        }
+        arrival[ri].push_back(computed);
+        last = std::max(last, computed);
+      }
+      for (int r = 0; r < ranks; ++r) {
+        const auto ri = static_cast<std::size_t>(r);
+        // Most calls return a transfer after the last arrival; some early, some late.
+        TimeNs end = last + 10 * uniform(0, 5);
+        if (uniform(0, 7) == 0) end = arrival[ri].back() + 10 * uniform(0, 4);
+        b.add(AnnotationRecord{.track = main[ri], .start = arrival[ri].back() + skew[ri], .end = end + skew[ri],
+                               .name = ar, .domain = ds, .category = coll, .payload = 4096});
+        at[ri] = end;
+      }
+    }
+    const Trace t = std::move(b).build();
+    DependencyGraph g = build_dependency_graph(t);
+    unlinked_rounds += g.warnings().collective_peer_after_return > 0;
+    for (int variant = 0; variant < 3; ++variant) {
+      if (variant > 0) {
+        for (TaskId k = 0; k < g.task_count(); ++k) {
+          if (uniform(0, 2) == 0) g.scale(k, 0.5 * uniform(0, 4), 10 * uniform(-2, 2));
+        }
+      }
+      DependencyGraph expanded = g;
+      expanded.expand_collectives();
+      ASSERT_EQ(expanded.edge_count(), g.edge_count() + g.collective_links()) << "round " << round;
+      SimulationOptions options;
+      options.cpu_cores = variant == 2 ? 2 : 0;
+      const SimulationResult a = simulate(g, options), e = simulate(expanded, options);
+      ASSERT_EQ(a.unscheduled, e.unscheduled) << "round " << round;
+      ASSERT_EQ(a.start, e.start) << "round " << round << ", variant " << variant;
+      ASSERT_EQ(a.end, e.end) << "round " << round << ", variant " << variant;
+      for (TaskId k = 0; k < g.task_count(); ++k) {
+        collective_ends += a.binding[k].end == Constraint::Collective;
+        ASSERT_EQ(a.binding[k].start, e.binding[k].start) << "round " << round << ", task " << k;
+        ASSERT_EQ(a.binding[k].start_by, e.binding[k].start_by) << "round " << round << ", task " << k;
+        ASSERT_EQ(a.binding[k].end, e.binding[k].end) << "round " << round << ", variant " << variant << ", task " << k;
+        ASSERT_EQ(a.binding[k].end_by, e.binding[k].end_by) << "round " << round << ", variant " << variant << ", task " << k;
+      }
+    }
+  }
+  EXPECT_GT(unlinked_rounds, 10) << "the random jobs should leave some peers unlinked";
+  EXPECT_GT(collective_ends, 1000) << "the random jobs' calls should wait for their last rank";
+}
+
+TEST(MultiRank, RemovingACollectivesLinkExpandsTheCollectives) {
+  const Trace t = straggling_job().build();
+  DependencyGraph g = build_dependency_graph(t);
+  const TaskId rank0_arrival = g.annotation_first(collective_row(t, 0, 0));
+  const TaskId rank1_completion = g.annotation_last(collective_row(t, 1, 0));
+  const std::size_t links = g.collective_links(), edges = g.edge_count();
+  EXPECT_TRUE(g.collective_link(rank0_arrival, rank1_completion));
+  EXPECT_EQ(g.remove_edges(rank0_arrival, rank1_completion), 1u);
+  EXPECT_EQ(g.collective_count(), 0u);
+  EXPECT_EQ(g.edge_count(), edges + links - 1);
 }
 
 TEST(MultiRank, TheCriticalPathCrossesToTheLastRanksArrival) {
@@ -210,11 +313,7 @@ TEST(MultiRank, TheDlrmJobReplaysExactly) {
   const auto dir = std::filesystem::path(DREAMSCOPE_SHARED_DATA_DIR) / "wild" / "param-dlrm-v100x8-nccl";
   const Trace t = load_job(job_files({dir.string()})).trace;
   const DependencyGraph g = build_dependency_graph(t);
-  std::size_t collective_edges = 0;
-  for (auto [e, end] = boost::edges(g.edges()); e != end; ++e) {
-    if (g.edges()[*e].kind == EdgeKind::Collective) ++collective_edges;
-  }
-  EXPECT_EQ(collective_edges, 8u * 8u * 7u); // 8 collectives, each rank from the 7 others
+  EXPECT_EQ(g.collective_links(), 8u * 8u * 7u); // 8 collectives, each rank from the 7 others
   EXPECT_EQ(g.warnings().collective_peer_after_return, 0);
   const ReplayReport report = replay(t);
   EXPECT_EQ(report.predicted_end, report.measured_end);

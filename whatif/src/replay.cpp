@@ -112,7 +112,8 @@ ReplayReport replay(const Trace& trace, const ReplayOptions& options) {
   report.predicted_end = result.end_time;
   report.steps = step_times(trace, graph, result);
   report.tasks = graph.task_count();
-  report.edges = graph.edge_count();
+  // A collective's links are counted as the edges they were: the report says what the graph links.
+  report.edges = graph.edge_count() + graph.collective_links();
   report.sync_actions = graph.sync_actions().size();
   report.unscheduled = result.unscheduled;
   report.warnings = graph.warnings();

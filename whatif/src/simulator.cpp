@@ -77,6 +77,8 @@ class Simulation {
     issued_.assign(n, 0);
     barriers_.assign(g_.resource_count(), {});
     event_target_.assign(g_.event_count(), kNoTask);
+    wait_seq_.assign(n, 0);
+    if (g_.collective_count() > 0) init_collectives();
 
     for (ResourceId r = 0; r < g_.resource_count(); ++r) {
       const TaskId first = g_.resource_first(r);
@@ -203,8 +205,10 @@ class Simulation {
   }
 
   void offer_completion(TaskId t, TimeNs time, Constraint why, TaskId by) {
+    const std::uint64_t seq = ++offer_seq_;
     if (time > wait_ready_[t]) {
       wait_ready_[t] = time;
+      wait_seq_[t] = seq;
       if (bindings_) {
         r_.binding[t].end = why;
         r_.binding[t].end_by = by;
@@ -303,6 +307,7 @@ class Simulation {
         offer_start(u, later(start, info.delay), Constraint::Handoff, t);
       }
     }
+    if (!arrivals_.empty() && has_arrival_[t]) arrive(t);
     if (!finishing_.empty()) {
       const TaskId first = finishing_.back();
       finishing_.pop_back();
@@ -534,6 +539,153 @@ class Simulation {
   void update_memberships(ResourceId s) {
     for (const auto& [g, pos] : memberships_[s]) update_membership(s, g, pos);
   }
+
+  // Collectives (DependencyGraph::collective). A member's completion waits for the arrival of
+  // each peer among the first `peers` members (sorted by measured arrival), itself skipped:
+  // with `first` and `second` the two lowest positions not arrived yet, that is when `first`
+  // reaches `peers`, or `first` is the member itself and `second` reaches `peers`. Both only
+  // grow, so a sweep over the members by `peers` releases each once: O(R log R) an instance,
+  // where a `collective` edge per pair was R² offers. What it is offered is what the edges'
+  // offers would have left: the latest arrival among its peers, the earliest offered among
+  // equals (a max-tree per instance), placed among the task's other offers by `offer_seq_`.
+  struct Arrival {
+    TaskId task;
+    std::uint32_t instance, position;
+    auto operator<=>(const Arrival&) const = default;
+  };
+  struct InstanceWait {
+    std::uint32_t begin = 0, size = 0; // its members: collective_members_[begin, begin + size)
+    std::uint32_t first = 0, second = 0;
+    std::uint32_t swept = 0;           // members of by_peers_ released by `first`
+    std::uint32_t leaves = 1;          // the max-tree's width: tree_[2 * begin ...] holds 2 * leaves
+    std::uint32_t tree = 0;            // its max-tree's offset in tree_
+  };
+  static constexpr std::uint32_t kNoMember = std::numeric_limits<std::uint32_t>::max();
+
+  void init_collectives() {
+    const std::size_t count = g_.collective_count();
+    instances_.resize(count);
+    has_arrival_.assign(g_.task_count(), 0);
+    std::uint32_t flat = 0, tree = 0;
+    for (std::uint32_t i = 0; i < count; ++i) {
+      const std::span<const CollectiveMember> members = g_.collective(i);
+      InstanceWait& w = instances_[i];
+      w.begin = flat;
+      w.size = static_cast<std::uint32_t>(members.size());
+      w.second = 1;
+      while (w.leaves < w.size) w.leaves *= 2;
+      w.tree = tree;
+      tree += 2 * w.leaves;
+      const std::size_t sorted = by_peers_.size();
+      for (std::uint32_t pos = 0; pos < w.size; ++pos) {
+        const CollectiveMember& m = members[pos];
+        arrivals_.push_back({m.arrival, i, pos});
+        has_arrival_[m.arrival] = 1;
+        if (m.peers > (pos < m.peers ? 1u : 0u)) {
+          ++wait_pending_[m.completion];
+          by_peers_.push_back(flat + pos);
+        }
+      }
+      std::stable_sort(by_peers_.begin() + static_cast<std::ptrdiff_t>(sorted), by_peers_.end(),
+                       [&](std::uint32_t a, std::uint32_t b) { return member(a).peers < member(b).peers; });
+      peers_end_.push_back(static_cast<std::uint32_t>(by_peers_.size()));
+      flat += w.size;
+    }
+    std::sort(arrivals_.begin(), arrivals_.end());
+    arrived_.assign(flat, 0);
+    released_.assign(flat, 0);
+    arrival_seq_.assign(flat, 0);
+    tree_.assign(tree, kNoMember);
+  }
+  const CollectiveMember& member(std::uint32_t flat) const { return g_.collective_members()[flat]; }
+  // The member whose arrival a completion would keep: the later, the earlier offered on a tie.
+  std::uint32_t better(std::uint32_t a, std::uint32_t b) const {
+    if (a == kNoMember) return b;
+    if (b == kNoMember) return a;
+    const TimeNs ta = r_.start[member(a).arrival], tb = r_.start[member(b).arrival];
+    if (ta != tb) return ta > tb ? a : b;
+    return arrival_seq_[a] <= arrival_seq_[b] ? a : b;
+  }
+  // The best arrival among positions [lo, hi) of instance w.
+  std::uint32_t best_between(const InstanceWait& w, std::uint32_t lo, std::uint32_t hi) const {
+    std::uint32_t best = kNoMember;
+    for (lo += w.leaves, hi += w.leaves; lo < hi; lo /= 2, hi /= 2) {
+      if (lo & 1) best = better(best, tree_[w.tree + lo++]);
+      if (hi & 1) best = better(best, tree_[w.tree + --hi]);
+    }
+    return best;
+  }
+
+  // Task t started: the members it is the arrival of are in; the completions this lets go get
+  // their offer, in instance order and then in call order (the order of the edges' offers).
+  void arrive(TaskId t) {
+    const std::uint64_t seq = ++offer_seq_;
+    auto it = std::lower_bound(arrivals_.begin(), arrivals_.end(), Arrival{t, 0, 0});
+    while (it != arrivals_.end() && it->task == t) {
+      const std::uint32_t i = it->instance;
+      InstanceWait& w = instances_[i];
+      ready_members_.clear();
+      for (; it != arrivals_.end() && it->task == t && it->instance == i; ++it) {
+        const std::uint32_t flat = w.begin + it->position;
+        arrived_[flat] = 1;
+        arrival_seq_[flat] = seq;
+        std::uint32_t node = w.leaves + it->position;
+        tree_[w.tree + node] = flat;
+        for (node /= 2; node > 0; node /= 2) {
+          tree_[w.tree + node] = better(tree_[w.tree + 2 * node], tree_[w.tree + 2 * node + 1]);
+        }
+        while (w.first < w.size && arrived_[w.begin + w.first]) ++w.first;
+        w.second = std::max(w.second, w.first + 1);
+        while (w.second < w.size && arrived_[w.begin + w.second]) ++w.second;
+        const std::uint32_t sorted = i == 0 ? 0 : peers_end_[i - 1];
+        for (; sorted + w.swept < peers_end_[i] && member(by_peers_[sorted + w.swept]).peers <= w.first; ++w.swept) {
+          release(by_peers_[sorted + w.swept]);
+        }
+        if (w.first < w.size && w.second >= member(w.begin + w.first).peers) {
+          const std::uint32_t flat_first = w.begin + w.first;
+          const CollectiveMember& m = member(flat_first);
+          if (m.peers > (w.first < m.peers ? 1u : 0u)) release(flat_first);
+        }
+      }
+      std::sort(ready_members_.begin(), ready_members_.end(),
+                [&](std::uint32_t a, std::uint32_t b) { return member(a).call < member(b).call; });
+      for (std::uint32_t flat : ready_members_) {
+        const CollectiveMember& m = member(flat);
+        const std::uint32_t pos = flat - w.begin;
+        const std::uint32_t best =
+            pos < m.peers ? better(best_between(w, 0, pos), best_between(w, pos + 1, m.peers)) : best_between(w, 0, m.peers);
+        const TaskId by = member(best).arrival;
+        const TimeNs time = r_.start[by];
+        // As the first of the equal offers would have: before any later offer of the same time.
+        if (time > wait_ready_[m.completion] || (time == wait_ready_[m.completion] && arrival_seq_[best] < wait_seq_[m.completion])) {
+          wait_ready_[m.completion] = time;
+          wait_seq_[m.completion] = arrival_seq_[best];
+          if (bindings_) {
+            r_.binding[m.completion].end = Constraint::Collective;
+            r_.binding[m.completion].end_by = by;
+          }
+        }
+        complete_wait(m.completion);
+      }
+    }
+  }
+  void release(std::uint32_t flat) {
+    if (released_[flat]) return;
+    released_[flat] = 1;
+    ready_members_.push_back(flat);
+  }
+
+  std::vector<Arrival> arrivals_;          // sorted by task, instance, position
+  std::vector<std::uint8_t> has_arrival_;  // per task: the arrival of some member
+  std::vector<InstanceWait> instances_;
+  std::vector<std::uint32_t> by_peers_;    // per instance, its waiting members by `peers`
+  std::vector<std::uint32_t> peers_end_;   // per instance: the end of its part of by_peers_
+  std::vector<std::uint8_t> arrived_, released_;
+  std::vector<std::uint64_t> arrival_seq_; // per member: the offer_seq_ of its arrival
+  std::vector<std::uint32_t> tree_;        // per instance, a max-tree of members (kNoMember: none yet)
+  std::vector<std::uint32_t> ready_members_;
+  std::uint64_t offer_seq_ = 0;            // counts offers of completion, in the order they are made
+  std::vector<std::uint64_t> wait_seq_;    // per task: the offer_seq_ of what set wait_ready_
 
   std::vector<std::uint32_t> group_uses_;
   std::vector<std::unique_ptr<GroupWait>> group_waits_;

@@ -81,7 +81,53 @@ bool has_cycle(const DependencyGraph& graph, std::span<const EdgeSpec> extra) {
   const EdgeGraph& edges = graph.edges();
   auto source = [](TaskId t, EdgeKind k) { return 2 * t + (edge_from_start(k) ? 0 : 1); };
   auto target = [](TaskId t, EdgeKind k) { return 2 * t + (edge_gates_completion(k) ? 1 : 0); };
-  std::vector<std::uint32_t> in(2 * n, 0);
+  // A collective (DependencyGraph::collective) is a chain of nodes, one per prefix of its
+  // members by arrival, node k after node k - 1 and the start of member k's arrival; a member's
+  // end waits for the node of its `peers`. That also makes its end wait for its own arrival's
+  // start, which its thread's order (arrival, then completion) already does: it adds no cycle,
+  // and a collective of R ranks is O(R) here, not an edge per pair.
+  const std::span<const CollectiveMember> members = graph.collective_members();
+  const std::size_t nodes = 2 * n + members.size();
+  std::vector<std::uint32_t> in(nodes, 0);
+  std::vector<std::uint32_t> feeds_begin, feeds;       // per task: the prefix nodes its start feeds
+  std::vector<std::uint32_t> next_prefix, waits_begin, waits; // per prefix node: the next, the ends it gates
+  if (!members.empty()) {
+    feeds_begin.assign(n + 1, 0);
+    waits_begin.assign(members.size() + 1, 0);
+    next_prefix.assign(members.size(), kNoIndex);
+    for (std::size_t i = 0; i < graph.collective_count(); ++i) {
+      const auto begin = static_cast<std::uint32_t>(graph.collective(i).data() - members.data());
+      const std::span<const CollectiveMember> instance = graph.collective(i);
+      for (std::uint32_t pos = 0; pos < instance.size(); ++pos) {
+        ++feeds_begin[instance[pos].arrival + 1];
+        ++in[2 * n + begin + pos];
+        if (pos + 1 < instance.size()) {
+          next_prefix[begin + pos] = begin + pos + 1;
+          ++in[2 * n + begin + pos + 1];
+        }
+        const CollectiveMember& m = instance[pos];
+        if (m.peers > (pos < m.peers ? 1u : 0u)) {
+          ++waits_begin[begin + m.peers - 1 + 1];
+          ++in[2 * m.completion + 1];
+        }
+      }
+    }
+    for (std::size_t t = 0; t < n; ++t) feeds_begin[t + 1] += feeds_begin[t];
+    for (std::size_t k = 0; k < members.size(); ++k) waits_begin[k + 1] += waits_begin[k];
+    feeds.resize(feeds_begin[n]);
+    waits.resize(waits_begin[members.size()]);
+    std::vector<std::uint32_t> feed_at(feeds_begin.begin(), feeds_begin.end() - 1);
+    std::vector<std::uint32_t> wait_at(waits_begin.begin(), waits_begin.end() - 1);
+    for (std::size_t i = 0; i < graph.collective_count(); ++i) {
+      const auto begin = static_cast<std::uint32_t>(graph.collective(i).data() - members.data());
+      const std::span<const CollectiveMember> instance = graph.collective(i);
+      for (std::uint32_t pos = 0; pos < instance.size(); ++pos) {
+        const CollectiveMember& m = instance[pos];
+        feeds[feed_at[m.arrival]++] = begin + pos;
+        if (m.peers > (pos < m.peers ? 1u : 0u)) waits[wait_at[begin + m.peers - 1]++] = 2 * m.completion + 1;
+      }
+    }
+  }
   std::vector<std::vector<std::uint32_t>> extra_out(extra.empty() ? 0 : 2 * n);
   for (TaskId t = 0; t < n; ++t) {
     ++in[2 * t + 1];
@@ -95,7 +141,7 @@ bool has_cycle(const DependencyGraph& graph, std::span<const EdgeSpec> extra) {
     ++in[target(e.to, e.kind)];
   }
   std::vector<std::uint32_t> ready;
-  for (std::uint32_t v = 0; v < 2 * n; ++v) {
+  for (std::uint32_t v = 0; v < nodes; ++v) {
     if (in[v] == 0) ready.push_back(v);
   }
   std::size_t done = 0;
@@ -106,7 +152,16 @@ bool has_cycle(const DependencyGraph& graph, std::span<const EdgeSpec> extra) {
     const std::uint32_t v = ready.back();
     ready.pop_back();
     ++done;
+    if (v >= 2 * n) {
+      const std::uint32_t k = v - static_cast<std::uint32_t>(2 * n);
+      if (next_prefix[k] != kNoIndex) release(static_cast<std::uint32_t>(2 * n) + next_prefix[k]);
+      for (std::uint32_t j = waits_begin[k]; j < waits_begin[k + 1]; ++j) release(waits[j]);
+      continue;
+    }
     const TaskId t = v / 2;
+    if (v % 2 == 0 && !feeds_begin.empty()) {
+      for (std::uint32_t j = feeds_begin[t]; j < feeds_begin[t + 1]; ++j) release(static_cast<std::uint32_t>(2 * n) + feeds[j]);
+    }
     if (v % 2 == 0) {
       release(v + 1);
     } else if (t + 1 < graph.resource_end(graph.resource(t))) {
@@ -119,7 +174,7 @@ bool has_cycle(const DependencyGraph& graph, std::span<const EdgeSpec> extra) {
       for (std::uint32_t w : extra_out[v]) release(w);
     }
   }
-  return done != 2 * n;
+  return done != nodes;
 }
 
 TransformEffect move(DependencyGraph& graph, const std::vector<TaskId>& tasks, ResourceId resource,
@@ -273,6 +328,26 @@ TransformEffect add_edge(DependencyGraph& graph, const std::vector<TaskId>& from
 TransformEffect remove_edge(DependencyGraph& graph, const std::vector<TaskId>& from, const std::vector<TaskId>& to) {
   TransformEffect e;
   const std::set<TaskId> targets(to.begin(), to.end());
+  // A collective's links are no edges until expanded; a scenario that names one gets them all.
+  if (graph.collective_count() > 0) {
+    const std::set<TaskId> sources(from.begin(), from.end());
+    bool named = false;
+    for (std::size_t i = 0; i < graph.collective_count() && !named; ++i) {
+      // A member is linked from a source among its first `peers`, other than itself: one of
+      // the two earliest sources.
+      const std::span<const CollectiveMember> instance = graph.collective(i);
+      std::uint32_t earliest[2] = {kNoIndex, kNoIndex};
+      for (std::uint32_t pos = 0; pos < instance.size() && earliest[1] == kNoIndex; ++pos) {
+        if (sources.count(instance[pos].arrival)) earliest[earliest[0] == kNoIndex ? 0 : 1] = pos;
+      }
+      for (std::uint32_t pos = 0; pos < instance.size() && !named; ++pos) {
+        if (!targets.count(instance[pos].completion)) continue;
+        const std::uint32_t peer = earliest[0] != pos ? earliest[0] : earliest[1];
+        named = peer != kNoIndex && peer < instance[pos].peers;
+      }
+    }
+    if (named) graph.expand_collectives();
+  }
   const EdgeGraph& edges = graph.edges();
   std::set<std::pair<TaskId, TaskId>> pairs;
   for (TaskId u : from) {

@@ -105,6 +105,10 @@ struct GraphBuildState {
   Launches launches;
   Synchronization sync;
   EdgeBuffer edges;
+  // Collective instances, whole (DependencyGraph::collective): members and per-instance offsets.
+  std::vector<CollectiveMember> collective_members;
+  std::vector<std::uint32_t> collective_begin;
+  std::size_t collective_links = 0;
   // Per task: the latest measured end of what it waited for (sync targets, producers,
   // bursts), kNoValue where it waited for nothing; every pass that links a wait adds to it
   // through note_wait(), and the residual pass turns it into the task's base duration.

@@ -101,6 +101,18 @@ struct SyncAction {
   std::uint32_t event = 0;   // WaitEvent, RecordEvent, StreamWaitEvent: dense event index
 };
 
+// One rank's call of a collective instance (DependencyGraph::collective). The instance's
+// members are sorted by their arrival's measured start; a member's completion waits for the
+// arrival of each other member among the first `peers` of them: those that arrived, as
+// measured, before it returned (a later one is a contradiction the builder leaves unlinked,
+// GraphWarnings::collective_peer_after_return).
+struct CollectiveMember {
+  TaskId arrival = kNoTask;    // the call's first task: when its rank arrived
+  TaskId completion = kNoTask; // its last task: what waits for the others
+  std::uint32_t call = 0;      // its place among the instance's calls, as the trace matched them
+  std::uint32_t peers = 0;     // the members (a prefix, itself skipped) whose arrival it waits for
+};
+
 // Per-task flags.
 inline constexpr std::uint8_t kTaskRemoved = 1;     // takes no time and is left out of the prediction
 inline constexpr std::uint8_t kTaskBlocking = 2;    // its end waits for completion edges or syncs
@@ -230,7 +242,8 @@ class DependencyGraph {
   // that closes a cycle is accepted; the replay then leaves the cycle's tasks unscheduled
   // and says how many.
   void add_edges(std::span<const EdgeSpec> edges);
-  // Removes every edge from → to (of any kind); returns how many there were.
+  // Removes every edge from → to (of any kind; a collective's link expands the collectives
+  // first: expand_collectives); returns how many there were.
   std::size_t remove_edges(TaskId from, TaskId to);
   // Inserts and moves tasks, adds resources; every TaskId held before changes (see the map).
   EditResult apply(const GraphEdit& edit);
@@ -241,6 +254,25 @@ class DependencyGraph {
   // Edges into t that gate its start, and those that gate its completion.
   std::uint32_t start_in_degree(TaskId t) const { return start_in_[t]; }
   std::uint32_t completion_in_degree(TaskId t) const { return completion_in_[t]; }
+
+  // Collective instances: each member's completion waits for its peers' arrivals, as a
+  // `collective` edge from each peer would, without an edge per pair (R ranks: R² edges). The
+  // simulator resolves an instance once per arrival; expand_collectives() makes the edges.
+  std::size_t collective_count() const { return collective_begin_.empty() ? 0 : collective_begin_.size() - 1; }
+  std::span<const CollectiveMember> collective(std::size_t i) const {
+    return {collective_members_.data() + collective_begin_[i], collective_members_.data() + collective_begin_[i + 1]};
+  }
+  // Every instance's members, one after the other (collective(i) is a part of it).
+  std::span<const CollectiveMember> collective_members() const { return collective_members_; }
+  // The (peer, member) pairs the collectives link: the edges expand_collectives() would add.
+  std::size_t collective_links() const { return collective_links_; }
+  // Turns every collective into a `collective` edge per linked pair (instance by instance,
+  // member by member in call order, peers in call order), the representation the builder
+  // made before instances were kept whole: the reference of the tests, and what a what-if
+  // that removes one such edge needs.
+  void expand_collectives();
+  // Whether `from` → `to` is a link of a collective (not an edge): O(members).
+  bool collective_link(TaskId from, TaskId to) const;
 
   std::span<const SyncAction> sync_actions() const { return sync_actions_; }
   std::span<const SyncAction> sync_actions_of(TaskId t) const;
@@ -277,6 +309,9 @@ class DependencyGraph {
   EdgeGraph edges_;
   std::vector<SyncAction> sync_actions_;
   std::vector<std::vector<ResourceId>> stream_groups_;
+  std::vector<CollectiveMember> collective_members_;
+  std::vector<std::uint32_t> collective_begin_; // collective_count + 1 offsets; empty: none
+  std::size_t collective_links_ = 0;
   std::uint32_t event_count_ = 0;
   std::vector<TaskId> api_first_, api_last_, annotation_first_, annotation_last_, gpu_task_;
   TimeNs run_begin_ = 0, run_end_ = 0;
