@@ -90,7 +90,7 @@ def record_run(python, folder, name, run, traced, other):
     trace, steps = os.path.join(folder, f"{name}-{run}.db"), os.path.join(folder, f"{name}-{run}.steps")
     cmd = [DREAMSCOPE, "trace", "-f", "-o", trace, "--", python, os.path.join(ROOT, "samples/pytorch/train.py"),
            "--device", "cpu", "--steps", str(BLOCK * BLOCKS), "--batch-size", str(BATCH), "--block", str(BLOCK),
-           *traced.split(), "--alternate", other]
+           *traced.split(), f"--alternate={other}"]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"{' '.join(cmd)}: exit {out.returncode}\n{out.stderr[-2000:]}")
