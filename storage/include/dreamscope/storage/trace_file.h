@@ -15,10 +15,12 @@
 #include <stdexcept>
 #include <string>
 
-struct sqlite3;
-struct sqlite3_stmt;
-
 namespace dreamscope {
+
+namespace sqlite {
+class Database;
+class Statement;
+} // namespace sqlite
 
 inline constexpr int kSchemaVersion = 1;
 
@@ -107,9 +109,9 @@ class TraceWriter : public TraceSink {
   template <class Record, class Batch>
   std::int64_t add_event(Batch& batch, std::uint64_t& rows, const Record& r);
   template <class Record, class... Own>
-  void add_row(sqlite3_stmt* st, const Record& r, Own... own);
+  void add_row(sqlite::Statement& st, const Record& r, Own... own);
   template <class Columns, class Record, class... Own>
-  void insert(sqlite3_stmt* st, const Columns& cols, const Record& r, Own... own);
+  void insert(sqlite::Statement& st, const Columns& cols, const Record& r, Own... own);
   std::int64_t launch_id(const LaunchConfig& c); // the launch row, written on first use
   void count_row();
   void exec(const char* sql);
@@ -117,7 +119,7 @@ class TraceWriter : public TraceSink {
 
   std::filesystem::path path_;
   TraceWriterOptions options_;
-  sqlite3* db_ = nullptr;
+  std::unique_ptr<sqlite::Database> db_; // before stmts_, which go first
   bool in_transaction_ = false;
   std::size_t rows_in_transaction_ = 0;
   std::uint64_t rows_written_ = 0;
