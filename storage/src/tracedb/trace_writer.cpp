@@ -165,7 +165,6 @@ std::array<std::int64_t, N> event_row(const Record& r, std::int64_t id, LaunchId
   return row;
 }
 
-
 // Event rows are buffered and inserted kRowsPerInsert at a time with one multi-row INSERT:
 // SQLite's per-statement cost (step, reset, cursor open and close) then falls on 128 rows
 // instead of one: 1.0 M -> 1.6 M events/s on the tracer's mix (bench/storage, loaded machine).
@@ -310,6 +309,8 @@ TraceWriter::~TraceWriter() {
   stmts_.reset();
   db_.reset();
 }
+
+const std::filesystem::path& TraceWriter::path() const { return path_; }
 
 void TraceWriter::fail(const std::string& what) const {
   throw TraceError(path_.string() + ": " + what);
