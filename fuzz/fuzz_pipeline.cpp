@@ -24,6 +24,8 @@ void write_file(const std::filesystem::path& path, const std::uint8_t* data, std
   out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
 }
 
+// SQLite's own calls rather than sqlite_file.h's: the fuzzer's SQL runs under limits and a
+// progress handler that no reader or writer of dreamscope needs, and its failures are ignored.
 bool sql_to_database(const std::filesystem::path& path, const std::uint8_t* data, std::size_t size) {
   std::error_code ec;
   std::filesystem::remove(path, ec);

@@ -128,7 +128,8 @@ BENCHMARK(BM_WriteTraceEventsPerSecond)->Arg(3'000'000)->Unit(benchmark::kMillis
 
 // The reference the design's target is stated against: a plain prepared INSERT of five
 // integer columns into a rowid table, one row per statement, 64 k rows per transaction.
-// Run beside the writer so that their ratio holds on a busy machine too.
+// Run beside the writer so that their ratio holds on a busy machine too. SQLite's own calls,
+// not sqlite_file.h's, here and in the GpuOpRows pair below: SQLite itself is what they measure.
 void BM_PlainInsertBaseline(benchmark::State& state) {
   const auto rows = static_cast<std::int64_t>(state.range(0));
   double bytes_per_row = 0;

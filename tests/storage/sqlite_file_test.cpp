@@ -85,5 +85,52 @@ TEST(SqliteFile, FailuresNameTheFileAndSayWhatIsWrong) {
   std::filesystem::remove_all(good.parent_path());
 }
 
+// What the trace.db reader and writer take of it: statements kept for the connection's life and
+// run with every value bound anew, rows as a function's arguments in the table's order, a
+// refused row's exception carried out of SQLite, and a file's own words for its failures.
+TEST(SqliteFile, ScansRowsAsValuesAndRethrowsWhatARowThrows) {
+  const auto path = scratch("scan.db");
+  Database db(path, Access::Create);
+  db.exec("CREATE TABLE t(k INTEGER PRIMARY KEY, v INTEGER, s TEXT) WITHOUT ROWID");
+  Statement insert = db.prepare_persistent("INSERT INTO t VALUES (?, ?, ?)");
+  for (std::int64_t k : {3, 1, 2}) {
+    insert.bind(1, k).bind_optional(2, k == 2 ? kNoValue : 10 * k).bind(3, std::string_view("row"));
+    insert.run_rebinding();
+  }
+  std::vector<std::int64_t> keys, values;
+  db.scan("t", "k, v, s", [&](const Values& row) {
+    keys.push_back(row.integer(0));
+    values.push_back(row.optional_integer(1));
+    EXPECT_TRUE(row.is_integer(0));
+    EXPECT_EQ(row.text(2), "row");
+  });
+  EXPECT_EQ(keys, (std::vector<std::int64_t>{1, 2, 3}));
+  EXPECT_EQ(values, (std::vector<std::int64_t>{10, kNoValue, 30}));
+  EXPECT_EQ(message_of([&] { db.scan("t", "k", [&](const Values&) { db.fail("row refused"); }); }),
+            path.string() + ": row refused");
+  // The scan's function went with it: the connection runs on.
+  int rows = 0;
+  db.scan("t", "k", [&](const Values&) { ++rows; });
+  EXPECT_EQ(rows, 3);
+  std::filesystem::remove_all(path.parent_path());
+}
+
+TEST(SqliteFile, AFileMayPutItsFailuresInItsOwnWords) {
+  const auto missing = scratch("missing.db");
+  const Words words = [](const Failure& f) {
+    return std::string(f.call == Failure::Call::Open ? "open" : "other") +
+           (f.kind == Failure::Kind::CantOpen ? " cantopen" : " ?");
+  };
+  EXPECT_EQ(message_of([&] { Database(missing, Access::ReadOnly, {}, words); }), missing.string() + ": open cantopen");
+  const auto path = scratch("words.db");
+  Database db(path, Access::Create, "w.db", [](const Failure& f) {
+    return (f.call == Failure::Call::Exec ? "exec: " : "prepare: ") + f.message;
+  });
+  EXPECT_EQ(message_of([&] { db.exec("SELECT * FROM absent"); }), "w.db: exec: no such table: absent");
+  EXPECT_EQ(message_of([&] { db.prepare("SELECT * FROM absent"); }), "w.db: prepare: no such table: absent");
+  db.close();
+  std::filesystem::remove_all(path.parent_path());
+}
+
 } // namespace
 } // namespace dreamscope::sqlite

@@ -5,6 +5,7 @@
 
 #include <dreamscope/storage/importers.h>
 #include <dreamscope/storage/limits.h>
+#include <dreamscope/storage/trace_file.h>
 #include <dreamscope/storage/trace_log.h>
 
 #include <gtest/gtest.h>

@@ -4,7 +4,7 @@
 // decoder alike, and by tests that feed the decoder directly.
 #pragma once
 
-#include <dreamscope/storage/trace_file.h>
+#include <dreamscope/storage/trace_sink.h>
 
 #include <cstdint>
 #include <map>

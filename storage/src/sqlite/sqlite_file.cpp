@@ -2,17 +2,55 @@
 
 namespace dreamscope::sqlite {
 
-std::string describe(sqlite3* db, int rc) {
-  const int primary = rc & 0xff;
-  if (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB) {
-    return std::string("damaged or truncated file (") + sqlite3_errstr(rc) + ")";
+namespace {
+
+Failure::Kind kind_of(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: return Failure::Kind::Damaged;
+    case SQLITE_FULL: return Failure::Kind::DiskFull;
+    case SQLITE_IOERR: return Failure::Kind::Io;
+    case SQLITE_READONLY: return Failure::Kind::ReadOnly;
+    case SQLITE_CANTOPEN: return Failure::Kind::CantOpen;
+    case SQLITE_ERROR: return Failure::Kind::Sql;
+    default: return Failure::Kind::Other;
   }
-  if (primary == SQLITE_FULL) return "disk full";
-  if (primary == SQLITE_IOERR) return std::string("I/O error (") + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)) + ")";
-  if (primary == SQLITE_READONLY) return "file is read-only";
-  if (primary == SQLITE_CANTOPEN) return "cannot open";
-  return db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
 }
+
+Failure failure(sqlite3* db, int rc, Failure::Call call, const char* exec_error) {
+  const std::string code = sqlite3_errstr(rc);
+  std::string message = call == Failure::Call::Exec ? (exec_error ? exec_error : code) : (db ? sqlite3_errmsg(db) : code);
+  return {call, kind_of(rc), code, std::move(message)};
+}
+
+// describe()'s words for a failure other than an exec's.
+std::string plain(const Failure& f) {
+  switch (f.kind) {
+    case Failure::Kind::Damaged: return "damaged or truncated file (" + f.code + ")";
+    case Failure::Kind::DiskFull: return "disk full";
+    case Failure::Kind::Io: return "I/O error (" + f.message + ")";
+    case Failure::Kind::ReadOnly: return "file is read-only";
+    case Failure::Kind::CantOpen: return "cannot open";
+    default: return f.message;
+  }
+}
+
+// A file's words when it has none of its own.
+std::string default_words(const Failure& f) {
+  switch (f.call) {
+    case Failure::Call::Open: {
+      const std::string why = plain(f);
+      return why == "cannot open" ? why : "cannot open: " + why;
+    }
+    // A damaged file or a full disk says so; SQL errors (a missing table) say SQLite's words.
+    case Failure::Call::Exec: return f.kind == Failure::Kind::Sql ? f.message : plain(f);
+    default: return plain(f);
+  }
+}
+
+} // namespace
+
+std::string describe(sqlite3* db, int rc) { return plain(failure(db, rc, Failure::Call::Step, nullptr)); }
 
 bool Statement::next() {
   const int rc = sqlite3_step(s_.get());
@@ -28,8 +66,14 @@ void Statement::run() {
   sqlite3_clear_bindings(s_.get());
 }
 
-Database::Database(const std::filesystem::path& path, Access access, std::string name)
-    : name_(name.empty() ? path.string() : std::move(name)) {
+void Statement::run_rebinding() {
+  const int rc = sqlite3_step(s_.get());
+  sqlite3_reset(s_.get());
+  if (rc != SQLITE_DONE) db_->fail_sqlite(rc);
+}
+
+Database::Database(const std::filesystem::path& path, Access access, std::string name, Words words)
+    : name_(name.empty() ? path.string() : std::move(name)), words_(words ? words : default_words) {
   sqlite3* raw = nullptr;
   int flags = SQLITE_OPEN_NOMUTEX;
   switch (access) {
@@ -39,36 +83,59 @@ Database::Database(const std::filesystem::path& path, Access access, std::string
   }
   const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
   db_.reset(raw);
-  if (rc != SQLITE_OK) {
-    const std::string why = describe(raw, rc);
-    fail(why == "cannot open" ? why : "cannot open: " + why);
-  }
+  if (rc != SQLITE_OK) fail_sqlite(rc, Failure::Call::Open);
 }
 
 void Database::fail(const std::string& what) const { throw TraceError(name_ + ": " + what); }
 
-void Database::fail_sqlite(int rc) const { fail(describe(db_.get(), rc)); }
+void Database::fail_sqlite(int rc, Failure::Call call, const char* exec_error) const {
+  fail(words_(failure(db_.get(), rc, call, exec_error)));
+}
 
 void Database::exec(const char* sql) {
   char* error = nullptr;
   const int rc = sqlite3_exec(db_.get(), sql, nullptr, nullptr, &error);
   if (rc != SQLITE_OK) {
-    const std::string message = error ? error : describe(db_.get(), rc);
+    const std::string message = error ? error : "";
     sqlite3_free(error);
-    const int primary = rc & 0xff;
-    // A damaged file or a full disk says so; SQL errors (a missing table) say SQLite's words.
-    fail(primary == SQLITE_ERROR ? message : describe(db_.get(), rc));
+    fail_sqlite(rc, Failure::Call::Exec, error ? message.c_str() : nullptr);
   }
 }
 
-Statement Database::prepare(std::string_view sql) const {
+namespace {
+sqlite3_stmt* prepared(const Database& db, std::string_view sql, unsigned flags) {
   sqlite3_stmt* s = nullptr;
-  const int rc = sqlite3_prepare_v2(db_.get(), sql.data(), static_cast<int>(sql.size()), &s, nullptr);
+  const int rc = sqlite3_prepare_v3(db.raw(), sql.data(), static_cast<int>(sql.size()), flags, &s, nullptr);
   if (rc != SQLITE_OK) {
     sqlite3_finalize(s);
-    fail_sqlite(rc);
+    db.fail_sqlite(rc, Failure::Call::Prepare);
   }
-  return Statement(*this, s);
+  return s;
+}
+} // namespace
+
+Statement Database::prepare(std::string_view sql) const { return Statement(*this, prepared(*this, sql, 0)); }
+
+Statement Database::prepare_persistent(std::string_view sql) const {
+  return Statement(*this, prepared(*this, sql, SQLITE_PREPARE_PERSISTENT));
+}
+
+void Database::close() {
+  const int rc = sqlite3_close(db_.release());
+  if (rc != SQLITE_OK) fail_sqlite(rc, Failure::Call::Close);
+}
+
+Database::Registered::Registered(const Database& db, void* sink, void (*step)(sqlite3_context*, int, sqlite3_value**),
+                                 void (*final)(sqlite3_context*))
+    : db_(db) {
+  const int rc = sqlite3_create_function_v2(db.raw(), kScanFunction.data(), -1, SQLITE_UTF8 | SQLITE_DIRECTONLY, sink,
+                                            nullptr, step, final, nullptr);
+  if (rc != SQLITE_OK) db.fail_sqlite(rc);
+}
+
+Database::Registered::~Registered() {
+  sqlite3_create_function_v2(db_.raw(), kScanFunction.data(), -1, SQLITE_UTF8, nullptr, nullptr, nullptr, nullptr,
+                             nullptr);
 }
 
 std::vector<std::string> Database::tables() const {

@@ -1,10 +1,10 @@
 #include "dreamscope/storage/columns.h"
 #include "dreamscope/storage/limits.h"
+#include "dreamscope/storage/sqlite_file.h"
 #include "dreamscope/storage/trace_file.h"
 
 #include "tracedb/schema.h"
 
-#include <sqlite3.h>
 
 #include <algorithm>
 #include <atomic>
@@ -14,57 +14,28 @@
 #include <fstream>
 #include <future>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 namespace dreamscope {
 
 namespace {
 
-// A row as a result row of a statement, or as the arguments of an application function
-// (Reader::scan): the same accessors, so that a table's row reads alike either way.
-struct StatementRow {
-  sqlite3_stmt* s;
-  std::int64_t int64(int col) const { return sqlite3_column_int64(s, col); }
-  int int32(int col) const { return sqlite3_column_int(s, col); }
-  double real(int col) const { return sqlite3_column_double(s, col); }
-  bool is_null(int col) const { return sqlite3_column_type(s, col) == SQLITE_NULL; }
-  bool is_integer(int col) const { return sqlite3_column_type(s, col) == SQLITE_INTEGER; }
-  std::string text(int col) const {
-    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s, col));
-    return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(s, col))) : std::string();
-  }
-};
+// How the reader has always put a failure: "trace file" where describe() says "file".
+std::string read_words(const sqlite::Failure& f) {
+  using Kind = sqlite::Failure::Kind;
+  if (f.kind == Kind::Damaged) return "damaged or truncated trace file (" + f.code + ")";
+  if (f.kind == Kind::Io) return "I/O error while reading (" + f.message + ")";
+  return "cannot read: " + f.message;
+}
 
-struct ValueRow {
-  sqlite3_value** v;
-  std::int64_t int64(int col) const { return sqlite3_value_int64(v[col]); }
-  int int32(int col) const { return sqlite3_value_int(v[col]); }
-  double real(int col) const { return sqlite3_value_double(v[col]); }
-  bool is_null(int col) const { return sqlite3_value_type(v[col]) == SQLITE_NULL; }
-  bool is_integer(int col) const { return sqlite3_value_type(v[col]) == SQLITE_INTEGER; }
-  std::string text(int col) const {
-    const auto* p = reinterpret_cast<const char*>(sqlite3_value_text(v[col]));
-    return p ? std::string(p, static_cast<std::size_t>(sqlite3_value_bytes(v[col]))) : std::string();
-  }
-};
-
+// A trace.db open for reading. Rows come as a sqlite::Statement's result rows or as
+// sqlite::Values (scan()): the same accessors, so that a table's row reads alike either way.
 class Reader {
  public:
   explicit Reader(const std::filesystem::path& path) : path_(path) {}
-  ~Reader() {
-    if (db_) sqlite3_close_v2(db_);
-  }
 
   [[noreturn]] void fail(const std::string& what) const { throw TraceError(path_.string() + ": " + what); }
-
-  [[noreturn]] void fail_sqlite(int rc) const {
-    int primary = rc & 0xff;
-    if (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB) {
-      fail(std::string("damaged or truncated trace file (") + sqlite3_errstr(rc) + ")");
-    }
-    if (primary == SQLITE_IOERR) fail(std::string("I/O error while reading (") + sqlite3_errmsg(db_) + ")");
-    fail(std::string("cannot read: ") + (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc)));
-  }
 
   void open() {
     std::error_code ec;
@@ -80,97 +51,37 @@ class Reader {
         fail("not a SQLite database, so not a dreamscope trace");
       }
     }
-    int rc = sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
-    if (rc != SQLITE_OK) fail_sqlite(rc);
+    db_.emplace(path_, sqlite::Access::ReadOnly, std::string(), read_words);
   }
 
-  sqlite3_stmt* prepare(const char* sql) {
-    sqlite3_stmt* s = nullptr;
-    int rc = sqlite3_prepare_v2(db_, sql, -1, &s, nullptr);
-    if (rc != SQLITE_OK) {
-      sqlite3_finalize(s);
-      fail_sqlite(rc);
-    }
-    return s;
-  }
-
-  // Runs `sql`, calling `row` with a StatementRow for each result row. The statement is
-  // finalized however the loop ends: a row that makes the reader refuse the file must not leak
-  // it (and with it the connection, which sqlite3_close_v2 keeps open while a statement lives).
+  // Runs `sql`, calling `row` with the statement at each result row.
   template <typename F>
-  void each(const char* sql, F&& row) {
-    const std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> s(prepare(sql), sqlite3_finalize);
-    int rc;
-    while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) row(StatementRow{s.get()});
-    if (rc != SQLITE_DONE) fail_sqlite(rc);
+  void each(const std::string& sql, F&& row) {
+    db_->each(sql, row);
   }
 
-  // Calls `row` with a ValueRow of `columns` for each row of `table`, in the order its b-tree
-  // holds them (a WITHOUT ROWID table's primary key, a rowid table's rowid). The rows reach
-  // `row` as the arguments of an aggregate function over the table rather than as result rows:
-  // SQLite hands a function its arguments as values, so a row costs one call per column of
-  // sqlite3_value_*, not of sqlite3_column_*, whose per-call checks cost as much as decoding
-  // the row itself (195 against 341 ns of CPU for a gpu_op row: storage_bench
-  // --benchmark_filter=GpuOpRows). NOT INDEXED keeps the table's own order even if the file
-  // carries an index of its own. An exception thrown by `row` (the file refused) stops the
-  // scan and is rethrown here: it must not unwind through SQLite's C frames.
+  // Calls `row` with the Values of `columns` for each row of `table`, in its b-tree's order
+  // (sqlite::Database::scan, which says why rows come so).
   template <typename F>
   void scan(std::string_view table, const std::string& columns, F&& row) {
-    struct Sink {
-      F* row;
-      std::exception_ptr error;
-    } sink{&row, nullptr};
-    const auto step = [](sqlite3_context* ctx, int, sqlite3_value** values) {
-      auto* sink = static_cast<Sink*>(sqlite3_user_data(ctx));
-      try {
-        (*sink->row)(ValueRow{values});
-      } catch (...) {
-        sink->error = std::current_exception();
-        sqlite3_result_error(ctx, "row refused", -1);
-      }
-    };
-    const auto final = [](sqlite3_context* ctx) { sqlite3_result_null(ctx); };
-    int rc = sqlite3_create_function_v2(db_, "dreamscope_row", -1, SQLITE_UTF8 | SQLITE_DIRECTONLY, &sink, nullptr,
-                                        +step, +final, nullptr);
-    if (rc != SQLITE_OK) fail_sqlite(rc);
-    // The function points at this frame's sink: it goes with the frame, however the scan ends.
-    const auto unregister = [](sqlite3* db) {
-      sqlite3_create_function_v2(db, "dreamscope_row", -1, SQLITE_UTF8, nullptr, nullptr, nullptr, nullptr, nullptr);
-    };
-    const std::unique_ptr<sqlite3, decltype(unregister)> registered(db_, unregister);
-    const std::string sql = "SELECT dreamscope_row(" + columns + ") FROM " + std::string(table) + " NOT INDEXED";
-    const std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> s(prepare(sql.c_str()), sqlite3_finalize);
-    while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
-    }
-    if (sink.error) std::rethrow_exception(sink.error);
-    if (rc != SQLITE_DONE) fail_sqlite(rc);
+    db_->scan(table, columns, row);
   }
 
   // The names of the columns `table` has in this file: a file written before a column was added to
   // its table (tables.h) lacks it.
   std::vector<std::string> columns_of(std::string_view table) {
     std::vector<std::string> names;
-    const std::string sql = "SELECT name FROM pragma_table_info('" + std::string(table) + "')";
-    each(sql.c_str(), [&](const StatementRow& s) { names.push_back(s.text(0)); });
+    each("SELECT name FROM pragma_table_info('" + std::string(table) + "')",
+         [&](const sqlite::Statement& s) { names.push_back(s.text(0)); });
     return names;
   }
 
-  bool has_table(const char* name) {
-    bool found = false;
-    each("SELECT name FROM sqlite_schema WHERE type IN ('table','view')", [&](const StatementRow& s) {
-      if (s.text(0) == name) found = true;
-    });
-    return found;
-  }
+  bool has_table(const char* name) { return db_->has_table(name); }
 
-  sqlite3* db_ = nullptr;
+ private:
   std::filesystem::path path_;
+  std::optional<sqlite::Database> db_;
 };
-
-template <typename Row>
-std::int64_t opt_int(const Row& s, int col) {
-  return s.is_null(col) ? kNoValue : s.int64(col);
-}
 
 // An event's end from its start and stored duration. A sum past int64 saturates, as SQLite's
 // own `start + dur` turned into a real would have; build() then refuses the row as out of range.
@@ -218,7 +129,7 @@ struct Ids {
 
   template <typename Row>
   StringId str(const Row& s, int col) const {
-    const std::int64_t id = s.int64(col);
+    const std::int64_t id = s.integer(col);
     const std::uint32_t mapped = id < 0 || id > limits::kMaxId ? kNoIndex : strings.get(id);
     if (mapped == kNoIndex) r.fail("a row names string " + std::to_string(id) + ", which the string table lacks");
     return mapped;
@@ -227,7 +138,7 @@ struct Ids {
   template <typename Row>
   std::uint32_t lookup(const IdMap& map, const Row& s, int col, const char* what, bool nullable) const {
     if (nullable && s.is_null(col)) return kNoIndex;
-    const std::int64_t id = s.int64(col);
+    const std::int64_t id = s.integer(col);
     const std::uint32_t mapped = id < 0 || id > limits::kMaxId ? kNoIndex : map.get(id);
     if (mapped == kNoIndex) r.fail(std::string("a row names unknown ") + what + " " + std::to_string(id));
     return mapped;
@@ -282,19 +193,19 @@ void decode(const Columns& cols, const Row& s, const Ids& ids, std::uint64_t mis
     } else if constexpr (is<C, String>) {
       v = ids.str(s, col);
     } else if constexpr (is<C, Int> || is<C, Unsigned>) {
-      v = static_cast<T>(s.int64(col));
+      v = static_cast<T>(s.integer(col));
     } else if constexpr (is<C, Enum>) {
       decode_enum(v, s.int32(col), ids.r);
     } else if constexpr (is<C, Optional>) {
-      v = opt_int(s, col);
+      v = s.optional_integer(col);
     } else if constexpr (is<C, Process>) {
       v = ids.lookup(ids.processes, s, col, "process", true);
     } else if constexpr (is<C, Device>) {
       v = ids.lookup(ids.devices, s, col, "device", true);
     } else if constexpr (is<C, Start>) {
-      v = s.int64(col);
+      v = s.integer(col);
     } else if constexpr (is<C, End>) {
-      v = end_of(start_of<C>(r), s.int64(col));
+      v = end_of(start_of<C>(r), s.integer(col));
     } else if constexpr (is<C, Text>) {
       v = s.text(col);
     } else if constexpr (is<C, Real>) {
@@ -304,7 +215,7 @@ void decode(const Columns& cols, const Row& s, const Ids& ids, std::uint64_t mis
     } else if constexpr (is<C, Launch>) {
       // Not the configuration but the builder's index of it, which TraceBuilder::add takes.
       if (!s.is_null(col)) {
-        const std::int64_t id = s.int64(col);
+        const std::int64_t id = s.integer(col);
         launch->index = id < 0 || id > limits::kMaxId ? kNoIndex : launch->map->get(id);
         if (launch->index == kNoIndex) {
           ids.r.fail("a gpu_op row names launch " + std::to_string(id) + ", which the launch table lacks");
@@ -369,7 +280,7 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
 
   // A table's id column: an integer in [0, limits::kMaxId], or the file is refused.
   auto table_id = [&](const auto& s, int col, const char* table) -> std::int64_t {
-    const std::int64_t id = s.int64(col);
+    const std::int64_t id = s.integer(col);
     if (!s.is_integer(col) || id < 0 || id > limits::kMaxId) {
       r.fail(std::string("the ") + table + " table has id " + limits::quoted(s.text(col), 24) +
              ", not an integer in [0, 2^32-2]");
@@ -391,7 +302,7 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
     std::uint64_t missing = 0;
     const std::string sql =
         "SELECT " + select_list(r, table, cols, missing) + own + " FROM " + std::string(table) + " ORDER BY " + order;
-    r.each(sql.c_str(), [&](const auto& s) {
+    r.each(sql, [&](const auto& s) {
       Record record;
       decode(cols, s, ids, missing, record);
       row(s, static_cast<int>(std::tuple_size_v<Columns>), std::move(record));
@@ -407,7 +318,7 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
     const auto& cols = Definition<ProcessInfo>::rank_columns;
     const std::string sql =
         "SELECT " + select_list(r, "process_rank", cols, missing) + ", process FROM process_rank ORDER BY process";
-    r.each(sql.c_str(), [&](const auto& s) {
+    r.each(sql, [&](const auto& s) {
       ProcessInfo& p = b.process(
           ids.lookup(ids.processes, s, std::tuple_size_v<std::remove_cvref_t<decltype(cols)>>, "process", false));
       decode(cols, s, ids, missing, p);
@@ -426,7 +337,7 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
   // trace has hundreds of thousands of args (625 k for the MTIA trace), whose columns grew by
   // doubling, copied and faulted in page by page, in half of reading the file.
   std::int64_t n_args = 0;
-  if (r.has_table("arg")) r.each("SELECT count(*) FROM arg", [&](const auto& s) { n_args = s.int64(0); });
+  if (r.has_table("arg")) r.each("SELECT count(*) FROM arg", [&](const auto& s) { n_args = s.integer(0); });
   const bool has_args = n_args > 0;
   b.reserve(n_api, n_gpu, n_ann, has_args ? std::min(static_cast<std::size_t>(n_args), max_rows) : 0);
   struct EventRow {
@@ -468,7 +379,7 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
       } else {
         row = b.add(e);
       }
-      if (has_args) rows.ids.push_back({s.int64(id), D::table, row});
+      if (has_args) rows.ids.push_back({s.integer(id), D::table, row});
       rows.count(rows_read);
     });
   };
@@ -476,7 +387,7 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
   auto read_gpu_ops = [&](Reader& c) {
     // Each configuration is interned once, by its row: kernels name it by that row's id.
     IdMap launch_map;
-    c.each(("SELECT id, " + schema::launch_columns() + " FROM launch ORDER BY id").c_str(), [&](const auto& s) {
+    c.each("SELECT id, " + schema::launch_columns() + " FROM launch ORDER BY id", [&](const auto& s) {
       LaunchConfig l;
       int col = 1;
       columns::for_each_field(l, [&](std::int32_t& field, const char*) { field = s.int32(col++); });
@@ -518,7 +429,7 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
   if (has_args) {
     std::sort(event_rows.begin(), event_rows.end());
     r.scan("arg", "event, key, type, int_value, real_value, text", [&](const auto& s) {
-      const std::int64_t event = s.int64(0);
+      const std::int64_t event = s.integer(0);
       auto it = std::lower_bound(event_rows.begin(), event_rows.end(), EventRow{event, EventTable::CudaApi, 0});
       if (it == event_rows.end() || it->id != event) r.fail("an arg names event " + std::to_string(event) + ", which no event table holds");
       EventArg arg;
@@ -526,7 +437,7 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
       const int type = s.int32(2);
       if (type < 0 || type > 3) r.fail("arg row with unknown type " + std::to_string(type));
       arg.type = static_cast<ArgType>(type);
-      if (arg.type == ArgType::Int) arg.int_value = s.int64(3);
+      if (arg.type == ArgType::Int) arg.int_value = s.integer(3);
       if (arg.type == ArgType::Double) arg.double_value = s.real(4);
       if (arg.type == ArgType::String || arg.type == ArgType::Json) arg.text = ids.str(s, 5);
       b.add_arg(it->table, it->row, arg);

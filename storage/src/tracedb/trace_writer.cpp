@@ -1,11 +1,10 @@
 #include "dreamscope/storage/trace_file.h"
 
 #include "dreamscope/storage/columns.h"
+#include "dreamscope/storage/sqlite_file.h"
 #include "dreamscope/storage/trace_copy.h"
 
 #include "tracedb/schema.h"
-
-#include <sqlite3.h>
 
 #include <cerrno>
 #include <chrono>
@@ -32,81 +31,26 @@ struct InternTable {
   std::unordered_map<LaunchConfig, std::int64_t, LaunchConfigHash> launch_ids; // -> launch.id
 };
 
-// Event rows are buffered and inserted kRowsPerInsert at a time with one multi-row INSERT:
-// SQLite's per-statement cost (step, reset, cursor open and close) then falls on 128 rows
-// instead of one: 1.0 M -> 1.6 M events/s on the tracer's mix (bench/storage, loaded machine).
-template <std::size_t Columns>
-struct RowBatch {
-  static constexpr std::size_t kRowsPerInsert = 128;
-  using Row = std::array<std::int64_t, Columns>; // kNoValue binds NULL
-  std::vector<Row> pending;
-  sqlite3_stmt* one = nullptr;
-  sqlite3_stmt* many = nullptr;
-
-  ~RowBatch() {
-    sqlite3_finalize(one);
-    sqlite3_finalize(many);
-  }
-};
-
-struct TraceWriter::Statements {
-  sqlite3_stmt* string = nullptr;
-  sqlite3_stmt* meta = nullptr;
-  sqlite3_stmt* process = nullptr;
-  sqlite3_stmt* process_rank = nullptr;
-  sqlite3_stmt* process_rank_delete = nullptr;
-  sqlite3_stmt* device = nullptr;
-  sqlite3_stmt* track = nullptr;
-  sqlite3_stmt* track_name = nullptr;
-  // An event table's columns (tables.h), then its id.
-  RowBatch<columns::count<CudaApiRecord> + 1> cuda_api;
-  RowBatch<columns::count<GpuOpRecord> + 1> gpu_op;
-  RowBatch<columns::count<AnnotationRecord> + 1> annotation;
-  sqlite3_stmt* flow = nullptr;
-  sqlite3_stmt* calibration = nullptr;
-  sqlite3_stmt* overhead = nullptr;
-  sqlite3_stmt* thread_load = nullptr;
-  sqlite3_stmt* memory_event = nullptr;
-  sqlite3_stmt* launch = nullptr;
-  sqlite3_stmt* arg = nullptr;
-
-  ~Statements() {
-    for (auto* s :
-         {string, meta, process, process_rank, process_rank_delete, device, track, track_name, flow, calibration,
-          overhead, thread_load, memory_event, launch, arg}) {
-      sqlite3_finalize(s);
-    }
-  }
-};
-
 namespace {
 
-std::string sqlite_problem(sqlite3* db, int rc) {
-  if (rc == SQLITE_FULL) return "disk full";
-  if (rc == SQLITE_IOERR || (rc & 0xff) == SQLITE_IOERR) return std::string("I/O error (") + sqlite3_errmsg(db) + ")";
-  if (rc == SQLITE_READONLY) return "file is read-only";
-  return db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-}
-
-void bind_optional(sqlite3_stmt* s, int col, std::int64_t v) {
-  if (v == kNoValue) {
-    sqlite3_bind_null(s, col);
-  } else {
-    sqlite3_bind_int64(s, col, v);
+// How the writer has always put a failure: what it was doing, then the problem.
+std::string write_words(const sqlite::Failure& f) {
+  using Kind = sqlite::Failure::Kind;
+  using Call = sqlite::Failure::Call;
+  const auto problem = [&]() -> std::string {
+    if (f.kind == Kind::DiskFull) return "disk full";
+    if (f.kind == Kind::Io) return "I/O error (" + f.message + ")";
+    if (f.kind == Kind::ReadOnly) return "file is read-only";
+    return f.message;
+  };
+  switch (f.call) {
+    case Call::Open: return "cannot open: " + problem();
+    case Call::Prepare: return "cannot prepare statement: " + f.message;
+    case Call::Exec: return "cannot write: " + (f.kind == Kind::DiskFull ? std::string("disk full") : f.message);
+    case Call::Close: return "cannot close: " + f.code;
+    case Call::Step: break;
   }
-}
-
-void bind_text(sqlite3_stmt* s, int col, std::string_view v) {
-  sqlite3_bind_text(s, col, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-}
-
-// Small ids stored as NULL when absent (kNoIndex).
-void bind_index(sqlite3_stmt* s, int col, std::uint32_t v) {
-  if (v == kNoIndex) {
-    sqlite3_bind_null(s, col);
-  } else {
-    sqlite3_bind_int64(s, col, v);
-  }
+  return "cannot write: " + problem();
 }
 
 // "a, b, c": the trace.db names of a tuple of columns (columns.h), then `own`, the columns of
@@ -141,31 +85,36 @@ std::string insert_into(std::string_view own = {}, std::string_view verb = "INSE
 // Binds a row's columns from parameter `col` on, each as its encoding says (tables.h); returns
 // the next parameter. (The event tables batch their rows as event_row() makes them.)
 template <class Columns, class Record>
-int bind_columns(sqlite3_stmt* st, const Columns& cols, const Record& r, int col = 1) {
+int bind_columns(sqlite::Statement& st, const Columns& cols, const Record& r, int col = 1) {
   using namespace columns;
   each(cols, [&](const auto& c) {
     using C = decltype(c);
     const auto& v = r.*c.member;
     if constexpr (is<C, Int> || is<C, Track> || is<C, String> || is<C, Unsigned> || is<C, Start>) {
-      sqlite3_bind_int64(st, col, v);
+      st.bind(col, v);
     } else if constexpr (is<C, Enum>) {
-      sqlite3_bind_int64(st, col, static_cast<int>(v));
+      st.bind(col, static_cast<int>(v));
     } else if constexpr (is<C, Optional>) {
-      bind_optional(st, col, v);
+      st.bind_optional(col, v);
     } else if constexpr (is<C, Process> || is<C, Device>) {
-      bind_index(st, col, v);
+      // Small ids stored as NULL when absent (kNoIndex).
+      if (v == kNoIndex) {
+        st.bind_null(col);
+      } else {
+        st.bind(col, v);
+      }
     } else if constexpr (is<C, End>) {
-      sqlite3_bind_int64(st, col, v - start_of<C>(r));
+      st.bind(col, v - start_of<C>(r));
     } else if constexpr (is<C, Text>) {
-      bind_text(st, col, v);
+      st.bind(col, std::string_view(v));
     } else if constexpr (is<C, Real>) {
-      sqlite3_bind_double(st, col, v);
+      st.bind(col, v);
     } else if constexpr (is<C, Cost>) {
       // A cost below 0 means none was timed: NULL, as kNoValue is for the times.
       if (v < 0) {
-        sqlite3_bind_null(st, col);
+        st.bind_null(col);
       } else {
-        sqlite3_bind_double(st, col, v);
+        st.bind(col, v);
       }
     } else {
       static_assert(sizeof(C) == 0, "an encoding bound only in event rows");
@@ -216,7 +165,79 @@ std::array<std::int64_t, N> event_row(const Record& r, std::int64_t id, LaunchId
   return row;
 }
 
+// Event rows are buffered and inserted kRowsPerInsert at a time with one multi-row INSERT:
+// SQLite's per-statement cost (step, reset, cursor open and close) then falls on 128 rows
+// instead of one: 1.0 M -> 1.6 M events/s on the tracer's mix (bench/storage, loaded machine).
+template <class Record>
+class RowBatch {
+ public:
+  static constexpr std::size_t kRowsPerInsert = 128;
+  // An event table's columns (tables.h), then its id; kNoValue binds NULL.
+  using Row = std::array<std::int64_t, columns::count<Record> + 1>;
+
+  explicit RowBatch(const sqlite::Database& db)
+      : one_(db.prepare_persistent(insert_events<Record>(1))),
+        many_(db.prepare_persistent(insert_events<Record>(kRowsPerInsert))) {
+    pending_.reserve(kRowsPerInsert);
+  }
+
+  void push(const Row& row) {
+    pending_.push_back(row);
+    if (pending_.size() == kRowsPerInsert) {
+      insert(many_, pending_.data(), pending_.size());
+      pending_.clear();
+    }
+  }
+
+  // Inserts the rows still buffered, one statement each.
+  void drain() {
+    for (const Row& row : pending_) insert(one_, &row, 1);
+    pending_.clear();
+  }
+
+ private:
+  static void insert(sqlite::Statement& st, const Row* rows, std::size_t count) {
+    int col = 1;
+    for (std::size_t i = 0; i < count; ++i) {
+      for (std::int64_t v : rows[i]) st.bind_optional(col++, v);
+    }
+    st.run_rebinding();
+  }
+
+  std::vector<Row> pending_;
+  sqlite::Statement one_, many_;
+};
+
 } // namespace
+
+// Each table's statement names its columns (tables.h), then the ids of SQL's own it fills.
+struct TraceWriter::Statements {
+  explicit Statements(const sqlite::Database& db)
+      : string(db.prepare_persistent("INSERT INTO string(id, value) VALUES(?,?)")),
+        meta(db.prepare_persistent("INSERT OR REPLACE INTO meta(key, value) VALUES(?,?)")),
+        process(db.prepare_persistent(insert_sql(
+            "INSERT OR REPLACE", "process", column_names(columns::Definition<ProcessInfo>::process_columns, "id")))),
+        process_rank(db.prepare_persistent(insert_sql(
+            "INSERT OR REPLACE", "process_rank",
+            column_names(columns::Definition<ProcessInfo>::rank_columns, "process")))),
+        process_rank_delete(db.prepare_persistent("DELETE FROM process_rank WHERE process = ?")),
+        device(db.prepare_persistent(insert_into<DeviceInfo>("id"))),
+        track(db.prepare_persistent(insert_into<TrackInfo>("id"))),
+        track_name(db.prepare_persistent("UPDATE track SET name = ? WHERE id = ?")), cuda_api(db), gpu_op(db),
+        annotation(db), launch(db.prepare_persistent(insert_sql("INSERT", "launch", "id, " + schema::launch_columns()))),
+        flow(db.prepare_persistent(insert_into<FlowRecord>())),
+        calibration(db.prepare_persistent(insert_into<CalibrationRecord>({}, "INSERT OR REPLACE"))),
+        overhead(db.prepare_persistent(insert_into<OverheadRecord>())),
+        thread_load(db.prepare_persistent(insert_into<ThreadLoadRecord>())),
+        memory_event(db.prepare_persistent(insert_into<MemoryEventRecord>("id"))),
+        arg(db.prepare_persistent("INSERT INTO arg(event, key, type, int_value, real_value, text) VALUES(?,?,?,?,?,?)")) {}
+
+  sqlite::Statement string, meta, process, process_rank, process_rank_delete, device, track, track_name;
+  RowBatch<CudaApiRecord> cuda_api;
+  RowBatch<GpuOpRecord> gpu_op;
+  RowBatch<AnnotationRecord> annotation;
+  sqlite::Statement launch, flow, calibration, overhead, thread_load, memory_event, arg;
+};
 
 void check_replaceable_output(const std::filesystem::path& path) {
   std::error_code ec;
@@ -233,8 +254,7 @@ void check_replaceable_output(const std::filesystem::path& path) {
 }
 
 TraceWriter::TraceWriter(std::filesystem::path path, TraceWriterOptions options)
-    : path_(std::move(path)), options_(options), strings_(std::make_unique<InternTable>()),
-      stmts_(std::make_unique<Statements>()) {
+    : path_(std::move(path)), options_(options), strings_(std::make_unique<InternTable>()) {
   std::error_code ec;
   check_replaceable_output(path_);
   if (std::filesystem::exists(path_, ec)) {
@@ -250,14 +270,7 @@ TraceWriter::TraceWriter(std::filesystem::path path, TraceWriterOptions options)
   if (fd < 0) fail(std::string("cannot create the file: ") + std::strerror(errno));
   ::close(fd);
 
-  int rc = sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
-  if (rc != SQLITE_OK) {
-    std::string why = sqlite_problem(db_, rc);
-    sqlite3_close(db_);
-    db_ = nullptr;
-    fail("cannot open: " + why);
-  }
-  sqlite3_extended_result_codes(db_, 0);
+  db_ = std::make_unique<sqlite::Database>(path_, sqlite::Access::ReadWrite, path_.string(), write_words);
   // WAL: a commit is one append, and a process killed mid-write keeps every committed
   // batch, since committed pages are in the OS's cache whatever happens to the process.
   // Only close() pays for fsync: a trace need survive a power cut only once it is closed.
@@ -273,43 +286,7 @@ TraceWriter::TraceWriter(std::filesystem::path path, TraceWriterOptions options)
   exec(schema::create_tables().c_str());
   exec(schema::kCreateViews);
   exec("COMMIT");
-
-  auto prepare = [&](sqlite3_stmt*& stmt, const char* sql) {
-    if (sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt, nullptr) != SQLITE_OK) {
-      fail(std::string("cannot prepare statement: ") + sqlite3_errmsg(db_));
-    }
-  };
-  auto& s = *stmts_;
-  // Each table's statement names its columns (tables.h), then the ids of SQL's own it fills.
-  auto prepare_batch = [&]<class Record>(auto& batch, std::type_identity<Record>) {
-    using Batch = std::remove_reference_t<decltype(batch)>;
-    prepare(batch.one, insert_events<Record>(1).c_str());
-    prepare(batch.many, insert_events<Record>(Batch::kRowsPerInsert).c_str());
-    batch.pending.reserve(Batch::kRowsPerInsert);
-  };
-  using columns::Definition;
-  prepare(s.string, "INSERT INTO string(id, value) VALUES(?,?)");
-  prepare(s.meta, "INSERT OR REPLACE INTO meta(key, value) VALUES(?,?)");
-  prepare(
-      s.process,
-      insert_sql("INSERT OR REPLACE", "process", column_names(Definition<ProcessInfo>::process_columns, "id")).c_str());
-  prepare(s.process_rank, insert_sql("INSERT OR REPLACE", "process_rank",
-                                     column_names(Definition<ProcessInfo>::rank_columns, "process"))
-                              .c_str());
-  prepare(s.process_rank_delete, "DELETE FROM process_rank WHERE process = ?");
-  prepare(s.device, insert_into<DeviceInfo>("id").c_str());
-  prepare(s.track, insert_into<TrackInfo>("id").c_str());
-  prepare(s.track_name, "UPDATE track SET name = ? WHERE id = ?");
-  prepare_batch(s.cuda_api, std::type_identity<CudaApiRecord>{});
-  prepare_batch(s.gpu_op, std::type_identity<GpuOpRecord>{});
-  prepare_batch(s.annotation, std::type_identity<AnnotationRecord>{});
-  prepare(s.launch, insert_sql("INSERT", "launch", "id, " + schema::launch_columns()).c_str());
-  prepare(s.flow, insert_into<FlowRecord>().c_str());
-  prepare(s.calibration, insert_into<CalibrationRecord>({}, "INSERT OR REPLACE").c_str());
-  prepare(s.overhead, insert_into<OverheadRecord>().c_str());
-  prepare(s.thread_load, insert_into<ThreadLoadRecord>().c_str());
-  prepare(s.memory_event, insert_into<MemoryEventRecord>("id").c_str());
-  prepare(s.arg, "INSERT INTO arg(event, key, type, int_value, real_value, text) VALUES(?,?,?,?,?,?)");
+  stmts_ = std::make_unique<Statements>(*db_);
 
   set_meta("schema_version", std::to_string(kSchemaVersion));
   set_meta("dreamscope_version", DREAMSCOPE_VERSION);
@@ -328,24 +305,18 @@ TraceWriter::~TraceWriter() {
     }
   } catch (const TraceError&) {
   }
+  // The statements first: a connection closes only once they are finalized.
   stmts_.reset();
-  sqlite3_close_v2(db_);
-  db_ = nullptr;
+  db_.reset();
 }
+
+const std::filesystem::path& TraceWriter::path() const { return path_; }
 
 void TraceWriter::fail(const std::string& what) const {
   throw TraceError(path_.string() + ": " + what);
 }
 
-void TraceWriter::exec(const char* sql) {
-  char* err = nullptr;
-  int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
-  if (rc != SQLITE_OK) {
-    std::string msg = rc == SQLITE_FULL ? "disk full" : (err ? err : sqlite3_errstr(rc));
-    sqlite3_free(err);
-    fail("cannot write: " + msg);
-  }
-}
+void TraceWriter::exec(const char* sql) { db_->exec(sql); }
 
 void TraceWriter::begin_if_needed() {
   if (!db_) fail("trace writer already closed");
@@ -361,65 +332,19 @@ void TraceWriter::count_row() {
   if (++rows_in_transaction_ >= options_.batch_rows) flush();
 }
 
-namespace {
-void step(sqlite3* db, sqlite3_stmt* s, const std::function<void(const std::string&)>& fail) {
-  int rc = sqlite3_step(s);
-  sqlite3_reset(s);
-  if (rc != SQLITE_DONE) fail("cannot write: " + sqlite_problem(db, rc));
-}
-} // namespace
-
-#define DS_STEP(stmt) step(db_, stmt, [this](const std::string& m) { fail(m); })
-
-namespace {
-template <std::size_t N>
-void insert_rows(sqlite3* db, sqlite3_stmt* st, const typename RowBatch<N>::Row* rows, std::size_t count,
-                 const std::function<void(const std::string&)>& fail) {
-  int col = 1;
-  for (std::size_t i = 0; i < count; ++i) {
-    for (std::size_t c = 0; c < N; ++c) bind_optional(st, col++, rows[i][c]);
-  }
-  step(db, st, fail);
-}
-
-template <std::size_t N>
-void push_row(sqlite3* db, RowBatch<N>& batch, const typename RowBatch<N>::Row& row,
-              const std::function<void(const std::string&)>& fail) {
-  batch.pending.push_back(row);
-  if (batch.pending.size() == RowBatch<N>::kRowsPerInsert) {
-    insert_rows<N>(db, batch.many, batch.pending.data(), batch.pending.size(), fail);
-    batch.pending.clear();
-  }
-}
-
-template <std::size_t N>
-void drain(sqlite3* db, RowBatch<N>& batch, const std::function<void(const std::string&)>& fail) {
-  for (const auto& row : batch.pending) insert_rows<N>(db, batch.one, &row, 1, fail);
-  batch.pending.clear();
-}
-} // namespace
-
-#define DS_FAIL [this](const std::string& m) { fail(m); }
-
 StringId TraceWriter::intern(std::string_view s) {
   if (s.empty()) return 0;
   auto [it, inserted] = strings_->ids.try_emplace(std::string(s), next_string_id_);
   if (!inserted) return it->second;
   begin_if_needed();
-  auto* st = stmts_->string;
-  sqlite3_bind_int64(st, 1, next_string_id_);
-  sqlite3_bind_text(st, 2, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
-  DS_STEP(st);
+  stmts_->string.bind(1, next_string_id_).bind(2, s).run_rebinding();
   count_row();
   return next_string_id_++;
 }
 
 void TraceWriter::set_meta(const std::string& key, const std::string& value) {
   begin_if_needed();
-  auto* st = stmts_->meta;
-  bind_text(st, 1, key);
-  bind_text(st, 2, value);
-  DS_STEP(st);
+  stmts_->meta.bind(1, std::string_view(key)).bind(2, std::string_view(value)).run_rebinding();
   count_row();
 }
 
@@ -438,10 +363,10 @@ bool has_rank_row(const ProcessInfo& p) {
 
 // Inserts a row of a table that is no event table: its columns (tables.h), then `own`.
 template <class Columns, class Record, class... Own>
-void TraceWriter::insert(sqlite3_stmt* st, const Columns& cols, const Record& r, Own... own) {
+void TraceWriter::insert(sqlite::Statement& st, const Columns& cols, const Record& r, Own... own) {
   int col = bind_columns(st, cols, r);
-  (sqlite3_bind_int64(st, col++, own), ...);
-  DS_STEP(st);
+  (st.bind(col++, own), ...);
+  st.run_rebinding();
 }
 
 std::uint32_t TraceWriter::add_process(const ProcessInfo& p) {
@@ -461,8 +386,7 @@ void TraceWriter::update_process(std::uint32_t id, const ProcessInfo& p) {
   if (has_rank_row(p)) {
     insert(stmts_->process_rank, columns::Definition<ProcessInfo>::rank_columns, p, std::int64_t{id});
   } else {
-    sqlite3_bind_int64(stmts_->process_rank_delete, 1, id);
-    DS_STEP(stmts_->process_rank_delete);
+    stmts_->process_rank_delete.bind(1, id).run_rebinding();
   }
 }
 
@@ -484,10 +408,7 @@ TrackId TraceWriter::add_track(const TrackInfo& t) {
 
 void TraceWriter::rename_track(TrackId id, std::string_view name) {
   begin_if_needed();
-  auto* st = stmts_->track_name;
-  bind_text(st, 1, name);
-  sqlite3_bind_int64(st, 2, id);
-  DS_STEP(st);
+  stmts_->track_name.bind(1, name).bind(2, id).run_rebinding();
 }
 
 // Buffers a row of an event table for its batch's next INSERT; returns the event's id.
@@ -496,8 +417,8 @@ std::int64_t TraceWriter::add_event(Batch& batch, std::uint64_t& rows, const Rec
   const std::int64_t id = next_event_id_++;
   begin_if_needed();
   ++rows;
-  constexpr std::size_t n = std::tuple_size_v<typename Batch::Row>;
-  push_row<n>(db_, batch, event_row<Record, n>(r, id, [this](const LaunchConfig& c) { return launch_id(c); }), DS_FAIL);
+  batch.push(event_row<Record, std::tuple_size_v<typename Batch::Row>>(
+      r, id, [this](const LaunchConfig& c) { return launch_id(c); }));
   count_row();
   return id;
 }
@@ -509,11 +430,11 @@ std::int64_t TraceWriter::launch_id(const LaunchConfig& c) {
   auto [it, inserted] = strings_->launch_ids.try_emplace(c, 0);
   if (!inserted) return it->second;
   it->second = static_cast<std::int64_t>(strings_->launch_ids.size());
-  auto* st = stmts_->launch;
-  sqlite3_bind_int64(st, 1, it->second);
+  sqlite::Statement& st = stmts_->launch;
+  st.bind(1, it->second);
   int col = 2;
-  columns::for_each_field(c, [&](std::int32_t v, const char*) { sqlite3_bind_int64(st, col++, v); });
-  DS_STEP(st);
+  columns::for_each_field(c, [&](std::int32_t v, const char*) { st.bind(col++, v); });
+  st.run_rebinding();
   count_row();
   return it->second;
 }
@@ -524,26 +445,22 @@ std::int64_t TraceWriter::add(const AnnotationRecord& r) { return add_event(stmt
 
 void TraceWriter::add_arg(std::int64_t event, const EventArg& arg) {
   begin_if_needed();
-  auto* st = stmts_->arg;
-  sqlite3_bind_int64(st, 1, event);
-  sqlite3_bind_int64(st, 2, arg.key);
-  sqlite3_bind_int64(st, 3, static_cast<int>(arg.type));
-  sqlite3_bind_null(st, 4);
-  sqlite3_bind_null(st, 5);
-  sqlite3_bind_null(st, 6);
+  sqlite::Statement& st = stmts_->arg;
+  st.bind(1, event).bind(2, arg.key).bind(3, static_cast<int>(arg.type));
+  st.bind_null(4).bind_null(5).bind_null(6);
   switch (arg.type) {
-    case ArgType::Int: sqlite3_bind_int64(st, 4, arg.int_value); break;
-    case ArgType::Double: sqlite3_bind_double(st, 5, arg.double_value); break;
+    case ArgType::Int: st.bind(4, arg.int_value); break;
+    case ArgType::Double: st.bind(5, arg.double_value); break;
     case ArgType::String:
-    case ArgType::Json: sqlite3_bind_int64(st, 6, arg.text); break;
+    case ArgType::Json: st.bind(6, arg.text); break;
   }
-  DS_STEP(st);
+  st.run_rebinding();
   count_row();
 }
 
 // Inserts a row of a table that is no event table and counts it; `own` as insert() takes it.
 template <class Record, class... Own>
-void TraceWriter::add_row(sqlite3_stmt* st, const Record& r, Own... own) {
+void TraceWriter::add_row(sqlite::Statement& st, const Record& r, Own... own) {
   begin_if_needed();
   insert(st, columns::Definition<Record>::columns, r, own...);
   count_row();
@@ -560,10 +477,9 @@ void TraceWriter::add(const ThreadLoadRecord& r) { add_row(stmts_->thread_load, 
 void TraceWriter::add(const MemoryEventRecord& r) { add_row(stmts_->memory_event, r, next_memory_event_id_++); }
 
 void TraceWriter::drain_pending_rows() {
-  auto& s = *stmts_;
-  drain<std::tuple_size_v<decltype(s.cuda_api)::Row>>(db_, s.cuda_api, DS_FAIL);
-  drain<std::tuple_size_v<decltype(s.gpu_op)::Row>>(db_, s.gpu_op, DS_FAIL);
-  drain<std::tuple_size_v<decltype(s.annotation)::Row>>(db_, s.annotation, DS_FAIL);
+  stmts_->cuda_api.drain();
+  stmts_->gpu_op.drain();
+  stmts_->annotation.drain();
 }
 
 void TraceWriter::flush() {
@@ -588,9 +504,8 @@ void TraceWriter::close(bool complete) {
   exec("PRAGMA wal_checkpoint(TRUNCATE)");
   exec("PRAGMA journal_mode=DELETE");
   stmts_.reset();
-  int rc = sqlite3_close(db_);
-  db_ = nullptr;
-  if (rc != SQLITE_OK) fail("cannot close: " + std::string(sqlite3_errstr(rc)));
+  std::unique_ptr<sqlite::Database> db = std::move(db_);
+  db->close();
 }
 
 void write_trace(const Trace& trace, const std::filesystem::path& path) {
@@ -607,31 +522,22 @@ void write_trace(const Trace& trace, const std::filesystem::path& path) {
   w.close(trace.meta_value("complete", "1") != "0");
 }
 
+namespace {
+// How replace_calibration() has always put a failure.
+std::string calibration_words(const sqlite::Failure& f) {
+  return (f.call == sqlite::Failure::Call::Open ? "cannot open: " : "cannot write the calibration table: ") +
+         f.message;
+}
+} // namespace
+
 void replace_calibration(const std::filesystem::path& path, const std::vector<CalibrationRecord>& records) {
   read_trace(path); // refuses, with a message naming the file, anything that is not a trace.db
-  sqlite3* db = nullptr;
-  const auto fail = [&](const std::string& what) {
-    const std::string why = db ? sqlite3_errmsg(db) : "out of memory";
-    sqlite3_close(db);
-    throw TraceError(path.string() + ": " + what + ": " + why);
-  };
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) fail("cannot open");
-  sqlite3_stmt* st = nullptr;
-  if (sqlite3_prepare_v2(db, insert_into<CalibrationRecord>({}, "INSERT OR REPLACE").c_str(), -1, &st, nullptr) !=
-      SQLITE_OK) {
-    fail("cannot write the calibration table");
-  }
+  sqlite::Database db(path, sqlite::Access::ReadWrite, path.string(), calibration_words);
+  sqlite::Statement st = db.prepare(insert_into<CalibrationRecord>({}, "INSERT OR REPLACE"));
   for (const auto& r : records) {
     bind_columns(st, columns::Definition<CalibrationRecord>::columns, r);
-    const int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) {
-      sqlite3_finalize(st);
-      fail("cannot write the calibration table");
-    }
+    st.run_rebinding();
   }
-  sqlite3_finalize(st);
-  sqlite3_close(db);
 }
 
 } // namespace dreamscope

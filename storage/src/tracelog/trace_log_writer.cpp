@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <type_traits>
 
 namespace dreamscope {
 
@@ -132,6 +133,8 @@ TraceLogWriter::~TraceLogWriter() {
   }
   ::close(fd_);
 }
+
+const std::filesystem::path& TraceLogWriter::path() const { return path_; }
 
 void TraceLogWriter::fail(const std::string& what) { throw TraceError(path_.string() + ": " + what); }
 
@@ -257,22 +260,6 @@ void TraceLogWriter::rename_track(TrackId id, std::string_view name) {
   end_record();
 }
 
-// Event ids count the events of all three tables.
-std::int64_t TraceLogWriter::add(const CudaApiRecord& r) {
-  put_record(kCudaApi, r);
-  return next_event_id_++;
-}
-
-std::int64_t TraceLogWriter::add(const GpuOpRecord& r) {
-  put_record(kGpuOp, r);
-  return next_event_id_++;
-}
-
-std::int64_t TraceLogWriter::add(const AnnotationRecord& r) {
-  put_record(kAnnotation, r);
-  return next_event_id_++;
-}
-
 void TraceLogWriter::add_arg(std::int64_t event, const EventArg& arg) {
   begin(kArg);
   put_s(event);
@@ -284,11 +271,34 @@ void TraceLogWriter::add_arg(std::int64_t event, const EventArg& arg) {
   end_record();
 }
 
-void TraceLogWriter::add(const FlowRecord& r) { put_record(kFlow, r); }
-void TraceLogWriter::add(const CalibrationRecord& r) { put_record(kCalibration, r); }
-void TraceLogWriter::add(const OverheadRecord& r) { put_record(kOverhead, r); }
-void TraceLogWriter::add(const ThreadLoadRecord& r) { put_record(kThreadLoad, r); }
-void TraceLogWriter::add(const MemoryEventRecord& r) { put_record(kMemoryEvent, r); }
+namespace {
+// Each table's record in the log.
+template <class Record>
+constexpr RecordType record_type() {
+  if constexpr (std::is_same_v<Record, CudaApiRecord>) return kCudaApi;
+  else if constexpr (std::is_same_v<Record, GpuOpRecord>) return kGpuOp;
+  else if constexpr (std::is_same_v<Record, AnnotationRecord>) return kAnnotation;
+  else if constexpr (std::is_same_v<Record, FlowRecord>) return kFlow;
+  else if constexpr (std::is_same_v<Record, CalibrationRecord>) return kCalibration;
+  else if constexpr (std::is_same_v<Record, OverheadRecord>) return kOverhead;
+  else if constexpr (std::is_same_v<Record, ThreadLoadRecord>) return kThreadLoad;
+  else if constexpr (std::is_same_v<Record, MemoryEventRecord>) return kMemoryEvent;
+  else static_assert(sizeof(Record) == 0, "a table the log has no record type for (trace_log_format.h)");
+}
+} // namespace
+
+// A row of any table TraceSink::add takes: its record, and for an event (an add that returns
+// the event's id) the next id, which counts the events of all three tables.
+template <class Returns, class Record>
+Returns TraceLogWriter::add_row(const Record& r) {
+  put_record(record_type<Record>(), r);
+  if constexpr (!std::is_void_v<Returns>) return next_event_id_++;
+}
+
+#define DREAMSCOPE_LOG_ADD(Returns, Record, ...) \
+  Returns TraceLogWriter::add(const Record& r) { return add_row<Returns>(r); }
+DREAMSCOPE_SINK_TABLES(DREAMSCOPE_LOG_ADD)
+#undef DREAMSCOPE_LOG_ADD
 
 void TraceLogWriter::flush() {
   if (fd_ < 0) fail("cannot write: the log is closed");

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "dreamscope/storage/trace.h"
+#include "dreamscope/storage/trace_sink.h"
 
 #include <filesystem>
 #include <functional>
@@ -15,10 +16,12 @@
 #include <stdexcept>
 #include <string>
 
-struct sqlite3;
-struct sqlite3_stmt;
-
 namespace dreamscope {
+
+namespace sqlite {
+class Database;
+class Statement;
+} // namespace sqlite
 
 inline constexpr int kSchemaVersion = 1;
 
@@ -29,34 +32,6 @@ struct TraceWriterOptions {
   bool overwrite = true;
 };
 
-// What records a run as it happens: TraceWriter (SQLite) and TraceLogWriter (the raw log of
-// the tracer's part files, trace_log.h). The tracer's target and its CUPTI decoder write
-// through this, so either file can sit behind them. Ids are the writer's own, as below.
-class TraceSink {
- public:
-  virtual ~TraceSink() = default;
-  virtual const std::filesystem::path& path() const = 0;
-  virtual StringId intern(std::string_view s) = 0;
-  virtual void set_meta(const std::string& key, const std::string& value) = 0;
-  virtual std::uint32_t add_process(const ProcessInfo& p) = 0;
-  virtual void update_process(std::uint32_t id, const ProcessInfo& p) = 0;
-  virtual std::uint32_t add_device(const DeviceInfo& d) = 0;
-  virtual TrackId add_track(const TrackInfo& t) = 0;
-  // A thread named after its track was written (nvtxNameOsThread).
-  virtual void rename_track(TrackId id, std::string_view name) = 0;
-  virtual std::int64_t add(const CudaApiRecord& r) = 0;
-  virtual std::int64_t add(const GpuOpRecord& r) = 0;
-  virtual std::int64_t add(const AnnotationRecord& r) = 0;
-  virtual void add_arg(std::int64_t event, const EventArg& arg) = 0;
-  virtual void add(const FlowRecord& r) = 0;
-  virtual void add(const CalibrationRecord& r) = 0;
-  virtual void add(const OverheadRecord& r) = 0;
-  virtual void add(const ThreadLoadRecord& r) = 0;
-  virtual void add(const MemoryEventRecord& r) = 0;
-  virtual void flush() = 0;
-  virtual void close(bool complete = true) = 0;
-};
-
 class TraceWriter : public TraceSink {
  public:
   // Creates the file with the schema; `meta.complete` is 0 until close().
@@ -65,37 +40,11 @@ class TraceWriter : public TraceSink {
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
 
-  const std::filesystem::path& path() const override { return path_; }
+  // TraceSink's methods (trace_sink.h). Rows are committed in transactions of
+  // TraceWriterOptions::batch_rows; args go to the arg table, which only importers fill;
+  // close() also records the row counts and checkpoints the WAL into the main file.
+  DREAMSCOPE_TRACE_SINK_OVERRIDES
 
-  StringId intern(std::string_view s) override;
-  void set_meta(const std::string& key, const std::string& value) override;
-
-  std::uint32_t add_process(const ProcessInfo& p) override;
-  void update_process(std::uint32_t id, const ProcessInfo& p) override;
-  std::uint32_t add_device(const DeviceInfo& d) override;
-  TrackId add_track(const TrackInfo& t) override;
-  void rename_track(TrackId id, std::string_view name) override;
-
-  // Each returns the event's id, which add_arg() takes.
-  std::int64_t add(const CudaApiRecord& r) override;
-  std::int64_t add(const GpuOpRecord& r) override;
-  std::int64_t add(const AnnotationRecord& r) override;
-  // An arg of the event `event` (an id add() returned); key and text are this writer's
-  // string ids (from intern()). Stored in the arg table, which only importers fill.
-  void add_arg(std::int64_t event, const EventArg& arg) override;
-  void add(const FlowRecord& r) override;
-  void add(const CalibrationRecord& r) override;
-  void add(const OverheadRecord& r) override;
-  void add(const ThreadLoadRecord& r) override;
-  // In the memory_event table, numbered in the order added: at one time, that order stands.
-  void add(const MemoryEventRecord& r) override;
-
-  // Commits everything added so far: after flush() returns, a crash loses none of it.
-  void flush() override;
-  // Records the row counts, sets meta.complete (1 unless told the data is incomplete,
-  // e.g. a merge of parts one of which was cut short), checkpoints the WAL into the main
-  // file and closes. The file is durable once this returns.
-  void close(bool complete = true) override;
   bool is_open() const { return db_ != nullptr; }
 
   std::uint64_t rows_written() const { return rows_written_; }
@@ -107,9 +56,9 @@ class TraceWriter : public TraceSink {
   template <class Record, class Batch>
   std::int64_t add_event(Batch& batch, std::uint64_t& rows, const Record& r);
   template <class Record, class... Own>
-  void add_row(sqlite3_stmt* st, const Record& r, Own... own);
+  void add_row(sqlite::Statement& st, const Record& r, Own... own);
   template <class Columns, class Record, class... Own>
-  void insert(sqlite3_stmt* st, const Columns& cols, const Record& r, Own... own);
+  void insert(sqlite::Statement& st, const Columns& cols, const Record& r, Own... own);
   std::int64_t launch_id(const LaunchConfig& c); // the launch row, written on first use
   void count_row();
   void exec(const char* sql);
@@ -117,7 +66,7 @@ class TraceWriter : public TraceSink {
 
   std::filesystem::path path_;
   TraceWriterOptions options_;
-  sqlite3* db_ = nullptr;
+  std::unique_ptr<sqlite::Database> db_; // before stmts_, which go first
   bool in_transaction_ = false;
   std::size_t rows_in_transaction_ = 0;
   std::uint64_t rows_written_ = 0;

@@ -8,7 +8,7 @@
 // short at any byte reads back with every whole record and `complete` = 0.
 #pragma once
 
-#include "dreamscope/storage/trace_file.h"
+#include "dreamscope/storage/trace_sink.h"
 
 #include <filesystem>
 #include <memory>
@@ -30,30 +30,10 @@ class TraceLogWriter final : public TraceSink {
   TraceLogWriter(const TraceLogWriter&) = delete;
   TraceLogWriter& operator=(const TraceLogWriter&) = delete;
 
-  const std::filesystem::path& path() const override { return path_; }
+  // TraceSink's methods (trace_sink.h). flush() writes everything buffered with one write(2):
+  // afterwards only a power cut can lose it; close() then fsyncs.
+  DREAMSCOPE_TRACE_SINK_OVERRIDES
 
-  StringId intern(std::string_view s) override;
-  void set_meta(const std::string& key, const std::string& value) override;
-  std::uint32_t add_process(const ProcessInfo& p) override;
-  void update_process(std::uint32_t id, const ProcessInfo& p) override;
-  std::uint32_t add_device(const DeviceInfo& d) override;
-  TrackId add_track(const TrackInfo& t) override;
-  void rename_track(TrackId id, std::string_view name) override;
-  // Event ids count the events of all three tables from 1, in the order they were added.
-  std::int64_t add(const CudaApiRecord& r) override;
-  std::int64_t add(const GpuOpRecord& r) override;
-  std::int64_t add(const AnnotationRecord& r) override;
-  void add_arg(std::int64_t event, const EventArg& arg) override;
-  void add(const FlowRecord& r) override;
-  void add(const CalibrationRecord& r) override;
-  void add(const OverheadRecord& r) override;
-  void add(const ThreadLoadRecord& r) override;
-  void add(const MemoryEventRecord& r) override;
-
-  // Writes everything buffered with one write(2): afterwards only a power cut can lose it.
-  void flush() override;
-  // Writes meta.complete (1 unless told otherwise), flushes, fsyncs and closes the file.
-  void close(bool complete = true) override;
   bool is_open() const { return fd_ >= 0; }
 
   std::uint64_t bytes_written() const { return bytes_written_; }
@@ -114,6 +94,8 @@ class TraceLogWriter final : public TraceSink {
   void put_fields(const Record& r);
   template <class Record>
   void put_record(std::uint8_t type, const Record& r);
+  template <class Returns, class Record>
+  Returns add_row(const Record& r);
   void write_out();
   void recycle_page_cache();
   [[noreturn]] void fail(const std::string& what);
