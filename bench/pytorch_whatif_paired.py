@@ -30,7 +30,10 @@ tracer's cost is the traced steps' median against the same neighbours.
     RECORD=tests/data/cpu/pytorch_paired bench/pytorch_whatif_paired.py   # keep traces and steps
     FROM=tests/data/cpu/pytorch_paired bench/pytorch_whatif_paired.py     # predict from those, run nothing
 
-Exits 1 when a case's error exceeds BOUND % (default 5) or a case has no counted run.
+Exits 1 when a case's error exceeds BOUND % (default 5) or a case has no counted run. A
+recording keeps each case's error; from it (FROM), a case recorded beyond BOUND fails only
+when its error moves more than DRIFT points (default 1) away from the recorded one: the
+CTest gate `pytorch_paired_recorded`, deterministic, holds every case where it was measured.
 """
 import json
 import os
@@ -55,6 +58,7 @@ STABLE = float(env("STABLE", "10"))
 PAIRS = int(env("PAIRS", "2"))
 TRACED_SKIP = int(env("TRACED_SKIP", "3"))
 PAUSED_SKIP = int(env("PAUSED_SKIP", "5"))
+DRIFT = float(env("DRIFT", "1"))
 RECORD, FROM = env("RECORD", ""), env("FROM", "")
 VERBOSE = env("VERBOSE", "") not in ("", "0")  # every pair on stderr
 
@@ -199,7 +203,9 @@ def main():
                         print(f"\rrun {run}/{RUNS}: {name:<16}", end="", file=sys.stderr, flush=True)
             if sys.stderr.isatty():
                 print("\r" + " " * 40 + "\r", end="", file=sys.stderr)
-        failures = 0
+        recorded_errors = recorded.get("errors", {}) if FROM else {}
+        errors = {}
+        failures = []
         print(f"{'case':<16} {'error':>8} {'tracer':>8}  runs (error %, counted pairs / pairs)")
         for name in chosen:
             _, _, predict = all_cases[name]
@@ -214,7 +220,7 @@ def main():
             shown = " ".join(f"{r[0]:+.1f}({r[2]}/{r[3]})" if not isinstance(r, str) else f"[{r}]" for r in results)
             if not counted:
                 print(f"{name:<16} {'-':>8} {'-':>8}  {shown}")
-                failures += 1
+                failures.append(name)
                 continue
             error = statistics.median(r[0] for r in counted)
             cost = statistics.median(r[1] for r in counted)
@@ -222,10 +228,23 @@ def main():
             # neighbours run the same configuration.
             cost = f"{cost:+7.1f}%" if not all_cases[name][1].strip() else "-"
             print(f"{name:<16} {error:+7.1f}% {cost:>8}  {shown}")
-            failures += abs(error) > BOUND
+            errors[name] = round(error, 2)
+            limit = BOUND
+            if name in recorded_errors:
+                limit = max(BOUND, abs(recorded_errors[name]) + DRIFT)
+            if abs(error) > limit:
+                failures.append(name)
+        if RECORD:
+            path = os.path.join(RECORD, "measured.json")
+            with open(path) as f:
+                recorded = json.load(f)
+            recorded["errors"] = errors
+            with open(path, "w") as f:
+                json.dump(recorded, f, indent=2)
         if failures:
             sys.stdout.flush()
-            print(f"{failures} case(s) beyond ±{BOUND:g} % or with no counted run", file=sys.stderr)
+            print(f"beyond ±{BOUND:g} % (or the recorded error) or with no counted run: {' '.join(failures)}",
+                  file=sys.stderr)
             return 1
         return 0
     finally:
