@@ -465,8 +465,10 @@ void for_each_rank(
   if (files.size() == 1) {
     Trace t = load_checked(files.front(), options);
     const auto ranks = job_ranks(t);
-    if (ranks.empty()) {
-      visit(kNoValue, std::move(t), files.front());
+    if (ranks.size() < 2) {
+      // One rank or none: the file is that rank's trace as it stands, as a job's one-rank files
+      // are below; no copy of it.
+      visit(ranks.empty() ? kNoValue : ranks.front().rank, std::move(t), files.front());
       return;
     }
     parallel_for(ranks.size(), worker_count(options, ranks.size()),
