@@ -260,6 +260,32 @@ TEST(PytorchLayer, TwoOptimizersABatchMakeOneStepABatch) {
   std::filesystem::remove_all(dir);
 }
 
+// An IterableDataset with two workers: each worker's last attempt finds the stream exhausted,
+// and is no fetch (it would be a batch that never comes); every batch is fetched, collated and
+// linked once.
+TEST(PytorchLayer, AnExhaustedStreamMakesNoFetch) {
+  REQUIRE_TORCH();
+  const auto dir = scratch_dir("pytorch-layer-stream");
+  const auto out = dir / "stream.db";
+  RunResult r = run(traced(out, {torch_python(), script("tests/python/iterable_stream.py"), "--workers", "2",
+                                 "--items", "32", "--batch-size", "4", "--epochs", "2"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Trace t = read_trace(out);
+  const auto rows = annotation_rows(t);
+  // 2 epochs x (training + evaluation) x 8 batches: 32 batches, each its own id.
+  const auto fetches = select(rows, kAuto, "fetch"), preps = select(rows, kAuto, "prep");
+  EXPECT_EQ(fetches.size(), 32u);
+  EXPECT_EQ(preps.size(), 32u);
+  std::set<std::int64_t> fetched, prepared;
+  for (const auto& f : fetches) fetched.insert(f.payload);
+  for (const auto& p : preps) prepared.insert(p.payload);
+  EXPECT_EQ(fetched, prepared);
+  EXPECT_EQ(count_flows(t, "batch"), 32u);
+  EXPECT_TRUE(std::none_of(rows.begin(), rows.end(), [](const Row& x) { return x.name == "fetch found no data"; }));
+  EXPECT_EQ(select(rows, kAuto, "step").size(), 16u) << "training steps only";
+  std::filesystem::remove_all(dir);
+}
+
 // The paired bench's runs (bench/pytorch_whatif_paired.py): blocks of the traced configuration
 // and of another, recording paused in the other's. Only the first kind's steps are in the
 // trace, and no step spans a pause (its marks inside went unrecorded); the other kind's

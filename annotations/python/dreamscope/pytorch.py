@@ -177,6 +177,12 @@ def _patch_fetchers(fetch_module):
             _tls.fetching = True
             try:
                 return original(self, possibly_batched_index)
+            except StopIteration:
+                if fetching[0]:
+                    # An iterable dataset ran out: this attempt made no batch, and the merge
+                    # leaves its fetch out.
+                    _lib.ds_auto_mark(FETCH, b"fetch found no data", batch)
+                raise
             finally:
                 _tls.fetching = outer
                 self.collate_fn = collate

@@ -183,6 +183,24 @@ std::vector<Part> read_parts(const fs::path& dir, MergedJob& result) {
   return parts;
 }
 
+// The automatic fetches that made no batch: an iterable dataset's last attempt, which found
+// the data exhausted, marked "fetch found no data" with its batch id on its thread. Each is
+// left out with its mark: a fetch there is a batch that never comes.
+constexpr std::string_view kFetchOfNoBatchMark = "fetch found no data";
+std::set<std::pair<TrackId, std::int64_t>> automatic_fetches_of_no_batch(const Trace& in,
+                                                                       std::optional<StringId> auto_domain) {
+  std::set<std::pair<TrackId, std::int64_t>> out;
+  const std::optional<StringId> mark = in.find_string(kFetchOfNoBatchMark);
+  if (!auto_domain || !mark) return out;
+  const auto& ann = in.annotations();
+  for (EventIndex i = 0; i < ann.size(); ++i) {
+    if (ann.domain[i] == *auto_domain && ann.name[i] == *mark && ann.start[i] == ann.end[i]) {
+      out.emplace(ann.track[i], ann.payload[i]);
+    }
+  }
+  return out;
+}
+
 void add_part(TraceBuilder& out, const Part& part, const JobFacts& job, bool last_root_image, BatchEnds& batches,
               CorrelationSpace& correlations, const HandAnnotations& hand, std::int64_t& python_range_ns) {
   TraceCopyEdits edits;
@@ -197,6 +215,7 @@ void add_part(TraceBuilder& out, const Part& part, const JobFacts& job, bool las
   AutoSteps auto_steps;
   // Only dreamscope's two domains are read: by id, not by string, for every row of a large part.
   const std::optional<StringId> own_domain = in.find_string("dreamscope"), auto_domain = in.find_string(kAutoDomain);
+  const std::set<std::pair<TrackId, std::int64_t>> fetches_of_no_batch = automatic_fetches_of_no_batch(in, auto_domain);
   edits.annotation = [&](EventIndex i, AnnotationRecord& r) {
     const StringId domain = in.annotations().domain[i];
     const bool automatic = auto_domain && domain == *auto_domain;
@@ -209,6 +228,9 @@ void add_part(TraceBuilder& out, const Part& part, const JobFacts& job, bool las
         return r.start != r.end && !hand.steps;
       }
       if (hand.pipeline && is_pipeline(category)) return false;
+      if (category == annotation_category::kFetch && fetches_of_no_batch.contains({in.annotations().track[i], r.payload})) {
+        return false;
+      }
       if (in.str(in.annotations().name[i]) == kPythonCalibrationRange) return false;
       if (r.start == r.end && in.str(in.annotations().name[i]) == kPythonRangeCostMark) {
         if (python_range_ns < 0 && r.payload >= 0 && r.payload < 1'000'000'000) python_range_ns = r.payload;
