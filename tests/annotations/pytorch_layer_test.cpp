@@ -286,6 +286,30 @@ TEST(PytorchLayer, AnExhaustedStreamMakesNoFetch) {
   std::filesystem::remove_all(dir);
 }
 
+// Gradient accumulation: an optimizer step every 3 batches, zero_grad after it. The batches
+// before the first optimizer step were its micro-batches, so the first step holds three
+// batches as every later one does.
+TEST(PytorchLayer, GradientAccumulationMakesAStepOfEachOptimizerStepFromTheFirst) {
+  REQUIRE_TORCH();
+  const auto dir = scratch_dir("pytorch-layer-accumulate");
+  const auto out = dir / "acc.db";
+  RunResult r = run(traced(out, {torch_python(), script("tests/python/torchvision_resnet.py"), "--workers", "1",
+                                 "--steps", "9", "--batch-size", "4", "--accumulate", "3"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto rows = annotation_rows(read_trace(out));
+  const auto steps = select(rows, kAuto, "step");
+  const auto waits = select(rows, kAuto, "wait");
+  ASSERT_EQ(steps.size(), 3u) << r.output;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_EQ(steps[i].payload, static_cast<std::int64_t>(i));
+    EXPECT_EQ(std::count_if(waits.begin(), waits.end(),
+                            [&](const Row& w) { return w.start >= steps[i].start && w.end <= steps[i].end; }),
+              3)
+        << "step " << i;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // The paired bench's runs (bench/pytorch_whatif_paired.py): blocks of the traced configuration
 // and of another, recording paused in the other's. Only the first kind's steps are in the
 // trace, and no step spans a pause (its marks inside went unrecorded); the other kind's

@@ -2,7 +2,7 @@
 ResNet-18 on FakeData through PIL transforms and a DataLoader with worker processes, SGD.
 The tests trace it to check what dreamscope records of a PyTorch job with no code change.
 
-    python3 torchvision_resnet.py [--workers N] [--steps N] [--persistent] [--val]
+    python3 torchvision_resnet.py [--workers N] [--steps N] [--persistent] [--val] [--accumulate N]
 """
 import argparse
 
@@ -20,6 +20,8 @@ def main():
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--persistent", action="store_true")
     p.add_argument("--val", action="store_true", help="a validation pass under no_grad after each epoch")
+    p.add_argument("--accumulate", type=int, default=1,
+                   help="gradient accumulation: an optimizer step every N batches, zero_grad after it")
     a = p.parse_args()
     torch.manual_seed(0)
     tf = transforms.Compose([transforms.RandomHorizontalFlip(), transforms.ToTensor(),
@@ -32,11 +34,15 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     for epoch in range(a.epochs):
         model.train()
-        for x, y in loader:
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
+        for i, (x, y) in enumerate(loader):
+            if a.accumulate == 1:
+                opt.zero_grad()
+            loss = F.cross_entropy(model(x), y) / a.accumulate
             loss.backward()
-            opt.step()
+            if (i + 1) % a.accumulate == 0:
+                opt.step()
+                if a.accumulate > 1:
+                    opt.zero_grad()
         if a.val:
             model.eval()
             with torch.no_grad():

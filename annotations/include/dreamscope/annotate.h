@@ -76,8 +76,9 @@ DS_API void ds_wait_push(int64_t batch_id);
  * that kind. A step of this domain is not a range but marks that the merge turns into steps:
  * "step begin" (a step starts here if none is open), "step boundary" (the open step ends and
  * the next begins), "step boundary moved" (the last boundary is here instead: the step it
- * ended ends here and the open one begins here) and "step cancel" (the open step is not a
- * step: the loop ended). */
+ * ended ends here and the open one begins here), "step boundaries merged" (payload N: the open
+ * step takes in the N steps before it) and "step cancel" (the open step is not a step: the
+ * loop ended). */
 #define DS_AUTO_DOMAIN "dreamscope.auto"
 DS_API void ds_auto_range_push(int category, const char* name, int64_t payload);
 DS_API void ds_auto_range_pop(void);

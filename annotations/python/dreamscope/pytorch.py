@@ -76,7 +76,11 @@ class _Steps:
     after the first since the last batch request (a GAN's generator after its
     discriminator, an actor-critic's two networks) moves the step's end there instead of
     ending another step, so that a step stays one pass of the loop. Without a DataLoader
-    nothing tells one pass from the next, and each optimizer step ends a step."""
+    nothing tells one pass from the next, and each optimizer step ends a step.
+
+    When Optimizer.step first takes over from the batches, the batches since the gradients
+    were last zeroed were that optimizer step's micro-batches (gradient accumulation): the
+    steps they bounded become one ("step boundaries merged", payload how many)."""
 
     PROFILER, OPTIMIZER, LOADER = 3, 2, 1
 
@@ -86,6 +90,7 @@ class _Steps:
         self.worked = False
         self.loader_seen = False
         self.requested = False  # a batch was requested since the last optimizer boundary
+        self.batch_steps = 0  # steps the batches ended since the gradients were last zeroed
 
     def _mark(self, name):
         _lib.ds_auto_mark(STEP, name, _NO_PAYLOAD)
@@ -113,10 +118,17 @@ class _Steps:
             self.requested = False
         if source > self.source and self.source and self.open and not self.worked:
             self._mark(b"step cancel")
+        elif source > self.source == self.LOADER and self.open and self.batch_steps:
+            _lib.ds_auto_mark(STEP, b"step boundaries merged", self.batch_steps)
+        if source == self.LOADER and self.open:
+            self.batch_steps += 1
         self.source = source
         self.open = True
         self.worked = False
         self._mark(b"step boundary")
+
+    def gradients_zeroed(self):
+        self.batch_steps = 0
 
     def loader_ended(self):
         if self.open and not self.worked:
@@ -128,6 +140,11 @@ _steps = _Steps()
 
 
 def _work():
+    _steps.activity(True)
+
+
+def _zero_grad():
+    _steps.gradients_zeroed()
     _steps.activity(True)
 
 
@@ -533,7 +550,7 @@ def _patch_optimizer(optim_module):
     if optimizer is None:
         return False
     if "zero_grad" in optimizer.__dict__ and not getattr(optimizer.zero_grad, "_dreamscope", False):
-        optimizer.zero_grad = _timed(optimizer.zero_grad, "zero_grad", before=_work)
+        optimizer.zero_grad = _timed(optimizer.zero_grad, "zero_grad", before=_zero_grad)
 
     # Each optimizer class has its own step; wrap the class of each optimizer made, once.
     def wrap_step(cls):

@@ -69,16 +69,17 @@ HandAnnotations hand_annotations(const std::vector<Part>& parts) {
   return hand;
 }
 
-// The automatic steps of one part: its "step begin", "step boundary", "step boundary moved"
-// and "step cancel" marks, per thread in time order, made into step ranges. A boundary ends
-// the open step and begins the next, a moved boundary puts the last boundary here instead (the
-// step it ended ends here, the open one begins here), a begin opens one where none is, a
-// cancel drops the open one, and one still open at the end is no step; nor is one that spans
-// a pause of recording (its marks inside went unrecorded: it may hold many). Steps are
-// numbered from 0 in time order.
+// The automatic steps of one part: its "step begin", "step boundary", "step boundary moved",
+// "step boundaries merged" and "step cancel" marks, per thread in time order, made into step
+// ranges. A boundary ends the open step and begins the next, a moved boundary puts the last
+// boundary here instead (the step it ended ends here, the open one begins here), merged
+// boundaries (payload N) make the open step take in the N steps before it, a begin opens one
+// where none is, a cancel drops the open one, and one still open at the end is no step; nor is
+// one that spans a pause of recording (its marks inside went unrecorded: it may hold many).
+// Steps are numbered from 0 in time order.
 class AutoSteps {
  public:
-  void note(TrackId track, TimeNs time, std::string_view name) {
+  void note(TrackId track, TimeNs time, std::string_view name, std::int64_t payload) {
     Kind kind;
     if (name == "step begin") {
       kind = Kind::Begin;
@@ -86,12 +87,14 @@ class AutoSteps {
       kind = Kind::Boundary;
     } else if (name == "step boundary moved") {
       kind = Kind::Moved;
+    } else if (name == "step boundaries merged") {
+      kind = Kind::Merged;
     } else if (name == "step cancel") {
       kind = Kind::Cancel;
     } else {
       return;
     }
-    marks_.push_back({track, time, marks_.size(), kind});
+    marks_.push_back({track, time, marks_.size(), kind, payload});
   }
 
   void add_to(TraceBuilder& out, const std::vector<RecordingPause>& pauses) {
@@ -115,6 +118,18 @@ class AutoSteps {
           steps.back().end = m.time;
           opened = m.time;
         }
+        continue;
+      }
+      if (m.kind == Kind::Merged) {
+        // The open step takes in the `payload` steps before it on its thread that end where it
+        // begins, one after another.
+        for (std::int64_t n = m.payload; n > 0 && open && !steps.empty() && steps.back().track == m.track &&
+                                         steps.back().end == opened;
+             --n) {
+          opened = steps.back().start;
+          steps.pop_back();
+        }
+        movable = false;
         continue;
       }
       if (m.kind == Kind::Boundary || !open) movable = false;
@@ -141,12 +156,13 @@ class AutoSteps {
   }
 
  private:
-  enum class Kind { Begin, Boundary, Moved, Cancel };
+  enum class Kind { Begin, Boundary, Moved, Merged, Cancel };
   struct Mark {
     TrackId track;
     TimeNs time;
     std::size_t order;
     Kind kind;
+    std::int64_t payload;
   };
   std::vector<Mark> marks_;
 };
@@ -224,7 +240,7 @@ void add_part(TraceBuilder& out, const Part& part, const JobFacts& job, bool las
     if (automatic) {
       if (category == annotation_category::kStep) {
         // Marks, not steps: the steps are made from them below.
-        if (!hand.steps && r.start == r.end) auto_steps.note(r.track, r.start, in.str(in.annotations().name[i]));
+        if (!hand.steps && r.start == r.end) auto_steps.note(r.track, r.start, in.str(in.annotations().name[i]), r.payload);
         return r.start != r.end && !hand.steps;
       }
       if (hand.pipeline && is_pipeline(category)) return false;
