@@ -1,0 +1,98 @@
+// The typed indices (strong_index.h) keep one kind of row from meeting another: most of what this
+// checks holds at compile time, so a change that let a GpuOpIndex pass for an AnnotationIndex
+// again would fail to build this file.
+#include <dreamscope/storage/strong_index.h>
+
+#include <gtest/gtest.h>
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <sstream>
+#include <type_traits>
+#include <unordered_set>
+#include <vector>
+
+namespace dreamscope {
+namespace {
+
+// What a call or an expression accepts, asked in a template so that "no" is an answer, not an
+// error.
+template <class T>
+concept passes_as_annotation = requires(void (*takes_annotation)(AnnotationIndex), T i) { takes_annotation(i); };
+template <class A, class B>
+concept equality_comparable = requires(A a, B b) {
+  a == b;
+  a != b;
+};
+template <class A, class B>
+concept ordered = requires(A a, B b) { a < b; };
+
+// Each kind is its own type, none made from another, implicitly or explicitly.
+static_assert(!std::is_convertible_v<GpuOpIndex, AnnotationIndex>);
+static_assert(!std::is_convertible_v<AnnotationIndex, GpuOpIndex>);
+static_assert(!std::is_convertible_v<CudaApiIndex, GpuOpIndex>);
+static_assert(!std::is_constructible_v<AnnotationIndex, GpuOpIndex>);
+static_assert(!std::is_constructible_v<GpuOpIndex, CudaApiIndex>);
+static_assert(!std::is_constructible_v<CudaApiIndex, AnnotationIndex>);
+static_assert(!std::is_assignable_v<AnnotationIndex&, GpuOpIndex>);
+static_assert(!passes_as_annotation<GpuOpIndex>);
+static_assert(!passes_as_annotation<CudaApiIndex>);
+static_assert(passes_as_annotation<AnnotationIndex>);
+
+// Made from an integer only explicitly; read as one implicitly (indexing a column).
+static_assert(!std::is_convertible_v<std::uint32_t, GpuOpIndex>);
+static_assert(!std::is_convertible_v<int, GpuOpIndex>);
+static_assert(!passes_as_annotation<std::uint32_t>);
+static_assert(std::is_constructible_v<GpuOpIndex, std::uint32_t>);
+static_assert(std::is_constructible_v<GpuOpIndex, std::size_t>);
+static_assert(std::is_convertible_v<GpuOpIndex, std::uint32_t>);
+static_assert(GpuOpIndex{7}.value() == 7 && GpuOpIndex{7} == GpuOpIndex{7});
+
+// Two kinds never compare; one kind compares with itself, with integers and with kNoIndex.
+static_assert(!equality_comparable<GpuOpIndex, AnnotationIndex>);
+static_assert(!equality_comparable<CudaApiIndex, GpuOpIndex>);
+static_assert(!ordered<GpuOpIndex, AnnotationIndex>);
+static_assert(equality_comparable<GpuOpIndex, GpuOpIndex> && ordered<GpuOpIndex, GpuOpIndex>);
+static_assert(equality_comparable<GpuOpIndex, std::uint32_t> && ordered<GpuOpIndex, std::size_t>);
+static_assert(equality_comparable<GpuOpIndex, NoIndex> && equality_comparable<NoIndex, AnnotationIndex>);
+
+// kNoIndex is none of every kind, and the largest uint32_t.
+static_assert(std::is_convertible_v<NoIndex, GpuOpIndex> && std::is_convertible_v<NoIndex, AnnotationIndex>);
+static_assert(AnnotationIndex{kNoIndex} == kNoIndex && AnnotationIndex{0} != kNoIndex);
+static_assert(std::uint32_t{kNoIndex} == 0xffffffffu);
+
+// As small and as cheap to copy as the integer it wraps: the tables hold columns of them.
+static_assert(sizeof(GpuOpIndex) == sizeof(std::uint32_t));
+static_assert(std::is_trivially_copyable_v<GpuOpIndex>);
+
+TEST(StrongIndex, CountsComparesHashesAndPrintsAsItsInteger) {
+  const std::vector<int> column{10, 20, 30};
+  int sum = 0;
+  for (GpuOpIndex i{0}; i < column.size(); ++i) sum += column[i];
+  EXPECT_EQ(sum, 60);
+
+  AnnotationIndex a{4};
+  EXPECT_EQ(a++, AnnotationIndex{4});
+  EXPECT_EQ(a, AnnotationIndex{5});
+  EXPECT_EQ(--a, AnnotationIndex{4});
+  EXPECT_LT(AnnotationIndex{3}, a);
+  EXPECT_EQ(a + 1, 5u); // arithmetic is on the integer
+
+  AnnotationIndex none = kNoIndex;
+  EXPECT_EQ(none, kNoIndex);
+  EXPECT_EQ(none.value(), 0xffffffffu);
+
+  std::map<GpuOpIndex, int> ordered_map{{GpuOpIndex{2}, 1}, {GpuOpIndex{1}, 2}};
+  EXPECT_EQ(ordered_map.begin()->first, GpuOpIndex{1});
+  std::unordered_set<GpuOpIndex> set{GpuOpIndex{1}, GpuOpIndex{1}, GpuOpIndex{9}};
+  EXPECT_EQ(set.size(), 2u);
+
+  std::ostringstream out;
+  out << GpuOpIndex{42};
+  EXPECT_EQ(out.str(), "42");
+}
+
+} // namespace
+} // namespace dreamscope
