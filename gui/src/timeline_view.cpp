@@ -172,7 +172,7 @@ void TimelineView::compute_links() {
   if (e.table == EventTable::CudaApi) {
     const std::int64_t corr = t.cuda_api().correlation[e.index];
     if (corr != kNoValue) {
-      for (EventIndex op : t.gpu_ops_with_correlation(corr)) {
+      for (GpuOpIndex op : t.gpu_ops_with_correlation(corr)) {
         const EventRef k{EventTable::GpuOp, op};
         links_.push_back({doc_->track(e), doc_->lane_of(e), doc_->start(e), doc_->track(k), doc_->lane_of(k), doc_->start(k)});
       }
@@ -210,7 +210,7 @@ int TimelineView::lane_at_time(TrackId track, TimeNs time) const {
   const Trace& t = doc_->trace();
   // A CUDA API call at that time is what a flow from a thread usually leaves from.
   const EventRange api = t.cuda_api_in(track, time, time + 1);
-  for (EventIndex i = api.begin; i < api.end; ++i) {
+  for (auto i = api.begin; i < api.end; ++i) {
     if (t.cuda_api().start[i] <= time && time <= t.cuda_api().end[i]) return doc_->lane_of({EventTable::CudaApi, i});
   }
   const EventRange ops = t.gpu_ops_in(track, time, time + 1);
@@ -240,7 +240,7 @@ TimelineView::Hit TimelineView::hit_test(QPoint pos) const {
   const std::size_t hi = first_starting_at(lane, *c.start, 0, t + tol + 1);
   TimeNs best_distance = std::numeric_limits<TimeNs>::max();
   for (std::size_t k = hi, steps = 0; k > 0 && steps < 64; --k, ++steps) {
-    const EventIndex i = lane.at(k - 1);
+    const std::uint32_t i = lane.at(k - 1);
     const TimeNs s = (*c.start)[i], en = (*c.end)[i];
     if (s < t - tol - lane.max_duration) break;
     const TimeNs distance = t < s ? s - t : (t >= en ? t - en : 0);
@@ -285,11 +285,11 @@ void TimelineView::paint_lane(QPainter& p, const Lane& lane, int y, TimeNs from,
   const int top = y + 1;
   const QFontMetrics fm = p.fontMetrics();
 
-  auto color_of = [&](EventIndex i) {
+  auto color_of = [&](std::uint32_t i) {
     if (searching && !matched_names_[name[i]]) return kDimmed;
     return doc_->name_color(name[i]);
   };
-  auto wide = [&](EventIndex i) { return scale_.width_of(end[i] - start[i]) >= kFoldPixels; };
+  auto wide = [&](std::uint32_t i) { return scale_.width_of(end[i] - start[i]) >= kFoldPixels; };
   // Pixel coordinates clipped a little outside the area, so huge zooms cannot overflow int.
   auto px = [&](TimeNs t) { return std::clamp(scale_.x_of(t), -2.0, width + 2.0); };
 
@@ -298,12 +298,12 @@ void TimelineView::paint_lane(QPainter& p, const Lane& lane, int y, TimeNs from,
   // walk every event behind one long call (a 30 s cudaDeviceGetStreamPriorityRange).
   std::size_t k = first_starting_at(lane, start, 0, from);
   for (std::size_t back = k, steps = 0; back > 0 && steps < 64; --back, ++steps) {
-    const EventIndex j = lane.at(back - 1);
+    const std::uint32_t j = lane.at(back - 1);
     if (start[j] < from - lane.max_duration) break;
     if (end[j] > from) k = back - 1;
   }
   while (k < n) {
-    const EventIndex i = lane.at(k);
+    const std::uint32_t i = lane.at(k);
     if (start[i] >= to) break;
     if (end[i] <= from) {
       ++k;
@@ -347,7 +347,7 @@ void TimelineView::paint_lane(QPainter& p, const Lane& lane, int y, TimeNs from,
       count += kn - kk;
       kk = kn;
       if (kk >= n) break;
-      const EventIndex j = lane.at(kk);
+      const std::uint32_t j = lane.at(kk);
       if (start[j] >= to || wide(j) || scale_.x_of(start[j]) - scale_.x_of(run_end) >= kFoldPixels) break;
     }
     const int x0 = static_cast<int>(std::floor(px(start[i])));

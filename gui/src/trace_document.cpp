@@ -30,7 +30,7 @@ template <class Column>
 TimeNs longest(const Lane& lane, const Column& start, const Column& end) {
   TimeNs m = 0;
   for (std::size_t k = 0; k < lane.size(); ++k) {
-    const EventIndex i = lane.at(k);
+    const std::uint32_t i = lane.at(k);
     m = std::max(m, end[i] - start[i]);
   }
   return m;
@@ -60,34 +60,35 @@ TraceDocument::TraceDocument(Trace trace, QString path, const std::function<void
     const EventRange ar = trace_.annotations_on(t);
     if (!ar.empty()) {
       int max_depth = 0;
-      for (EventIndex i = ar.begin; i < ar.end; ++i) max_depth = std::max<int>(max_depth, ann.depth[i]);
+      for (auto i = ar.begin; i < ar.end; ++i) max_depth = std::max<int>(max_depth, ann.depth[i]);
       tl.annotation_lanes = max_depth + 1;
       for (int d = 0; d <= max_depth; ++d) {
         Lane lane{.table = EventTable::Annotation, .label = QStringLiteral("depth %1").arg(d)};
         if (max_depth == 0) {
-          lane.range = ar;
+          lane.range = {ar.begin, ar.end};
         }
         tl.lanes.push_back(std::move(lane));
       }
       if (max_depth > 0) {
-        for (EventIndex i = ar.begin; i < ar.end; ++i) tl.lanes[ann.depth[i]].rows.push_back(i);
+        for (auto i = ar.begin; i < ar.end; ++i) tl.lanes[ann.depth[i]].rows.push_back(i);
       }
       for (auto& lane : tl.lanes) lane.max_duration = longest(lane, ann.start, ann.end);
     }
     const EventRange cr = trace_.cuda_api_on(t);
     if (!cr.empty()) {
       std::size_t drivers = 0;
-      for (EventIndex i = cr.begin; i < cr.end; ++i) drivers += api.kind[i] == ApiKind::Driver;
+      for (auto i = cr.begin; i < cr.end; ++i) drivers += api.kind[i] == ApiKind::Driver;
       tl.api_lane = static_cast<int>(tl.lanes.size());
       // The runtime calls the driver inside its own calls: one lane each keeps both visible.
       tl.api_split = drivers != 0 && drivers != cr.size();
       if (!tl.api_split) {
-        tl.lanes.push_back(Lane{.table = EventTable::CudaApi, .range = cr,
+        tl.lanes.push_back(Lane{.table = EventTable::CudaApi,
+                                .range = {cr.begin, cr.end},
                                 .label = drivers ? QStringLiteral("driver") : QStringLiteral("CUDA API")});
       } else {
         Lane runtime{.table = EventTable::CudaApi, .label = QStringLiteral("runtime")};
         Lane driver{.table = EventTable::CudaApi, .label = QStringLiteral("driver")};
-        for (EventIndex i = cr.begin; i < cr.end; ++i) (api.kind[i] == ApiKind::Driver ? driver : runtime).rows.push_back(i);
+        for (auto i = cr.begin; i < cr.end; ++i) (api.kind[i] == ApiKind::Driver ? driver : runtime).rows.push_back(i);
         tl.lanes.push_back(std::move(runtime));
         tl.lanes.push_back(std::move(driver));
       }
@@ -96,7 +97,7 @@ TraceDocument::TraceDocument(Trace trace, QString path, const std::function<void
     const EventRange gr = trace_.gpu_ops_on(t);
     if (!gr.empty()) {
       tl.gpu_lane = static_cast<int>(tl.lanes.size());
-      Lane lane{.table = EventTable::GpuOp, .range = gr, .label = QStringLiteral("GPU")};
+      Lane lane{.table = EventTable::GpuOp, .range = {gr.begin, gr.end}, .label = QStringLiteral("GPU")};
       lane.max_duration = longest(lane, ops.start, ops.end);
       tl.lanes.push_back(std::move(lane));
     }
@@ -245,7 +246,7 @@ std::vector<EventRef> find_events(const TraceDocument& doc, const std::vector<bo
   const Trace& t = doc.trace();
   auto scan = [&](const std::vector<StringId>& names, EventTable table) {
     for (std::size_t i = 0; i < names.size(); ++i) {
-      if (matched_names[names[i]]) found.push_back(EventRef{table, static_cast<EventIndex>(i)});
+      if (matched_names[names[i]]) found.push_back(EventRef{table, static_cast<std::uint32_t>(i)});
     }
   };
   scan(t.annotations().name, EventTable::Annotation);

@@ -15,10 +15,11 @@
 
 namespace dreamscope::gui {
 
-// One event of a Trace: which table (the storage's EventTable) and which row.
+// One event of a Trace: which table (the storage's EventTable) and which row of it (a plain
+// row number: views handle the three tables alike, and make it a typed row where they use one).
 struct EventRef {
   EventTable table = EventTable::Annotation;
-  EventIndex index = kNoIndex;
+  std::uint32_t index = kNoIndex;
 
   bool valid() const { return index != kNoIndex; }
   bool operator==(const EventRef&) const = default;
@@ -29,13 +30,13 @@ struct EventRef {
 // per annotation depth, per CUDA API kind, and one for GPU operations.
 struct Lane {
   EventTable table = EventTable::Annotation;
-  EventRange range;              // the rows, when they are a contiguous range of the table
-  std::vector<EventIndex> rows;  // otherwise, the rows in start order
+  EventRange<std::uint32_t> range; // the rows (of `table`), when they are a contiguous range of it
+  std::vector<std::uint32_t> rows; // otherwise, the rows in start order
   TimeNs max_duration = 0;
   QString label;                 // "depth 2", "runtime", "kernels"
 
   std::size_t size() const { return rows.empty() ? range.size() : rows.size(); }
-  EventIndex at(std::size_t k) const { return rows.empty() ? range.begin + static_cast<EventIndex>(k) : rows[k]; }
+  std::uint32_t at(std::size_t k) const { return rows.empty() ? range.begin + static_cast<std::uint32_t>(k) : rows[k]; }
 };
 
 struct TrackLanes {

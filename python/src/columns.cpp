@@ -180,14 +180,14 @@ py::dict cuda_api(const Trace& trace) {
 py::dict gpu_ops(const Trace& trace, bool kernels_only) {
   const TrackLookup tracks(trace);
   const auto& g = trace.gpu_ops();
-  std::vector<EventIndex> rows;
+  std::vector<GpuOpIndex> rows;
   if (kernels_only) {
-    for (EventIndex i = 0; i < g.size(); ++i) {
+    for (GpuOpIndex i{0}; i < g.size(); ++i) {
       if (g.kind[i] == GpuOpKind::Kernel) rows.push_back(i);
     }
   } else {
     rows.resize(g.size());
-    for (EventIndex i = 0; i < g.size(); ++i) rows[i] = i;
+    for (GpuOpIndex i{0}; i < g.size(); ++i) rows[i] = i;
   }
   const std::size_t n = rows.size();
   py::dict d;
@@ -199,7 +199,7 @@ py::dict gpu_ops(const Trace& trace, bool kernels_only) {
   if (!kernels_only) {
     d["kind"] = enum_column(n, kGpuOpKinds, [&](std::size_t i) { return g.kind[rows[i]]; });
     d["subkind"] = text_column(n, [&](std::size_t i) -> std::string_view {
-      const EventIndex r = rows[i];
+      const GpuOpIndex r = rows[i];
       if (g.kind[r] == GpuOpKind::Memcpy) return to_string(static_cast<CopyKind>(g.subkind[r]));
       if (g.kind[r] == GpuOpKind::Sync) return to_string(static_cast<SyncKind>(g.subkind[r]));
       return {};

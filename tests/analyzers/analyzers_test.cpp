@@ -613,8 +613,8 @@ TEST(GpuEfficiency, KinetosOwnOccupancyEstimateWinsWhenRecorded) {
   b.thread_track(p, 1);
   const TrackId s = b.stream_track(dev, 7);
   LaunchConfig l{.grid = {40, 1, 1}, .block = {256, 1, 1}};
-  const EventIndex k = b.add(GpuOpRecord{.track = s, .start = 0, .end = 100, .name = b.intern("k"), .launch = l});
-  b.add_arg(EventTable::GpuOp, k, "est. achieved occupancy %", std::int64_t{25});
+  const GpuOpIndex k = b.add(GpuOpRecord{.track = s, .start = 0, .end = 100, .name = b.intern("k"), .launch = l});
+  b.add_arg(k, "est. achieved occupancy %", std::int64_t{25});
   const auto eff = gpu_efficiency(std::move(b).build());
   ASSERT_EQ(eff.size(), 1u);
   ASSERT_TRUE(eff[0].achieved_occupancy.has_value());

@@ -149,19 +149,19 @@ TEST(HtaConformance, NcclKernelsWithCollectiveMetadata) {
   REQUIRE_DATA(kNccl);
   const Trace& t = trace_of(kNccl);
   const auto& gpu = t.gpu_ops();
-  std::vector<EventIndex> nccl;
-  for (EventIndex i = 0; i < gpu.size(); ++i) {
+  std::vector<GpuOpIndex> nccl;
+  for (GpuOpIndex i{0}; i < gpu.size(); ++i) {
     if (t.str(gpu.name[i]).find("ncclKernel") != std::string_view::npos) nccl.push_back(i);
   }
   ASSERT_EQ(nccl.size(), 21u);
-  const EventIndex longest = *std::max_element(nccl.begin(), nccl.end(), [&](EventIndex a, EventIndex b) {
+  const GpuOpIndex longest = *std::max_element(nccl.begin(), nccl.end(), [&](GpuOpIndex a, GpuOpIndex b) {
     return gpu.end[a] - gpu.start[a] < gpu.end[b] - gpu.start[b];
   });
   EXPECT_EQ(gpu.end[longest] - gpu.start[longest], 5993392); // 5993.392 µs, exact in ns
   EXPECT_EQ(classify_kernel(t.str(gpu.name[longest])), KernelType::Communication);
-  EXPECT_EQ(t.arg_text(EventTable::GpuOp, longest, "Collective name"), "allreduce");
-  EXPECT_EQ(t.arg_int(EventTable::GpuOp, longest, "In msg nelems"), 2049000);
-  EXPECT_EQ(t.arg_int(EventTable::GpuOp, longest, "Out msg nelems"), 2049000);
+  EXPECT_EQ(t.arg_text(longest, "Collective name"), "allreduce");
+  EXPECT_EQ(t.arg_int(longest, "In msg nelems"), 2049000);
+  EXPECT_EQ(t.arg_int(longest, "Out msg nelems"), 2049000);
   // NCCL on its own stream overlaps the compute stream.
   const auto overlap = hta_comm_comp_overlap(t);
   ASSERT_TRUE(overlap.has_value());
@@ -174,13 +174,14 @@ TEST(HtaConformance, CuptiProfilerCounters) {
   REQUIRE_DATA(rel);
   const Trace& t = trace_of(rel);
   const auto& ann = t.annotations();
-  std::vector<EventIndex> ranges;
-  for (EventIndex i = 0; i < ann.size(); ++i) {
+  std::vector<AnnotationIndex> ranges;
+  for (AnnotationIndex i{0}; i < ann.size(); ++i) {
     if (t.str(ann.category[i]) == "cuda_profiler_range") ranges.push_back(i);
   }
   ASSERT_EQ(ranges.size(), 77u);
-  std::stable_sort(ranges.begin(), ranges.end(), [&](EventIndex a, EventIndex b) { return ann.start[a] < ann.start[b]; });
-  EXPECT_EQ(t.arg_int(EventTable::Annotation, ranges[5], "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum"), 86114304);
+  std::stable_sort(ranges.begin(), ranges.end(),
+                   [&](AnnotationIndex a, AnnotationIndex b) { return ann.start[a] < ann.start[b]; });
+  EXPECT_EQ(t.arg_int(ranges[5], "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum"), 86114304);
 }
 
 TEST(HtaConformance, TritonOperator) {
@@ -190,8 +191,8 @@ TEST(HtaConformance, TritonOperator) {
   const Trace t = load_trace(file);
   const auto& ann = t.annotations();
   std::vector<std::string> triton;
-  for (EventIndex i = 0; i < ann.size(); ++i) {
-    if (t.str(ann.category[i]) == "cpu_op" && t.arg_text(EventTable::Annotation, i, "kernel_backend") == "triton") {
+  for (AnnotationIndex i{0}; i < ann.size(); ++i) {
+    if (t.str(ann.category[i]) == "cpu_op" && t.arg_text(i, "kernel_backend") == "triton") {
       triton.emplace_back(t.str(ann.name[i]));
     }
   }

@@ -106,7 +106,7 @@ TEST(ImportWithoutOperators, KeepsStepsDataLoaderRangesCollectivesAndAnnotations
   EXPECT_EQ(full.cuda_api().size(), without.cuda_api().size());
   auto kept_ranges = [](const Trace& t) {
     std::size_t n = 0;
-    for (EventIndex i = 0; i < t.annotations().size(); ++i) {
+    for (AnnotationIndex i{0}; i < t.annotations().size(); ++i) {
       if (t.tracks()[t.annotations().track[i]].kind == TrackKind::CpuThread &&
           kept_without_operators(t.str(t.annotations().category[i]), t.str(t.annotations().name[i]))) {
         ++n;
@@ -118,7 +118,7 @@ TEST(ImportWithoutOperators, KeepsStepsDataLoaderRangesCollectivesAndAnnotations
   EXPECT_EQ(kept_ranges(without), kept_ranges(full));
   // Every CPU range kept is one that kept_without_operators keeps.
   std::size_t cpu_ranges = 0;
-  for (EventIndex i = 0; i < without.annotations().size(); ++i) {
+  for (AnnotationIndex i{0}; i < without.annotations().size(); ++i) {
     cpu_ranges += without.tracks()[without.annotations().track[i]].kind == TrackKind::CpuThread;
   }
   EXPECT_EQ(cpu_ranges, kept_ranges(without));
@@ -136,16 +136,18 @@ TEST(ImportWithoutOperatorArgs, KeepsEveryEventAndTheArgsOfCollectivesAndGpuWork
   auto args_of = [](const Trace& t, EventTable table, auto keep) {
     std::size_t n = 0;
     const std::size_t rows = table == EventTable::GpuOp ? t.gpu_ops().size() : t.annotations().size();
-    for (EventIndex i = 0; i < rows; ++i) {
-      if (keep(t, i)) n += t.args_of(table, i).size();
+    for (std::uint32_t i = 0; i < rows; ++i) {
+      if (keep(t, i)) n += t.args_of(EventRow{table, i}).size();
     }
     return n;
   };
-  auto collective = [](const Trace& t, EventIndex i) { return collective_args_read(t.str(t.annotations().name[i])); };
-  auto other = [&](const Trace& t, EventIndex i) {
+  auto collective = [](const Trace& t, std::uint32_t i) {
+    return collective_args_read(t.str(t.annotations().name[i]));
+  };
+  auto other = [&](const Trace& t, std::uint32_t i) {
     return !collective(t, i) && t.tracks()[t.annotations().track[i]].kind == TrackKind::CpuThread;
   };
-  auto every = [](const Trace&, EventIndex) { return true; };
+  auto every = [](const Trace&, std::uint32_t) { return true; };
   EXPECT_GT(args_of(full, EventTable::Annotation, collective), 0u);
   EXPECT_EQ(args_of(summary, EventTable::Annotation, collective), args_of(full, EventTable::Annotation, collective));
   EXPECT_EQ(args_of(summary, EventTable::GpuOp, every), args_of(full, EventTable::GpuOp, every));

@@ -125,11 +125,11 @@ inline std::vector<Trace> simulate_job(std::int64_t ranks, std::int64_t steps, c
       for (const Arrival& v : it->second) last = std::max(last, v.at);
       const TimeNs end = last + a.time;
       for (const Arrival& v : it->second) {
-        const EventIndex row = annotate(v.rank, "record_param_comms", "cpu_op", v.at, end);
+        const AnnotationIndex row = annotate(v.rank, "record_param_comms", "cpu_op", v.at, end);
         Rank& x = rs[static_cast<std::size_t>(v.rank)];
-        x.b.add_arg(EventTable::Annotation, row, "Collective name", a.op);
-        x.b.add_arg(EventTable::Annotation, row, "Process Group Name", a.communicator);
-        x.b.add_arg(EventTable::Annotation, row, "Seq", it->first.second);
+        x.b.add_arg(row, "Collective name", a.op);
+        x.b.add_arg(row, "Process Group Name", a.communicator);
+        x.b.add_arg(row, "Seq", it->first.second);
         x.t = end;
         x.waiting = false;
         ++x.action;

@@ -53,7 +53,7 @@ class HandTrace {
     b_.add(r);
   }
 
-  EventIndex gpu(TrackId stream, GpuOpKind kind, std::string_view name, TimeNs start, TimeNs end,
+  GpuOpIndex gpu(TrackId stream, GpuOpKind kind, std::string_view name, TimeNs start, TimeNs end,
                  std::int64_t correlation = kNoValue) {
     GpuOpRecord r;
     r.track = stream;
@@ -64,9 +64,7 @@ class HandTrace {
     r.correlation = correlation;
     return b_.add(r);
   }
-  void gpu_arg(EventIndex row, std::string_view key, std::int64_t value) {
-    b_.add_arg(EventTable::GpuOp, row, key, value);
-  }
+  void gpu_arg(GpuOpIndex row, std::string_view key, std::int64_t value) { b_.add_arg(row, key, value); }
   void kernel(TrackId stream, std::string_view name, TimeNs start, TimeNs end, std::int64_t correlation = kNoValue) {
     gpu(stream, GpuOpKind::Kernel, name, start, end, correlation);
   }
@@ -102,16 +100,22 @@ class HandTrace {
   std::uint32_t device_ = kNoIndex;
 };
 
-inline EventIndex row_named(const Trace& trace, const std::vector<StringId>& names, std::string_view name) {
-  for (EventIndex i = 0; i < names.size(); ++i) {
+// The first row of a table (Index: its row type) whose name is `name`.
+template <class Index>
+Index row_named(const Trace& trace, const std::vector<StringId>& names, std::string_view name) {
+  for (Index i{0}; i < names.size(); ++i) {
     if (trace.str(names[i]) == name) return i;
   }
   throw std::runtime_error("no event named " + std::string(name));
 }
-inline EventIndex api_row(const Trace& t, std::string_view name) { return row_named(t, t.cuda_api().name, name); }
-inline EventIndex gpu_row(const Trace& t, std::string_view name) { return row_named(t, t.gpu_ops().name, name); }
-inline EventIndex annotation_row(const Trace& t, std::string_view name) {
-  return row_named(t, t.annotations().name, name);
+inline CudaApiIndex api_row(const Trace& t, std::string_view name) {
+  return row_named<CudaApiIndex>(t, t.cuda_api().name, name);
+}
+inline GpuOpIndex gpu_row(const Trace& t, std::string_view name) {
+  return row_named<GpuOpIndex>(t, t.gpu_ops().name, name);
+}
+inline AnnotationIndex annotation_row(const Trace& t, std::string_view name) {
+  return row_named<AnnotationIndex>(t, t.annotations().name, name);
 }
 
 } // namespace dreamscope::test

@@ -48,10 +48,10 @@ TEST(DependencyGraph, ThreadIsCutAtEveryBoundaryAndTheInnermostEventOwnsEachPiec
       {TaskKind::Annotation, 60, 70}, {TaskKind::Annotation, 70, 70}, {TaskKind::Annotation, 70, 100},
       {TaskKind::CpuWork, 100, 150},  {TaskKind::Annotation, 150, 160}};
   EXPECT_EQ(pieces(g, t), expected);
-  const EventIndex runtime = api_row(trace, "cudaLaunchKernel");
+  const CudaApiIndex runtime = api_row(trace, "cudaLaunchKernel");
   EXPECT_EQ(g.measured_start(g.api_first(runtime)), 20);
   EXPECT_EQ(g.measured_end(g.api_last(runtime)), 30);
-  const EventIndex mark = annotation_row(trace, "mark");
+  const AnnotationIndex mark = annotation_row(trace, "mark");
   EXPECT_EQ(g.annotation_first(mark), g.annotation_last(mark));
   EXPECT_EQ(g.measured_end(g.annotation_last(annotation_row(trace, "outer"))), 100);
   EXPECT_EQ(g.gap(g.resource_first(t)), 0);

@@ -29,7 +29,7 @@ void expect_whole_gpu_trace(const Trace& t) {
 
   const auto& ops = t.gpu_ops();
   std::size_t kernels = 0, copies = 0;
-  for (std::size_t i = 0; i < ops.size(); ++i) {
+  for (GpuOpIndex i{0}; i < ops.size(); ++i) {
     const GpuOpRecord op = ops.row(i, t.launch_configs());
     const std::string_view name = t.str(op.name);
     if (op.kind == GpuOpKind::Kernel) {
@@ -68,10 +68,10 @@ void expect_whole_gpu_trace(const Trace& t) {
 }
 
 // The external id each kernel's launch carried, and the range that pushed it.
-std::map<std::int64_t, EventIndex> ranges_by_external_id(const Trace& t) {
-  std::map<std::int64_t, EventIndex> out;
+std::map<std::int64_t, AnnotationIndex> ranges_by_external_id(const Trace& t) {
+  std::map<std::int64_t, AnnotationIndex> out;
   const auto& ann = t.annotations();
-  for (EventIndex i = 0; i < ann.size(); ++i) {
+  for (AnnotationIndex i{0}; i < ann.size(); ++i) {
     if (ann.external_id[i] != kNoValue) out.emplace(ann.external_id[i], i);
   }
   return out;
@@ -132,7 +132,7 @@ TEST(GpuFixtures, PyTorchKernelsLinkToTheOperatorThatLaunchedThem) {
   ASSERT_EQ(t.processes().size(), 3u);
   std::map<std::string, std::size_t> categories;
   const auto& ann = t.annotations();
-  for (EventIndex i = 0; i < ann.size(); ++i) ++categories[std::string(t.str(ann.category[i]))];
+  for (AnnotationIndex i{0}; i < ann.size(); ++i) ++categories[std::string(t.str(ann.category[i]))];
   EXPECT_EQ(categories["step"], 20u);
   EXPECT_EQ(categories["fetch"], 20u);
   EXPECT_EQ(categories["prep"], 20u);
@@ -173,7 +173,7 @@ TEST(GpuFixtures, PyTorchWithNoCodeChangeHasItsFrameworkLayer) {
   const auto& ann = t.annotations();
   std::map<std::string, std::size_t> by_name;             // dreamscope.auto ranges by name
   std::map<std::string, std::set<std::string>> threads_of; // and the threads that hold them
-  for (EventIndex i = 0; i < ann.size(); ++i) {
+  for (AnnotationIndex i{0}; i < ann.size(); ++i) {
     if (t.str(ann.domain[i]) != "dreamscope.auto") continue;
     const std::string name(t.str(ann.name[i]));
     ++by_name[name];

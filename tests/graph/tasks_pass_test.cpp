@@ -73,12 +73,12 @@ TEST(TasksPass, EventsEndingAtTheLargestTimeAreClosed) {
   h.gpu(s, GpuOpKind::Memcpy, "copy", kMaxTime - 500, kMaxTime - 100, 5);
   const Trace trace = h.build();
   const graph_build::TaskTable tasks = run_passes(trace, "tasks").tasks;
-  const EventIndex copy_call = api_row(trace, "cudaMemcpy"), sync = api_row(trace, "cudaDeviceSynchronize");
+  const CudaApiIndex copy_call = api_row(trace, "cudaMemcpy"), sync = api_row(trace, "cudaDeviceSynchronize");
   ASSERT_NE(tasks.api_last[copy_call], kNoTask);
   EXPECT_EQ(tasks.measured_end[tasks.api_last[copy_call]], kMaxTime);
   ASSERT_NE(tasks.api_first[sync], kNoTask);
   EXPECT_EQ(tasks.api_first[sync], tasks.api_last[sync]);
-  const EventIndex forever = annotation_row(trace, "forever");
+  const AnnotationIndex forever = annotation_row(trace, "forever");
   ASSERT_NE(tasks.annotation_last[forever], kNoTask);
   EXPECT_EQ(tasks.measured_start[tasks.annotation_first[forever]], kMaxTime - 1000);
   EXPECT_EQ(tasks.end(t) - tasks.first(t), 3u); // forever's own piece, the copy call, the sync
@@ -105,12 +105,12 @@ TEST(TasksPass, AnEventEndingUnderALaterOneLeavesTheInnermostStillOpenTheOwner) 
   h.annotation(t, "d", "operation", 12, 20);
   const Trace trace = h.build();
   const graph_build::TaskTable tasks = run_passes(trace, "tasks").tasks;
-  const EventIndex a = annotation_row(trace, "a"), b = annotation_row(trace, "b"), d = annotation_row(trace, "d");
-  const EventIndex copy = api_row(trace, "cudaMemcpy");
+  const AnnotationIndex a = annotation_row(trace, "a"), b = annotation_row(trace, "b"), d = annotation_row(trace, "d");
+  const CudaApiIndex copy = api_row(trace, "cudaMemcpy");
   struct Piece {
     TimeNs start, end;
     TaskKind kind;
-    EventIndex row;
+    std::uint32_t row; // of the table `kind` says
     bool operator==(const Piece&) const = default;
   };
   std::vector<Piece> cut;
@@ -180,7 +180,7 @@ TEST(TasksPass, EachPieceOfATangleOfRangesBelongsToTheLatestStartedOpenEvent) {
   }
   for (int x = 0; x < static_cast<int>(events.size()); ++x) {
     const std::string name = "e" + std::to_string(x);
-    const EventIndex row = events[x].api ? api_row(trace, name) : annotation_row(trace, name);
+    const std::uint32_t row = events[x].api ? api_row(trace, name) : annotation_row(trace, name);
     const auto& first = events[x].api ? tasks.api_first : tasks.annotation_first;
     const auto& last = events[x].api ? tasks.api_last : tasks.annotation_last;
     ASSERT_NE(last[row], kNoTask) << name;

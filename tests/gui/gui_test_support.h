@@ -85,7 +85,7 @@ inline EventRef find_named(const TraceDocument& doc, EventTable table, std::stri
                                        : table == EventTable::GpuOp ? &t.gpu_ops().name
                                                                     : &t.annotations().name;
   for (std::size_t i = 0; id && i < names->size(); ++i) {
-    if ((*names)[i] == *id) return EventRef{table, static_cast<EventIndex>(i)};
+    if ((*names)[i] == *id) return EventRef{table, static_cast<std::uint32_t>(i)};
   }
   return {};
 }

@@ -84,7 +84,7 @@ TEST(MainWindow, OpensAKinetoTraceAndDrawsItsKernels) {
   for (std::size_t i = 0; i < t.gpu_ops().size(); ++i) {
     if (t.gpu_ops().end[i] - t.gpu_ops().start[i] > t.gpu_ops().end[longest] - t.gpu_ops().start[longest]) longest = i;
   }
-  const EventRef k{EventTable::GpuOp, static_cast<EventIndex>(longest)};
+  const EventRef k{EventTable::GpuOp, static_cast<std::uint32_t>(longest)};
   TimelineView* view = w.timeline();
   view->select(k, true);
   const TimeNs s = doc.start(k), e = doc.end(k);

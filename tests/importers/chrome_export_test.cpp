@@ -21,7 +21,7 @@ namespace {
 template <typename Table>
 std::vector<std::string> rows_of(const Trace& t, const Table& table) {
   std::vector<std::string> out;
-  for (EventIndex i = 0; i < table.size(); ++i) {
+  for (std::size_t i = 0; i < table.size(); ++i) {
     const TrackInfo& tr = t.tracks()[table.track[i]];
     std::string where = tr.kind == TrackKind::CpuThread
                             ? "pid " + std::to_string(t.processes()[tr.process].pid) + " tid " + std::to_string(tr.tid)
@@ -50,7 +50,7 @@ TEST(ChromeExport, ReimportGivesTheSameEvents) {
     EXPECT_EQ(count_kinds(b), count_kinds(a));
     EXPECT_EQ(b.flows().size(), a.flows().size());
     // Correlation and launch configuration survive.
-    for (EventIndex i = 0; i < a.gpu_ops().size(); ++i) {
+    for (GpuOpIndex i{0}; i < a.gpu_ops().size(); ++i) {
       auto ops = b.gpu_ops_with_correlation(a.gpu_ops().correlation[i]);
       if (a.gpu_ops().correlation[i] == kNoValue) continue;
       ASSERT_FALSE(ops.empty());
@@ -89,7 +89,7 @@ TEST(ChromeExport, ATraceMadeByTraceBuilderRoundTrips) {
   auto driver = b.cuda_api_with_correlation(3);
   ASSERT_TRUE(driver);
   EXPECT_EQ(b.cuda_api().kind[*driver], ApiKind::Driver);
-  EXPECT_EQ(b.arg_int(EventTable::CudaApi, *driver, "result"), 700);
+  EXPECT_EQ(b.arg_int(*driver, "result"), 700);
   std::vector<std::string> names;
   for (const auto& tr : b.tracks()) names.push_back(tr.name);
   std::sort(names.begin(), names.end());
@@ -115,16 +115,12 @@ TEST(ChromeExport, WhatJsonCannotHoldIsNeverWrittenRaw) {
   b.set_source(TraceSource::Tracer);
   const auto process = b.add_process(ProcessInfo{.pid = 1, .name = "p"});
   const TrackId thread = b.thread_track(process, 1, "main");
-  const EventIndex row =
+  const AnnotationIndex row =
       b.add(AnnotationRecord{.track = thread, .start = 10, .end = 20, .name = b.intern("aten::add")});
-  b.add_arg(EventTable::Annotation, row,
-            EventArg{.key = b.intern("escape"), .type = ArgType::Json, .text = b.intern(R"(["Sc\alar"])")});
-  b.add_arg(EventTable::Annotation, row,
-            EventArg{.key = b.intern("grammar"), .type = ArgType::Json, .text = b.intern("[1 2]")});
-  b.add_arg(EventTable::Annotation, row,
-            EventArg{.key = b.intern("shape"), .type = ArgType::Json, .text = b.intern("[[2, 3]]")});
-  b.add_arg(EventTable::Annotation, row,
-            EventArg{.key = b.intern("ratio"), .type = ArgType::Double, .double_value = std::nan("")});
+  b.add_arg(row, EventArg{.key = b.intern("escape"), .type = ArgType::Json, .text = b.intern(R"(["Sc\alar"])")});
+  b.add_arg(row, EventArg{.key = b.intern("grammar"), .type = ArgType::Json, .text = b.intern("[1 2]")});
+  b.add_arg(row, EventArg{.key = b.intern("shape"), .type = ArgType::Json, .text = b.intern("[[2, 3]]")});
+  b.add_arg(row, EventArg{.key = b.intern("ratio"), .type = ArgType::Double, .double_value = std::nan("")});
   const Trace a = std::move(b).build();
   export_chrome(a, dir / "hostile.json");
   std::ifstream in(dir / "hostile.json");
@@ -153,7 +149,7 @@ TEST(ChromeExport, ArgsAndMetadataAreWritten) {
   auto nccl = gpu_ops_named(b, "ncclKernel");
   ASSERT_EQ(nccl.size(), 21u);
   std::int64_t max_in = 0;
-  for (EventIndex i : nccl) max_in = std::max(max_in, b.arg_int(EventTable::GpuOp, i, "In msg nelems").value_or(0));
+  for (GpuOpIndex i : nccl) max_in = std::max(max_in, b.arg_int(i, "In msg nelems").value_or(0));
   EXPECT_EQ(max_in, 7875584);
 }
 

@@ -102,7 +102,7 @@ std::string render(const Trace& t, const ImportStats& stats) {
   }
   // The steps every analysis and prediction is reported by, with their measured durations:
   // an importer change that moves a step's start or end shows here (the first 12 of them).
-  const std::vector<EventIndex> steps = find_steps(t);
+  const std::vector<AnnotationIndex> steps = find_steps(t);
   o << "steps         " << steps.size() << "\n";
   constexpr std::size_t kStepsShown = 12;
   for (std::size_t i = 0; i < steps.size() && i < kStepsShown; ++i) {

@@ -61,7 +61,7 @@ inline KindCounts count_kinds(const Trace& t) {
 }
 
 // "kernel 'name' stream 7 [start, end) corr 12": one GPU op as a row of text.
-inline std::string gpu_op_row(const Trace& t, EventIndex i) {
+inline std::string gpu_op_row(const Trace& t, GpuOpIndex i) {
   const auto& g = t.gpu_ops();
   const TrackInfo& track = t.tracks()[g.track[i]];
   return std::string(to_string(g.kind[i])) + " '" + std::string(t.str(g.name[i])) + "' device " +
@@ -69,7 +69,7 @@ inline std::string gpu_op_row(const Trace& t, EventIndex i) {
          std::to_string(g.start[i]) + ", " + std::to_string(g.end[i]) + ") corr " + std::to_string(g.correlation[i]);
 }
 
-inline std::string api_row(const Trace& t, EventIndex i) {
+inline std::string api_row(const Trace& t, CudaApiIndex i) {
   const auto& a = t.cuda_api();
   const TrackInfo& track = t.tracks()[a.track[i]];
   return std::string(a.kind[i] == ApiKind::Driver ? "driver" : "runtime") + " '" + std::string(t.str(a.name[i])) +
@@ -77,17 +77,17 @@ inline std::string api_row(const Trace& t, EventIndex i) {
          ") corr " + std::to_string(a.correlation[i]) + " ext " + std::to_string(a.external_id[i]);
 }
 
-inline std::vector<EventIndex> gpu_ops_named(const Trace& t, std::string_view needle) {
-  std::vector<EventIndex> out;
-  for (EventIndex i = 0; i < t.gpu_ops().size(); ++i) {
+inline std::vector<GpuOpIndex> gpu_ops_named(const Trace& t, std::string_view needle) {
+  std::vector<GpuOpIndex> out;
+  for (GpuOpIndex i{0}; i < t.gpu_ops().size(); ++i) {
     if (t.str(t.gpu_ops().name[i]).find(needle) != std::string_view::npos) out.push_back(i);
   }
   return out;
 }
 
-inline std::vector<EventIndex> annotations_in_category(const Trace& t, std::string_view category) {
-  std::vector<EventIndex> out;
-  for (EventIndex i = 0; i < t.annotations().size(); ++i) {
+inline std::vector<AnnotationIndex> annotations_in_category(const Trace& t, std::string_view category) {
+  std::vector<AnnotationIndex> out;
+  for (AnnotationIndex i{0}; i < t.annotations().size(); ++i) {
     if (t.str(t.annotations().category[i]) == category) out.push_back(i);
   }
   return out;

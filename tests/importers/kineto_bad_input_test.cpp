@@ -123,7 +123,7 @@ TEST(KinetoBadInput, The2021FormatStreamTidAndExponentTimestamps) {
   EXPECT_EQ(t.annotations().start[0], 1500000);
   EXPECT_EQ(t.annotations().end[0], 1502001); // 2.0005 µs rounds to 2001 ns
   ASSERT_EQ(t.gpu_ops().size(), 2u);
-  EXPECT_EQ(gpu_op_row(t, 0), "kernel 'conv' device 0 stream 7 [1503000, 1507000) corr 9");
+  EXPECT_EQ(gpu_op_row(t, GpuOpIndex{0}), "kernel 'conv' device 0 stream 7 [1503000, 1507000) corr 9");
   EXPECT_EQ(static_cast<CopyKind>(t.gpu_ops().subkind[1]), CopyKind::HtoD);
   EXPECT_EQ(t.gpu_ops().bytes[1], 64);
   EXPECT_EQ(t.cuda_api().external_id[0], 3);
@@ -142,7 +142,7 @@ TEST(KinetoBadInput, AKeyWrittenTwiceInArgsHasItsLastValue) {
   ASSERT_EQ(t.gpu_ops().size(), 1u);
   EXPECT_EQ(t.gpu_ops().correlation[0], 5);
   EXPECT_EQ(t.devices()[t.tracks()[t.gpu_ops().track[0]].device].ordinal, 1);
-  EXPECT_TRUE(t.args_of(EventTable::GpuOp, 0).empty()); // neither copy is left over as an arg
+  EXPECT_TRUE(t.args_of(GpuOpIndex{0}).empty()); // neither copy is left over as an arg
 }
 
 TEST(KinetoBadInput, ByteOrderMarkIsSkipped) {

@@ -88,7 +88,7 @@ TEST(KinetoFuzz, UnparsableNumberTokenIsKeptAsAStringAndExportsValidJson) {
   EXPECT_EQ(stats.issues.at("kineto_bad_number_token").count, 1);
   ASSERT_EQ(t.annotations().size(), 1u);
   bool found = false;
-  for (const EventArg& a : t.args_of(EventTable::Annotation, 0)) {
+  for (const EventArg& a : t.args_of(AnnotationIndex{0})) {
     if (t.str(a.key) != "n") continue;
     found = true;
     EXPECT_EQ(a.type, ArgType::String);
@@ -112,7 +112,7 @@ TEST(KinetoFuzz, BadTokensInsideCompoundArgsAreCaughtToo) {
   ImportStats stats;
   Trace t = load_trace(p, &stats);
   EXPECT_EQ(stats.issues.at("kineto_bad_number_token").count, 1);
-  for (const EventArg& a : t.args_of(EventTable::Annotation, 0)) {
+  for (const EventArg& a : t.args_of(AnnotationIndex{0})) {
     if (t.str(a.key) == "ok") {
       EXPECT_EQ(a.type, ArgType::Json);
     }

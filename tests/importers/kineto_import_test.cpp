@@ -106,13 +106,13 @@ TEST(KinetoImport, CorrelationLinksMtiaLaunchToItsKernel) {
   ASSERT_EQ(ops.size(), 1u);
   EXPECT_EQ(gpu_op_row(t, ops[0]),
             "kernel 'aten::cat.out-dtype_Int-extraKey_2' device 9 stream 1 [3605054910132773, 3605054910257541) corr 423");
-  EXPECT_EQ(t.arg_text(EventTable::GpuOp, ops[0], "row"), "0");
+  EXPECT_EQ(t.arg_text(ops[0], "row"), "0");
 }
 
 TEST(KinetoImport, MtiaDmaRequestsAreCopiesAndStreamlessOnesStayApart) {
   Trace t = import_kineto(kineto("mtia_trace_single_rank/mtia_rank_0.json.gz"));
   std::map<std::int64_t, std::size_t> per_stream; // HTA: streams 1 and 102, and 137 events without a stream
-  for (EventIndex i = 0; i < t.gpu_ops().size(); ++i) per_stream[t.tracks()[t.gpu_ops().track[i]].stream]++;
+  for (GpuOpIndex i{0}; i < t.gpu_ops().size(); ++i) per_stream[t.tracks()[t.gpu_ops().track[i]].stream]++;
   EXPECT_EQ(per_stream, (std::map<std::int64_t, std::size_t>{{kNoValue, 137}, {1, 25629}, {102, 48}}));
   auto dma = gpu_ops_named(t, "dma_request");
   ASSERT_FALSE(dma.empty());
@@ -139,16 +139,16 @@ TEST(KinetoImport, NcclCollectiveMetadataIsReachableThroughArgs) {
   Trace t = import_kineto(kineto("nccl_parser_config/nccl_data.json.gz"));
   auto nccl = gpu_ops_named(t, "ncclKernel");
   ASSERT_EQ(nccl.size(), 21u);
-  auto longest = *std::max_element(nccl.begin(), nccl.end(), [&](EventIndex a, EventIndex b) {
+  auto longest = *std::max_element(nccl.begin(), nccl.end(), [&](GpuOpIndex a, GpuOpIndex b) {
     return t.gpu_ops().end[a] - t.gpu_ops().start[a] < t.gpu_ops().end[b] - t.gpu_ops().start[b];
   });
   EXPECT_EQ(t.gpu_ops().end[longest] - t.gpu_ops().start[longest], 5993392);
   EXPECT_EQ(t.gpu_ops().correlation[longest], 56027);
   EXPECT_EQ(t.tracks()[t.gpu_ops().track[longest]].stream, 40);
-  EXPECT_EQ(t.arg_int(EventTable::GpuOp, longest, "In msg nelems"), 2049000);
-  EXPECT_EQ(t.arg_int(EventTable::GpuOp, longest, "Out msg nelems"), 2049000);
-  EXPECT_EQ(t.arg_text(EventTable::GpuOp, longest, "Collective name"), "allreduce");
-  EXPECT_EQ(t.arg_text(EventTable::GpuOp, longest, "Process Group Ranks"), "[0, 1]");
+  EXPECT_EQ(t.arg_int(longest, "In msg nelems"), 2049000);
+  EXPECT_EQ(t.arg_int(longest, "Out msg nelems"), 2049000);
+  EXPECT_EQ(t.arg_text(longest, "Collective name"), "allreduce");
+  EXPECT_EQ(t.arg_text(longest, "Process Group Ranks"), "[0, 1]");
   const LaunchConfig& c = t.launch_configs()[t.gpu_ops().launch[longest]];
   EXPECT_EQ(c, (LaunchConfig{.grid = {8, 1, 1}, .block = {544, 1, 1}, .registers_per_thread = 96,
                              .shared_memory_static = 87568}));
@@ -158,19 +158,19 @@ TEST(KinetoImport, CuptiRangeProfilerCountersAreReachableThroughArgs) {
   Trace t = import_kineto(kineto("cupti_profiler/benchmark_result_924719_1679055439_trace.json.gz"));
   auto ranges = annotations_in_category(t, "cuda_profiler_range");
   ASSERT_EQ(ranges.size(), 77u);
-  std::stable_sort(ranges.begin(), ranges.end(),
-                   [&](EventIndex a, EventIndex b) { return t.annotations().start[a] < t.annotations().start[b]; });
+  std::stable_sort(ranges.begin(), ranges.end(), [&](AnnotationIndex a, AnnotationIndex b) {
+    return t.annotations().start[a] < t.annotations().start[b];
+  });
   EXPECT_EQ(t.annotations().start[ranges[5]], 1679055454652209000);
-  EXPECT_EQ(t.arg_int(EventTable::Annotation, ranges[5], "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum"),
-            86114304);
+  EXPECT_EQ(t.arg_int(ranges[5], "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum"), 86114304);
   EXPECT_EQ(t.tracks()[t.annotations().track[ranges[5]]].kind, TrackKind::GpuStream);
 }
 
 TEST(KinetoImport, TritonKernelBackendAndDriverLaunch) {
   Trace t = import_kineto(kineto("triton_example/triton_example.json.gz"));
   std::vector<std::string> backends;
-  for (EventIndex i = 0; i < t.annotations().size(); ++i) {
-    if (auto b = t.arg_text(EventTable::Annotation, i, "kernel_backend")) {
+  for (AnnotationIndex i{0}; i < t.annotations().size(); ++i) {
+    if (auto b = t.arg_text(i, "kernel_backend")) {
       backends.push_back(std::string(t.str(t.annotations().name[i])) + " " + *b);
     }
   }
@@ -198,15 +198,15 @@ TEST(KinetoImport, Old2022FormatLowerCaseExternalIdAndAsyncGpuFlows) {
 TEST(KinetoImport, AmdHexStreamStaysAnArgAndKernelsLand) {
   Trace t = import_kineto(kineto("amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz"));
   std::size_t hip_launches = 0;
-  for (EventIndex i = 0; i < t.cuda_api().size(); ++i) {
+  for (CudaApiIndex i{0}; i < t.cuda_api().size(); ++i) {
     if (t.str(t.cuda_api().name[i]) != "hipLaunchKernel") continue;
     ++hip_launches;
     EXPECT_EQ(t.cuda_api().stream[i], kNoValue);
-    EXPECT_EQ(t.arg_text(EventTable::CudaApi, i, "stream"), "0x0");
+    EXPECT_EQ(t.arg_text(i, "stream"), "0x0");
     EXPECT_EQ(t.gpu_ops_with_correlation(t.cuda_api().correlation[i]).size(), 1u);
   }
   EXPECT_GT(hip_launches, 0u);
-  for (EventIndex i = 0; i < t.gpu_ops().size(); ++i) {
+  for (GpuOpIndex i{0}; i < t.gpu_ops().size(); ++i) {
     const TrackInfo& tr = t.tracks()[t.gpu_ops().track[i]];
     EXPECT_EQ(t.devices()[tr.device].ordinal, 2);
     EXPECT_EQ(tr.stream, 0);
@@ -216,7 +216,7 @@ TEST(KinetoImport, AmdHexStreamStaysAnArgAndKernelsLand) {
 TEST(KinetoImport, SyncEventsKeepTheirKindAndEvent) {
   Trace t = import_kineto(kineto("critical_path/cuda_event_sync/event_sync_trace.json.gz"));
   std::vector<std::string> rows;
-  for (EventIndex i = 0; i < t.gpu_ops().size(); ++i) {
+  for (GpuOpIndex i{0}; i < t.gpu_ops().size(); ++i) {
     if (t.gpu_ops().kind[i] != GpuOpKind::Sync) continue;
     rows.push_back(std::string(to_string(static_cast<SyncKind>(t.gpu_ops().subkind[i]))) + " stream " +
                    std::to_string(t.tracks()[t.gpu_ops().track[i]].stream) + " event " +
@@ -241,7 +241,7 @@ TEST(KinetoImport, EventWaitsGiveTheirCallsTheRecordAndItsStream) {
     bool operator==(const Call&) const = default;
   };
   auto call = [](const Trace& t, std::int64_t correlation) {
-    const EventIndex row = t.cuda_api_with_correlation(correlation).value();
+    const CudaApiIndex row = t.cuda_api_with_correlation(correlation).value();
     return Call{std::string(t.str(t.cuda_api().name[row])), t.cuda_api().stream[row], t.cuda_api().event[row]};
   };
   const Trace alexnet = import_kineto(kineto("critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz"));
@@ -258,7 +258,7 @@ TEST(KinetoImport, GpuUserAnnotationsSitOnTheirStream) {
   Trace t = import_kineto(kineto("ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"));
   auto gpu = annotations_in_category(t, "gpu_user_annotation");
   ASSERT_EQ(gpu.size(), 15u);
-  for (EventIndex i : gpu) {
+  for (AnnotationIndex i : gpu) {
     const TrackInfo& tr = t.tracks()[t.annotations().track[i]];
     EXPECT_EQ(tr.kind, TrackKind::GpuStream);
     EXPECT_EQ(tr.stream, 7);
@@ -279,18 +279,18 @@ TEST(KinetoImport, RoundTripThroughTheTraceFileIsIdentical) {
     EXPECT_EQ(b.processes(), a.processes());
     EXPECT_EQ(b.flows().size(), a.flows().size());
     EXPECT_EQ(b.arg_count(), a.arg_count());
-    for (EventIndex i = 0; i < a.cuda_api().size(); ++i) {
+    for (CudaApiIndex i{0}; i < a.cuda_api().size(); ++i) {
       CudaApiRecord ra = a.cuda_api().row(i), rb = b.cuda_api().row(i);
       ASSERT_EQ(a.str(ra.name), b.str(rb.name));
       ra.name = rb.name = 0;
       ASSERT_EQ(ra, rb);
     }
-    for (EventIndex i = 0; i < a.gpu_ops().size(); ++i) {
+    for (GpuOpIndex i{0}; i < a.gpu_ops().size(); ++i) {
       ASSERT_EQ(gpu_op_row(a, i), gpu_op_row(b, i));
       ASSERT_EQ(a.launch_configs()[a.gpu_ops().launch[i]], b.launch_configs()[b.gpu_ops().launch[i]]);
       ASSERT_EQ(a.gpu_ops().bytes[i], b.gpu_ops().bytes[i]);
     }
-    for (EventIndex i = 0; i < a.annotations().size(); ++i) {
+    for (AnnotationIndex i{0}; i < a.annotations().size(); ++i) {
       ASSERT_EQ(a.str(a.annotations().name[i]), b.str(b.annotations().name[i]));
       ASSERT_EQ(a.annotations().start[i], b.annotations().start[i]);
       ASSERT_EQ(a.annotations().end[i], b.annotations().end[i]);
@@ -300,8 +300,8 @@ TEST(KinetoImport, RoundTripThroughTheTraceFileIsIdentical) {
       const std::size_t rows = table == EventTable::CudaApi ? a.cuda_api().size()
                                : table == EventTable::GpuOp ? a.gpu_ops().size()
                                                             : a.annotations().size();
-      for (EventIndex i = 0; i < rows; ++i) {
-        auto xa = a.args_of(table, i), xb = b.args_of(table, i);
+      for (std::uint32_t i = 0; i < rows; ++i) {
+        auto xa = a.args_of(EventRow{table, i}), xb = b.args_of(EventRow{table, i});
         ASSERT_EQ(xa.size(), xb.size());
         for (std::size_t k = 0; k < xa.size(); ++k) {
           ASSERT_EQ(a.str(xa[k].key), b.str(xb[k].key));

@@ -26,7 +26,7 @@ std::filesystem::path legacy_fixture(const std::string& name) {
 // How many annotations of each name a category has.
 std::map<std::string, int> names_in_category(const Trace& t, std::string_view category) {
   std::map<std::string, int> out;
-  for (EventIndex i : annotations_in_category(t, category)) ++out[std::string(t.str(t.annotations().name[i]))];
+  for (AnnotationIndex i : annotations_in_category(t, category)) ++out[std::string(t.str(t.annotations().name[i]))];
   return out;
 }
 
@@ -84,7 +84,7 @@ TEST(KinetoLegacy, ScheduledProfilerStepsAreSteps) {
   EXPECT_EQ(annotations_in_category(t, "cpu_op").size(), 300u);
   EXPECT_EQ(annotations_in_category(t, "user_annotation").size(), 10u);
   // {"name": "ProfilerStep#1", "ts": 313, "dur": 1046}, {"name": "ProfilerStep#2", "ts": 1400, "dur": 756}
-  const std::vector<EventIndex> steps = find_steps(t);
+  const std::vector<AnnotationIndex> steps = find_steps(t);
   ASSERT_EQ(steps.size(), 2u);
   const auto& a = t.annotations();
   EXPECT_EQ(step_label(t, steps[0]), "ProfilerStep#1");
@@ -224,8 +224,9 @@ TEST(KinetoLegacy, OnlyTheExportersPseudoProcessesStandForAPid) {
   EXPECT_EQ(count_kinds(t), (KindCounts{.kernel = 1, .annotation = 1}));
   EXPECT_EQ(names_in_category(t, "user_annotation"), (std::map<std::string, int>{{"r", 1}}));
   ASSERT_EQ(t.gpu_ops().size(), 1u);
-  EXPECT_EQ(gpu_op_row(t, 0), "kernel 'aten::mul' device 1 stream -9223372036854775808 [1000, 3000) corr "
-                              "-9223372036854775808");
+  EXPECT_EQ(gpu_op_row(t, GpuOpIndex{0}),
+            "kernel 'aten::mul' device 1 stream -9223372036854775808 [1000, 3000) corr "
+            "-9223372036854775808");
 }
 
 } // namespace

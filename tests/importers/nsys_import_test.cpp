@@ -43,7 +43,7 @@ TEST(NsysImport, EveryRowWithItsValues) {
   EXPECT_EQ(t.processes()[0].name, "python");
 
   std::vector<std::string> api;
-  for (EventIndex i = 0; i < t.cuda_api().size(); ++i) api.push_back(api_row(t, i));
+  for (CudaApiIndex i{0}; i < t.cuda_api().size(); ++i) api.push_back(api_row(t, i));
   EXPECT_EQ(api, (std::vector<std::string>{
                      "runtime 'cudaLaunchKernel' tid 4242 [1000, 1400) corr 101 ext -9223372036854775808",
                      "runtime 'cudaMemcpyAsync' tid 4242 [1500, 1700) corr 102 ext -9223372036854775808",
@@ -52,7 +52,7 @@ TEST(NsysImport, EveryRowWithItsValues) {
                      "driver 'cuLaunchKernel' tid 4250 [3000, 3100) corr 105 ext -9223372036854775808",
                  }));
   std::vector<std::string> gpu;
-  for (EventIndex i = 0; i < t.gpu_ops().size(); ++i) gpu.push_back(gpu_op_row(t, i));
+  for (GpuOpIndex i{0}; i < t.gpu_ops().size(); ++i) gpu.push_back(gpu_op_row(t, i));
   EXPECT_EQ(gpu, (std::vector<std::string>{
                      "sync 'Stream Sync' device 0 stream 7 [2000, 9000) corr 104",
                      "kernel 'void gemm_kernel<float>(float*, int)' device 0 stream 7 [2100, 5100) corr 101",
@@ -82,7 +82,7 @@ TEST(NsysImport, EveryRowWithItsValues) {
   EXPECT_EQ(d.compute_capability_major, 9);
 
   std::vector<std::string> ranges;
-  for (EventIndex i = 0; i < t.annotations().size(); ++i) {
+  for (AnnotationIndex i{0}; i < t.annotations().size(); ++i) {
     const auto& n = t.annotations();
     ranges.push_back(std::string(t.str(n.name[i])) + " " + std::string(t.str(n.domain[i])) + " tid " +
                      std::to_string(t.tracks()[n.track[i]].tid) + " [" + std::to_string(n.start[i]) + ", " +

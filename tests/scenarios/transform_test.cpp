@@ -185,7 +185,7 @@ TEST(Primitives, ScaleOffCpuKeepsAFetchsMeasuredCpuTime) {
   DependencyGraph graph = build_dependency_graph(trace);
   auto fetch_of_batch = [&](std::int64_t batch) {
     const auto& ann = trace.annotations();
-    for (EventIndex row = 0; row < ann.size(); ++row) {
+    for (AnnotationIndex row{0}; row < ann.size(); ++row) {
       if (trace.str(ann.name[row]) == "fetch" && ann.payload[row] == batch) return graph.annotation_first(row);
     }
     return kNoTask;

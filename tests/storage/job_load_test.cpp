@@ -91,7 +91,7 @@ TEST(JobLoad, EveryLaunchOfAMergedJobIsOnItsKernelsRank) {
   auto linked_per_rank = [](const Trace& t) {
     const auto rank_of = track_ranks(t);
     std::map<std::int64_t, std::size_t> linked;
-    for (EventIndex i = 0; i < t.gpu_ops().size(); ++i) {
+    for (GpuOpIndex i{0}; i < t.gpu_ops().size(); ++i) {
       if (t.gpu_ops().correlation[i] == kNoValue) continue;
       const auto api = t.cuda_api_with_correlation(t.gpu_ops().correlation[i]);
       if (!api) continue;
@@ -115,17 +115,17 @@ std::filesystem::path shifted_copy(const std::filesystem::path& file, TimeNs shi
   for (const auto& [k, v] : in.meta()) b.set_meta(k, v);
   TraceCopyEdits e;
   e.process = [](ProcessInfo& p) { p.host = "node-b"; };
-  e.cuda_api = [&](EventIndex, CudaApiRecord& r) {
+  e.cuda_api = [&](CudaApiIndex, CudaApiRecord& r) {
     r.start += shift;
     r.end += shift;
     return true;
   };
-  e.gpu_op = [&](EventIndex, GpuOpRecord& r) {
+  e.gpu_op = [&](GpuOpIndex, GpuOpRecord& r) {
     r.start += shift;
     r.end += shift;
     return true;
   };
-  e.annotation = [&](EventIndex, AnnotationRecord& r) {
+  e.annotation = [&](AnnotationIndex, AnnotationRecord& r) {
     r.start += shift;
     r.end += shift;
     return true;

@@ -2,16 +2,20 @@
 // checks holds at compile time, so a change that let a GpuOpIndex pass for an AnnotationIndex
 // again would fail to build this file.
 #include <dreamscope/storage/strong_index.h>
+#include <dreamscope/storage/trace.h>
 
 #include <gtest/gtest.h>
 
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <type_traits>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 namespace dreamscope {
@@ -62,10 +66,48 @@ static_assert(equality_comparable<GpuOpIndex, NoIndex> && equality_comparable<No
 static_assert(std::is_convertible_v<NoIndex, GpuOpIndex> && std::is_convertible_v<NoIndex, AnnotationIndex>);
 static_assert(AnnotationIndex{kNoIndex} == kNoIndex && AnnotationIndex{0} != kNoIndex);
 static_assert(std::uint32_t{kNoIndex} == 0xffffffffu);
+static_assert(std::numeric_limits<GpuOpIndex>::max() == kNoIndex && std::numeric_limits<GpuOpIndex>::min() == 0u);
 
 // As small and as cheap to copy as the integer it wraps: the tables hold columns of them.
 static_assert(sizeof(GpuOpIndex) == sizeof(std::uint32_t));
 static_assert(std::is_trivially_copyable_v<GpuOpIndex>);
+
+// The Trace's rows are typed by their table: what takes or returns a row of one table takes or
+// returns no other, and an event's args are reached through a row that says its own table.
+template <class Row>
+concept child_query = requires(const Trace& t, Row r) {
+  t.annotation_children(r);
+};
+static_assert(child_query<AnnotationIndex> && !child_query<GpuOpIndex> && !child_query<std::uint32_t>);
+template <class Row>
+concept gpu_row_query = requires(const Trace& t, Row r) {
+  t.gpu_ops().row(r, t.launch_configs());
+};
+static_assert(gpu_row_query<GpuOpIndex> && !gpu_row_query<CudaApiIndex> && !gpu_row_query<std::size_t>);
+template <class Row>
+concept annotation_row_query = requires(const Trace& t, Row r) {
+  t.annotations().row(r);
+};
+static_assert(annotation_row_query<AnnotationIndex> && !annotation_row_query<GpuOpIndex>);
+template <class Row>
+concept args_query = requires(const Trace& t, Row r) {
+  t.args_of(r);
+};
+static_assert(args_query<CudaApiIndex> && args_query<GpuOpIndex> && args_query<AnnotationIndex>);
+static_assert(!args_query<std::uint32_t>); // a plain number says no table
+template <class Row>
+concept args_of_table = requires(const Trace& t, Row r) {
+  t.args_of(EventRow{EventTable::Annotation, r});
+};
+static_assert(args_of_table<std::uint32_t> && !args_of_table<GpuOpIndex>); // a typed row names its own
+static_assert(EventRow(GpuOpIndex{3}) == EventRow{EventTable::GpuOp, 3});
+static_assert(std::is_same_v<decltype(std::declval<TraceBuilder&>().add(GpuOpRecord{})), GpuOpIndex>);
+static_assert(std::is_same_v<decltype(std::declval<TraceBuilder&>().add(AnnotationRecord{})), AnnotationIndex>);
+static_assert(std::is_same_v<decltype(std::declval<const Trace&>().gpu_ops_on(0)), GpuOpRange>);
+static_assert(
+    std::is_same_v<decltype(std::declval<const Trace&>().cuda_api_with_correlation(0)), std::optional<CudaApiIndex>>);
+static_assert(std::is_same_v<decltype(AnnotationTable::parent), std::vector<AnnotationIndex>>);
+static_assert(!std::is_assignable_v<GpuOpRange&, AnnotationRange>);
 
 TEST(StrongIndex, CountsComparesHashesAndPrintsAsItsInteger) {
   const std::vector<int> column{10, 20, 30};

@@ -151,11 +151,11 @@ TEST(Tables, AColumnAnOlderFileLacksReadsAsItsDefault) {
     p.exit_status = ProcessInfo{}.exit_status;
     p.host = ProcessInfo{}.host;
   };
-  defaults.gpu_op = [](EventIndex, GpuOpRecord& r) {
+  defaults.gpu_op = [](GpuOpIndex, GpuOpRecord& r) {
     r.event = GpuOpRecord{}.event;
     return true;
   };
-  defaults.annotation = [](EventIndex, AnnotationRecord& r) {
+  defaults.annotation = [](AnnotationIndex, AnnotationRecord& r) {
     r.external_id = AnnotationRecord{}.external_id;
     return true;
   };

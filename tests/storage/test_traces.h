@@ -154,10 +154,11 @@ inline void expect_same_events(const Trace& a, const Trace& b) {
     ASSERT_EQ(rows_a.size(), rows_b.size()) << D::name;
     auto row_of = [](const Trace& t) {
       return [&t](std::size_t i) {
+        const typename D::Index row{i};
         if constexpr (std::is_same_v<Record, GpuOpRecord>) {
-          return t.gpu_ops().row(i, t.launch_configs());
+          return t.gpu_ops().row(row, t.launch_configs());
         } else {
-          return (t.*D::in)().row(i);
+          return (t.*D::in)().row(row);
         }
       };
     };

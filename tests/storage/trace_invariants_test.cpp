@@ -90,7 +90,7 @@ TEST(TraceInvariants, NamesLongerThan64KiBAreRefusedButArgsMayBeLong) {
   Fixture f;
   const std::string long_text(limits::kMaxNameBytes + 1, 'a');
   const auto row = f.b.add(AnnotationRecord{.track = f.thread, .start = 0, .end = 1, .name = f.name});
-  f.b.add_arg(EventTable::Annotation, row, "stack", long_text);
+  f.b.add_arg(row, "stack", long_text);
   EXPECT_NO_THROW((void)std::move(f.b).build());
 
   Fixture g;
@@ -109,7 +109,7 @@ TEST(TraceInvariants, UnknownStringsDevicesAndArgRowsAreRefused) {
   EXPECT_NE(g.error().find("x.json: 1 track row naming an unknown device"), std::string::npos);
 
   Fixture h;
-  h.b.add_arg(EventTable::GpuOp, 0, "k", std::int64_t{1});
+  h.b.add_arg(GpuOpIndex{0}, "k", std::int64_t{1});
   EXPECT_NE(h.error().find("1 gpu_op arg row naming an unknown event row"), std::string::npos);
 
   Fixture i;

@@ -30,19 +30,19 @@ void record(const Trace& trace, TraceSink& w) {
   for (const auto& t : trace.tracks()) w.add_track(t);
   const StringId key = w.intern("note");
   const auto& a = trace.cuda_api();
-  for (std::size_t i = 0; i < a.size(); ++i) {
+  for (CudaApiIndex i{0}; i < a.size(); ++i) {
     CudaApiRecord r = a.row(i);
     r.name = ids[r.name];
     w.add_arg(w.add(r), EventArg{.key = key, .type = ArgType::Int, .int_value = static_cast<std::int64_t>(i) - 5});
   }
   const auto& g = trace.gpu_ops();
-  for (std::size_t i = 0; i < g.size(); ++i) {
+  for (GpuOpIndex i{0}; i < g.size(); ++i) {
     GpuOpRecord r = g.row(i, trace.launch_configs());
     r.name = ids[r.name];
     w.add_arg(w.add(r), EventArg{.key = key, .type = ArgType::Double, .double_value = 0.5 + static_cast<double>(i)});
   }
   const auto& n = trace.annotations();
-  for (std::size_t i = 0; i < n.size(); ++i) {
+  for (AnnotationIndex i{0}; i < n.size(); ++i) {
     AnnotationRecord r = n.row(i);
     r.name = ids[r.name];
     r.domain = ids[r.domain];
@@ -85,19 +85,19 @@ TEST(TraceLog, EveryRecordKindRoundTrips) {
   EXPECT_EQ(back.meta_value("warnings"), "CUPTI: counters unavailable");
   // Each arg stays with its event, whatever order the reader sorted the rows into.
   ASSERT_EQ(back.arg_count(), original.event_count());
-  for (EventIndex i = 0; i < back.cuda_api().size(); ++i) {
-    const std::size_t written = static_cast<std::size_t>(back.arg_int(EventTable::CudaApi, i, "note").value() + 5);
+  for (CudaApiIndex i{0}; i < back.cuda_api().size(); ++i) {
+    const std::size_t written = static_cast<std::size_t>(back.arg_int(i, "note").value() + 5);
     ASSERT_LT(written, original.cuda_api().size());
     EXPECT_EQ(original.cuda_api().start[written], back.cuda_api().start[i]);
   }
-  for (EventIndex i = 0; i < back.gpu_ops().size(); ++i) {
-    const EventArg* arg = back.find_arg(EventTable::GpuOp, i, "note");
+  for (GpuOpIndex i{0}; i < back.gpu_ops().size(); ++i) {
+    const EventArg* arg = back.find_arg(i, "note");
     ASSERT_NE(arg, nullptr);
     EXPECT_EQ(arg->type, ArgType::Double);
     EXPECT_EQ(original.gpu_ops().start[static_cast<std::size_t>(arg->double_value)], back.gpu_ops().start[i]);
   }
-  for (EventIndex i = 0; i < back.annotations().size(); ++i) {
-    EXPECT_EQ(back.arg_text(EventTable::Annotation, i, "note"), std::string(back.str(back.annotations().name[i])));
+  for (AnnotationIndex i{0}; i < back.annotations().size(); ++i) {
+    EXPECT_EQ(back.arg_text(i, "note"), std::string(back.str(back.annotations().name[i])));
   }
   // Small: a varint-coded annotation is a fraction of its 48 bytes in memory.
   EXPECT_LT(std::filesystem::file_size(dir / "full.dslog"), 2000u);

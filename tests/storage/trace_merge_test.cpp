@@ -161,14 +161,14 @@ TEST(MergePartLogs, PartsOfAJobBecomeOneTraceWithEachProcessOnItsOwnTracks) {
     EXPECT_EQ(t.str(ann.name[i]), pid == 200 ? "step" : "load");
   }
   ASSERT_EQ(t.gpu_ops().size(), 1u);
-  const GpuOpRecord kernel = t.gpu_ops().row(0, t.launch_configs());
+  const GpuOpRecord kernel = t.gpu_ops().row(GpuOpIndex{0}, t.launch_configs());
   EXPECT_EQ(t.str(kernel.name), "gemm");
   EXPECT_EQ(kernel.launch.grid[0], 64);
   EXPECT_EQ(kernel.launch.registers_per_thread, 32);
   EXPECT_EQ(t.tracks()[kernel.track].kind, TrackKind::GpuStream);
   EXPECT_EQ(t.devices().at(t.tracks()[kernel.track].device).process, 0u);
   ASSERT_EQ(t.cuda_api().size(), 1u);
-  EXPECT_EQ(t.arg_int(EventTable::CudaApi, 0, "grid"), 64);
+  EXPECT_EQ(t.arg_int(CudaApiIndex{0}, "grid"), 64);
   ASSERT_EQ(t.overheads().size(), 1u);
   EXPECT_EQ(t.str(t.overheads()[0].kind), "tracer_buffer_map");
   // Each part's thread 0 is a different track of the merged trace; its loads follow it there.
@@ -234,7 +234,7 @@ TEST(MergePartLogs, RanksKeepTheirOwnBatchesAndLaunches) {
   }
   ASSERT_EQ(t.gpu_ops().size(), 2u);
   EXPECT_NE(t.gpu_ops().correlation[0], t.gpu_ops().correlation[1]);
-  for (EventIndex k = 0; k < 2; ++k) {
+  for (GpuOpIndex k{0}; k < 2; ++k) {
     const auto api = t.cuda_api_with_correlation(t.gpu_ops().correlation[k]);
     ASSERT_TRUE(api);
     const std::uint32_t device_process = t.devices()[t.tracks()[t.gpu_ops().track[k]].device].process;
@@ -383,7 +383,7 @@ TEST(TraceCopy, ACopyIntoAnEmptyBuilderIsTheSameTraceArgsIncluded) {
   const Trace full = test::make_full_trace();
   const TraceIdMap first = append_trace_ids(with_args, full);
   append_trace_rows(with_args, full, first);
-  with_args.add_arg(EventTable::GpuOp, 0, "kernel_backend", "triton");
+  with_args.add_arg(GpuOpIndex{0}, "kernel_backend", "triton");
   const Trace original = std::move(with_args).build();
 
   TraceBuilder b;
@@ -392,7 +392,7 @@ TEST(TraceCopy, ACopyIntoAnEmptyBuilderIsTheSameTraceArgsIncluded) {
   for (const auto& c : original.calibration()) b.add(c);
   const Trace copy = std::move(b).build();
   test::expect_same_events(original, copy);
-  EXPECT_EQ(copy.arg_text(EventTable::GpuOp, 0, "kernel_backend"), "triton");
+  EXPECT_EQ(copy.arg_text(GpuOpIndex{0}, "kernel_backend"), "triton");
   EXPECT_EQ(copy.arg_count(), 1u);
 }
 
@@ -404,12 +404,12 @@ TEST(TraceCopy, IdsAreRemappedBehindWhatTheOutputHeldAndEditsMoveOrDropRows) {
   b.thread_track(earlier, 1, "earlier-main");
   TraceCopyEdits edits;
   edits.process = [](ProcessInfo& p) { p.name += "-copied"; };
-  edits.annotation = [](EventIndex, AnnotationRecord& r) {
+  edits.annotation = [](AnnotationIndex, AnnotationRecord& r) {
     r.start += 1'000'000;
     r.end += 1'000'000;
     return true;
   };
-  edits.cuda_api = [&](EventIndex row, CudaApiRecord&) { return full.cuda_api().cbid[row] != 307; };
+  edits.cuda_api = [&](CudaApiIndex row, CudaApiRecord&) { return full.cuda_api().cbid[row] != 307; };
   edits.overhead = [](OverheadRecord&) { return false; };
   edits.thread_load = [&](ThreadLoadRecord& l) {
     if (l.cpu_ns == kNoValue) return false;

@@ -54,7 +54,7 @@ TEST(TraceModel, DerivesNesting) {
   EXPECT_EQ(a.parent[4], kNoIndex);
   EXPECT_EQ(a.parent[5], 4u);
   EXPECT_EQ(a.depth[2], 2);
-  EXPECT_EQ(t.annotation_children(0), (std::vector<EventIndex>{1, 3}));
+  EXPECT_EQ(t.annotation_children(AnnotationIndex{0}), (std::vector{AnnotationIndex{1}, AnnotationIndex{3}}));
   EXPECT_EQ(t.innermost_annotation_at(thread, 25), 2u);
   EXPECT_EQ(t.innermost_annotation_at(thread, 55), 3u);
   EXPECT_EQ(t.innermost_annotation_at(thread, 150), std::nullopt);
@@ -65,7 +65,7 @@ TEST(TraceModel, TimeWindowBinarySearch) {
   // Window [45, 46): a (0-100), b (10-50) and d (40-60) overlap it; c ends before.
   EventRange r = t.annotations_in(thread, 45, 46);
   std::vector<std::string> hits;
-  for (EventIndex i = r.begin; i < r.end; ++i) {
+  for (auto i = r.begin; i < r.end; ++i) {
     if (t.annotations().end[i] > 45) hits.emplace_back(t.str(t.annotations().name[i]));
   }
   EXPECT_EQ(hits, (std::vector<std::string>{"a", "b", "d"}));
@@ -155,10 +155,10 @@ TEST(TraceModel, SortsRowsAddedInRunsOrAtRandomAsAStableSortWould) {
     }
     // Each correlation id is on two rows (tags 2k and 2k+1): both found, in row order.
     for (std::int64_t c = 0; c < static_cast<std::int64_t>(rows.size() / 2); c += 97) {
-      const std::vector<EventIndex> found = t.gpu_ops_with_correlation(c);
+      const std::vector<GpuOpIndex> found = t.gpu_ops_with_correlation(c);
       ASSERT_EQ(found.size(), 2u) << "correlation " << c;
       EXPECT_LT(found[0], found[1]);
-      for (EventIndex i : found) EXPECT_EQ(ops.correlation[i], c);
+      for (GpuOpIndex i : found) EXPECT_EQ(ops.correlation[i], c);
     }
   };
   std::mt19937_64 rng(11);
@@ -224,11 +224,11 @@ namespace dreamscope {
 namespace {
 
 // The innermost range open at t, by brute force: the deepest of those containing t.
-std::optional<EventIndex> innermost_by_scan(const Trace& t, TrackId track, TimeNs time) {
+std::optional<AnnotationIndex> innermost_by_scan(const Trace& t, TrackId track, TimeNs time) {
   const auto& a = t.annotations();
-  std::optional<EventIndex> best;
+  std::optional<AnnotationIndex> best;
   const EventRange r = t.annotations_on(track);
-  for (EventIndex i = r.begin; i < r.end; ++i) {
+  for (auto i = r.begin; i < r.end; ++i) {
     if (a.start[i] <= time && time < a.end[i] && (!best || a.depth[i] >= a.depth[*best])) best = i;
   }
   return best;

@@ -144,7 +144,7 @@ TEST_F(CuptiDecoderTest, EveryKindLandsWithEveryField) {
   auto api_with = [&](std::int64_t correlation) {
     auto row = t.cuda_api_with_correlation(correlation);
     EXPECT_TRUE(row.has_value()) << correlation;
-    return row.value_or(0);
+    return row.value_or(CudaApiIndex{0});
   };
   const std::size_t launch = api_with(11);
   EXPECT_EQ(t.str(api.name[launch]), "cudaLaunchKernel");

@@ -28,9 +28,9 @@ RankJob straggling_job() {
   return job;
 }
 
-EventIndex collective_row(const Trace& t, std::int64_t rank, std::int64_t step) {
+AnnotationIndex collective_row(const Trace& t, std::int64_t rank, std::int64_t step) {
   const auto& ann = t.annotations();
-  for (EventIndex i = 0; i < ann.size(); ++i) {
+  for (AnnotationIndex i{0}; i < ann.size(); ++i) {
     if (t.str(ann.category[i]) != annotation_category::kCollective) continue;
     const std::uint32_t p = t.tracks()[ann.track[i]].process;
     if (t.processes()[p].rank != rank) continue;
@@ -83,7 +83,7 @@ TEST(MultiRank, SpeedingUpTheStragglerLetsEveryRankGoSooner) {
   // Rank 2's compute at 1000 ns: rank 1's 1100 in step 0 is then the last arrival.
   for (std::int64_t s = 0; s < 3; ++s) {
     const auto& ann = t.annotations();
-    for (EventIndex i = 0; i < ann.size(); ++i) {
+    for (AnnotationIndex i{0}; i < ann.size(); ++i) {
       if (t.str(ann.name[i]) == "forward" && t.processes()[t.tracks()[ann.track[i]].process].rank == 2) {
         for (TaskId k = g.annotation_first(i); k <= g.annotation_last(i); ++k) g.scale(k, 0.5, 0);
       }

@@ -31,15 +31,15 @@ void expect_exact_replay(const Trace& trace) {
   ASSERT_EQ(predicted.cuda_api().size(), trace.cuda_api().size());
   ASSERT_EQ(predicted.gpu_ops().size(), trace.gpu_ops().size());
   ASSERT_EQ(predicted.annotations().size(), trace.annotations().size());
-  for (EventIndex i = 0; i < trace.cuda_api().size(); ++i) {
+  for (CudaApiIndex i{0}; i < trace.cuda_api().size(); ++i) {
     EXPECT_EQ(predicted.cuda_api().start[i], trace.cuda_api().start[i]) << trace.str(trace.cuda_api().name[i]);
     EXPECT_EQ(predicted.cuda_api().end[i], trace.cuda_api().end[i]) << trace.str(trace.cuda_api().name[i]);
   }
-  for (EventIndex i = 0; i < trace.gpu_ops().size(); ++i) {
+  for (GpuOpIndex i{0}; i < trace.gpu_ops().size(); ++i) {
     EXPECT_EQ(predicted.gpu_ops().start[i], trace.gpu_ops().start[i]) << trace.str(trace.gpu_ops().name[i]);
     EXPECT_EQ(predicted.gpu_ops().end[i], trace.gpu_ops().end[i]) << trace.str(trace.gpu_ops().name[i]);
   }
-  for (EventIndex i = 0; i < trace.annotations().size(); ++i) {
+  for (AnnotationIndex i{0}; i < trace.annotations().size(); ++i) {
     EXPECT_EQ(predicted.annotations().start[i], trace.annotations().start[i]) << trace.str(trace.annotations().name[i]);
     EXPECT_EQ(predicted.annotations().end[i], trace.annotations().end[i]) << trace.str(trace.annotations().name[i]);
   }
@@ -52,10 +52,10 @@ struct Times {
 std::ostream& operator<<(std::ostream& os, const Times& t) { return os << "[" << t.start << ", " << t.end << "]"; }
 
 Times of_task(const SimulationResult& r, TaskId t) { return {r.start[t], r.end[t]}; }
-Times of_api(const DependencyGraph& g, const SimulationResult& r, EventIndex row) {
+Times of_api(const DependencyGraph& g, const SimulationResult& r, CudaApiIndex row) {
   return {r.start[g.api_first(row)], r.end[g.api_last(row)]};
 }
-Times of_annotation(const DependencyGraph& g, const SimulationResult& r, EventIndex row) {
+Times of_annotation(const DependencyGraph& g, const SimulationResult& r, AnnotationIndex row) {
   return {r.start[g.annotation_first(row)], r.end[g.annotation_last(row)]};
 }
 
@@ -141,16 +141,16 @@ TEST(ReplayTimeline, PredictedRowsKeepTheirArgs) {
   g.scale(g.gpu_task(gpu_row(trace, "k1")), 0.5, 0);
   const SimulationResult r = simulate(g);
   const Trace predicted = make_predicted_trace(trace, g, r);
-  const EventIndex k2 = gpu_row(predicted, "k2");
+  const GpuOpIndex k2 = gpu_row(predicted, "k2");
   EXPECT_EQ(predicted.gpu_ops().start[k2], 77); // after k1's 50 ns and the 2 ns gap
-  EXPECT_EQ(predicted.arg_int(EventTable::GpuOp, k2, "kernel_backend"), 4);
-  EXPECT_EQ(predicted.arg_int(EventTable::GpuOp, gpu_row(predicted, "k1"), "kernel_backend"), 3);
+  EXPECT_EQ(predicted.arg_int(k2, "kernel_backend"), 4);
+  EXPECT_EQ(predicted.arg_int(gpu_row(predicted, "k1"), "kernel_backend"), 3);
 
   g.set_removed(g.gpu_task(gpu_row(trace, "k1")), true);
   const Trace without_k1 = make_predicted_trace(trace, g, simulate(g));
   ASSERT_EQ(without_k1.gpu_ops().size(), 1u);
   EXPECT_EQ(without_k1.arg_count(), 1u);
-  EXPECT_EQ(without_k1.arg_int(EventTable::GpuOp, 0, "kernel_backend"), 4);
+  EXPECT_EQ(without_k1.arg_int(GpuOpIndex{0}, "kernel_backend"), 4);
 }
 
 // What the tracer measured of a thread moves with the thread's time like an overhead row,
@@ -169,7 +169,7 @@ TEST(ReplayTimeline, PredictedThreadLoadsMoveWithTheirThread) {
   g.scale(g.gpu_task(gpu_row(trace, "k")), 0.5, 0);
   const SimulationResult r = simulate(g);
   const Trace predicted = make_predicted_trace(trace, g, r);
-  const EventIndex free_call = api_row(predicted, "cudaFree");
+  const CudaApiIndex free_call = api_row(predicted, "cudaFree");
   ASSERT_LT(predicted.cuda_api().start[free_call], 1025); // the sync waited for a shorter kernel
   ASSERT_EQ(predicted.thread_loads().size(), 1u);
   const ThreadLoadRecord& l = predicted.thread_loads()[0];
@@ -197,7 +197,7 @@ TEST(ReplayTimeline, ALoaderHeldByAPrefetchWindowMovesWithItsConsumer) {
   const Trace trace = h.build();
   DependencyGraph g = build_dependency_graph(trace);
   const SimulationResult replayed = simulate(g);
-  for (EventIndex row = 0; row < trace.annotations().size(); ++row) {
+  for (AnnotationIndex row{0}; row < trace.annotations().size(); ++row) {
     EXPECT_EQ(replayed.start[g.annotation_first(row)], trace.annotations().start[row]) << row;
     EXPECT_EQ(replayed.end[g.annotation_last(row)], trace.annotations().end[row]) << row;
   }
@@ -207,7 +207,7 @@ TEST(ReplayTimeline, ALoaderHeldByAPrefetchWindowMovesWithItsConsumer) {
     g.scale(t, 0.5, 0);
   }
   const SimulationResult faster = simulate(g);
-  const EventIndex fetch7 = annotation_row(trace, "fetch 7");
+  const AnnotationIndex fetch7 = annotation_row(trace, "fetch 7");
   EXPECT_LT(faster.start[g.annotation_first(fetch7)], trace.annotations().start[fetch7]);
 }
 
@@ -426,7 +426,7 @@ TEST(ReplayTimeline, StreamWaitEventFromKinetoSyncRecords) {
   const Trace trace = import_kineto(path);
   std::filesystem::remove(path);
   // What the importer took from the sync record: the record's stream, and one event for both calls.
-  const EventIndex record = api_row(trace, "cudaEventRecord"), wait = api_row(trace, "cudaStreamWaitEvent");
+  const CudaApiIndex record = api_row(trace, "cudaEventRecord"), wait = api_row(trace, "cudaStreamWaitEvent");
   EXPECT_EQ(trace.cuda_api().stream[record], 7);
   EXPECT_EQ(trace.cuda_api().stream[wait], 13);
   EXPECT_NE(trace.cuda_api().event[record], kNoValue);
@@ -773,7 +773,7 @@ TEST(ReplayTimeline, AWaitThatFindsItsBatchReadyPaysNoWakeUp) {
   expect_exact_replay(trace);
 
   DependencyGraph g = build_dependency_graph(trace);
-  for (EventIndex row = 0; row < trace.annotations().size(); ++row) {
+  for (AnnotationIndex row{0}; row < trace.annotations().size(); ++row) {
     if (trace.str(trace.annotations().name[row]) == "prep") g.scale(g.annotation_first(row), 0.1, 0);
   }
   const SimulationResult r = simulate(g);

@@ -205,10 +205,10 @@ OverheadCorrection correct_overhead(const Trace& trace, DependencyGraph& graph, 
   double in_run_range_sum = 0;
   std::int64_t in_run_ranges = 0;
   for (TrackId track = 0; track < trace.tracks().size(); ++track) {
-    const EventRange rows = trace.annotations_on(track);
+    const AnnotationRange rows = trace.annotations_on(track);
     // Costs passed in are what the user wants charged; otherwise the thread's own.
     const InRunCosts thread_costs(costs ? std::span<const ThreadLoadRecord>() : loads[track], out.costs);
-    for (EventIndex row = rows.begin; row < rows.end; ++row) {
+    for (auto row = rows.begin; row < rows.end; ++row) {
       const TaskId t = graph.annotation_first(row);
       if (t == kNoTask) continue;
       const bool range = ann.end[row] > ann.start[row];
@@ -228,7 +228,7 @@ OverheadCorrection correct_overhead(const Trace& trace, DependencyGraph& graph, 
   if (in_run_ranges > 0) out.in_run_range_ns = in_run_range_sum / static_cast<double>(in_run_ranges);
   const auto& api = trace.cuda_api();
   if (out.costs.cuda_api_ns > 0) {
-    for (EventIndex row = 0; row < api.size(); ++row) {
+    for (CudaApiIndex row{0}; row < api.size(); ++row) {
       const TaskId t = graph.api_first(row);
       if (t == kNoTask) continue;
       charge[t] += out.costs.cuda_api_ns;

@@ -55,7 +55,7 @@ Trace make_predicted_trace(const Trace& measured, const DependencyGraph& graph, 
   // Each row moves to where its tasks were scheduled (a what-if may also have moved it to
   // another resource); a row without tasks moves with the time around it on its track.
   TraceCopyEdits edits;
-  edits.cuda_api = [&](EventIndex row, CudaApiRecord& r) {
+  edits.cuda_api = [&](CudaApiIndex row, CudaApiRecord& r) {
     const TaskId first = graph.api_first(row), last = graph.api_last(row);
     if (first != kNoTask) {
       if (!scheduled(first) || result.end[last] == kNoValue) return false;
@@ -68,7 +68,7 @@ Trace make_predicted_trace(const Trace& measured, const DependencyGraph& graph, 
     }
     return true;
   };
-  edits.annotation = [&](EventIndex row, AnnotationRecord& r) {
+  edits.annotation = [&](AnnotationIndex row, AnnotationRecord& r) {
     const TaskId first = graph.annotation_first(row), last = graph.annotation_last(row);
     if (first != kNoTask) {
       if (result.start[first] == kNoValue || result.end[last] == kNoValue) return false;
@@ -81,7 +81,7 @@ Trace make_predicted_trace(const Trace& measured, const DependencyGraph& graph, 
     }
     return true;
   };
-  edits.gpu_op = [&](EventIndex row, GpuOpRecord& r) {
+  edits.gpu_op = [&](GpuOpIndex row, GpuOpRecord& r) {
     if (const TaskId t = graph.gpu_task(row); t != kNoTask) {
       if (!scheduled(t)) return false;
       r.track = graph.resource(t);

@@ -63,12 +63,12 @@ std::vector<StepTime> job_steps(const Trace& trace, std::vector<StepTime> rows) 
 
 } // namespace
 
-std::vector<StepTime> step_times(const Trace& trace, std::span<const EventIndex> steps, const DependencyGraph& graph,
-                                 const SimulationResult& result) {
+std::vector<StepTime> step_times(const Trace& trace, std::span<const AnnotationIndex> steps,
+                                 const DependencyGraph& graph, const SimulationResult& result) {
   const auto& ann = trace.annotations();
   std::vector<StepTime> out;
   out.reserve(steps.size());
-  for (EventIndex row : steps) {
+  for (AnnotationIndex row : steps) {
     const TaskId first = graph.annotation_first(row), last = graph.annotation_last(row);
     if (first == kNoTask || result.start[first] == kNoValue || result.end[last] == kNoValue) continue;
     StepTime s;

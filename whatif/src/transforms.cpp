@@ -34,8 +34,9 @@ void remove_task(DependencyGraph& graph, TaskId t) {
   graph.set_gap(t, 0);
 }
 
-// Every task an API call became (its pieces around nested events included).
-void remove_api_call(DependencyGraph& graph, EventIndex row) {
+// Every task the API call of task `call` became (its pieces around nested events included).
+void remove_api_call(DependencyGraph& graph, TaskId call) {
+  const CudaApiIndex row{graph.source_row(call)}; // a CUDA API task's row is one of the API calls
   const TaskId first = graph.api_first(row);
   const TaskId last = graph.api_last(row);
   if (first == kNoTask) return;
@@ -93,7 +94,7 @@ TaskSelection::TaskSelection(const Trace& trace, const DependencyGraph& graph) :
   step_of_annotation_.assign(ann.size(), kNoValue);
   std::int64_t ordinal = 0;
   // Rows are sorted by (track, start, longer first), so a parent precedes its children.
-  for (EventIndex row = 0; row < ann.size(); ++row) {
+  for (AnnotationIndex row{0}; row < ann.size(); ++row) {
     if (is_step(trace, row)) {
       const std::int64_t profiler_step = profiler_step_number(trace.str(ann.name[row]));
       steps_.push_back(row);
@@ -105,15 +106,16 @@ TaskSelection::TaskSelection(const Trace& trace, const DependencyGraph& graph) :
       step_of_annotation_[row] = step_of_annotation_[ann.parent[row]];
     }
   }
-  std::sort(steps_.begin(), steps_.end(), [&](EventIndex a, EventIndex b) { return ann.start[a] < ann.start[b]; });
+  std::sort(steps_.begin(), steps_.end(),
+            [&](AnnotationIndex a, AnnotationIndex b) { return ann.start[a] < ann.start[b]; });
   // A range at the top of a handed-over burst is inside what enclosed the waiting task, and
   // so in its step. Parents come strictly earlier (start, then row), so chains end.
   bool delegated = false;
-  for (EventIndex row = 0; row < ann.size(); ++row) {
+  for (AnnotationIndex row{0}; row < ann.size(); ++row) {
     if (ann.parent[row] != kNoIndex) continue;
     const TaskId first = graph.annotation_first(row);
     if (first == kNoTask || handed_by_[first] == kNoTask) continue;
-    const EventIndex outer = enclosing_annotation(handed_by_[first]);
+    const AnnotationIndex outer = enclosing_annotation(handed_by_[first]);
     if (outer == kNoIndex || !(ann.start[outer] < ann.start[row] || (ann.start[outer] == ann.start[row] && outer < row))) {
       continue;
     }
@@ -124,7 +126,7 @@ TaskSelection::TaskSelection(const Trace& trace, const DependencyGraph& graph) :
   // a pass per level.
   for (bool changed = delegated; changed;) {
     changed = false;
-    for (EventIndex row = 0; row < ann.size(); ++row) {
+    for (AnnotationIndex row{0}; row < ann.size(); ++row) {
       if (step_of_annotation_[row] != kNoValue || parent_[row] == kNoIndex) continue;
       if (step_of_annotation_[parent_[row]] == kNoValue) continue;
       step_of_annotation_[row] = step_of_annotation_[parent_[row]];
@@ -135,7 +137,7 @@ TaskSelection::TaskSelection(const Trace& trace, const DependencyGraph& graph) :
   rank_of_track_ = track_ranks(trace);
   communication_.assign(trace.strings().size(), -1);
   track_categories_.resize(trace.tracks().size());
-  for (EventIndex row = 0; row < ann.size(); ++row) {
+  for (AnnotationIndex row{0}; row < ann.size(); ++row) {
     auto& categories = track_categories_[ann.track[row]];
     if (std::find(categories.begin(), categories.end(), ann.category[row]) == categories.end()) {
       categories.push_back(ann.category[row]);
@@ -144,7 +146,7 @@ TaskSelection::TaskSelection(const Trace& trace, const DependencyGraph& graph) :
 }
 
 std::string_view TaskSelection::name(TaskId t) const {
-  const EventIndex row = graph_.source_row(t);
+  const std::uint32_t row = graph_.source_row(t);
   if (row == kNoIndex) return {};
   switch (graph_.kind(t)) {
     case TaskKind::CudaApi: return trace_.str(trace_.cuda_api().name[row]);
@@ -161,9 +163,9 @@ TrackId TaskSelection::context_track(TaskId t) const {
   return graph_.resource(t);
 }
 
-EventIndex TaskSelection::enclosing_annotation(TaskId t) const {
+AnnotationIndex TaskSelection::enclosing_annotation(TaskId t) const {
   const TaskKind kind = graph_.kind(t);
-  if (kind == TaskKind::Annotation) return graph_.source_row(t);
+  if (kind == TaskKind::Annotation) return AnnotationIndex{graph_.source_row(t)};
   if (kind == TaskKind::Synthetic) return kNoIndex;
   TaskId on_cpu = t;
   if (is_gpu_task(kind) && launcher_[t] != kNoTask) on_cpu = launcher_[t];
@@ -171,7 +173,7 @@ EventIndex TaskSelection::enclosing_annotation(TaskId t) const {
   const TimeNs begin = graph_.measured_start(on_cpu);
   const TimeNs end = graph_.measured_end(on_cpu);
   const TimeNs at = end > begin ? begin + (end - begin) / 2 : begin;
-  const EventIndex own = trace_.innermost_annotation_at(graph_.resource(on_cpu), at).value_or(kNoIndex);
+  const AnnotationIndex own = trace_.innermost_annotation_at(graph_.resource(on_cpu), at).value_or(kNoIndex);
   if (own == kNoIndex && handed_by_[on_cpu] != kNoTask) return enclosing_annotation(handed_by_[on_cpu]);
   return own;
 }
@@ -182,13 +184,13 @@ std::int64_t TaskSelection::rank(TaskId t) const {
 }
 
 std::optional<std::int64_t> TaskSelection::step(TaskId t) const {
-  const EventIndex a = enclosing_annotation(t);
+  const AnnotationIndex a = enclosing_annotation(t);
   if (a == kNoIndex || step_of_annotation_[a] == kNoValue) return std::nullopt;
   return step_of_annotation_[a];
 }
 
 bool TaskSelection::is_communication(TaskId t) const {
-  const EventIndex row = graph_.source_row(t);
+  const std::uint32_t row = graph_.source_row(t);
   if (row == kNoIndex || !is_gpu_task(graph_.kind(t))) return false;
   const StringId name = trace_.gpu_ops().name[row];
   if (communication_[name] < 0) communication_[name] = is_communication_kernel(trace_.str(name)) ? 1 : 0;
@@ -253,11 +255,11 @@ std::vector<TaskId> TaskSelection::select(const Selector& s) const {
   std::vector<std::int8_t> category_hit(category_re ? ann.size() : 0, -1);
   std::vector<std::int8_t> not_category_hit(not_category_re ? ann.size() : 0, -1);
   std::unordered_map<StringId, bool> annotation_name_hits, category_hits, not_category_hits;
-  auto inside = [&](EventIndex row, std::vector<std::int8_t>& memo, std::unordered_map<StringId, bool>& by_string,
+  auto inside = [&](AnnotationIndex row, std::vector<std::int8_t>& memo, std::unordered_map<StringId, bool>& by_string,
                     const std::vector<StringId>& column, const NamePattern& re, bool whole) {
-    std::vector<EventIndex> chain;
+    std::vector<AnnotationIndex> chain;
     bool hit = false;
-    for (EventIndex a = row; a != kNoIndex; a = parent_[a]) {
+    for (AnnotationIndex a = row; a != kNoIndex; a = parent_[a]) {
       if (memo[a] >= 0) {
         hit = memo[a] != 0;
         break;
@@ -274,7 +276,7 @@ std::vector<TaskId> TaskSelection::select(const Selector& s) const {
       }
     }
     // Everything on the walked chain below a hit is inside it; below a miss, outside.
-    for (EventIndex a : chain) memo[a] = hit ? 1 : 0;
+    for (AnnotationIndex a : chain) memo[a] = hit ? 1 : 0;
     return hit;
   };
 
@@ -301,7 +303,7 @@ std::vector<TaskId> TaskSelection::select(const Selector& s) const {
     if (name_re && !cached_search(name_hits, *name_re, name(t))) continue;
     if (not_name_re && cached_search(not_name_hits, *not_name_re, name(t))) continue;
     if (annotation_re || category_re || not_category_re || s.steps) {
-      const EventIndex a = enclosing_annotation(t);
+      const AnnotationIndex a = enclosing_annotation(t);
       if (annotation_re && (a == kNoIndex || !inside(a, annotation_hit, annotation_name_hits, ann.name,
                                                       *annotation_re, false))) {
         continue;
@@ -363,7 +365,7 @@ TransformEffect set_duration(DependencyGraph& graph, const TaskSelection& select
   for (TaskId t : tasks) {
     TaskCost cost;
     cost.measured = graph.duration(t);
-    const EventIndex row = graph.source_row(t);
+    const std::uint32_t row = graph.source_row(t);
     if (is_gpu_task(graph.kind(t)) && row != kNoIndex) {
       if (ops.launch[row] != 0) cost.launch = trace.launch_configs()[ops.launch[row]];
       cost.bytes = ops.bytes[row];
@@ -383,7 +385,7 @@ TransformEffect remove(DependencyGraph& graph, const TaskSelection& selection, c
   for (TaskId t : tasks) {
     if (with_launches && selection.launcher(t) != kNoTask && !graph.removed(selection.launcher(t))) {
       e.time_before += graph.duration(selection.launcher(t));
-      remove_api_call(graph, graph.source_row(selection.launcher(t)));
+      remove_api_call(graph, selection.launcher(t));
       ++launches;
     }
     remove_task(graph, t);
@@ -426,7 +428,7 @@ TransformEffect fuse(DependencyGraph& graph, const TaskSelection& selection, con
     for (std::size_t i = 1; i < members.size(); ++i) {
       const TaskId t = members[i];
       if (selection.launcher(t) != kNoTask && !graph.removed(selection.launcher(t))) {
-        remove_api_call(graph, graph.source_row(selection.launcher(t)));
+        remove_api_call(graph, selection.launcher(t));
       }
       remove_task(graph, t);
     }
@@ -435,7 +437,7 @@ TransformEffect fuse(DependencyGraph& graph, const TaskSelection& selection, con
       if (keep_launch) {
         e.time_after += graph.duration(survivor_launch);
       } else {
-        remove_api_call(graph, graph.source_row(survivor_launch));
+        remove_api_call(graph, survivor_launch);
       }
     }
     ++fused;
@@ -548,7 +550,7 @@ std::vector<std::vector<TaskId>> work_items(const TaskSelection& selection, cons
   std::map<std::tuple<ResourceId, bool, std::int64_t>, std::size_t> index;
   std::vector<std::vector<TaskId>> items;
   for (TaskId t : tasks) {
-    const EventIndex a = selection.enclosing_annotation(t);
+    const AnnotationIndex a = selection.enclosing_annotation(t);
     std::tuple<ResourceId, bool, std::int64_t> key{selection.graph().resource(t), false, static_cast<std::int64_t>(t)};
     if (a != kNoIndex) {
       const std::int64_t payload = trace.annotations().payload[a];

@@ -194,7 +194,7 @@ class PathSummarizer {
   std::uint64_t operation_key(TaskId t) const {
     const TaskKind kind = g_.kind(t);
     const std::uint64_t key = kOperationKey | (std::uint64_t{static_cast<std::uint8_t>(kind)} << 32);
-    const EventIndex row = g_.source_row(t);
+    const std::uint32_t row = g_.source_row(t); // of the table `kind` says
     switch (kind) {
       case TaskKind::CpuWork: return key;
       case TaskKind::Synthetic: return key | t;
@@ -261,7 +261,7 @@ class PathSummarizer {
   }
 
   std::string task_label(TaskId t) const {
-    const EventIndex row = g_.source_row(t);
+    const std::uint32_t row = g_.source_row(t); // of the table the task's kind says
     std::string_view name;
     switch (g_.kind(t)) {
       case TaskKind::CudaApi: name = trace_.str(trace_.cuda_api().name[row]); break;

@@ -110,7 +110,7 @@ struct Side {
 void collect_steps(Side& s, const std::vector<std::int64_t>& only) {
   const Trace& t = *s.trace;
   const auto& ann = t.annotations();
-  for (EventIndex row : find_steps(t)) {
+  for (AnnotationIndex row : find_steps(t)) {
     const std::int64_t number = step_number(t, row);
     if (!only.empty() && std::find(only.begin(), only.end(), number) == only.end()) continue;
     s.rows.push_back(StepRow{s.track_rank[ann.track[row]], number, kNoValue, ann.start[row], ann.end[row],
@@ -171,18 +171,18 @@ void tally_events(Side& s) {
 
   // Self time: the annotation less its child annotations and the CUDA calls made inside it.
   std::vector<TimeNs> self(ann.size());
-  for (EventIndex row = 0; row < ann.size(); ++row) {
+  for (AnnotationIndex row{0}; row < ann.size(); ++row) {
     self[row] += ann.end[row] - ann.start[row];
     if (ann.parent[row] != kNoIndex) self[ann.parent[row]] -= ann.end[row] - ann.start[row];
   }
-  for (EventIndex row = 0; row < api.size(); ++row) {
+  for (CudaApiIndex row{0}; row < api.size(); ++row) {
     if (t.tracks()[api.track[row]].kind != TrackKind::CpuThread) continue;
     if (const auto in = t.innermost_annotation_at(api.track[row], api.start[row])) {
       self[*in] -= std::min(api.end[row], ann.end[*in]) - api.start[row];
     }
   }
 
-  for (EventIndex row = 0; row < ann.size(); ++row) {
+  for (AnnotationIndex row{0}; row < ann.size(); ++row) {
     const TrackId track = ann.track[row];
     if (t.tracks()[track].kind != TrackKind::CpuThread) continue;
     const std::int64_t rank = s.track_rank[track];
@@ -197,7 +197,7 @@ void tally_events(Side& s) {
         is_communication_annotation(name, t.str(ann.category[row])), false);
   }
 
-  for (EventIndex row = 0; row < api.size(); ++row) {
+  for (CudaApiIndex row{0}; row < api.size(); ++row) {
     const std::int64_t rank = s.track_rank[api.track[row]];
     s.rank_extent[rank].add(api.start[row], api.end[row]);
     if (!step_at(s, rank, api.start[row])) continue;
@@ -205,7 +205,7 @@ void tally_events(Side& s) {
     add(s, rank, DiffSubject::CudaApi, api.name[row], d, d, false, is_sync_wait(t.str(api.name[row])));
   }
 
-  for (EventIndex row = 0; row < ops.size(); ++row) {
+  for (GpuOpIndex row{0}; row < ops.size(); ++row) {
     if (ops.kind[row] == GpuOpKind::Sync) continue; // a wait, not work
     const std::int64_t rank = s.track_rank[ops.track[row]];
     s.rank_extent[rank].add(ops.start[row], ops.end[row]);
@@ -213,9 +213,9 @@ void tally_events(Side& s) {
     // the trace does not hold belongs to none, and work with no correlation id at all to
     // the step its start falls in.
     std::optional<std::int64_t> step;
-    const EventIndex launch = ops.correlation[row] == kNoValue
-                                  ? kNoIndex
-                                  : t.cuda_api_with_correlation(ops.correlation[row]).value_or(kNoIndex);
+    const CudaApiIndex launch = ops.correlation[row] == kNoValue
+                                    ? kNoIndex
+                                    : t.cuda_api_with_correlation(ops.correlation[row]).value_or(kNoIndex);
     if (s.whole) {
       step = kWholeTraceKey;
     } else if (launch != kNoIndex && s.track_rank[api.track[launch]] == rank) {
@@ -323,7 +323,7 @@ std::vector<OperationDiff> compare(const Side& a, const Tallies& ta, double step
 
 std::string step_list(const Side& s) {
   std::set<std::int64_t> numbers;
-  for (EventIndex row : find_steps(*s.trace)) {
+  for (AnnotationIndex row : find_steps(*s.trace)) {
     const std::int64_t n = step_number(*s.trace, row);
     if (n != kNoValue) numbers.insert(n);
   }

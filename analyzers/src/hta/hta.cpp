@@ -47,13 +47,13 @@ struct GpuEvent {
   KernelType type;
   GpuOpKind kind;
   std::int64_t correlation;
-  EventIndex call; // the CUDA API row with the same correlation, or kNoIndex
+  CudaApiIndex call; // the CUDA API row with the same correlation, or kNoIndex
   std::int64_t bytes;
 };
 
 struct AnnotationEvent {
   TimeUs ts, end;
-  EventIndex row;
+  AnnotationIndex row;
 };
 
 // The events HTA keeps after parsing and its ProfilerStep filter, in µs.
@@ -78,7 +78,7 @@ HtaEvents prepare(const Trace& trace, const HtaOptions& options) {
 
   std::set<std::string_view> step_names;
   TimeUs last_step_start = std::numeric_limits<TimeUs>::min();
-  for (EventIndex i = 0; i < ann.size(); ++i) {
+  for (AnnotationIndex i{0}; i < ann.size(); ++i) {
     if (tracks[ann.track[i]].kind != TrackKind::CpuThread) continue;
     std::string_view name = trace.str(ann.name[i]);
     if (!name.starts_with("ProfilerStep#")) continue;
@@ -92,22 +92,22 @@ HtaEvents prepare(const Trace& trace, const HtaOptions& options) {
 
   ev.calls.resize(api.size());
   ev.call_kept.resize(api.size());
-  for (EventIndex i = 0; i < api.size(); ++i) {
+  for (CudaApiIndex i{0}; i < api.size(); ++i) {
     ev.calls[i] = to_hta_us(api.start[i], api.end[i]);
     ev.call_kept[i] = cpu_kept(ev.calls[i].ts);
   }
   // Kineto's gpu_user_annotation has no stream argument, so HTA sees it as a CPU event.
-  for (EventIndex i = 0; i < ann.size(); ++i) {
+  for (AnnotationIndex i{0}; i < ann.size(); ++i) {
     UsSpan s = to_hta_us(ann.start[i], ann.end[i]);
     if (cpu_kept(s.ts)) ev.annotations.push_back({s.ts, s.end, i});
   }
 
   std::unordered_map<StringId, KernelType> type_of;
   ev.gpu.reserve(gpu.size());
-  for (EventIndex i = 0; i < gpu.size(); ++i) {
+  for (GpuOpIndex i{0}; i < gpu.size(); ++i) {
     // An op whose input named no stream is a CPU event to HTA (stream -1), in no GPU analysis.
     if (tracks[gpu.track[i]].stream == kNoValue) continue;
-    EventIndex call = kNoIndex;
+    CudaApiIndex call = kNoIndex;
     if (gpu.correlation[i] != kNoValue) {
       if (auto c = trace.cuda_api_with_correlation(gpu.correlation[i])) call = *c;
     }
@@ -409,7 +409,7 @@ class StepWindows {
  public:
   StepWindows(const Trace& trace) {
     const auto& ann = trace.annotations();
-    for (EventIndex i = 0; i < ann.size(); ++i) {
+    for (AnnotationIndex i{0}; i < ann.size(); ++i) {
       if (trace.tracks()[ann.track[i]].kind != TrackKind::CpuThread) continue;
       std::string_view name = trace.str(ann.name[i]);
       constexpr std::string_view kStep = "ProfilerStep#";
@@ -485,7 +485,7 @@ StragglerEvents straggler_events(const Trace& trace, const HtaEvents& ev) {
   for (const AnnotationEvent& a : ev.annotations) add(steps.at(a.ts), a.ts, a.end);
   // A GPU op with no stream is a CPU event to HTA (stream -1): numbered by its start.
   const auto& gpu = trace.gpu_ops();
-  for (EventIndex i = 0; i < gpu.size(); ++i) {
+  for (GpuOpIndex i{0}; i < gpu.size(); ++i) {
     if (trace.tracks()[gpu.track[i]].stream != kNoValue) continue;
     const UsSpan s = to_hta_us(gpu.start[i], gpu.end[i]);
     if (ev.cpu_kept(s.ts)) add(steps.at(s.ts), s.ts, s.end);
@@ -523,7 +523,7 @@ AnnotatedKernels kernels_with_annotations(const Trace& trace, const HtaEvents& e
   AnnotatedKernels out;
   const auto& ann = trace.annotations();
   const bool kineto = trace.source() == TraceSource::Kineto;
-  for (EventIndex i = 0; i < ann.size() && !out.has_gpu_annotations; ++i) {
+  for (AnnotationIndex i{0}; i < ann.size() && !out.has_gpu_annotations; ++i) {
     out.has_gpu_annotations = trace.tracks()[ann.track[i]].kind == TrackKind::GpuStream &&
                               (!kineto || trace.str(ann.category[i]) == "gpu_user_annotation");
   }
@@ -558,7 +558,7 @@ AnnotatedKernels kernels_with_annotations(const Trace& trace, const HtaEvents& e
   std::stable_sort(annotations.begin(), annotations.end(), [](const AnnotationEvent* a, const AnnotationEvent* b) {
     return a->end - a->ts > b->end - b->ts;
   });
-  std::vector<EventIndex> annotation_of(kernels.size(), kNoIndex);
+  std::vector<AnnotationIndex> annotation_of(kernels.size(), kNoIndex);
   for (const AnnotationEvent* a : annotations) {
     auto t = by_track.find(ann.track[a->row]);
     if (t == by_track.end()) continue;
@@ -683,15 +683,15 @@ std::optional<TimeUs> hta_trace_start(const Trace& trace) {
     if (!first || ts < *first) first = ts;
   };
   const auto& api = trace.cuda_api();
-  for (EventIndex i = 0; i < api.size(); ++i) {
+  for (CudaApiIndex i{0}; i < api.size(); ++i) {
     if (i == 0 || api.track[i] != api.track[i - 1]) consider(api.start[i], api.end[i]);
   }
   const auto& gpu = trace.gpu_ops();
-  for (EventIndex i = 0; i < gpu.size(); ++i) {
+  for (GpuOpIndex i{0}; i < gpu.size(); ++i) {
     if (i == 0 || gpu.track[i] != gpu.track[i - 1]) consider(gpu.start[i], gpu.end[i]);
   }
   const auto& ann = trace.annotations();
-  for (EventIndex i = 0; i < ann.size(); ++i) {
+  for (AnnotationIndex i{0}; i < ann.size(); ++i) {
     if (i == 0 || ann.track[i] != ann.track[i - 1]) consider(ann.start[i], ann.end[i]);
   }
   return first;

@@ -209,7 +209,7 @@ class JobAnalysis {
                          .step = c.step,
                          .bytes = c.bytes,
                          .table = EventTable::Annotation,
-                         .row = static_cast<EventIndex>(k),
+                         .row = static_cast<std::uint32_t>(k),
                          .track = static_cast<TrackId>(i),
                          .start = c.start,
                          .end = c.end});

@@ -22,7 +22,7 @@ struct Endpoint {
   TimeNs time;
   bool begin;
   Source source;
-  EventIndex row;
+  std::uint32_t row; // of the table `source` says
 };
 
 // ProfilerStep#1, #2, ... are one operation, not one per step; and so is every call of an
@@ -48,17 +48,17 @@ CrossStackBreakdown cross_stack_breakdown(const Trace& trace) {
 
   std::vector<Endpoint> points;
   points.reserve(2 * (ann.size() + api.size() + gpu.size()));
-  for (EventIndex i = 0; i < ann.size(); ++i) {
+  for (AnnotationIndex i{0}; i < ann.size(); ++i) {
     if (tracks[ann.track[i]].kind != TrackKind::CpuThread || ann.end[i] <= ann.start[i]) continue;
     points.push_back({ann.start[i], true, Source::Annotation, i});
     points.push_back({ann.end[i], false, Source::Annotation, i});
   }
-  for (EventIndex i = 0; i < api.size(); ++i) {
+  for (CudaApiIndex i{0}; i < api.size(); ++i) {
     if (api.end[i] <= api.start[i]) continue;
     points.push_back({api.start[i], true, Source::Api, i});
     points.push_back({api.end[i], false, Source::Api, i});
   }
-  for (EventIndex i = 0; i < gpu.size(); ++i) {
+  for (GpuOpIndex i{0}; i < gpu.size(); ++i) {
     if (gpu.kind[i] == GpuOpKind::Sync || gpu.end[i] <= gpu.start[i]) continue;
     points.push_back({gpu.start[i], true, Source::Gpu, i});
     points.push_back({gpu.end[i], false, Source::Gpu, i});
@@ -78,10 +78,10 @@ CrossStackBreakdown cross_stack_breakdown(const Trace& trace) {
   };
   const std::size_t no_operation = row_for(kNoOperation);
   std::vector<std::size_t> annotation_row(ann.size(), no_operation);
-  for (EventIndex i = 0; i < ann.size(); ++i) annotation_row[i] = row_for(operation_name(trace.str(ann.name[i])));
+  for (AnnotationIndex i{0}; i < ann.size(); ++i) annotation_row[i] = row_for(operation_name(trace.str(ann.name[i])));
 
   // GPU time with no CPU activity goes to the operation that launched the work.
-  auto launching_row = [&](EventIndex g) -> std::size_t {
+  auto launching_row = [&](GpuOpIndex g) -> std::size_t {
     if (gpu.correlation[g] == kNoValue) return no_operation;
     auto call = trace.cuda_api_with_correlation(gpu.correlation[g]);
     if (!call) return no_operation;
@@ -91,8 +91,8 @@ CrossStackBreakdown cross_stack_breakdown(const Trace& trace) {
 
   // Active annotations ordered so that the last is the most recently started, innermost
   // first on ties: the operation the process is in.
-  std::set<std::tuple<TimeNs, TimeNs, EventIndex>> active_annotations;
-  std::set<std::pair<TimeNs, EventIndex>> active_gpu;
+  std::set<std::tuple<TimeNs, TimeNs, AnnotationIndex>> active_annotations;
+  std::set<std::pair<TimeNs, GpuOpIndex>> active_gpu;
   std::int64_t active_api = 0;
   std::vector<bool> attributed(ann.size(), false);
 
@@ -105,7 +105,7 @@ CrossStackBreakdown cross_stack_breakdown(const Trace& trace) {
       if (cpu || gpu_busy) {
         std::size_t row = no_operation;
         if (!active_annotations.empty()) {
-          const EventIndex a = std::get<2>(*active_annotations.rbegin());
+          const AnnotationIndex a = std::get<2>(*active_annotations.rbegin());
           row = annotation_row[a];
           attributed[a] = true;
         } else if (!cpu) {
@@ -121,20 +121,20 @@ CrossStackBreakdown cross_stack_breakdown(const Trace& trace) {
     previous = p.time;
     switch (p.source) {
       case Source::Annotation: {
-        auto key = std::make_tuple(ann.start[p.row], -ann.end[p.row], p.row);
+        auto key = std::make_tuple(ann.start[p.row], -ann.end[p.row], AnnotationIndex{p.row});
         if (p.begin) active_annotations.insert(key); else active_annotations.erase(key);
         break;
       }
       case Source::Api: active_api += p.begin ? 1 : -1; break;
       case Source::Gpu: {
-        auto key = std::make_pair(gpu.start[p.row], p.row);
+        auto key = std::make_pair(gpu.start[p.row], GpuOpIndex{p.row});
         if (p.begin) active_gpu.insert(key); else active_gpu.erase(key);
         break;
       }
     }
   }
 
-  for (EventIndex i = 0; i < ann.size(); ++i) {
+  for (AnnotationIndex i{0}; i < ann.size(); ++i) {
     if (attributed[i]) ++rows[annotation_row[i]].instances;
   }
 

@@ -27,9 +27,9 @@ DataStalls data_stalls(const Trace& trace) {
   DataStalls out;
 
   std::vector<Window> steps;
-  std::vector<EventIndex> waits, loader_ops;
+  std::vector<AnnotationIndex> waits, loader_ops;
   std::unordered_map<std::int64_t, TimeNs> fetch_of_batch, prep_of_batch;
-  for (EventIndex i = 0; i < ann.size(); ++i) {
+  for (AnnotationIndex i{0}; i < ann.size(); ++i) {
     if (tracks[ann.track[i]].kind != TrackKind::CpuThread) continue;
     std::string_view name = trace.str(ann.name[i]);
     std::string_view category = trace.str(ann.category[i]);
@@ -46,9 +46,9 @@ DataStalls data_stalls(const Trace& trace) {
   }
 
   const bool annotated = !waits.empty() || !fetch_of_batch.empty() || !prep_of_batch.empty();
-  const std::vector<EventIndex>& stalls = annotated ? waits : loader_ops;
+  const std::vector<AnnotationIndex>& stalls = annotated ? waits : loader_ops;
   out.source = annotated ? "dreamscope annotations" : (!loader_ops.empty() ? "DataLoader operators" : "none");
-  for (EventIndex i : stalls) out.waits.push_back({ann.start[i], ann.end[i]});
+  for (AnnotationIndex i : stalls) out.waits.push_back({ann.start[i], ann.end[i]});
   std::sort(out.waits.begin(), out.waits.end(),
             [](const TimeSpan& a, const TimeSpan& b) { return a.start != b.start ? a.start < b.start : a.end < b.end; });
 
@@ -63,7 +63,7 @@ DataStalls data_stalls(const Trace& trace) {
   const std::vector<TimeNs> waited = detail::OverlapIndex(wait_spans).overlaps(step_spans);
   std::vector<std::pair<TimeNs, std::int64_t>> batch_waits; // (start, batch id), by start
   if (annotated) {
-    for (EventIndex i : stalls) {
+    for (AnnotationIndex i : stalls) {
       if (ann.payload[i] != kNoValue) batch_waits.emplace_back(ann.start[i], ann.payload[i]);
     }
     std::sort(batch_waits.begin(), batch_waits.end());
@@ -94,7 +94,7 @@ std::vector<KernelTotal> top_kernels(const Trace& trace, std::size_t limit) {
   const auto& gpu = trace.gpu_ops();
   std::unordered_map<StringId, KernelTotal> by_name;
   TimeNs all = 0;
-  for (EventIndex i = 0; i < gpu.size(); ++i) {
+  for (GpuOpIndex i{0}; i < gpu.size(); ++i) {
     if (gpu.kind[i] != GpuOpKind::Kernel) continue;
     const TimeNs dur = gpu.end[i] - gpu.start[i];
     auto [it, inserted] = by_name.try_emplace(gpu.name[i]);

@@ -49,9 +49,9 @@ std::int64_t saturating_mul(std::int64_t a, std::int64_t b) {
 
 // Bytes of a collective's inputs: elements times the size of their type, for the types the
 // plugin knows (others count 0).
-std::int64_t input_bytes(const Trace& trace, EventIndex row) {
-  const auto dims = trace.arg_text(EventTable::Annotation, row, "Input Dims");
-  const auto types = trace.arg_text(EventTable::Annotation, row, "Input type");
+std::int64_t input_bytes(const Trace& trace, AnnotationIndex row) {
+  const auto dims = trace.arg_text(row, "Input Dims");
+  const auto types = trace.arg_text(row, "Input type");
   if (!dims || !types) return 0;
   const auto shapes = nlohmann::json::parse(*dims, nullptr, false);
   const auto names = nlohmann::json::parse(*types, nullptr, false);
@@ -106,7 +106,7 @@ Worker read_worker(const std::string& name, const Trace& trace) {
   if (nccl) {
     for (const tb::DeviceOp& d : m.device_ops) {
       if (d.kind != GpuOpKind::Kernel) continue;
-      const auto id = trace.arg_int(EventTable::GpuOp, d.row, "external id");
+      const auto id = trace.arg_int(d.row, "external id");
       if (!id) continue;
       if (auto it = by_id.find(*id); it != by_id.end()) it->second.kernels.push_back({d.start, d.end});
     }

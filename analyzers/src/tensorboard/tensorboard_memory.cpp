@@ -59,7 +59,7 @@ TimeNs profiler_start(const Model& m, const std::vector<Record>& records) {
   const Trace& trace = *m.trace;
   TimeNs start = std::numeric_limits<TimeNs>::max();
   const auto& ann = trace.annotations();
-  for (EventIndex i = 0; i < ann.size(); ++i) {
+  for (AnnotationIndex i{0}; i < ann.size(); ++i) {
     if (m.kineto) {
       const std::string category = lower(trace.str(ann.category[i]));
       if (category != "cpu_op" && category != "operator" && category != "python" && category != "python_function" &&

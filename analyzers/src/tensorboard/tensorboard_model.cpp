@@ -48,14 +48,14 @@ std::size_t role_of(const Model& m, const HostEvent& e) {
 }
 
 // Whether an arg is there and not JSON null, which the plugin reads as Python's None.
-bool has_value(const Trace& trace, EventIndex row, std::string_view key) {
-  const EventArg* a = trace.find_arg(EventTable::Annotation, row, key);
+bool has_value(const Trace& trace, AnnotationIndex row, std::string_view key) {
+  const EventArg* a = trace.find_arg(row, key);
   return a && !(a->type == ArgType::Json && trace.str(a->text) == "null");
 }
 
 // Reads one host event the way the plugin's create_trace_event does; false: the plugin has
 // no event for it (a category it does not know, a Python function that is not a module).
-bool read_kineto_host_event(const Trace& trace, EventIndex row, HostEvent& e) {
+bool read_kineto_host_event(const Trace& trace, AnnotationIndex row, HostEvent& e) {
   const auto& ann = trace.annotations();
   const std::string category = lower(trace.str(ann.category[row]));
   const bool step_name = e.name.starts_with(kProfilerStepPrefix);
@@ -170,15 +170,15 @@ void write_python_repr(std::string_view json, std::size_t& i, std::string& out) 
 
 namespace {
 
-std::optional<double> number_arg(const Trace& trace, EventIndex row, std::string_view key) {
-  const EventArg* a = trace.find_arg(EventTable::GpuOp, row, key);
+std::optional<double> number_arg(const Trace& trace, GpuOpIndex row, std::string_view key) {
+  const EventArg* a = trace.find_arg(row, key);
   if (!a) return std::nullopt;
   if (a->type == ArgType::Int) return static_cast<double>(a->int_value);
   if (a->type == ArgType::Double) return a->double_value;
   return std::nullopt;
 }
 
-const DeviceInfo* device_of(const Trace& trace, EventIndex row) {
+const DeviceInfo* device_of(const Trace& trace, GpuOpIndex row) {
   const TrackInfo& track = trace.tracks()[trace.gpu_ops().track[row]];
   return track.device < trace.devices().size() ? &trace.devices()[track.device] : nullptr;
 }
@@ -293,7 +293,7 @@ Model build_model(const Trace& trace) {
     global_max = std::max(global_max, end);
   };
 
-  for (EventIndex i = 0; i < ann.size(); ++i) {
+  for (AnnotationIndex i{0}; i < ann.size(); ++i) {
     const TrackInfo& track = tracks[ann.track[i]];
     const Span span = as_plugin_reads(m.kineto, ann.start[i], ann.end[i]);
     HostEvent e{.row = i, .start = span.start, .end = span.end, .name = trace.str(ann.name[i])};
@@ -320,7 +320,7 @@ Model build_model(const Trace& trace) {
   sort_by_time(m.host, ann.track);
   sort_by_time(m.python_functions, ann.track);
 
-  for (EventIndex i = 0; i < api.size(); ++i) {
+  for (CudaApiIndex i{0}; i < api.size(); ++i) {
     // The plugin knows runtime calls only (cuda_driver is not among its categories).
     if (m.kineto && api.kind[i] != ApiKind::Runtime) continue;
     const Span span = as_plugin_reads(m.kineto, api.start[i], api.end[i]);
@@ -338,7 +338,7 @@ Model build_model(const Trace& trace) {
       collective_ids.insert(e.external_id);
     }
   }
-  for (EventIndex i = 0; i < gpu.size(); ++i) {
+  for (GpuOpIndex i{0}; i < gpu.size(); ++i) {
     if (gpu.kind[i] == GpuOpKind::Sync) continue;
     const TrackInfo& track = tracks[gpu.track[i]];
     const Span span = as_plugin_reads(m.kineto, gpu.start[i], gpu.end[i]);
@@ -347,7 +347,7 @@ Model build_model(const Trace& trace) {
     if (d.kind == GpuOpKind::Kernel) {
       if (m.kineto) {
         // A collective's kernels carry its operator's external id.
-        const auto id = trace.arg_int(EventTable::GpuOp, i, "external id");
+        const auto id = trace.arg_int(i, "external id");
         d.communication = id && collective_ids.contains(*id);
       } else {
         d.communication = is_communication_kernel(trace.str(gpu.name[i]));

@@ -29,7 +29,7 @@ using detail::Interval;
 enum class HostKind : std::uint8_t { Operator, Python, UserAnnotation, ProfilerStep, Module };
 
 struct HostEvent {
-  EventIndex row = 0; // annotation row
+  AnnotationIndex row{}; // annotation row
   TimeNs start = 0, end = 0;
   std::string_view name;
   HostKind kind = HostKind::Operator;
@@ -39,7 +39,7 @@ struct HostEvent {
 };
 
 struct DeviceOp {
-  EventIndex row = 0; // GPU op row
+  GpuOpIndex row{}; // GPU op row
   TimeNs start = 0, end = 0;
   GpuOpKind kind = GpuOpKind::Kernel;
   std::int64_t device = kNoValue;   // ordinal
@@ -48,7 +48,7 @@ struct DeviceOp {
 };
 
 struct RuntimeCall {
-  EventIndex row = 0; // CUDA API row
+  CudaApiIndex row{}; // CUDA API row
   TimeNs start = 0, end = 0;
   std::int64_t external_id = kNoValue;
   std::int64_t thread = kNoValue;
@@ -66,7 +66,7 @@ struct HostStep {
 // A Kineto python_function event, an nn.Module scope or not: the module hierarchy comes from
 // their Python ids, and only the module scopes are host events.
 struct PythonFunction {
-  EventIndex row = 0; // annotation row
+  AnnotationIndex row{}; // annotation row
   TimeNs start = 0;
   bool module = false; // has a "Python module id" (not null)
 };

@@ -24,8 +24,8 @@ using tb::NodeType;
 constexpr std::string_view kModulePrefix = "nn.Module: ";
 
 // Kineto writes Python ids as integers; anything else (and a missing or null arg) is None.
-std::optional<std::int64_t> integer_arg(const Trace& trace, EventIndex row, std::string_view key) {
-  const EventArg* a = trace.find_arg(EventTable::Annotation, row, key);
+std::optional<std::int64_t> integer_arg(const Trace& trace, AnnotationIndex row, std::string_view key) {
+  const EventArg* a = trace.find_arg(row, key);
   if (!a) return std::nullopt;
   if (a->type == ArgType::Int) return a->int_value;
   // Python keys 3.0 and 3 alike.
@@ -36,12 +36,12 @@ std::optional<std::int64_t> integer_arg(const Trace& trace, EventIndex row, std:
   return std::nullopt;
 }
 
-std::int64_t module_id_of(const Trace& trace, EventIndex row) {
+std::int64_t module_id_of(const Trace& trace, AnnotationIndex row) {
   return integer_arg(trace, row, "Python module id").value_or(kNoValue);
 }
 
 struct Function {
-  EventIndex row = 0;
+  AnnotationIndex row{};
   std::int64_t id = 0;
   std::optional<std::int64_t> parent;
   bool module = false;
@@ -141,7 +141,7 @@ std::vector<ModuleTree> build_hierarchy(const Model& m) {
     else roots.push_back(child);
   }
   auto module_of = [&](std::int64_t id) {
-    const EventIndex row = functions[function_of_id.find(id)->second].row;
+    const AnnotationIndex row = functions[function_of_id.find(id)->second].row;
     return ModuleTree{.name = std::string(trace.str(trace.annotations().name[row])),
                       .module_id = module_id_of(trace, row)};
   };

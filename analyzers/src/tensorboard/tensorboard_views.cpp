@@ -19,9 +19,9 @@ using tb::DeviceOp;
 using tb::Model;
 using tb::Node;
 
-std::string input_shape_of(const Trace& trace, EventIndex row) {
+std::string input_shape_of(const Trace& trace, AnnotationIndex row) {
   for (std::string_view key : {"Input Dims", "Input dims"}) {
-    if (const EventArg* a = trace.find_arg(EventTable::Annotation, row, key)) {
+    if (const EventArg* a = trace.find_arg(row, key)) {
       if (a->type == ArgType::Json || a->type == ArgType::String) return tb::python_repr(trace.str(a->text));
     }
   }
@@ -111,7 +111,7 @@ struct LaunchFields {
   std::optional<std::int64_t> registers, shared_memory;
 };
 
-LaunchFields launch_fields(const Trace& trace, EventIndex row) {
+LaunchFields launch_fields(const Trace& trace, GpuOpIndex row) {
   LaunchFields f;
   const std::uint32_t launch = trace.gpu_ops().launch[row];
   if (launch == 0) return f;

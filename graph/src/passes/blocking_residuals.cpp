@@ -26,7 +26,7 @@ void set_blocking_residuals(GraphBuildState& s) {
   };
   std::map<std::tuple<ResourceId, TaskKind, StringId>, Group> groups;
   auto key = [&](TaskId t) {
-    const EventIndex row = tasks.source_row[t];
+    const std::uint32_t row = tasks.source_row[t]; // of the table the task's kind says
     StringId name = kNoIndex;
     if (row != kNoIndex && tasks.kind[t] == TaskKind::Annotation) name = trace.annotations().name[row];
     if (row != kNoIndex && tasks.kind[t] == TaskKind::CudaApi) name = trace.cuda_api().name[row];

@@ -23,7 +23,7 @@ struct TaskTable {
   std::vector<TaskKind> kind;
   std::vector<std::uint8_t> flags;
   std::vector<float> cpu_share;
-  std::vector<EventIndex> source_row;
+  std::vector<std::uint32_t> source_row; // of the table the task's kind says (DependencyGraph::source_row)
   std::vector<TimeNs> measured_start, measured_end, base, gap;
   // The tasks each row of the Trace became (kNoTask: none).
   std::vector<TaskId> api_first, api_last, annotation_first, annotation_last, gpu_task;

@@ -56,13 +56,13 @@ class SyncLinker {
     std::vector<CallRole> role_of_name(trace_.strings().size(), CallRole::Plain);
     for (StringId id = 0; id < trace_.strings().size(); ++id) role_of_name[id] = classify(trace_.str(id));
 
-    std::vector<EventIndex> calls;
-    for (EventIndex row = 0; row < api.size(); ++row) {
+    std::vector<CudaApiIndex> calls;
+    for (CudaApiIndex row{0}; row < api.size(); ++row) {
       if (role_of_name[api.name[row]] != CallRole::Plain && tasks_.api_first[row] != kNoTask) calls.push_back(row);
     }
-    std::sort(calls.begin(), calls.end(), [&](EventIndex a, EventIndex b) { return api.start[a] < api.start[b]; });
+    std::sort(calls.begin(), calls.end(), [&](CudaApiIndex a, CudaApiIndex b) { return api.start[a] < api.start[b]; });
     find_whole_process_waits(calls, role_of_name);
-    for (EventIndex row : calls) link(row, role_of_name[api.name[row]]);
+    for (CudaApiIndex row : calls) link(row, role_of_name[api.name[row]]);
     for (const auto& a : sync_.actions) s_.tasks.flags[a.task] |= kTaskHasSync;
     std::stable_sort(sync_.actions.begin(), sync_.actions.end(),
                      [](const SyncAction& a, const SyncAction& b) { return a.task < b.task; });
@@ -70,7 +70,7 @@ class SyncLinker {
 
  private:
   // Waits act in the call's last piece, records and stream waits in its first.
-  void link(EventIndex row, CallRole role) {
+  void link(CudaApiIndex row, CallRole role) {
     const auto& api = trace_.cuda_api();
     const ResourceId thread = api.track[row];
     const TaskId first = tasks_.api_first[row], last = tasks_.api_last[row];
@@ -165,7 +165,7 @@ class SyncLinker {
       }
       case CallRole::BlockingCopy: {
         if (api.correlation[row] == kNoValue) break;
-        for (EventIndex op : trace_.gpu_ops_with_correlation(api.correlation[row])) {
+        for (GpuOpIndex op : trace_.gpu_ops_with_correlation(api.correlation[row])) {
           const TaskId copy = tasks_.gpu_task[op];
           if (copy == kNoTask) continue;
           if (tasks_.measured_end[copy] > end) {
@@ -181,7 +181,7 @@ class SyncLinker {
   }
 
   // The stream a stream sync names, or its GPU sync record does; kNoIndex if neither does.
-  ResourceId synced_stream(EventIndex row) {
+  ResourceId synced_stream(CudaApiIndex row) {
     const auto& api = trace_.cuda_api();
     const ResourceId st = find_stream(s_, api.track[row], api.stream[row]);
     return st != kNoIndex ? st : stream_from_sync_record(api.correlation[row]);
@@ -199,14 +199,14 @@ class SyncLinker {
     TimeNs max_end = kNoValue;          // the latest end of the targets it waits for; kNoValue: none
     std::vector<ResourceId> left_out;   // streams whose target ended after the call returned
   };
-  void find_whole_process_waits(const std::vector<EventIndex>& calls, const std::vector<CallRole>& role_of_name) {
+  void find_whole_process_waits(const std::vector<CudaApiIndex>& calls, const std::vector<CallRole>& role_of_name) {
     const auto& api = trace_.cuda_api();
     struct Query {
       TimeNs at, end;
-      EventIndex row;
+      CudaApiIndex row;
     };
     std::map<const std::vector<ResourceId>*, std::vector<Query>> by_list;
-    for (EventIndex row : calls) {
+    for (CudaApiIndex row : calls) {
       const CallRole role = role_of_name[api.name[row]];
       if (role != CallRole::DeviceSync && (role != CallRole::StreamSync || synced_stream(row) != kNoIndex)) continue;
       const TaskId last = tasks_.api_last[row];
@@ -247,7 +247,7 @@ class SyncLinker {
       }
     }
   }
-  void link_whole_process_wait(EventIndex row, TaskId last) {
+  void link_whole_process_wait(CudaApiIndex row, TaskId last) {
     const std::vector<ResourceId>& streams = streams_of_process(s_, trace_.cuda_api().track[row]);
     const WholeWait& w = whole_waits_.at(row);
     s_.warnings.sync_target_after_return += static_cast<std::int64_t>(w.left_out.size());
@@ -271,7 +271,7 @@ class SyncLinker {
   // with the same correlation id names it, unless it is a context-wide one.
   ResourceId stream_from_sync_record(std::int64_t correlation) const {
     if (correlation == kNoValue) return kNoIndex;
-    for (EventIndex op : trace_.gpu_ops_with_correlation(correlation)) {
+    for (GpuOpIndex op : trace_.gpu_ops_with_correlation(correlation)) {
       if (trace_.gpu_ops().kind[op] != GpuOpKind::Sync) continue;
       const TrackId track = trace_.gpu_ops().track[op];
       if (trace_.tracks()[track].stream == kContextWideStream) return kNoIndex;
@@ -300,7 +300,7 @@ class SyncLinker {
   std::vector<TaskId> event_target_; // as measured, by dense event index
   std::map<std::vector<ResourceId>, std::uint32_t> group_ids_;
   std::map<const std::vector<ResourceId>*, std::uint32_t> whole_group_; // a process's streams: their group
-  std::unordered_map<EventIndex, WholeWait> whole_waits_;               // by call
+  std::unordered_map<CudaApiIndex, WholeWait> whole_waits_;             // by call
   std::map<std::pair<std::uint32_t, std::int64_t>, std::uint32_t> event_ids_;
 };
 

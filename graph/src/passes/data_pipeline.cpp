@@ -36,24 +36,24 @@ void add_data_flows(GraphBuildState& s) {
     std::int64_t rank;
     std::int64_t batch;
     TimeNs end;
-    EventIndex row;
+    AnnotationIndex row;
     auto operator<=>(const Produced&) const = default;
   };
   std::vector<Produced> produced;
-  std::vector<EventIndex> waits;
-  for (EventIndex row = 0; row < ann.size(); ++row) {
+  std::vector<AnnotationIndex> waits;
+  for (AnnotationIndex row{0}; row < ann.size(); ++row) {
     if (ann.payload[row] == kNoValue || tasks.annotation_last[row] == kNoTask) continue;
     const StringId c = ann.category[row];
     if (c == prep || c == fetch) produced.push_back({rank[ann.track[row]], ann.payload[row], ann.end[row], row});
     if (c == wait) waits.push_back(row);
   }
   std::sort(produced.begin(), produced.end());
-  for (EventIndex w : waits) {
+  for (AnnotationIndex w : waits) {
     const TaskId consumer = tasks.annotation_last[w];
     const TimeNs end = tasks.measured_end[consumer];
     const std::int64_t r = rank[ann.track[w]];
     auto it = std::upper_bound(produced.begin(), produced.end(),
-                               Produced{r, ann.payload[w], end, std::numeric_limits<EventIndex>::max()});
+                               Produced{r, ann.payload[w], end, std::numeric_limits<AnnotationIndex>::max()});
     if (it == produced.begin() || std::prev(it)->rank != r || std::prev(it)->batch != ann.payload[w]) continue;
     const Produced& p = *std::prev(it);
     if (ann.track[p.row] == ann.track[w]) continue;
@@ -91,17 +91,17 @@ void add_backpressure_flows(GraphBuildState& s) {
   if (!wait || (!fetch && !prep)) return;
   struct WaitEnd {
     TimeNs end;
-    EventIndex row;
+    AnnotationIndex row;
     auto operator<=>(const WaitEnd&) const = default;
   };
   std::vector<WaitEnd> wait_ends;
   const std::vector<std::int64_t> rank = track_ranks(trace);
-  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<EventIndex>> waits_for_batch; // (rank, batch)
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<AnnotationIndex>> waits_for_batch; // (rank, batch)
   // The first range of each batch on each loader thread: its fetch, else its prep.
-  std::map<std::pair<TrackId, std::int64_t>, EventIndex> first_range;
+  std::map<std::pair<TrackId, std::int64_t>, AnnotationIndex> first_range;
   // Per loader thread, its fetch and prep ranges by end: the batch it put before sitting idle.
   std::map<TrackId, std::vector<std::pair<TimeNs, std::int64_t>>> produced;
-  for (EventIndex row = 0; row < ann.size(); ++row) {
+  for (AnnotationIndex row{0}; row < ann.size(); ++row) {
     if (tasks.annotation_last[row] == kNoTask) continue;
     const StringId c = ann.category[row];
     if (c == *wait) {
@@ -119,7 +119,7 @@ void add_backpressure_flows(GraphBuildState& s) {
   std::sort(wait_ends.begin(), wait_ends.end());
   for (auto& [track, ends] : produced) std::sort(ends.begin(), ends.end());
   for (auto& [batch, rows] : waits_for_batch) {
-    std::sort(rows.begin(), rows.end(), [&](EventIndex x, EventIndex y) { return ann.end[x] < ann.end[y]; });
+    std::sort(rows.begin(), rows.end(), [&](AnnotationIndex x, AnnotationIndex y) { return ann.end[x] < ann.end[y]; });
   }
   // The batch the loader's last fetch or prep before `at` was for (kNoValue: none).
   auto batch_put_before = [&](TrackId track, TimeNs at) {
@@ -127,7 +127,7 @@ void add_backpressure_flows(GraphBuildState& s) {
     auto it = std::upper_bound(ends.begin(), ends.end(), std::make_pair(at, std::numeric_limits<std::int64_t>::max()));
     return it == ends.begin() ? kNoValue : std::prev(it)->second;
   };
-  auto other_thread_of_process = [&](EventIndex wait_row, TaskId idle) {
+  auto other_thread_of_process = [&](AnnotationIndex wait_row, TaskId idle) {
     const ResourceId r = tasks.resource[tasks.annotation_last[wait_row]];
     return r != tasks.resource[idle] && process_of(trace, r) == process_of(trace, tasks.resource[idle]);
   };
@@ -136,7 +136,7 @@ void add_backpressure_flows(GraphBuildState& s) {
     std::int64_t batch;
     TimeNs begin;
     std::int64_t put; // the batch the loader put before it sat idle
-    EventIndex timed = kNoIndex; // the wait its timing found
+    AnnotationIndex timed = kNoIndex; // the wait its timing found
   };
   std::vector<Candidate> candidates;
   std::map<std::int64_t, std::size_t> distances; // b - the timed wait's batch -> how many
@@ -170,7 +170,7 @@ void add_backpressure_flows(GraphBuildState& s) {
     if (d > 0 && 2 * n > timed && n >= 3) depth = d;
   }
   for (const Candidate& c : candidates) {
-    EventIndex linked = c.timed;
+    AnnotationIndex linked = c.timed;
     if (depth) {
       linked = kNoIndex;
       // The wait for batch b - D that ended nearest the batch's start: while the loader sat
@@ -179,13 +179,13 @@ void add_backpressure_flows(GraphBuildState& s) {
       // two around the batch's start can be nearest.
       const auto found = waits_for_batch.find({rank[tasks.resource[c.idle]], c.batch - *depth});
       if (found != waits_for_batch.end() && (c.put == kNoValue || c.batch - *depth != c.put)) {
-        const std::vector<EventIndex>& rows = found->second;
+        const std::vector<AnnotationIndex>& rows = found->second;
         auto after = std::lower_bound(rows.begin(), rows.end(), c.begin,
-                                      [&](EventIndex w, TimeNs t) { return ann.end[w] < t; });
+                                      [&](AnnotationIndex w, TimeNs t) { return ann.end[w] < t; });
         TimeNs nearest = std::numeric_limits<TimeNs>::max();
         for (auto w_it : {after, after == rows.begin() ? rows.end() : std::prev(after)}) {
           if (w_it == rows.end()) continue;
-          const EventIndex w = *w_it;
+          const AnnotationIndex w = *w_it;
           const TimeNs end = ann.end[w];
           if (end < tasks.measured_start[c.idle] || end - c.begin > kWake || !other_thread_of_process(w, c.idle)) continue;
           const TimeNs distance = end > c.begin ? end - c.begin : c.begin - end;
@@ -221,13 +221,13 @@ void set_cpu_shares(GraphBuildState& s) {
   if (cpu && (fetch || prep)) {
     // A mark belongs to the innermost fetch or prep open on its thread where it lies.
     for (TrackId track = 0; track < trace.tracks().size(); ++track) {
-      const EventRange range = trace.annotations_on(track);
-      std::vector<EventIndex> open;
-      for (EventIndex row = range.begin; row < range.end; ++row) {
+      const AnnotationRange range = trace.annotations_on(track);
+      std::vector<AnnotationIndex> open;
+      for (auto row = range.begin; row < range.end; ++row) {
         while (!open.empty() && ann.end[open.back()] < ann.start[row]) open.pop_back();
         const StringId c = ann.category[row];
         if (c == *cpu && ann.payload[row] != kNoValue && !open.empty()) {
-          const EventIndex owner = open.back();
+          const AnnotationIndex owner = open.back();
           const TimeNs dur = ann.end[owner] - ann.start[owner];
           measured[owner] = dur > 0 ? static_cast<float>(static_cast<double>(ann.payload[row]) / static_cast<double>(dur)) : 1.0f;
         } else if ((fetch && c == *fetch) || (prep && c == *prep)) {
@@ -238,7 +238,7 @@ void set_cpu_shares(GraphBuildState& s) {
   }
   for (TaskId t = 0; t < tasks.size(); ++t) {
     if (tasks.kind[t] != TaskKind::Annotation) continue;
-    const EventIndex row = tasks.source_row[t];
+    const AnnotationIndex row{tasks.source_row[t]};
     if (!measured.empty() && measured[row] >= 0) {
       tasks.set_cpu_share(t, measured[row]);
     } else if ((wait && ann.category[row] == *wait) || (fetch && ann.category[row] == *fetch)) {

@@ -34,7 +34,7 @@ void add_queue_waits(GraphBuildState& s) {
   const auto& api = trace.cuda_api();
   // A process's streams (streams_of_process) → their tasks by end.
   std::unordered_map<std::uint32_t, std::vector<TaskId>> ops_by_end;
-  for (EventIndex row = 0; row < api.size(); ++row) {
+  for (CudaApiIndex row{0}; row < api.size(); ++row) {
     const TaskId last = tasks.api_last[row];
     if (last == kNoTask || (tasks.flags[last] & kTaskBlocking)) continue;
     const TimeNs start = api.start[row], end = api.end[row];

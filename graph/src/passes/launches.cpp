@@ -71,17 +71,17 @@ void find_launches(GraphBuildState& s) {
     hi = std::max(hi, api.correlation[row]);
     ++with_id;
   }
-  std::vector<EventIndex> call_by_id;
+  std::vector<CudaApiIndex> call_by_id;
   const bool dense = with_id > 0 && hi - lo < static_cast<std::int64_t>(4 * with_id + 1024);
   if (dense) {
     call_by_id.assign(static_cast<std::size_t>(hi - lo + 1), kNoIndex);
     for (std::size_t row = 0; row < api.size(); ++row) {
       if (api.correlation[row] == kNoValue) continue;
       auto& slot = call_by_id[static_cast<std::size_t>(api.correlation[row] - lo)];
-      if (slot == kNoIndex) slot = static_cast<EventIndex>(row); // the first row, as the Trace's lookup
+      if (slot == kNoIndex) slot = CudaApiIndex{row}; // the first row, as the Trace's lookup
     }
   }
-  auto call_of = [&](std::int64_t corr) -> EventIndex {
+  auto call_of = [&](std::int64_t corr) -> CudaApiIndex {
     if (!dense) return trace.cuda_api_with_correlation(corr).value_or(kNoIndex);
     if (corr < lo || corr > hi) return kNoIndex;
     return call_by_id[static_cast<std::size_t>(corr - lo)];
@@ -92,7 +92,7 @@ void find_launches(GraphBuildState& s) {
       launches.issue_time[t] = tasks.measured_start[t];
       const std::int64_t corr = ops.correlation[tasks.source_row[t]];
       if (corr == kNoValue) continue;
-      if (const EventIndex call = call_of(corr); call != kNoIndex && tasks.api_first[call] != kNoTask) {
+      if (const CudaApiIndex call = call_of(corr); call != kNoIndex && tasks.api_first[call] != kNoTask) {
         launches.launcher[t] = tasks.api_first[call];
         launches.issue_time[t] = tasks.measured_start[launches.launcher[t]];
       }

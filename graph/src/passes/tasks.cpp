@@ -23,7 +23,7 @@ void reserve(TaskTable& t, std::size_t n) {
   t.base.reserve(n);
 }
 
-TaskId add_task(TaskTable& t, ResourceId r, TaskKind kind, EventIndex row, TimeNs start, TimeNs end) {
+TaskId add_task(TaskTable& t, ResourceId r, TaskKind kind, std::uint32_t row, TimeNs start, TimeNs end) {
   const auto id = static_cast<TaskId>(t.resource.size());
   t.resource.push_back(r);
   t.kind.push_back(kind);
@@ -48,19 +48,20 @@ TaskId add_task(TaskTable& t, ResourceId r, TaskKind kind, EventIndex row, TimeN
 void cut_thread(const Trace& trace, TaskTable& tasks, ResourceId r) {
   const auto& api = trace.cuda_api();
   const auto& ann = trace.annotations();
-  const EventRange ar = trace.cuda_api_on(r);
-  const EventRange nr = trace.annotations_on(r);
+  const CudaApiRange ar = trace.cuda_api_on(r);
+  const AnnotationRange nr = trace.annotations_on(r);
   struct Open {
     bool is_api;
     bool closed;
-    EventIndex row;
+    std::uint32_t row; // of the API calls or the annotations, as is_api says
   };
   // An event leaves the stack only once closed and nothing opened after it is still open,
   // so an open event keeps its place and the heap may name it by that place.
   std::vector<Open> open;
   using EndAt = std::pair<TimeNs, std::size_t>; // an open event's end, its place on the stack
   std::priority_queue<EndAt, std::vector<EndAt>, std::greater<>> ends;
-  EventIndex i = ar.begin, j = nr.begin;
+  CudaApiIndex i = ar.begin;
+  AnnotationIndex j = nr.begin;
   auto next_is_annotation = [&]() {
     if (j == nr.end) return false;
     if (i == ar.end) return true;
@@ -97,7 +98,7 @@ void cut_thread(const Trace& trace, TaskTable& tasks, ResourceId r) {
     while (!open.empty() && open.back().closed) open.pop_back();
     while (i < ar.end || j < nr.end) {
       const bool is_annotation = next_is_annotation();
-      const EventIndex row = is_annotation ? j : i;
+      const std::uint32_t row = is_annotation ? j.value() : i.value();
       const TimeNs s = is_annotation ? ann.start[row] : api.start[row];
       if (s != t) break;
       const TimeNs e = std::max(s, is_annotation ? ann.end[row] : api.end[row]);
@@ -110,7 +111,11 @@ void cut_thread(const Trace& trace, TaskTable& tasks, ResourceId r) {
         ends.emplace(e, open.size());
         open.push_back({!is_annotation, false, row});
       }
-      (is_annotation ? j : i)++;
+      if (is_annotation) {
+        ++j;
+      } else {
+        ++i;
+      }
     }
   }
 }
@@ -119,8 +124,8 @@ void cut_thread(const Trace& trace, TaskTable& tasks, ResourceId r) {
 // the CUDA-synchronization pass's edges and syncs.
 void cut_stream(const Trace& trace, TaskTable& tasks, GraphWarnings& warnings, ResourceId r) {
   const auto& ops = trace.gpu_ops();
-  const EventRange range = trace.gpu_ops_on(r);
-  for (EventIndex row = range.begin; row < range.end; ++row) {
+  const GpuOpRange range = trace.gpu_ops_on(r);
+  for (auto row = range.begin; row < range.end; ++row) {
     TaskKind kind;
     switch (ops.kind[row]) {
       case GpuOpKind::Kernel: kind = TaskKind::Kernel; break;

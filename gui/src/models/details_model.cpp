@@ -35,7 +35,7 @@ void DetailsModel::set_event(std::shared_ptr<const TraceDocument> doc, EventRef 
     std::int64_t correlation = kNoValue;
     switch (e.table) {
       case EventTable::CudaApi: {
-        const CudaApiRecord r = t.cuda_api().row(e.index);
+        const CudaApiRecord r = t.cuda_api().row(CudaApiIndex{e.index});
         correlation = r.correlation;
         add(tr("kind"), r.kind == ApiKind::Runtime ? tr("CUDA runtime API") : tr("CUDA driver API"));
         add(tr("correlation id"), opt(r.correlation));
@@ -43,7 +43,7 @@ void DetailsModel::set_event(std::shared_ptr<const TraceDocument> doc, EventRef 
         add(tr("result"), QString::number(r.result));
         if (r.stream != kNoValue) add(tr("stream argument"), QString::number(r.stream));
         if (correlation != kNoValue) {
-          for (EventIndex op : t.gpu_ops_with_correlation(correlation)) {
+          for (GpuOpIndex op : t.gpu_ops_with_correlation(correlation)) {
             const EventRef k{EventTable::GpuOp, op};
             if (!counterpart_.valid()) counterpart_ = k;
             add(tr("launched"), QStringLiteral("%1 (%2)").arg(d.name_text(k), format_duration(d.end(k) - d.start(k))), k);
@@ -86,7 +86,7 @@ void DetailsModel::set_event(std::shared_ptr<const TraceDocument> doc, EventRef 
         break;
       }
       case EventTable::Annotation: {
-        const AnnotationRecord r = t.annotations().row(e.index);
+        const AnnotationRecord r = t.annotations().row(AnnotationIndex{e.index});
         const std::string_view domain = t.str(r.domain), category = t.str(r.category);
         if (!domain.empty()) add(tr("domain"), to_qstring(domain));
         if (!category.empty()) add(tr("category"), to_qstring(category));
@@ -97,9 +97,9 @@ void DetailsModel::set_event(std::shared_ptr<const TraceDocument> doc, EventRef 
     }
     // Enclosing annotations: the parent chain for annotations, the innermost annotation
     // around the start for API calls, and around the launch for GPU ops.
-    std::optional<EventIndex> outer;
+    std::optional<AnnotationIndex> outer;
     if (e.table == EventTable::Annotation) {
-      const EventIndex p = t.annotations().parent[e.index];
+      const AnnotationIndex p = t.annotations().parent[e.index];
       if (p != kNoIndex) outer = p;
     } else if (e.table == EventTable::CudaApi) {
       outer = t.innermost_annotation_at(track, s);
@@ -109,8 +109,8 @@ void DetailsModel::set_event(std::shared_ptr<const TraceDocument> doc, EventRef 
     for (int guard = 0; outer && guard < 256; ++guard) {
       const EventRef a{EventTable::Annotation, *outer};
       add(guard == 0 ? tr("enclosed by") : QString(), d.name_text(a), a);
-      const EventIndex p = t.annotations().parent[*outer];
-      outer = p == kNoIndex ? std::nullopt : std::optional<EventIndex>(p);
+      const AnnotationIndex p = t.annotations().parent[*outer];
+      outer = p == kNoIndex ? std::nullopt : std::optional<AnnotationIndex>(p);
     }
   }
   endResetModel();

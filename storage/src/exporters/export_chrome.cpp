@@ -236,8 +236,8 @@ class ChromeExporter {
     out_.string(v);
   }
 
-  void extra_args(EventTable table, EventIndex row) {
-    for (const EventArg& a : t_.args_of(table, row)) {
+  void extra_args(EventRow row) {
+    for (const EventArg& a : t_.args_of(row)) {
       arg_key(t_.str(a.key));
       switch (a.type) {
         case ArgType::Int: out_ << a.int_value; break;
@@ -281,7 +281,7 @@ class ChromeExporter {
 
   void write_cuda_api() {
     const auto& a = t_.cuda_api();
-    for (EventIndex i = 0; i < a.size(); ++i) {
+    for (CudaApiIndex i{0}; i < a.size(); ++i) {
       event_head(a.kind[i] == ApiKind::Driver ? "cuda_driver" : "cuda_runtime", a.name[i], a.track[i], a.start[i],
                  a.end[i]);
       arg("External id", a.external_id[i]);
@@ -290,14 +290,14 @@ class ChromeExporter {
       arg("stream", a.stream[i]);
       if (a.result[i] != 0) arg("result", a.result[i]);
       arg("event", a.event[i]);
-      extra_args(EventTable::CudaApi, i);
+      extra_args(i);
       out_ << "}}";
     }
   }
 
   void write_gpu_ops() {
     const auto& g = t_.gpu_ops();
-    for (EventIndex i = 0; i < g.size(); ++i) {
+    for (GpuOpIndex i{0}; i < g.size(); ++i) {
       static constexpr std::string_view cats[] = {"kernel", "gpu_memcpy", "gpu_memset", "cuda_sync"};
       event_head(cats[static_cast<int>(g.kind[i])], g.name[i], g.track[i], g.start[i], g.end[i]);
       gpu_location(g.track[i]);
@@ -317,14 +317,14 @@ class ChromeExporter {
         arg_text("kind", to_string(static_cast<CopyKind>(g.subkind[i])));
       }
       if (g.kind[i] == GpuOpKind::Sync) arg("wait_on_cuda_event_id", g.event[i]);
-      extra_args(EventTable::GpuOp, i);
+      extra_args(i);
       out_ << "}}";
     }
   }
 
   void write_annotations() {
     const auto& n = t_.annotations();
-    for (EventIndex i = 0; i < n.size(); ++i) {
+    for (AnnotationIndex i{0}; i < n.size(); ++i) {
       const TrackInfo& tr = t_.tracks()[n.track[i]];
       std::string_view cat = t_.str(n.category[i]);
       if (cat.empty()) cat = tr.kind == TrackKind::GpuStream ? "gpu_user_annotation" : "user_annotation";
@@ -333,7 +333,7 @@ class ChromeExporter {
       arg("External id", n.external_id[i]);
       if (n.domain[i] != 0) arg_text("domain", t_.str(n.domain[i]));
       arg("payload", n.payload[i]);
-      extra_args(EventTable::Annotation, i);
+      extra_args(i);
       out_ << "}}";
     }
   }

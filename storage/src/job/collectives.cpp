@@ -34,8 +34,8 @@ bool contains(std::string_view haystack, std::string_view needle) {
 constexpr std::string_view kRecordParamComms = "record_param_comms";
 
 // The arg of an event as text, if it has it.
-std::optional<std::string> text_arg(const Trace& t, EventTable table, EventIndex row, std::string_view key) {
-  return t.find_arg(table, row, key) ? t.arg_text(table, row, key) : std::nullopt;
+std::optional<std::string> text_arg(const Trace& t, EventRow row, std::string_view key) {
+  return t.find_arg(row, key) ? t.arg_text(row, key) : std::nullopt;
 }
 
 // Elements of a PyTorch "Input Dims" value such as [[394241]] or [[6144], [],
@@ -77,18 +77,18 @@ struct CommsArgs {
   std::int64_t sequence = kNoValue, bytes = kNoValue;
 };
 
-CommsArgs comms_args(const Trace& t, EventTable table, EventIndex row) {
+CommsArgs comms_args(const Trace& t, EventRow row) {
   CommsArgs a;
-  if (auto name = text_arg(t, table, row, "Collective name")) a.op = normalised_collective_op(*name);
-  if (auto pg = text_arg(t, table, row, "Process Group Name")) a.communicator = *pg;
-  if (auto seq = t.arg_int(table, row, "Seq")) a.sequence = *seq;
-  const auto nelems = t.arg_int(table, row, "In msg nelems");
-  const auto dtype = text_arg(t, table, row, "dtype");
+  if (auto name = text_arg(t, row, "Collective name")) a.op = normalised_collective_op(*name);
+  if (auto pg = text_arg(t, row, "Process Group Name")) a.communicator = *pg;
+  if (auto seq = t.arg_int(row, "Seq")) a.sequence = *seq;
+  const auto nelems = t.arg_int(row, "In msg nelems");
+  const auto dtype = text_arg(t, row, "dtype");
   if (nelems && dtype && dtype_bytes(*dtype) > 0 && *nelems >= 0 && *nelems < (std::int64_t{1} << 50)) {
     a.bytes = *nelems * dtype_bytes(*dtype);
-  } else if (auto dims = text_arg(t, table, row, "Input Dims")) {
+  } else if (auto dims = text_arg(t, row, "Input Dims")) {
     const std::int64_t elements = first_tensor_elements(*dims);
-    const auto types = text_arg(t, table, row, "Input type");
+    const auto types = text_arg(t, row, "Input type");
     const std::int64_t size = types ? dtype_bytes(first_string(*types)) : 0;
     if (elements > 0 && size > 0) a.bytes = elements * size;
   }
@@ -136,7 +136,7 @@ class CollectiveFinder {
       if (communication[name] < 0) communication[name] = is_communication_kernel(t_.str(name)) ? 1 : 0;
       return communication[name] == 1;
     };
-    for (EventIndex i = 0; i < ops.size(); ++i) {
+    for (GpuOpIndex i{0}; i < ops.size(); ++i) {
       if (ops.kind[i] != GpuOpKind::Kernel || !is_communication(ops.name[i])) continue;
       by_rank[rank_of_track_[ops.track[i]]].push_back(kernel_call(i));
     }
@@ -158,11 +158,11 @@ class CollectiveFinder {
  private:
   void collect_steps() {
     const auto& ann = t_.annotations();
-    std::map<std::int64_t, std::vector<EventIndex>> per_rank;
-    for (EventIndex row : find_steps(t_)) per_rank[rank_of_track_[ann.track[row]]].push_back(row);
+    std::map<std::int64_t, std::vector<AnnotationIndex>> per_rank;
+    for (AnnotationIndex row : find_steps(t_)) per_rank[rank_of_track_[ann.track[row]]].push_back(row);
     for (auto& [rank, rows] : per_rank) {
       RankSteps& s = steps_[rank];
-      for (EventIndex row : rows) { // find_steps gives them in time order
+      for (AnnotationIndex row : rows) { // find_steps gives them in time order
         s.start.push_back(ann.start[row]);
         s.end.push_back(ann.end[row]);
         s.number.push_back(step_number(t_, row));
@@ -175,7 +175,7 @@ class CollectiveFinder {
     return it == steps_.end() ? kNoValue : it->second.at(t);
   }
 
-  CollectiveCall kernel_call(EventIndex i) {
+  CollectiveCall kernel_call(GpuOpIndex i) {
     const auto& ops = t_.gpu_ops();
     CollectiveCall c;
     c.rank = rank_of_track_[ops.track[i]];
@@ -184,7 +184,7 @@ class CollectiveFinder {
     c.track = ops.track[i];
     c.start = ops.start[i];
     c.end = ops.end[i];
-    CommsArgs args = comms_args(t_, EventTable::GpuOp, i);
+    CommsArgs args = comms_args(t_, i);
     // The launching call, and the operator around it, say what the kernel may
     // not.
     TimeNs issued = ops.start[i];
@@ -195,11 +195,11 @@ class CollectiveFinder {
         for (auto a = t_.innermost_annotation_at(calls.track[*api], issued); a;) {
           const auto name = t_.str(t_.annotations().name[*a]);
           if (name == kRecordParamComms || is_comms_range(name)) {
-            fill_missing(args, comms_args(t_, EventTable::Annotation, *a));
+            fill_missing(args, comms_args(t_, *a));
             if (args.op.empty() && is_comms_range(name)) args.op = normalised_collective_op(name);
           }
-          const EventIndex parent = t_.annotations().parent[*a];
-          a = parent == kNoIndex ? std::nullopt : std::optional<EventIndex>(parent);
+          const AnnotationIndex parent = t_.annotations().parent[*a];
+          a = parent == kNoIndex ? std::nullopt : std::optional<AnnotationIndex>(parent);
         }
       }
     }
@@ -217,7 +217,7 @@ class CollectiveFinder {
     // inside record_param_comms).
     std::map<std::int64_t, std::array<std::vector<CollectiveCall>, 3>> found;
     const auto& ann = t_.annotations();
-    for (EventIndex i = 0; i < ann.size(); ++i) {
+    for (AnnotationIndex i{0}; i < ann.size(); ++i) {
       if (t_.tracks()[ann.track[i]].kind != TrackKind::CpuThread) continue;
       const auto name = t_.str(ann.name[i]);
       int kind = -1;
@@ -227,12 +227,12 @@ class CollectiveFinder {
         args.op = normalised_collective_op(name);
         if (ann.payload[i] != kNoValue && ann.payload[i] >= 0) args.bytes = ann.payload[i];
       } else if (name == kRecordParamComms) {
-        args = comms_args(t_, EventTable::Annotation, i);
+        args = comms_args(t_, i);
         if (args.op.empty()) continue; // a record_param_comms of a wait or a barrier's bookkeeping
         kind = 1;
       } else if (is_comms_range(name)) {
         kind = 2;
-        args = comms_args(t_, EventTable::Annotation, i);
+        args = comms_args(t_, i);
         if (args.op.empty()) args.op = normalised_collective_op(name);
       } else {
         continue;

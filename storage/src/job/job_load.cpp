@@ -276,13 +276,13 @@ void append_file(TraceBuilder& b, const Trace& t, const FilePlan& plan, Correlat
     }
   };
   if (shift != 0 || renumber != 0) {
-    edits.cuda_api = [&](EventIndex, CudaApiRecord& r) {
+    edits.cuda_api = [&](CudaApiIndex, CudaApiRecord& r) {
       r.start += shift;
       r.end += shift;
       if (r.correlation != kNoValue) r.correlation += renumber;
       return true;
     };
-    edits.gpu_op = [&](EventIndex, GpuOpRecord& r) {
+    edits.gpu_op = [&](GpuOpIndex, GpuOpRecord& r) {
       r.start += shift;
       r.end += shift;
       if (r.correlation != kNoValue) r.correlation += renumber;
@@ -290,7 +290,7 @@ void append_file(TraceBuilder& b, const Trace& t, const FilePlan& plan, Correlat
     };
   }
   if (shift != 0) {
-    edits.annotation = [&](EventIndex, AnnotationRecord& r) {
+    edits.annotation = [&](AnnotationIndex, AnnotationRecord& r) {
       r.start += shift;
       r.end += shift;
       return true;

@@ -13,14 +13,14 @@ std::int64_t profiler_step_number(std::string_view name) {
   return ec == std::errc() ? n : kNoValue;
 }
 
-bool is_step(const Trace& trace, EventIndex row) {
+bool is_step(const Trace& trace, AnnotationIndex row) {
   const auto& ann = trace.annotations();
   if (trace.tracks()[ann.track[row]].kind != TrackKind::CpuThread) return false;
   return trace.str(ann.category[row]) == annotation_category::kStep ||
          trace.str(ann.name[row]).starts_with(kProfilerStepPrefix);
 }
 
-std::string step_label(const Trace& trace, EventIndex row) {
+std::string step_label(const Trace& trace, AnnotationIndex row) {
   const auto& ann = trace.annotations();
   std::string label(trace.str(ann.name[row]));
   if (trace.str(ann.category[row]) == annotation_category::kStep && ann.payload[row] != kNoValue &&
@@ -32,7 +32,7 @@ std::string step_label(const Trace& trace, EventIndex row) {
   return label;
 }
 
-std::int64_t step_number(const Trace& trace, EventIndex row) {
+std::int64_t step_number(const Trace& trace, AnnotationIndex row) {
   const auto& ann = trace.annotations();
   const std::int64_t profiler = profiler_step_number(trace.str(ann.name[row]));
   if (profiler != kNoValue) return profiler;
@@ -40,14 +40,14 @@ std::int64_t step_number(const Trace& trace, EventIndex row) {
   return kNoValue;
 }
 
-std::vector<EventIndex> find_steps(const Trace& trace) {
+std::vector<AnnotationIndex> find_steps(const Trace& trace) {
   const auto& ann = trace.annotations();
-  std::vector<EventIndex> steps;
-  for (EventIndex row = 0; row < ann.size(); ++row) {
+  std::vector<AnnotationIndex> steps;
+  for (AnnotationIndex row{0}; row < ann.size(); ++row) {
     if (is_step(trace, row)) steps.push_back(row);
   }
   std::stable_sort(steps.begin(), steps.end(),
-                   [&](EventIndex a, EventIndex b) { return ann.start[a] < ann.start[b]; });
+                   [&](AnnotationIndex a, AnnotationIndex b) { return ann.start[a] < ann.start[b]; });
   return steps;
 }
 

@@ -99,7 +99,7 @@ Record row_of(const Rows& rows, std::size_t i, const std::vector<LaunchConfig>* 
 
 // Appends a row; a GPU op's launch configuration as `launch`, the index intern_launch() gave it.
 template <class Record, class Rows>
-EventIndex add_row(Rows& rows, const Record& r, std::uint32_t launch = 0) {
+typename columns::Definition<Record>::Index add_row(Rows& rows, const Record& r, std::uint32_t launch = 0) {
   columns::for_each<Record>([&](const auto& c) {
     if constexpr (columns::is<decltype(c), columns::Launch>) {
       (rows.*c.rows).push_back(launch);
@@ -107,18 +107,18 @@ EventIndex add_row(Rows& rows, const Record& r, std::uint32_t launch = 0) {
       (rows.*c.rows).push_back(r.*c.member);
     }
   });
-  return static_cast<EventIndex>(rows.size() - 1);
+  return typename columns::Definition<Record>::Index{rows.size() - 1};
 }
 
 } // namespace
 
-CudaApiRecord CudaApiTable::row(std::size_t i) const { return row_of<CudaApiRecord>(*this, i); }
+CudaApiRecord CudaApiTable::row(CudaApiIndex i) const { return row_of<CudaApiRecord>(*this, i); }
 
-GpuOpRecord GpuOpTable::row(std::size_t i, const std::vector<LaunchConfig>& launch_configs) const {
+GpuOpRecord GpuOpTable::row(GpuOpIndex i, const std::vector<LaunchConfig>& launch_configs) const {
   return row_of<GpuOpRecord>(*this, i, &launch_configs);
 }
 
-AnnotationRecord AnnotationTable::row(std::size_t i) const { return row_of<AnnotationRecord>(*this, i); }
+AnnotationRecord AnnotationTable::row(AnnotationIndex i) const { return row_of<AnnotationRecord>(*this, i); }
 
 Trace::Trace() : strings_{std::string()} {}
 
@@ -145,13 +145,14 @@ std::optional<StringId> Trace::find_string(std::string_view s) const {
 namespace {
 
 // Rows of `range` whose start is in [from - max_dur, to).
-EventRange window(const std::vector<TimeNs>& start, EventRange range, TimeNs max_dur,
-                  TimeNs from, TimeNs to) {
+template <class Index>
+EventRange<Index> window(const std::vector<TimeNs>& start, EventRange<Index> range, TimeNs max_dur, TimeNs from,
+                         TimeNs to) {
   auto first = start.begin() + range.begin;
   auto last = start.begin() + range.end;
   auto lo = std::lower_bound(first, last, from - max_dur);
   auto hi = std::lower_bound(lo, last, to);
-  return {static_cast<EventIndex>(lo - start.begin()), static_cast<EventIndex>(hi - start.begin())};
+  return {Index{lo - start.begin()}, Index{hi - start.begin()}};
 }
 
 // Room for `n` rows in one column, backed by transparent huge pages where the kernel has them
@@ -218,11 +219,12 @@ void stable_sort_runs(std::vector<T>& v, Less less) {
   }
 }
 
+// The sort's helpers below work on any table's rows alike: their rows are plain row numbers.
 template <typename T>
-void permute(std::vector<T>& v, const std::vector<EventIndex>& order) {
+void permute(std::vector<T>& v, const std::vector<std::uint32_t>& order) {
   std::vector<T> out;
   out.reserve(v.size());
-  for (EventIndex i : order) out.push_back(v[i]);
+  for (std::uint32_t i : order) out.push_back(v[i]);
   v.swap(out);
 }
 
@@ -245,21 +247,21 @@ void reserve_rows(Rows& rows, std::size_t n) {
 
 // The row order every table keeps: by track, then start, then longer first (so that an
 // enclosing range precedes what it encloses).
-std::vector<EventIndex> sort_order(const std::vector<TrackId>& track, const std::vector<TimeNs>& start,
-                                   const std::vector<TimeNs>& end, bool& already_sorted) {
-  auto less = [&](EventIndex a, EventIndex b) {
+std::vector<std::uint32_t> sort_order(const std::vector<TrackId>& track, const std::vector<TimeNs>& start,
+                                      const std::vector<TimeNs>& end, bool& already_sorted) {
+  auto less = [&](std::uint32_t a, std::uint32_t b) {
     if (track[a] != track[b]) return track[a] < track[b];
     if (start[a] != start[b]) return start[a] < start[b];
     return end[a] > end[b];
   };
   already_sorted = true;
   for (std::size_t i = 1; i < start.size(); ++i) {
-    if (less(static_cast<EventIndex>(i), static_cast<EventIndex>(i - 1))) {
+    if (less(static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(i - 1))) {
       already_sorted = false;
       break;
     }
   }
-  std::vector<EventIndex> order;
+  std::vector<std::uint32_t> order;
   if (already_sorted) return order;
   order.resize(start.size());
   std::iota(order.begin(), order.end(), 0);
@@ -268,27 +270,27 @@ std::vector<EventIndex> sort_order(const std::vector<TrackId>& track, const std:
 }
 
 // Rows of the args side table follow their events through the sort: `order[new] = old`.
-void remap_args(std::vector<EventIndex>& arg_rows, const std::vector<EventIndex>& order, bool already_sorted) {
+void remap_args(std::vector<std::uint32_t>& arg_rows, const std::vector<std::uint32_t>& order, bool already_sorted) {
   if (already_sorted || arg_rows.empty()) return;
-  std::vector<EventIndex> new_index(order.size());
-  for (std::size_t i = 0; i < order.size(); ++i) new_index[order[i]] = static_cast<EventIndex>(i);
-  for (EventIndex& r : arg_rows) r = new_index[r];
+  std::vector<std::uint32_t> new_index(order.size());
+  for (std::size_t i = 0; i < order.size(); ++i) new_index[order[i]] = static_cast<std::uint32_t>(i);
+  for (std::uint32_t& r : arg_rows) r = new_index[r];
 }
 
 // By row, keeping each event's args in the order they were added.
-void sort_args(std::vector<EventIndex>& rows, std::vector<EventArg>& args) {
+void sort_args(std::vector<std::uint32_t>& rows, std::vector<EventArg>& args) {
   if (std::is_sorted(rows.begin(), rows.end())) return;
-  std::vector<EventIndex> order(rows.size());
+  std::vector<std::uint32_t> order(rows.size());
   std::iota(order.begin(), order.end(), 0);
-  stable_sort_runs(order, [&](EventIndex a, EventIndex b) { return rows[a] < rows[b]; });
+  stable_sort_runs(order, [&](std::uint32_t a, std::uint32_t b) { return rows[a] < rows[b]; });
   permute(rows, order);
   permute(args, order);
 }
 
-void compute_ranges(const std::vector<TrackId>& track, const std::vector<TimeNs>& start,
-                    const std::vector<TimeNs>& end, std::size_t track_count,
-                    std::vector<EventRange>& ranges, std::vector<TimeNs>& max_dur) {
-  ranges.assign(track_count, EventRange{});
+template <class Index>
+void compute_ranges(const std::vector<TrackId>& track, const std::vector<TimeNs>& start, const std::vector<TimeNs>& end,
+                    std::size_t track_count, std::vector<EventRange<Index>>& ranges, std::vector<TimeNs>& max_dur) {
+  ranges.assign(track_count, EventRange<Index>{});
   max_dur.assign(track_count, 0);
   std::size_t i = 0;
   while (i < track.size()) {
@@ -299,7 +301,7 @@ void compute_ranges(const std::vector<TrackId>& track, const std::vector<TimeNs>
       longest = std::max(longest, end[j] - start[j]);
       ++j;
     }
-    ranges[t] = {static_cast<EventIndex>(i), static_cast<EventIndex>(j)};
+    ranges[t] = {Index{i}, Index{j}};
     max_dur[t] = longest;
     i = j;
   }
@@ -307,37 +309,37 @@ void compute_ranges(const std::vector<TrackId>& track, const std::vector<TimeNs>
 
 } // namespace
 
-EventRange Trace::cuda_api_in(TrackId t, TimeNs from, TimeNs to) const {
+CudaApiRange Trace::cuda_api_in(TrackId t, TimeNs from, TimeNs to) const {
   return window(cuda_api_.start, cuda_api_ranges_[t], cuda_api_max_dur_[t], from, to);
 }
-EventRange Trace::gpu_ops_in(TrackId t, TimeNs from, TimeNs to) const {
+GpuOpRange Trace::gpu_ops_in(TrackId t, TimeNs from, TimeNs to) const {
   return window(gpu_ops_.start, gpu_op_ranges_[t], gpu_op_max_dur_[t], from, to);
 }
-EventRange Trace::annotations_in(TrackId t, TimeNs from, TimeNs to) const {
+AnnotationRange Trace::annotations_in(TrackId t, TimeNs from, TimeNs to) const {
   return window(annotations_.start, annotation_ranges_[t], annotation_max_dur_[t], from, to);
 }
 
-std::vector<EventIndex> Trace::annotation_children(EventIndex a) const {
-  std::vector<EventIndex> out;
-  const EventRange track = annotation_ranges_[annotations_.track[a]];
-  for (EventIndex i = a + 1; i < track.end && annotations_.start[i] < annotations_.end[a]; ++i) {
+std::vector<AnnotationIndex> Trace::annotation_children(AnnotationIndex a) const {
+  std::vector<AnnotationIndex> out;
+  const AnnotationRange track = annotation_ranges_[annotations_.track[a]];
+  for (AnnotationIndex i{a + 1}; i < track.end && annotations_.start[i] < annotations_.end[a]; ++i) {
     if (annotations_.parent[i] == a) out.push_back(i);
   }
   return out;
 }
 
-std::optional<EventIndex> Trace::innermost_annotation_at(TrackId t, TimeNs time) const {
+std::optional<AnnotationIndex> Trace::innermost_annotation_at(TrackId t, TimeNs time) const {
   // Every range open at `time` starts at or before the last range to start by then, and so
   // (nesting being what build() derived) encloses it: the answer is on that range's chain of
   // ancestors, the first one whose end is past `time`.
-  const EventRange r = annotation_ranges_[t];
+  const AnnotationRange r = annotation_ranges_[t];
   const auto& start = annotations_.start;
   const auto& end = annotations_.end;
   const auto last = std::upper_bound(start.begin() + r.begin, start.begin() + r.end, time);
   if (last == start.begin() + r.begin) return std::nullopt;
-  EventIndex a = static_cast<EventIndex>(last - start.begin() - 1);
+  AnnotationIndex a{last - start.begin() - 1};
   while (end[a] <= time) {
-    const EventIndex jump = annotation_jump_[a];
+    const AnnotationIndex jump = annotation_jump_[a];
     if (jump != kNoIndex && end[jump] <= time) {
       a = jump;
     } else if (annotations_.parent[a] != kNoIndex) {
@@ -349,48 +351,48 @@ std::optional<EventIndex> Trace::innermost_annotation_at(TrackId t, TimeNs time)
   return a;
 }
 
-std::vector<EventIndex> Trace::gpu_ops_with_correlation(std::int64_t correlation) const {
-  std::vector<EventIndex> out;
+std::vector<GpuOpIndex> Trace::gpu_ops_with_correlation(std::int64_t correlation) const {
+  std::vector<GpuOpIndex> out;
   const auto& corr = gpu_ops_.correlation;
   auto it = std::lower_bound(gpu_by_correlation_.begin(), gpu_by_correlation_.end(), correlation,
-                             [&](EventIndex row, std::int64_t c) { return corr[row] < c; });
+                             [&](GpuOpIndex row, std::int64_t c) { return corr[row] < c; });
   for (; it != gpu_by_correlation_.end() && corr[*it] == correlation; ++it) out.push_back(*it);
   return out;
 }
 
-std::optional<EventIndex> Trace::cuda_api_with_correlation(std::int64_t correlation) const {
+std::optional<CudaApiIndex> Trace::cuda_api_with_correlation(std::int64_t correlation) const {
   const auto& corr = cuda_api_.correlation;
   auto it = std::lower_bound(api_by_correlation_.begin(), api_by_correlation_.end(), correlation,
-                             [&](EventIndex row, std::int64_t c) { return corr[row] < c; });
+                             [&](CudaApiIndex row, std::int64_t c) { return corr[row] < c; });
   if (it != api_by_correlation_.end() && corr[*it] == correlation) return *it;
   return std::nullopt;
 }
 
-std::span<const EventArg> Trace::args_of(EventTable table, EventIndex row) const {
-  const ArgColumn& c = args_[static_cast<std::size_t>(table)];
-  auto [lo, hi] = std::equal_range(c.row.begin(), c.row.end(), row);
+std::span<const EventArg> Trace::args_of(EventRow row) const {
+  const ArgColumn& c = args_[static_cast<std::size_t>(row.table)];
+  auto [lo, hi] = std::equal_range(c.row.begin(), c.row.end(), row.row);
   return {c.arg.data() + (lo - c.row.begin()), static_cast<std::size_t>(hi - lo)};
 }
 
-const EventArg* Trace::find_arg(EventTable table, EventIndex row, std::string_view key) const {
+const EventArg* Trace::find_arg(EventRow row, std::string_view key) const {
   auto id = find_string(key);
   if (!id) return nullptr;
-  for (const EventArg& a : args_of(table, row)) {
+  for (const EventArg& a : args_of(row)) {
     if (a.key == *id) return &a;
   }
   return nullptr;
 }
 
-std::optional<std::int64_t> Trace::arg_int(EventTable table, EventIndex row, std::string_view key) const {
-  const EventArg* a = find_arg(table, row, key);
+std::optional<std::int64_t> Trace::arg_int(EventRow row, std::string_view key) const {
+  const EventArg* a = find_arg(row, key);
   if (!a) return std::nullopt;
   if (a->type == ArgType::Int) return a->int_value;
   if (a->type == ArgType::Double) return static_cast<std::int64_t>(a->double_value);
   return std::nullopt;
 }
 
-std::optional<std::string> Trace::arg_text(EventTable table, EventIndex row, std::string_view key) const {
-  const EventArg* a = find_arg(table, row, key);
+std::optional<std::string> Trace::arg_text(EventRow row, std::string_view key) const {
+  const EventArg* a = find_arg(row, key);
   if (!a) return std::nullopt;
   switch (a->type) {
     case ArgType::Int: return std::to_string(a->int_value);
@@ -543,7 +545,7 @@ void TraceBuilder::reserve(std::size_t api, std::size_t gpu_ops, std::size_t ann
   reserve_rows<AnnotationRecord>(trace_.annotations_, annotations);
 }
 
-EventIndex TraceBuilder::add(const CudaApiRecord& r) { return add_row(trace_.cuda_api_, r); }
+CudaApiIndex TraceBuilder::add(const CudaApiRecord& r) { return add_row(trace_.cuda_api_, r); }
 
 std::size_t TraceBuilder::LaunchHash::operator()(const LaunchConfig& c) const noexcept {
   std::uint64_t h = 0x9E3779B97F4A7C15ull;
@@ -564,11 +566,11 @@ std::uint32_t TraceBuilder::intern_launch(const LaunchConfig& c) {
   return it->second;
 }
 
-EventIndex TraceBuilder::add(const GpuOpRecord& r) { return add(r, intern_launch(r.launch)); }
+GpuOpIndex TraceBuilder::add(const GpuOpRecord& r) { return add(r, intern_launch(r.launch)); }
 
-EventIndex TraceBuilder::add(const GpuOpRecord& r, std::uint32_t launch) { return add_row(trace_.gpu_ops_, r, launch); }
+GpuOpIndex TraceBuilder::add(const GpuOpRecord& r, std::uint32_t launch) { return add_row(trace_.gpu_ops_, r, launch); }
 
-EventIndex TraceBuilder::add(const AnnotationRecord& r) { return add_row(trace_.annotations_, r); }
+AnnotationIndex TraceBuilder::add(const AnnotationRecord& r) { return add_row(trace_.annotations_, r); }
 
 std::size_t TraceBuilder::row_count(EventTable table) const {
   switch (table) {
@@ -579,18 +581,18 @@ std::size_t TraceBuilder::row_count(EventTable table) const {
   return 0;
 }
 
-void TraceBuilder::add_arg(EventTable table, EventIndex row, const EventArg& arg) {
-  auto& c = trace_.args_[static_cast<std::size_t>(table)];
-  c.row.push_back(row);
+void TraceBuilder::add_arg(EventRow row, const EventArg& arg) {
+  auto& c = trace_.args_[static_cast<std::size_t>(row.table)];
+  c.row.push_back(row.row);
   c.arg.push_back(arg);
 }
 
-void TraceBuilder::add_arg(EventTable table, EventIndex row, std::string_view key, std::int64_t value) {
-  add_arg(table, row, EventArg{.key = intern(key), .type = ArgType::Int, .int_value = value});
+void TraceBuilder::add_arg(EventRow row, std::string_view key, std::int64_t value) {
+  add_arg(row, EventArg{.key = intern(key), .type = ArgType::Int, .int_value = value});
 }
 
-void TraceBuilder::add_arg(EventTable table, EventIndex row, std::string_view key, std::string_view text) {
-  add_arg(table, row, EventArg{.key = intern(key), .type = ArgType::String, .text = intern(text)});
+void TraceBuilder::add_arg(EventRow row, std::string_view key, std::string_view text) {
+  add_arg(row, EventArg{.key = intern(key), .type = ArgType::String, .text = intern(text)});
 }
 
 void TraceBuilder::set_call_targets(std::vector<CallTarget> targets) {
@@ -634,13 +636,13 @@ Trace TraceBuilder::build() && {
   // Nesting: a range's parent is the innermost earlier range on its track that contains it.
   {
     auto& n = t.annotations_;
-    assign_column(n.parent, n.size(), kNoIndex);
+    assign_column<AnnotationIndex>(n.parent, n.size(), kNoIndex);
     assign_column<std::uint16_t>(n.depth, n.size(), 0);
-    std::vector<EventIndex> stack;
+    std::vector<AnnotationIndex> stack;
     for (TrackId tr = 0; tr < tracks; ++tr) {
       stack.clear();
-      const EventRange r = t.annotation_ranges_[tr];
-      for (EventIndex i = r.begin; i < r.end; ++i) {
+      const AnnotationRange r = t.annotation_ranges_[tr];
+      for (AnnotationIndex i = r.begin; i < r.end; ++i) {
         while (!stack.empty() && n.end[stack.back()] <= n.start[i]) stack.pop_back();
         while (!stack.empty() && n.end[stack.back()] < n.end[i]) stack.pop_back();
         if (!stack.empty()) {
@@ -654,15 +656,15 @@ Trace TraceBuilder::build() && {
     // when its parent's two jumps span equal distances, else to its parent. Parents come
     // before children in row order, so one pass fills them. Depth here is the chain length
     // itself, not the clamped 16-bit one.
-    assign_column(t.annotation_jump_, n.size(), kNoIndex);
+    assign_column<AnnotationIndex>(t.annotation_jump_, n.size(), kNoIndex);
     std::vector<std::uint32_t> chain_depth;
     assign_column<std::uint32_t>(chain_depth, n.size(), 0);
-    for (EventIndex i = 0; i < n.size(); ++i) {
-      const EventIndex p = n.parent[i];
+    for (AnnotationIndex i{0}; i < n.size(); ++i) {
+      const AnnotationIndex p = n.parent[i];
       if (p == kNoIndex) continue;
       chain_depth[i] = chain_depth[p] + 1;
-      const EventIndex pj = t.annotation_jump_[p];
-      const EventIndex pjj = pj == kNoIndex ? kNoIndex : t.annotation_jump_[pj];
+      const AnnotationIndex pj = t.annotation_jump_[p];
+      const AnnotationIndex pjj = pj == kNoIndex ? AnnotationIndex{kNoIndex} : t.annotation_jump_[pj];
       const bool equal_spans = pj != kNoIndex && pjj != kNoIndex &&
                                chain_depth[p] - chain_depth[pj] == chain_depth[pj] - chain_depth[pjj];
       t.annotation_jump_[i] = equal_spans ? pjj : p;
@@ -671,14 +673,14 @@ Trace TraceBuilder::build() && {
 
   for (auto& c : t.args_) sort_args(c.row, c.arg);
 
-  auto index_by_correlation = [](const std::vector<std::int64_t>& corr, std::vector<EventIndex>& index) {
+  auto index_by_correlation = []<class Index>(const std::vector<std::int64_t>& corr, std::vector<Index>& index) {
     index.clear();
     reserve_column(index, corr.size());
-    for (EventIndex i = 0; i < corr.size(); ++i) {
+    for (Index i{0}; i < corr.size(); ++i) {
       if (corr[i] != kNoValue) index.push_back(i);
     }
     // Correlation ids grow with time on each track, so the rows are a run a track.
-    stable_sort_runs(index, [&](EventIndex a, EventIndex b) { return corr[a] < corr[b]; });
+    stable_sort_runs(index, [&](Index a, Index b) { return corr[a] < corr[b]; });
     index.shrink_to_fit();
   };
   index_by_correlation(t.gpu_ops_.correlation, t.gpu_by_correlation_);

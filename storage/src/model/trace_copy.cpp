@@ -9,7 +9,7 @@ namespace dreamscope {
 
 namespace {
 
-// TraceBuilder and TraceSink differ only in what an added row returns (its row, or its
+// TraceBuilder and TraceSink differ only in what an added row returns (its typed row, or its
 // event id) and in how an arg names its event; the copy is written once for both.
 template <class Out>
 TraceIdMap append_ids(Out& out, const Trace& in, const TraceCopyEdits& edits) {
@@ -58,11 +58,11 @@ void append_rows(Out& out, const Trace& in, const TraceIdMap& ids, const TraceCo
   };
   // Rows on a track of a process left out (TraceCopyEdits::keep_process) are left out.
   auto kept = [&](TrackId t) { return t >= ids.tracks.size() || ids.tracks[t] != kNoIndex; };
-  auto copy_args = [&](EventTable table, EventIndex row, auto added) {
-    for (EventArg arg : in.args_of(table, row)) {
+  auto copy_args = [&](EventRow row, auto added) {
+    for (EventArg arg : in.args_of(row)) {
       arg.key = ids.strings[arg.key];
       arg.text = ids.strings[arg.text];
-      add_arg(table, added, arg);
+      add_arg(added, arg);
     }
   };
   // A row's tracks and strings in the output's ids (columns.h: its Track and String columns);
@@ -81,20 +81,21 @@ void append_rows(Out& out, const Trace& in, const TraceIdMap& ids, const TraceCo
   };
   auto copy_events = [&]<class Record>(std::type_identity<Record>, auto row, const auto& edit) {
     const std::size_t rows = (in.*columns::Definition<Record>::in)().size();
-    for (EventIndex i = 0; i < rows; ++i) {
+    for (typename columns::Definition<Record>::Index i{0}; i < rows; ++i) {
       Record r = row(i);
       if (!to_output(r)) continue;
       if (edit && !edit(i, r)) continue;
-      copy_args(columns::Definition<Record>::table, i, out.add(r));
+      copy_args(i, out.add(r));
     }
   };
   copy_events(
-      std::type_identity<CudaApiRecord>{}, [&](EventIndex i) { return in.cuda_api().row(i); }, edits.cuda_api);
+      std::type_identity<CudaApiRecord>{}, [&](CudaApiIndex i) { return in.cuda_api().row(i); }, edits.cuda_api);
   copy_events(
-      std::type_identity<GpuOpRecord>{}, [&](EventIndex i) { return in.gpu_ops().row(i, in.launch_configs()); },
+      std::type_identity<GpuOpRecord>{}, [&](GpuOpIndex i) { return in.gpu_ops().row(i, in.launch_configs()); },
       edits.gpu_op);
   copy_events(
-      std::type_identity<AnnotationRecord>{}, [&](EventIndex i) { return in.annotations().row(i); }, edits.annotation);
+      std::type_identity<AnnotationRecord>{}, [&](AnnotationIndex i) { return in.annotations().row(i); },
+      edits.annotation);
   auto copy_rows = [&]<class Record>(const std::vector<Record>& rows, const std::function<bool(Record&)>& edit) {
     for (Record r : rows) {
       if (!to_output(r)) continue;
@@ -137,13 +138,11 @@ TraceIdMap append_trace_ids(TraceSink& out, const Trace& in, const TraceCopyEdit
 }
 
 void append_trace_rows(TraceBuilder& out, const Trace& in, const TraceIdMap& ids, const TraceCopyEdits& edits) {
-  append_rows(out, in, ids, edits,
-              [&](EventTable table, EventIndex row, const EventArg& arg) { out.add_arg(table, row, arg); });
+  append_rows(out, in, ids, edits, [&](EventRow row, const EventArg& arg) { out.add_arg(row, arg); });
 }
 
 void append_trace_rows(TraceSink& out, const Trace& in, const TraceIdMap& ids, const TraceCopyEdits& edits) {
-  append_rows(out, in, ids, edits,
-              [&](EventTable, std::int64_t event, const EventArg& arg) { out.add_arg(event, arg); });
+  append_rows(out, in, ids, edits, [&](std::int64_t event, const EventArg& arg) { out.add_arg(event, arg); });
 }
 
 } // namespace dreamscope

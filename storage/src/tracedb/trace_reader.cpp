@@ -340,11 +340,10 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
   if (r.has_table("arg")) r.each("SELECT count(*) FROM arg", [&](const auto& s) { n_args = s.integer(0); });
   const bool has_args = n_args > 0;
   b.reserve(n_api, n_gpu, n_ann, has_args ? std::min(static_cast<std::size_t>(n_args), max_rows) : 0);
-  struct EventRow {
+  struct EventId {
     std::int64_t id;
-    EventTable table;
-    EventIndex row;
-    bool operator<(const EventRow& o) const { return id < o.id; }
+    EventRow row;
+    bool operator<(const EventId& o) const { return id < o.id; }
   };
 
   // The three event tables are most of a file, and SQLite decodes one row at a time on one
@@ -355,7 +354,7 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
   std::atomic<std::size_t> rows_read{0};
   // A cache line each: every thread counts its rows as it reads them.
   struct alignas(64) TableRows {
-    std::vector<EventRow> ids;
+    std::vector<EventId> ids;
     std::size_t counted = 0;
     void count(std::atomic<std::size_t>& total) {
       if ((++counted & 0xfff) == 0) total.fetch_add(0x1000, std::memory_order_relaxed);
@@ -373,13 +372,13 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
     c.scan(D::name, list, [&](const auto& s) {
       Record e;
       decode(D::columns, s, ids, missing, e, launch);
-      EventIndex row;
+      typename D::Index row;
       if constexpr (std::is_same_v<Record, GpuOpRecord>) {
         row = b.add(e, launch->index);
       } else {
         row = b.add(e);
       }
-      if (has_args) rows.ids.push_back({s.integer(id), D::table, row});
+      if (has_args) rows.ids.push_back({s.integer(id), row});
       rows.count(rows_read);
     });
   };
@@ -424,13 +423,14 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
     if (error) std::rethrow_exception(error);
   }
   prog.rows_read = api_rows.counted + gpu_rows.counted + ann_rows.counted;
-  std::vector<EventRow> event_rows = std::move(api_rows.ids);
+  std::vector<EventId> event_rows = std::move(api_rows.ids);
   for (TableRows* t : {&gpu_rows, &ann_rows}) event_rows.insert(event_rows.end(), t->ids.begin(), t->ids.end());
   if (has_args) {
     std::sort(event_rows.begin(), event_rows.end());
     r.scan("arg", "event, key, type, int_value, real_value, text", [&](const auto& s) {
       const std::int64_t event = s.integer(0);
-      auto it = std::lower_bound(event_rows.begin(), event_rows.end(), EventRow{event, EventTable::CudaApi, 0});
+      auto it =
+          std::lower_bound(event_rows.begin(), event_rows.end(), EventId{event, EventRow{EventTable::CudaApi, 0}});
       if (it == event_rows.end() || it->id != event) r.fail("an arg names event " + std::to_string(event) + ", which no event table holds");
       EventArg arg;
       arg.key = ids.str(s, 1);
@@ -440,7 +440,7 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
       if (arg.type == ArgType::Int) arg.int_value = s.integer(3);
       if (arg.type == ArgType::Double) arg.double_value = s.real(4);
       if (arg.type == ArgType::String || arg.type == ArgType::Json) arg.text = ids.str(s, 5);
-      b.add_arg(it->table, it->row, arg);
+      b.add_arg(it->row, arg);
     });
   }
   // The rows of one of the tables a Trace holds as records, in the order `order` says.

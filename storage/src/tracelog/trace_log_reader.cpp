@@ -101,7 +101,7 @@ struct Decoder {
     return devices[id];
   }
   TimeNs start(Body& in) { return last_start = plus(last_start, in.s()); }
-  void event(EventTable table, EventIndex row) { events.push_back(std::uint64_t{static_cast<std::uint8_t>(table)} << 32 | row); }
+  void event(EventRow r) { events.push_back(std::uint64_t{static_cast<std::uint8_t>(r.table)} << 32 | r.row); }
 
   // The enumerations, as the log's readers have always taken them.
   static void decode(ApiKind& v, std::uint64_t u) { v = static_cast<ApiKind>(u & 1); }
@@ -185,9 +185,9 @@ struct Decoder {
         b.track(id).name = in.str();
         break;
       }
-      case kCudaApi: event(EventTable::CudaApi, b.add(row<CudaApiRecord>(in))); break;
-      case kGpuOp: event(EventTable::GpuOp, b.add(row<GpuOpRecord>(in))); break;
-      case kAnnotation: event(EventTable::Annotation, b.add(row<AnnotationRecord>(in))); break;
+      case kCudaApi: event(b.add(row<CudaApiRecord>(in))); break;
+      case kGpuOp: event(b.add(row<GpuOpRecord>(in))); break;
+      case kAnnotation: event(b.add(row<AnnotationRecord>(in))); break;
       case kFlow: b.add(row<FlowRecord>(in)); break;
       case kCalibration: b.add(row<CalibrationRecord>(in)); break;
       case kOverhead: b.add(row<OverheadRecord>(in)); break;
@@ -205,7 +205,7 @@ struct Decoder {
         a.double_value = in.f64();
         a.text = str(in.u32());
         const std::uint64_t e = events[static_cast<std::size_t>(id - 1)];
-        b.add_arg(static_cast<EventTable>(e >> 32), static_cast<EventIndex>(e & 0xffffffffu), a);
+        b.add_arg(EventRow{static_cast<EventTable>(e >> 32), static_cast<std::uint32_t>(e & 0xffffffffu)}, a);
         break;
       }
       default:

@@ -59,7 +59,7 @@ HandAnnotations hand_annotations(const std::vector<Part>& parts) {
     const std::optional<StringId> own = p.trace.find_string("dreamscope");
     if (!own) continue;
     const auto& ann = p.trace.annotations();
-    for (EventIndex i = 0; i < ann.size(); ++i) {
+    for (AnnotationIndex i{0}; i < ann.size(); ++i) {
       if (ann.domain[i] != *own) continue;
       const std::string_view category = p.trace.str(ann.category[i]);
       hand.steps = hand.steps || category == annotation_category::kStep;
@@ -209,7 +209,7 @@ std::set<std::pair<TrackId, std::int64_t>> automatic_fetches_of_no_batch(const T
   const std::optional<StringId> mark = in.find_string(kFetchOfNoBatchMark);
   if (!auto_domain || !mark) return out;
   const auto& ann = in.annotations();
-  for (EventIndex i = 0; i < ann.size(); ++i) {
+  for (AnnotationIndex i{0}; i < ann.size(); ++i) {
     if (ann.domain[i] == *auto_domain && ann.name[i] == *mark && ann.start[i] == ann.end[i]) {
       out.emplace(ann.track[i], ann.payload[i]);
     }
@@ -232,7 +232,7 @@ void add_part(TraceBuilder& out, const Part& part, const JobFacts& job, bool las
   // Only dreamscope's two domains are read: by id, not by string, for every row of a large part.
   const std::optional<StringId> own_domain = in.find_string("dreamscope"), auto_domain = in.find_string(kAutoDomain);
   const std::set<std::pair<TrackId, std::int64_t>> fetches_of_no_batch = automatic_fetches_of_no_batch(in, auto_domain);
-  edits.annotation = [&](EventIndex i, AnnotationRecord& r) {
+  edits.annotation = [&](AnnotationIndex i, AnnotationRecord& r) {
     const StringId domain = in.annotations().domain[i];
     const bool automatic = auto_domain && domain == *auto_domain;
     if (!automatic && !(own_domain && domain == *own_domain)) return true;
@@ -240,7 +240,8 @@ void add_part(TraceBuilder& out, const Part& part, const JobFacts& job, bool las
     if (automatic) {
       if (category == annotation_category::kStep) {
         // Marks, not steps: the steps are made from them below.
-        if (!hand.steps && r.start == r.end) auto_steps.note(r.track, r.start, in.str(in.annotations().name[i]), r.payload);
+        if (!hand.steps && r.start == r.end)
+          auto_steps.note(r.track, r.start, in.str(in.annotations().name[i]), r.payload);
         return r.start != r.end && !hand.steps;
       }
       if (hand.pipeline && is_pipeline(category)) return false;
@@ -263,11 +264,11 @@ void add_part(TraceBuilder& out, const Part& part, const JobFacts& job, bool las
     return true;
   };
   if (const std::int64_t shift = correlations.shift_for(in); shift != 0) {
-    edits.cuda_api = [shift](EventIndex, CudaApiRecord& r) {
+    edits.cuda_api = [shift](CudaApiIndex, CudaApiRecord& r) {
       if (r.correlation != kNoValue) r.correlation += shift;
       return true;
     };
-    edits.gpu_op = [shift](EventIndex, GpuOpRecord& r) {
+    edits.gpu_op = [shift](GpuOpIndex, GpuOpRecord& r) {
       if (r.correlation != kNoValue) r.correlation += shift;
       return true;
     };

@@ -197,9 +197,10 @@ class DependencyGraph {
   bool uses_cpu(TaskId t) const {
     return !resource_is_stream_[resource_[t]] && !(flags_[t] & (kTaskRemoved | kTaskBlocking)) && cpu_share_[t] > 0;
   }
-  // The Trace row the task comes from: cuda_api, annotations or gpu_ops by kind; kNoIndex for
+  // The Trace row the task comes from: of cuda_api, annotations or gpu_ops by kind (so a plain
+  // row number, which the caller makes a CudaApiIndex, ... once it knows which); kNoIndex for
   // CPU work and synthetic tasks.
-  EventIndex source_row(TaskId t) const { return source_row_[t]; }
+  std::uint32_t source_row(TaskId t) const { return source_row_[t]; }
 
   // As measured. A blocking task's base duration is what remains after its wait ends.
   TimeNs measured_start(TaskId t) const { return measured_start_[t]; }
@@ -283,11 +284,11 @@ class DependencyGraph {
 
   // The tasks an event of the trace became: an API call or annotation is every task from its
   // first to its last (nested events have tasks in between); a GPU op is one task.
-  TaskId api_first(EventIndex row) const { return api_first_[row]; }
-  TaskId api_last(EventIndex row) const { return api_last_[row]; }
-  TaskId annotation_first(EventIndex row) const { return annotation_first_[row]; }
-  TaskId annotation_last(EventIndex row) const { return annotation_last_[row]; }
-  TaskId gpu_task(EventIndex row) const { return gpu_task_[row]; }
+  TaskId api_first(CudaApiIndex row) const { return api_first_[row]; }
+  TaskId api_last(CudaApiIndex row) const { return api_last_[row]; }
+  TaskId annotation_first(AnnotationIndex row) const { return annotation_first_[row]; }
+  TaskId annotation_last(AnnotationIndex row) const { return annotation_last_[row]; }
+  TaskId gpu_task(GpuOpIndex row) const { return gpu_task_[row]; }
 
   const GraphWarnings& warnings() const { return warnings_; }
   std::size_t memory_bytes() const;
@@ -302,7 +303,7 @@ class DependencyGraph {
   std::vector<TaskKind> kind_;
   std::vector<std::uint8_t> flags_;
   std::vector<float> cpu_share_;
-  std::vector<EventIndex> source_row_;
+  std::vector<std::uint32_t> source_row_;
   std::vector<TimeNs> measured_start_, measured_end_, base_, gap_, add_;
   std::vector<float> ratio_;
   std::vector<std::uint32_t> start_in_, completion_in_;

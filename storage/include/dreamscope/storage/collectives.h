@@ -40,7 +40,7 @@ struct CollectiveCall {
   std::int64_t bytes = kNoValue;        // what this rank contributes; kNoValue when
                                         // the trace does not say
   EventTable table = EventTable::GpuOp; // GpuOp (a kernel) or Annotation (a CPU range)
-  EventIndex row = 0;
+  std::uint32_t row = 0;                // a row of `table`
   TrackId track = 0;
   TimeNs start = 0, end = 0;
   TimeNs duration() const { return end - start; }

@@ -64,7 +64,7 @@ struct Definition;
 // Each table's: `name`, the table's in trace.db and in messages about its rows; `in`, its rows in
 // a Trace; `columns`; `log_columns`, how many of them the part log's record was introduced with
 // (trace_log_format.h: the columns appended since follow them), a number that never changes. An
-// event table's also: `Rows`, its columnar table; `table`, its EventTable.
+// event table's also: `Rows`, its columnar table; `Index`, its rows' type; `table`, its EventTable.
 #define DREAMSCOPE_DEFINITION(R, table_name, rows_in, log_columns_, COLUMNS) \
   template <>                                                                \
   struct Definition<R> {                                                     \
@@ -74,16 +74,17 @@ struct Definition;
     static constexpr std::size_t log_columns = log_columns_;                 \
     static constexpr auto columns = std::tuple{COLUMNS(DREAMSCOPE_COLUMN)};  \
   };
-#define DREAMSCOPE_EVENT_DEFINITION(R, R_ROWS, event_table, table_name, rows_in, log_columns_, COLUMNS) \
-  template <>                                                                                         \
-  struct Definition<R> {                                                                              \
-    using Record = R;                                                                                 \
-    using Rows = R_ROWS;                                                                              \
-    static constexpr EventTable table = event_table;                                                  \
-    static constexpr std::string_view name = table_name;                                              \
-    static constexpr auto in = &Trace::rows_in;                                                       \
-    static constexpr std::size_t log_columns = log_columns_;                                          \
-    static constexpr auto columns = std::tuple{COLUMNS(DREAMSCOPE_EVENT_COLUMN)};                     \
+#define DREAMSCOPE_EVENT_DEFINITION(R, R_ROWS, R_INDEX, event_table, table_name, rows_in, log_columns_, COLUMNS) \
+  template <>                                                                                                    \
+  struct Definition<R> {                                                                                         \
+    using Record = R;                                                                                            \
+    using Rows = R_ROWS;                                                                                         \
+    using Index = R_INDEX;                                                                                       \
+    static constexpr EventTable table = event_table;                                                             \
+    static constexpr std::string_view name = table_name;                                                         \
+    static constexpr auto in = &Trace::rows_in;                                                                  \
+    static constexpr std::size_t log_columns = log_columns_;                                                     \
+    static constexpr auto columns = std::tuple{COLUMNS(DREAMSCOPE_EVENT_COLUMN)};                                \
   };
 
 template <>
@@ -99,12 +100,12 @@ struct Definition<ProcessInfo> {
 };
 DREAMSCOPE_DEFINITION(DeviceInfo, "device", devices, 11, DREAMSCOPE_DEVICE_COLUMNS)
 DREAMSCOPE_DEFINITION(TrackInfo, "track", tracks, 6, DREAMSCOPE_TRACK_COLUMNS)
-DREAMSCOPE_EVENT_DEFINITION(CudaApiRecord, CudaApiTable, EventTable::CudaApi, "cuda_api", cuda_api, 11,
+DREAMSCOPE_EVENT_DEFINITION(CudaApiRecord, CudaApiTable, CudaApiIndex, EventTable::CudaApi, "cuda_api", cuda_api, 11,
                             DREAMSCOPE_CUDA_API_COLUMNS)
-DREAMSCOPE_EVENT_DEFINITION(GpuOpRecord, GpuOpTable, EventTable::GpuOp, "gpu_op", gpu_ops, 10,
+DREAMSCOPE_EVENT_DEFINITION(GpuOpRecord, GpuOpTable, GpuOpIndex, EventTable::GpuOp, "gpu_op", gpu_ops, 10,
                             DREAMSCOPE_GPU_OP_COLUMNS)
-DREAMSCOPE_EVENT_DEFINITION(AnnotationRecord, AnnotationTable, EventTable::Annotation, "annotation", annotations, 8,
-                            DREAMSCOPE_ANNOTATION_COLUMNS)
+DREAMSCOPE_EVENT_DEFINITION(AnnotationRecord, AnnotationTable, AnnotationIndex, EventTable::Annotation, "annotation",
+                            annotations, 8, DREAMSCOPE_ANNOTATION_COLUMNS)
 DREAMSCOPE_DEFINITION(FlowRecord, "flow", flows, 6, DREAMSCOPE_FLOW_COLUMNS)
 DREAMSCOPE_DEFINITION(CalibrationRecord, "calibration", calibration, 4, DREAMSCOPE_CALIBRATION_COLUMNS)
 DREAMSCOPE_DEFINITION(OverheadRecord, "overhead", overheads, 4, DREAMSCOPE_OVERHEAD_COLUMNS)

@@ -36,16 +36,16 @@ inline constexpr std::string_view kDataLoaderRangePrefix = "enumerate(DataLoader
 std::int64_t profiler_step_number(std::string_view name);
 
 // Whether annotation `row` is a step (see above).
-bool is_step(const Trace& trace, EventIndex row);
+bool is_step(const Trace& trace, AnnotationIndex row);
 
 // "ProfilerStep#3", or "step 3" for dreamscope's steps (all named "step", numbered by payload).
-std::string step_label(const Trace& trace, EventIndex row);
+std::string step_label(const Trace& trace, AnnotationIndex row);
 
 // The number of step `row`: N of ProfilerStep#N, a dreamscope step's payload; kNoValue when
 // it has none.
-std::int64_t step_number(const Trace& trace, EventIndex row);
+std::int64_t step_number(const Trace& trace, AnnotationIndex row);
 
 // The step annotations in time order.
-std::vector<EventIndex> find_steps(const Trace& trace);
+std::vector<AnnotationIndex> find_steps(const Trace& trace);
 
 } // namespace dreamscope

@@ -10,8 +10,11 @@
 // kNoIndex is "no row, track, process or device": it becomes any kind, and compares with it.
 #pragma once
 
+// Qt's moc, which reads this header through the GUI's, cannot parse <compare> and <concepts>.
+#ifndef Q_MOC_RUN
 #include <compare>
 #include <concepts>
+#endif
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -91,5 +94,16 @@ template <class Tag>
 struct std::hash<dreamscope::StrongIndex<Tag>> {
   std::size_t operator()(dreamscope::StrongIndex<Tag> i) const noexcept {
     return std::hash<std::uint32_t>{}(i.value());
+  }
+};
+
+// The integer's limits, as the kind: without this, numeric_limits<GpuOpIndex>::max() would be 0.
+template <class Tag>
+class std::numeric_limits<dreamscope::StrongIndex<Tag>> : public std::numeric_limits<std::uint32_t> {
+ public:
+  static constexpr dreamscope::StrongIndex<Tag> min() noexcept { return dreamscope::StrongIndex<Tag>{0u}; }
+  static constexpr dreamscope::StrongIndex<Tag> lowest() noexcept { return min(); }
+  static constexpr dreamscope::StrongIndex<Tag> max() noexcept {
+    return dreamscope::StrongIndex<Tag>{std::numeric_limits<std::uint32_t>::max()};
   }
 };

@@ -8,6 +8,7 @@
 // measured and predicted runs alike.
 #pragma once
 
+#include "dreamscope/storage/strong_index.h"
 #include "dreamscope/storage/tables.h"
 
 #include <cstdint>
@@ -23,13 +24,13 @@
 
 namespace dreamscope {
 
+// Rows of the event tables are numbered by kinds of their own (strong_index.h: CudaApiIndex,
+// GpuOpIndex, AnnotationIndex; kNoIndex for none), so that one cannot be passed for another.
 using TimeNs = std::int64_t;    // nanoseconds on the trace's one clock
 using StringId = std::uint32_t; // index into Trace::strings(); 0 is the empty string
 using TrackId = std::uint32_t;  // index into Trace::tracks()
-using EventIndex = std::uint32_t;
 
 inline constexpr std::int64_t kNoValue = std::numeric_limits<std::int64_t>::min();
-inline constexpr std::uint32_t kNoIndex = std::numeric_limits<std::uint32_t>::max();
 
 // Input that cannot be used: the message names the file (or the trace's origin) and the problem.
 class TraceError : public std::runtime_error {
@@ -161,6 +162,25 @@ DREAMSCOPE_RECORD(MemoryEventRecord, DREAMSCOPE_MEMORY_EVENT_COLUMNS);
 enum class EventTable : std::uint8_t { CudaApi = 0, GpuOp = 1, Annotation = 2 };
 std::string_view to_string(EventTable t);
 
+// A row of any of the event tables (what an event arg belongs to). Made from a typed row, which
+// says its table, so that the two cannot disagree; or, in code that handles every table alike,
+// from a table and a plain row number, spelled out at the call.
+struct EventRow {
+  EventTable table = EventTable::CudaApi;
+  std::uint32_t row = 0;
+
+  constexpr EventRow() = default;
+  constexpr EventRow(CudaApiIndex i) : table(EventTable::CudaApi), row(i) {}
+  constexpr EventRow(GpuOpIndex i) : table(EventTable::GpuOp), row(i) {}
+  constexpr EventRow(AnnotationIndex i) : table(EventTable::Annotation), row(i) {}
+  constexpr EventRow(EventTable t, std::uint32_t r) : table(t), row(r) {}
+  // A typed row says its own table: EventRow(i), not EventRow(table, i).
+  template <class Tag>
+  EventRow(EventTable, StrongIndex<Tag>) = delete;
+
+  bool operator==(const EventRow&) const = default;
+};
+
 // One argument of an event that the tables have no column for: what importers find in
 // their input beyond the schema (Kineto's NCCL collective metadata, `kernel_backend`,
 // CUPTI range-profiler counters, input shapes). Rare fields live here, in a side table,
@@ -186,7 +206,7 @@ struct CudaApiTable {
   DREAMSCOPE_CUDA_API_COLUMNS(DREAMSCOPE_TABLE_COLUMN)
 
   std::size_t size() const { return start.size(); }
-  CudaApiRecord row(std::size_t i) const;
+  CudaApiRecord row(CudaApiIndex i) const;
 };
 
 struct GpuOpTable {
@@ -194,28 +214,33 @@ struct GpuOpTable {
 
   std::size_t size() const { return start.size(); }
   // The row with its launch configuration resolved (`launch_configs`: Trace::launch_configs()).
-  GpuOpRecord row(std::size_t i, const std::vector<LaunchConfig>& launch_configs) const;
+  GpuOpRecord row(GpuOpIndex i, const std::vector<LaunchConfig>& launch_configs) const;
 };
 
 struct AnnotationTable {
   DREAMSCOPE_ANNOTATION_COLUMNS(DREAMSCOPE_TABLE_COLUMN)
   // Derived on build: nesting on the track (ranges that do not nest properly are
   // treated as siblings of what they overlap).
-  std::vector<EventIndex> parent; // kNoIndex at the top level
+  std::vector<AnnotationIndex> parent; // kNoIndex at the top level
   std::vector<std::uint16_t> depth;
 
   std::size_t size() const { return start.size(); }
-  AnnotationRecord row(std::size_t i) const;
+  AnnotationRecord row(AnnotationIndex i) const;
 };
 #undef DREAMSCOPE_TABLE_COLUMN
 
-// [begin, end) of a track's rows in one table.
+// [begin, end) of a track's rows in one table; Index is that table's row (GpuOpIndex, ...).
+template <class Index>
 struct EventRange {
-  EventIndex begin = 0;
-  EventIndex end = 0;
+  Index begin{};
+  Index end{};
   std::size_t size() const { return end - begin; }
   bool empty() const { return begin == end; }
+  bool operator==(const EventRange&) const = default;
 };
+using CudaApiRange = EventRange<CudaApiIndex>;
+using GpuOpRange = EventRange<GpuOpIndex>;
+using AnnotationRange = EventRange<AnnotationIndex>;
 
 class TraceBuilder;
 
@@ -261,37 +286,37 @@ class Trace {
   const std::vector<MemoryEventRecord>& memory_events() const { return memory_events_; }
 
   // A track's rows in each table.
-  EventRange cuda_api_on(TrackId t) const { return cuda_api_ranges_[t]; }
-  EventRange gpu_ops_on(TrackId t) const { return gpu_op_ranges_[t]; }
-  EventRange annotations_on(TrackId t) const { return annotation_ranges_[t]; }
+  CudaApiRange cuda_api_on(TrackId t) const { return cuda_api_ranges_[t]; }
+  GpuOpRange gpu_ops_on(TrackId t) const { return gpu_op_ranges_[t]; }
+  AnnotationRange annotations_on(TrackId t) const { return annotation_ranges_[t]; }
 
   // Rows of a track that may overlap [from, to): binary search on start, widened by the
   // track's longest event so that long events that began before `from` are included.
   // The range can hold events that end before `from`; callers test `end > from`.
-  EventRange cuda_api_in(TrackId t, TimeNs from, TimeNs to) const;
-  EventRange gpu_ops_in(TrackId t, TimeNs from, TimeNs to) const;
-  EventRange annotations_in(TrackId t, TimeNs from, TimeNs to) const;
+  CudaApiRange cuda_api_in(TrackId t, TimeNs from, TimeNs to) const;
+  GpuOpRange gpu_ops_in(TrackId t, TimeNs from, TimeNs to) const;
+  AnnotationRange annotations_in(TrackId t, TimeNs from, TimeNs to) const;
 
   // Children of an annotation, in time order.
-  std::vector<EventIndex> annotation_children(EventIndex a) const;
+  std::vector<AnnotationIndex> annotation_children(AnnotationIndex a) const;
   // The innermost annotation on a track that contains time t: of the ranges enclosing the last
   // one to start at or before t, the deepest that has not ended. O(log n) however deep the
   // nesting or long the ranges.
-  std::optional<EventIndex> innermost_annotation_at(TrackId t, TimeNs time) const;
+  std::optional<AnnotationIndex> innermost_annotation_at(TrackId t, TimeNs time) const;
 
   // The args of one event row, in the order the producer added them; empty if none.
-  std::span<const EventArg> args_of(EventTable table, EventIndex row) const;
+  std::span<const EventArg> args_of(EventRow row) const;
   // The arg named `key` of one event row, if it has one.
-  const EventArg* find_arg(EventTable table, EventIndex row, std::string_view key) const;
+  const EventArg* find_arg(EventRow row, std::string_view key) const;
   // The arg as a number (Int, or Double truncated toward zero) or as text (String and Json
   // as stored, numbers formatted), if the event has it.
-  std::optional<std::int64_t> arg_int(EventTable table, EventIndex row, std::string_view key) const;
-  std::optional<std::string> arg_text(EventTable table, EventIndex row, std::string_view key) const;
+  std::optional<std::int64_t> arg_int(EventRow row, std::string_view key) const;
+  std::optional<std::string> arg_text(EventRow row, std::string_view key) const;
   std::size_t arg_count() const;
 
   // Lookup by correlation id: the GPU ops a CUDA API call launched, and the reverse.
-  std::vector<EventIndex> gpu_ops_with_correlation(std::int64_t correlation) const;
-  std::optional<EventIndex> cuda_api_with_correlation(std::int64_t correlation) const;
+  std::vector<GpuOpIndex> gpu_ops_with_correlation(std::int64_t correlation) const;
+  std::optional<CudaApiIndex> cuda_api_with_correlation(std::int64_t correlation) const;
 
   std::size_t event_count() const {
     return cuda_api_.size() + gpu_ops_.size() + annotations_.size();
@@ -328,21 +353,24 @@ class Trace {
   std::vector<ThreadLoadRecord> thread_loads_;
   std::vector<MemoryEventRecord> memory_events_;
 
-  // Per event table: args sorted by row (stable), and each arg's row.
+  // Per event table: args sorted by row (stable), and each arg's row (of that table).
   struct ArgColumn {
-    std::vector<EventIndex> row;
+    std::vector<std::uint32_t> row;
     std::vector<EventArg> arg;
   };
   ArgColumn args_[3];
 
-  std::vector<EventRange> cuda_api_ranges_, gpu_op_ranges_, annotation_ranges_;
+  std::vector<CudaApiRange> cuda_api_ranges_;
+  std::vector<GpuOpRange> gpu_op_ranges_;
+  std::vector<AnnotationRange> annotation_ranges_;
   // Per annotation, an ancestor to jump to (skew-binary jump pointers): with the parent, the
   // first ancestor still open at a time is found in O(log depth) steps, as ancestors' ends
   // never decrease going up.
-  std::vector<EventIndex> annotation_jump_;
+  std::vector<AnnotationIndex> annotation_jump_;
   std::vector<TimeNs> cuda_api_max_dur_, gpu_op_max_dur_, annotation_max_dur_;
   // Rows with a correlation id, ordered by it (4 bytes a row, not 16 for (id, row) pairs).
-  std::vector<EventIndex> gpu_by_correlation_, api_by_correlation_;
+  std::vector<GpuOpIndex> gpu_by_correlation_;
+  std::vector<CudaApiIndex> api_by_correlation_;
 };
 
 // Builds a Trace in memory: the reader, the importers and the simulator all use it.
@@ -366,19 +394,19 @@ class TraceBuilder {
   // tables' adds touch only their own table (the GPU ops' also the launch configurations), so
   // three threads may each add to one of them at once, once reserve() has run; the trace
   // reader does. Everything else on the builder is for one thread at a time.
-  EventIndex add(const CudaApiRecord& r);
-  EventIndex add(const GpuOpRecord& r);
-  EventIndex add(const AnnotationRecord& r);
+  CudaApiIndex add(const CudaApiRecord& r);
+  GpuOpIndex add(const GpuOpRecord& r);
+  AnnotationIndex add(const AnnotationRecord& r);
   // A GPU op whose launch configuration intern_launch() gave `launch` for (r.launch is not
   // read): a reader that meets each configuration once by its own id interns it once, not
   // once per kernel. Of the GPU ops' table, as add(const GpuOpRecord&) is.
-  EventIndex add(const GpuOpRecord& r, std::uint32_t launch);
+  GpuOpIndex add(const GpuOpRecord& r, std::uint32_t launch);
   // The index of a launch configuration in Trace::launch_configs(), added if new; 0 for none.
   std::uint32_t intern_launch(const LaunchConfig& c);
   // An arg of the row that add() returned `row` for; build() moves it along with its row.
-  void add_arg(EventTable table, EventIndex row, const EventArg& arg);
-  void add_arg(EventTable table, EventIndex row, std::string_view key, std::int64_t value);
-  void add_arg(EventTable table, EventIndex row, std::string_view key, std::string_view text);
+  void add_arg(EventRow row, const EventArg& arg);
+  void add_arg(EventRow row, std::string_view key, std::int64_t value);
+  void add_arg(EventRow row, std::string_view key, std::string_view text);
   // Gives each CUDA API row whose correlation id a target has that target's stream and
   // event, where the row has none: the calls then say what they waited for or recorded, as
   // the tracer's rows do, whatever order the input gave calls and sync records in.

@@ -40,9 +40,9 @@ struct TraceCopyEdits {
   // A device whose process is unknown is copied with the first process kept.
   std::function<bool(std::uint32_t)> keep_process;
   std::function<void(ProcessInfo&)> process;
-  std::function<bool(EventIndex, CudaApiRecord&)> cuda_api;
-  std::function<bool(EventIndex, GpuOpRecord&)> gpu_op;
-  std::function<bool(EventIndex, AnnotationRecord&)> annotation;
+  std::function<bool(CudaApiIndex, CudaApiRecord&)> cuda_api;
+  std::function<bool(GpuOpIndex, GpuOpRecord&)> gpu_op;
+  std::function<bool(AnnotationIndex, AnnotationRecord&)> annotation;
   std::function<bool(FlowRecord&)> flow;
   std::function<bool(OverheadRecord&)> overhead;
   std::function<bool(ThreadLoadRecord&)> thread_load;

@@ -272,15 +272,13 @@ class KinetoImporter final : public KinetoJsonSink {
       return v.value_or(kNoValue);
     };
 
-    EventTable table;
-    EventIndex row;
+    EventRow row; // what add() returned, which says its table
     switch (cls) {
       case EventClass::CpuAnnotation: {
         TrackId track = cpu_track(*pid, *tid);
         AnnotationRecord a{.track = track, .start = start, .end = end, .name = name, .domain = pytorch_,
                            .category = builder_.intern(category)};
         a.external_id = take_external_id();
-        table = EventTable::Annotation;
         row = builder_.add(a);
         break;
       }
@@ -301,7 +299,6 @@ class KinetoImporter final : public KinetoJsonSink {
           take("stream");
           r.stream = *stream;
         }
-        table = EventTable::CudaApi;
         row = builder_.add(r);
         break;
       }
@@ -312,7 +309,6 @@ class KinetoImporter final : public KinetoJsonSink {
                            .domain = event().cat == "cuda_profiler_range" ? builder_.intern("cupti") : pytorch_,
                            .category = builder_.intern(event().cat)};
         a.external_id = take_external_id();
-        table = EventTable::Annotation;
         row = builder_.add(a);
         break;
       }
@@ -395,19 +391,18 @@ class KinetoImporter final : public KinetoJsonSink {
             call_targets_.push_back({.correlation = *record, .stream = *on_stream, .event = *record});
           }
         }
-        table = EventTable::GpuOp;
         row = builder_.add(g);
         break;
       }
     }
     ++stats_.events_kept;
     for (std::size_t i = 0; i < event().args.size(); ++i) {
-      if (!consumed_[i]) add_arg(table, row, event().args[i], i);
+      if (!consumed_[i]) add_arg(row, event().args[i], i);
     }
   }
 
   // `position`: the arg's place among its event's args.
-  void add_arg(EventTable table, EventIndex row, const RawArg& a, std::size_t position) {
+  void add_arg(EventRow row, const RawArg& a, std::size_t position) {
     EventArg arg{.key = arg_key(a.key, position)};
     bool well_formed = true;
     if (a.value.type == od::json_type::number || a.value.type == od::json_type::string) {
@@ -427,7 +422,7 @@ class KinetoImporter final : public KinetoJsonSink {
       stats_.note("kineto_bad_number_token", "arg '" + std::string(a.key.substr(0, 80)) + "' = " +
                                                  std::string(a.value.text.substr(0, 40)) + " in " + example());
     }
-    builder_.add_arg(table, row, arg);
+    builder_.add_arg(row, arg);
   }
 
   // Events of a kind write the same keys in the same order: the key last seen at a position

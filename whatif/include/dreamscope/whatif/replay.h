@@ -35,7 +35,7 @@ TimeNs predicted_instant(const DependencyGraph& graph, const SimulationResult& r
 
 struct StepTime {
   std::string name;
-  EventIndex row = kNoIndex;
+  AnnotationIndex row = kNoIndex;
   std::size_t ranks = 0; // ranks whose rows make the step (0: a single-process trace)
   TimeNs measured_start = 0, measured_end = 0;
   TimeNs predicted_start = 0, predicted_end = 0;
@@ -46,8 +46,8 @@ struct StepTime {
 };
 
 // Measured and predicted times of each step row (find_steps(trace)) that the graph holds.
-std::vector<StepTime> step_times(const Trace& trace, std::span<const EventIndex> steps, const DependencyGraph& graph,
-                                 const SimulationResult& result);
+std::vector<StepTime> step_times(const Trace& trace, std::span<const AnnotationIndex> steps,
+                                 const DependencyGraph& graph, const SimulationResult& result);
 // The same for a single simulation, finding the steps itself.
 std::vector<StepTime> step_times(const Trace& trace, const DependencyGraph& graph, const SimulationResult& result);
 

@@ -59,7 +59,7 @@ class TaskSelection {
 
   // Step annotations in time order: the rows whose category is "step" or whose name starts
   // with "ProfilerStep#" (PyTorch profiler).
-  const std::vector<EventIndex>& step_annotations() const { return steps_; }
+  const std::vector<AnnotationIndex>& step_annotations() const { return steps_; }
 
   const Trace& trace() const { return trace_; }
   const DependencyGraph& graph() const { return graph_; }
@@ -69,7 +69,7 @@ class TaskSelection {
   // handed over and waited for (the graph's inferred handoff and join: PyTorch's autograd
   // thread running backward() for the training thread) with no annotation of its own is
   // inside what enclosed the waiting task.
-  EventIndex enclosing_annotation(TaskId t) const;
+  AnnotationIndex enclosing_annotation(TaskId t) const;
 
  private:
   TrackId context_track(TaskId t) const;
@@ -83,12 +83,12 @@ class TaskSelection {
   // Per task, what the graph said of it when this was built (kBuiltRemoved, kBuiltSyncLike).
   static constexpr std::uint8_t kBuiltRemoved = 1, kBuiltSyncLike = 2;
   std::vector<std::uint8_t> built_;
-  std::vector<EventIndex> steps_;
+  std::vector<AnnotationIndex> steps_;
   std::vector<std::int64_t> step_of_annotation_; // per annotation row; kNoValue outside steps
   std::vector<TaskId> handed_by_;   // per task: the waiting task of the burst it is in, or kNoTask
   // Per annotation row, its enclosing one: on its own thread, or for a range at the top of a
   // handed-over burst, what enclosed the waiting task. kNoIndex at the top.
-  std::vector<EventIndex> parent_;
+  std::vector<AnnotationIndex> parent_;
   std::vector<std::vector<StringId>> track_categories_; // distinct annotation categories per track
   std::vector<std::int64_t> rank_of_track_;
   // Per kernel name: a communication kernel? (-1: not asked yet.) Asked for every kernel.
