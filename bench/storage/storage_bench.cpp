@@ -35,10 +35,10 @@ struct EventMix {
   TimeNs t = 3'600'000'000'000; // an hour of uptime
   std::int64_t correlation = 0;
   std::vector<StringId> kernel_names, api_names, range_names;
-  TrackId main_thread = 0, loader_thread = 0, compute_stream = 0, copy_stream = 0;
+  TrackId main_thread{0}, loader_thread{0}, compute_stream{0}, copy_stream{0};
 
   template <typename Sink>
-  void setup(Sink& sink, std::uint32_t process, std::uint32_t device, auto&& add_track) {
+  void setup(Sink& sink, ProcessId process, DeviceId device, auto&& add_track) {
     main_thread = add_track(TrackInfo{.kind = TrackKind::CpuThread, .process = process, .tid = 100});
     loader_thread = add_track(TrackInfo{.kind = TrackKind::CpuThread, .process = process, .tid = 101});
     compute_stream = add_track(TrackInfo{.kind = TrackKind::GpuStream, .device = device, .stream = 7});

@@ -11,8 +11,9 @@ TimelineLayout::TimelineLayout(const TraceDocument& doc) {
   track_lanes_.resize(tracks.size());
   // Processes in trace order, each followed by the GPUs it drove, so a process's CPU side
   // sits right above its GPU side.
-  std::map<std::uint32_t, std::vector<TrackId>> threads_of, streams_of;
-  for (TrackId t = 0; t < tracks.size(); ++t) {
+  std::map<ProcessId, std::vector<TrackId>> threads_of;
+  std::map<DeviceId, std::vector<TrackId>> streams_of;
+  for (TrackId t{0}; t < tracks.size(); ++t) {
     track_lanes_[t] = static_cast<int>(doc.lanes(t).lanes.size());
     // A thread that recorded nothing but ran (an intra-op pool, the autograd engine) is
     // shown by its CPU use: it competes for the cores the job's threads use.
@@ -27,7 +28,7 @@ TimelineLayout::TimelineLayout(const TraceDocument& doc) {
   };
   auto add_devices_of = [&](auto matches) {
     for (auto& [device, streams] : streams_of) {
-      const std::uint32_t owner = device < trace.devices().size() ? trace.devices()[device].process : kNoIndex;
+      const ProcessId owner = device < trace.devices().size() ? trace.devices()[device].process : kNoIndex;
       if (!matches(owner) || streams.empty()) continue;
       by_id(streams, false);
       groups_.push_back(TimelineGroup{doc.device_label(device), std::move(streams)});
@@ -37,9 +38,9 @@ TimelineLayout::TimelineLayout(const TraceDocument& doc) {
   for (auto& [process, threads] : threads_of) {
     by_id(threads, true);
     groups_.push_back(TimelineGroup{doc.process_label(process), std::move(threads)});
-    add_devices_of([&](std::uint32_t owner) { return owner == process; });
+    add_devices_of([&](ProcessId owner) { return owner == process; });
   }
-  add_devices_of([](std::uint32_t) { return true; });
+  add_devices_of([](ProcessId) { return true; });
   relayout();
 }
 
@@ -53,7 +54,7 @@ void TimelineLayout::relayout() {
   track_row_.assign(track_lanes_.size(), -1);
   int y = 0;
   for (int g = 0; g < static_cast<int>(groups_.size()); ++g) {
-    rows_.push_back(TimelineRow{TimelineRow::Kind::Group, g, 0, y, kGroupHeight});
+    rows_.push_back(TimelineRow{TimelineRow::Kind::Group, g, TrackId{0}, y, kGroupHeight});
     y += kGroupHeight;
     if (groups_[g].collapsed) continue;
     for (TrackId t : groups_[g].tracks) {

@@ -20,7 +20,7 @@ struct TimelineRow {
   enum class Kind : std::uint8_t { Group, Track };
   Kind kind = Kind::Track;
   int group = 0;
-  TrackId track = 0;
+  TrackId track{0};
   int y = 0;      // top, in content coordinates (0 = top of the first row)
   int height = 0;
 };

@@ -55,7 +55,7 @@ TraceDocument::TraceDocument(Trace trace, QString path, const std::function<void
   for (auto& windows : cpu_load_) {
     std::sort(windows.begin(), windows.end(), [](const CpuLoadWindow& a, const CpuLoadWindow& b) { return a.start < b.start; });
   }
-  for (TrackId t = 0; t < tracks.size(); ++t) {
+  for (TrackId t{0}; t < tracks.size(); ++t) {
     TrackLanes& tl = lanes_[t];
     const EventRange ar = trace_.annotations_on(t);
     if (!ar.empty()) {
@@ -161,7 +161,7 @@ TrackId TraceDocument::track(EventRef e) const {
     case EventTable::GpuOp: return trace_.gpu_ops().track[e.index];
     case EventTable::Annotation: return trace_.annotations().track[e.index];
   }
-  return 0;
+  return TrackId{0};
 }
 
 QString TraceDocument::name_text(EventRef e) const {
@@ -191,7 +191,7 @@ QString TraceDocument::track_label(TrackId t) const {
   return name.isEmpty() ? QStringLiteral("stream %1").arg(stream) : QStringLiteral("%1 (stream %2)").arg(name, stream);
 }
 
-QString TraceDocument::process_label(std::uint32_t process) const {
+QString TraceDocument::process_label(ProcessId process) const {
   if (process >= trace_.processes().size()) return QStringLiteral("unknown process");
   const ProcessInfo& p = trace_.processes()[process];
   QString name = QString::fromStdString(p.name.empty() ? std::string("process") : p.name);
@@ -199,7 +199,7 @@ QString TraceDocument::process_label(std::uint32_t process) const {
   return p.pid == kNoValue ? name : QStringLiteral("%1 (pid %2)").arg(name).arg(p.pid);
 }
 
-QString TraceDocument::device_label(std::uint32_t device) const {
+QString TraceDocument::device_label(DeviceId device) const {
   if (device >= trace_.devices().size()) return QStringLiteral("unknown GPU");
   const DeviceInfo& d = trace_.devices()[device];
   return d.name.empty() ? QStringLiteral("GPU %1").arg(d.ordinal)

@@ -93,8 +93,8 @@ class TraceDocument {
   // "MainThread (tid 100)", "stream 7"
   QString track_label(TrackId t) const;
   // "python (pid 100)", "GPU 0: NVIDIA H100"
-  QString process_label(std::uint32_t process) const;
-  QString device_label(std::uint32_t device) const;
+  QString process_label(ProcessId process) const;
+  QString device_label(DeviceId device) const;
 
  private:
   Trace trace_;

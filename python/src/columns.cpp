@@ -333,9 +333,9 @@ py::dict track_table(const Trace& trace) {
   d["stream"] = nullable_column(n, [&](std::size_t i) { return lookup.stream[i]; });
   d["name"] = text_column(n, [&](std::size_t i) -> std::string_view { return t[i].name; });
   d["process"] = text_column(n, [&](std::size_t i) -> std::string_view {
-    const std::uint32_t p = t[i].kind == TrackKind::CpuThread
-                                ? t[i].process
-                                : (t[i].device < trace.devices().size() ? trace.devices()[t[i].device].process : kNoIndex);
+    const ProcessId p = t[i].kind == TrackKind::CpuThread
+                            ? t[i].process
+                            : (t[i].device < trace.devices().size() ? trace.devices()[t[i].device].process : kNoIndex);
     return p < trace.processes().size() ? std::string_view(trace.processes()[p].name) : std::string_view();
   });
   if (lookup.has_ranks) d["rank"] = nullable_column(n, [&](std::size_t i) { return lookup.rank[i]; });

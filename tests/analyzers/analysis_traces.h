@@ -47,8 +47,9 @@ class TraceMaker {
 
  private:
   TraceBuilder b_;
-  std::uint32_t process_ = 0, device_ = 0;
-  TrackId thread_ = 0;
+  ProcessId process_{0};
+  DeviceId device_{0};
+  TrackId thread_{0};
 };
 
 // Two streams, five launches, in µs (see hta tests for the numbers worked out):

@@ -45,7 +45,7 @@ inline std::vector<Trace> simulate_job(std::int64_t ranks, std::int64_t steps, c
                                        const JobTraceOptions& options = {}) {
   struct Rank {
     TraceBuilder b;
-    TrackId thread = 0;
+    TrackId thread{0};
     std::int64_t step = 0;
     std::size_t action = 0;
     std::vector<JobAction> actions;

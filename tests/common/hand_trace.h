@@ -31,8 +31,8 @@ class HandTrace {
 
   TrackId thread(std::int64_t tid) { return thread(process_, tid); }
   // Another process (a forked worker: parent_pid 1000, the first process's pid), and its threads.
-  std::uint32_t process(ProcessInfo p) { return b_.add_process(std::move(p)); }
-  TrackId thread(std::uint32_t process, std::int64_t tid) {
+  ProcessId process(ProcessInfo p) { return b_.add_process(std::move(p)); }
+  TrackId thread(ProcessId process, std::int64_t tid) {
     return b_.thread_track(process, tid, "thread-" + std::to_string(tid));
   }
   TrackId stream(std::int64_t id) {
@@ -96,8 +96,8 @@ class HandTrace {
 
  private:
   TraceBuilder b_;
-  std::uint32_t process_ = 0;
-  std::uint32_t device_ = kNoIndex;
+  ProcessId process_{0};
+  DeviceId device_ = kNoIndex;
 };
 
 // The first row of a table (Index: its row type) whose name is `name`.

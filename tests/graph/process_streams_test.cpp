@@ -17,7 +17,7 @@ using graph_build::process_of;
 
 std::vector<ResourceId> scanned_streams(const GraphBuildState& s, ResourceId thread) {
   std::vector<ResourceId> out;
-  const std::uint32_t p = process_of(s.trace, thread);
+  const ProcessId p = process_of(s.trace, thread);
   for (ResourceId r = 0; r < s.tasks.resource_count(); ++r) {
     if (!s.tasks.is_stream(r)) continue;
     const std::uint32_t sp = process_of(s.trace, r);
@@ -28,11 +28,11 @@ std::vector<ResourceId> scanned_streams(const GraphBuildState& s, ResourceId thr
 
 TEST(ProcessStreams, OwnAndUnknownProcessesStreamsInResourceOrderAndTheFirstOfAnId) {
   TraceBuilder b;
-  const std::uint32_t pa = b.add_process({.pid = 1, .name = "a"});
-  const std::uint32_t pb = b.add_process({.pid = 2, .name = "b"});
-  const std::uint32_t da = b.add_device({.process = pa, .name = "gpu a"});
-  const std::uint32_t db = b.add_device({.process = pb, .name = "gpu b"});
-  const std::uint32_t du = b.add_device({.process = kNoIndex, .name = "gpu of no known process"});
+  const ProcessId pa = b.add_process({.pid = 1, .name = "a"});
+  const ProcessId pb = b.add_process({.pid = 2, .name = "b"});
+  const DeviceId da = b.add_device({.process = pa, .name = "gpu a"});
+  const DeviceId db = b.add_device({.process = pb, .name = "gpu b"});
+  const DeviceId du = b.add_device({.process = kNoIndex, .name = "gpu of no known process"});
   // Interleaved, so that a process's streams and the unknown ones alternate in resource order,
   // and stream ids 7 and 9 are both a process's own and an unknown device's.
   const std::vector<TrackId> streams = {b.stream_track(du, 7), b.stream_track(da, 7), b.stream_track(db, 9),

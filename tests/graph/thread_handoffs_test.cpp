@@ -180,7 +180,7 @@ TEST(ThreadHandoffs, RandomTracesMatchTheReference) {
     HandTrace h("");
     std::vector<TrackId> threads;
     const int thread_count = uniform(2, 7);
-    std::uint32_t second = 0;
+    ProcessId second{0};
     if (uniform(0, 3) == 0) second = h.process({.pid = 2000, .parent_pid = 1000, .name = "worker"});
     for (int k = 0; k < thread_count; ++k) {
       threads.push_back(second != 0 && k % 2 == 1 ? h.thread(second, 100 + k) : h.thread(1 + k));

@@ -121,7 +121,7 @@ TEST(MainWindow, OpensAFolderOfRanksAsOneJob) {
   const TraceDocument& doc = *w.document();
   ASSERT_EQ(doc.trace().processes().size(), 8u);
   QStringList labels;
-  for (std::uint32_t p = 0; p < 8; ++p) labels << doc.process_label(p);
+  for (ProcessId p{0}; p < 8; ++p) labels << doc.process_label(p);
   for (int r = 0; r < 8; ++r) {
     EXPECT_TRUE(std::any_of(labels.begin(), labels.end(),
                             [&](const QString& l) { return l.startsWith(QStringLiteral("rank %1: ").arg(r)); }))

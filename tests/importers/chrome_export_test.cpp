@@ -101,7 +101,7 @@ TEST(ChromeExport, ATraceMadeByTraceBuilderRoundTrips) {
     MemoryEventRecord x = a.memory_events()[i], y = b.memory_events()[i];
     EXPECT_EQ(a.tracks()[x.track].tid, b.tracks()[y.track].tid) << i;
     EXPECT_EQ(a.processes()[a.tracks()[x.track].process].pid, b.processes()[b.tracks()[y.track].process].pid) << i;
-    x.track = y.track = 0;
+    x.track = y.track = TrackId{0};
     EXPECT_EQ(x, y) << i;
   }
 }

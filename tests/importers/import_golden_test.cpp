@@ -77,7 +77,7 @@ std::string render(const Trace& t, const ImportStats& stats) {
   }
   std::size_t with_events = 0;
   std::vector<bool> busy(t.processes().size(), false);
-  for (TrackId tr = 0; tr < t.tracks().size(); ++tr) {
+  for (TrackId tr{0}; tr < t.tracks().size(); ++tr) {
     const TrackInfo& info = t.tracks()[tr];
     const std::size_t n = t.cuda_api_on(tr).size() + t.gpu_ops_on(tr).size() + t.annotations_on(tr).size();
     if (info.kind == TrackKind::CpuThread && n > 0 && info.process < busy.size()) busy[info.process] = true;
@@ -91,7 +91,7 @@ std::string render(const Trace& t, const ImportStats& stats) {
       << d.compute_capability_minor << " " << d.sm_count << " SMs\n";
   }
   std::map<std::pair<std::int64_t, std::int64_t>, std::size_t> streams;
-  for (TrackId tr = 0; tr < t.tracks().size(); ++tr) {
+  for (TrackId tr{0}; tr < t.tracks().size(); ++tr) {
     const TrackInfo& info = t.tracks()[tr];
     if (info.kind != TrackKind::GpuStream) continue;
     streams[{t.devices()[info.device].ordinal, info.stream}] +=

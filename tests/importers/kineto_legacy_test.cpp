@@ -33,7 +33,7 @@ std::map<std::string, int> names_in_category(const Trace& t, std::string_view ca
 // Each CPU thread as "process name/tid" with its annotation count.
 std::map<std::string, std::size_t> cpu_threads(const Trace& t) {
   std::map<std::string, std::size_t> out;
-  for (TrackId tr = 0; tr < t.tracks().size(); ++tr) {
+  for (TrackId tr{0}; tr < t.tracks().size(); ++tr) {
     const TrackInfo& info = t.tracks()[tr];
     if (info.kind != TrackKind::CpuThread) continue;
     out[t.processes()[info.process].name + "/" + std::to_string(info.tid)] = t.annotations_on(tr).size();

@@ -15,7 +15,7 @@ namespace {
 Trace two_rank_job() {
   TraceBuilder b;
   b.set_meta("command", "torchrun --nproc-per-node 2 train.py");
-  std::uint32_t proc[3];
+  ProcessId proc[3];
   proc[0] = b.add_process({.pid = 10, .name = "python", .rank = 0, .local_rank = 0, .world_size = 2, .host = "a"});
   proc[1] = b.add_process({.pid = 20, .name = "python", .rank = 1, .local_rank = 0, .world_size = 2, .host = "b"});
   proc[2] = b.add_process({.pid = 21, .parent_pid = 20, .name = "worker", .rank = 1, .host = "b"});
@@ -46,15 +46,15 @@ TEST(Job, RanksAreTheProcessesSharingARankWithTheRanksOwnProcessFirst) {
   ASSERT_EQ(ranks.size(), 2u);
   EXPECT_EQ(ranks[0].rank, 0);
   EXPECT_EQ(ranks[0].host, "a");
-  EXPECT_EQ(ranks[0].processes, (std::vector<std::uint32_t>{0}));
+  EXPECT_EQ(ranks[0].processes, (std::vector{ProcessId{0}}));
   EXPECT_EQ(ranks[1].rank, 1);
   EXPECT_EQ(ranks[1].local_rank, 0);
-  EXPECT_EQ(ranks[1].processes, (std::vector<std::uint32_t>{1, 2}));
+  EXPECT_EQ(ranks[1].processes, (std::vector{ProcessId{1}, ProcessId{2}}));
 
   const auto by_track = track_ranks(t);
-  for (TrackId tr = 0; tr < t.tracks().size(); ++tr) {
+  for (TrackId tr{0}; tr < t.tracks().size(); ++tr) {
     const TrackInfo& info = t.tracks()[tr];
-    const std::uint32_t p = info.kind == TrackKind::CpuThread ? info.process : t.devices()[info.device].process;
+    const ProcessId p = info.kind == TrackKind::CpuThread ? info.process : t.devices()[info.device].process;
     EXPECT_EQ(by_track[tr], t.processes()[p].rank) << "track " << tr;
   }
 }

@@ -103,10 +103,32 @@ static_assert(args_of_table<std::uint32_t> && !args_of_table<GpuOpIndex>); // a 
 static_assert(EventRow(GpuOpIndex{3}) == EventRow{EventTable::GpuOp, 3});
 static_assert(std::is_same_v<decltype(std::declval<TraceBuilder&>().add(GpuOpRecord{})), GpuOpIndex>);
 static_assert(std::is_same_v<decltype(std::declval<TraceBuilder&>().add(AnnotationRecord{})), AnnotationIndex>);
-static_assert(std::is_same_v<decltype(std::declval<const Trace&>().gpu_ops_on(0)), GpuOpRange>);
+static_assert(std::is_same_v<decltype(std::declval<const Trace&>().gpu_ops_on(TrackId{0})), GpuOpRange>);
 static_assert(
     std::is_same_v<decltype(std::declval<const Trace&>().cuda_api_with_correlation(0)), std::optional<CudaApiIndex>>);
 static_assert(std::is_same_v<decltype(AnnotationTable::parent), std::vector<AnnotationIndex>>);
+
+// Tracks, processes and devices likewise: a thread's process is no device, and no row is a track.
+static_assert(!std::is_convertible_v<ProcessId, DeviceId> && !std::is_constructible_v<TrackId, ProcessId>);
+static_assert(!std::is_constructible_v<TrackId, GpuOpIndex>);
+template <class Owner>
+concept thread_owner = requires(TraceBuilder& b, Owner o) {
+  b.thread_track(o, 1);
+};
+static_assert(thread_owner<ProcessId> && !thread_owner<DeviceId> && !thread_owner<std::uint32_t>);
+template <class Owner>
+concept stream_owner = requires(TraceBuilder& b, Owner o) {
+  b.stream_track(o, 7);
+};
+static_assert(stream_owner<DeviceId> && !stream_owner<ProcessId>);
+template <class Track>
+concept track_query = requires(const Trace& t, Track k) {
+  t.annotations_on(k);
+};
+static_assert(track_query<TrackId> && !track_query<ProcessId> && !track_query<AnnotationIndex>);
+static_assert(std::is_same_v<decltype(TrackInfo::process), ProcessId> &&
+              std::is_same_v<decltype(TrackInfo::device), DeviceId>);
+static_assert(std::is_same_v<decltype(GpuOpRecord::track), TrackId>);
 static_assert(!std::is_assignable_v<GpuOpRange&, AnnotationRange>);
 
 TEST(StrongIndex, CountsComparesHashesAndPrintsAsItsInteger) {

@@ -52,7 +52,7 @@ Record filled(TraceBuilder& b, int seed) {
     } else if constexpr (columns::is<C, columns::Enum>) {
       v = static_cast<T>(1); // each enumeration's second value
     } else if constexpr (columns::is<C, columns::Process> || columns::is<C, columns::Device>) {
-      v = 1;
+      v = T{1};
     } else if constexpr (columns::is<C, columns::Text>) {
       v = text;
     } else if constexpr (columns::is<C, columns::Real> || columns::is<C, columns::Cost>) {

@@ -14,8 +14,8 @@ namespace {
 // A builder with one process, one thread and one stream, and the origin "x.json".
 struct Fixture {
   TraceBuilder b;
-  TrackId thread = 0;
-  TrackId stream = 0;
+  TrackId thread{0};
+  TrackId stream{0};
   StringId name = 0;
 
   Fixture() {
@@ -39,8 +39,8 @@ struct Fixture {
 
 TEST(TraceInvariants, ARowOnAnUnknownTrackNamesTheOriginTableAndCount) {
   Fixture f;
-  f.b.add(AnnotationRecord{.track = 3, .start = 0, .end = 1, .name = f.name});
-  f.b.add(AnnotationRecord{.track = 9, .start = 0, .end = 1, .name = f.name});
+  f.b.add(AnnotationRecord{.track = TrackId{3}, .start = 0, .end = 1, .name = f.name});
+  f.b.add(AnnotationRecord{.track = TrackId{9}, .start = 0, .end = 1, .name = f.name});
   EXPECT_EQ(f.error(), "x.json: 2 annotation rows naming an unknown track; first: row 0, track 3 (docs/limits.md)");
 }
 
@@ -105,7 +105,7 @@ TEST(TraceInvariants, UnknownStringsDevicesAndArgRowsAreRefused) {
   EXPECT_NE(f.error().find("1 cuda_api row naming an unknown string; first: row 0, string 4000"), std::string::npos);
 
   Fixture g;
-  g.b.add_track(TrackInfo{.kind = TrackKind::GpuStream, .device = 5, .stream = 1});
+  g.b.add_track(TrackInfo{.kind = TrackKind::GpuStream, .device = DeviceId{5}, .stream = 1});
   EXPECT_NE(g.error().find("x.json: 1 track row naming an unknown device"), std::string::npos);
 
   Fixture h;
@@ -113,7 +113,7 @@ TEST(TraceInvariants, UnknownStringsDevicesAndArgRowsAreRefused) {
   EXPECT_NE(h.error().find("1 gpu_op arg row naming an unknown event row"), std::string::npos);
 
   Fixture i;
-  i.b.add(FlowRecord{.kind = i.name, .from_track = i.thread, .from_time = 0, .to_track = 77, .to_time = 1});
+  i.b.add(FlowRecord{.kind = i.name, .from_track = i.thread, .from_time = 0, .to_track = TrackId{77}, .to_time = 1});
   EXPECT_NE(i.error().find("1 flow row naming an unknown track; first: row 0, tracks 0 -> 77"), std::string::npos);
 }
 
@@ -146,7 +146,7 @@ TEST(TraceInvariants, ThreadLoadsAreBoundedWindowsTimesCountsAndCosts) {
     change(l);
     return error(l);
   };
-  EXPECT_EQ(with([](auto& l) { l.track = 9; }),
+  EXPECT_EQ(with([](auto& l) { l.track = TrackId{9}; }),
             "x.json: 1 thread_load row naming an unknown track; first: row 1, track 9 (docs/limits.md)");
   EXPECT_EQ(with([](auto& l) { l.start = -5; }),
             "x.json: 1 thread_load row starting before 0 ns; first: row 1, start -5 ns, end 200 ns (docs/limits.md)");
@@ -189,7 +189,7 @@ TEST(TraceInvariants, ThreadLoadsAreBoundedWindowsTimesCountsAndCosts) {
 // track with load rows and no events, which the invariants accept.
 TEST(TraceInvariants, AThreadWithNoEventsButItsLoadIsFine) {
   Fixture f;
-  const TrackId omp = f.b.thread_track(0, 8, "omp");
+  const TrackId omp = f.b.thread_track(ProcessId{0}, 8, "omp");
   f.b.add(ThreadLoadRecord{.track = omp, .start = 0, .end = 100, .cpu_ns = 90, .runqueue_ns = 3});
   f.b.add(ThreadLoadRecord{.track = omp, .start = 100, .end = 200, .cpu_ns = 100, .runqueue_ns = 0});
   const Trace t = std::move(f.b).build();
@@ -211,7 +211,7 @@ TEST(TraceInvariants, MemoryEventsAreOnKnownTracksWithBoundedTimesAndBytes) {
     return f.error();
   };
   EXPECT_EQ(with([](auto&) {}), "no error");
-  EXPECT_EQ(with([](auto& m) { m.track = 9; }),
+  EXPECT_EQ(with([](auto& m) { m.track = TrackId{9}; }),
             "x.json: 1 memory_event row naming an unknown track; first: row 1, track 9 (docs/limits.md)");
   EXPECT_EQ(with([](auto& m) { m.time = -limits::kMaxAbsTimestampNs; }),
             "x.json: 1 memory_event row with a timestamp beyond +-2^62 ns; first: row 1, time -4611686018427387904 "

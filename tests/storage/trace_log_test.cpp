@@ -68,7 +68,7 @@ TEST(TraceLog, EveryRecordKindRoundTrips) {
   {
     TraceLogWriter w(dir / "full.dslog");
     record(original, w);
-    const std::uint32_t p = 0;
+    const ProcessId p{0};
     ProcessInfo updated = original.processes()[p];
     updated.end = 95000;
     updated.exit_status = 3;
@@ -112,7 +112,7 @@ TEST(TraceLog, EveryRecordKindRoundTrips) {
 TEST(TraceLog, ATrackRenamedAfterItsEventsKeepsTheLastName) {
   ScratchDir dir;
   auto write = [](TraceSink& w) {
-    const std::uint32_t p = w.add_process(ProcessInfo{.pid = 7, .name = "train"});
+    const ProcessId p = w.add_process(ProcessInfo{.pid = 7, .name = "train"});
     const TrackId main = w.add_track(TrackInfo{.kind = TrackKind::CpuThread, .process = p, .tid = 7, .name = "python"});
     const TrackId loader = w.add_track(TrackInfo{.kind = TrackKind::CpuThread, .process = p, .tid = 8, .name = "python"});
     w.add(AnnotationRecord{.track = main, .start = 10, .end = 20, .name = w.intern("step")});
@@ -141,17 +141,35 @@ TEST(TraceLog, ATrackRenamedAfterItsEventsKeepsTheLastName) {
 // Trace allows too, in the log and in SQLite alike.
 TEST(TraceLog, ThreadLoadsBetweenEventsKeepEveryField) {
   ScratchDir dir;
-  const ThreadLoadRecord widest{.track = 1, .start = 0, .end = limits::kMaxAbsTimestampNs - 1,
-                                .cpu_ns = limits::kMaxAbsTimestampNs, .runqueue_ns = 0, .events = INT64_MAX,
-                                .cost_samples = INT64_MAX, .range_cost_ns = limits::kMaxCalibrationCostNs,
+  const ThreadLoadRecord widest{.track = TrackId{1},
+                                .start = 0,
+                                .end = limits::kMaxAbsTimestampNs - 1,
+                                .cpu_ns = limits::kMaxAbsTimestampNs,
+                                .runqueue_ns = 0,
+                                .events = INT64_MAX,
+                                .cost_samples = INT64_MAX,
+                                .range_cost_ns = limits::kMaxCalibrationCostNs,
                                 .mark_cost_ns = 0};
-  const ThreadLoadRecord unknown{.track = 0, .start = 1000, .end = 1000, .cpu_ns = kNoValue,
-                                 .runqueue_ns = kNoValue, .events = 0, .cost_samples = 0, .range_cost_ns = -1,
+  const ThreadLoadRecord unknown{.track = TrackId{0},
+                                 .start = 1000,
+                                 .end = 1000,
+                                 .cpu_ns = kNoValue,
+                                 .runqueue_ns = kNoValue,
+                                 .events = 0,
+                                 .cost_samples = 0,
+                                 .range_cost_ns = -1,
                                  .mark_cost_ns = -1};
-  const ThreadLoadRecord measured{.track = 0, .start = 5000, .end = 905000, .cpu_ns = 700000, .runqueue_ns = 150000,
-                                  .events = 1234, .cost_samples = 40, .range_cost_ns = 33.125, .mark_cost_ns = 17.5};
+  const ThreadLoadRecord measured{.track = TrackId{0},
+                                  .start = 5000,
+                                  .end = 905000,
+                                  .cpu_ns = 700000,
+                                  .runqueue_ns = 150000,
+                                  .events = 1234,
+                                  .cost_samples = 40,
+                                  .range_cost_ns = 33.125,
+                                  .mark_cost_ns = 17.5};
   auto write = [&](TraceSink& w) {
-    const std::uint32_t p = w.add_process(ProcessInfo{.pid = 7, .name = "train"});
+    const ProcessId p = w.add_process(ProcessInfo{.pid = 7, .name = "train"});
     const TrackId main = w.add_track(TrackInfo{.kind = TrackKind::CpuThread, .process = p, .tid = 7});
     w.add_track(TrackInfo{.kind = TrackKind::CpuThread, .process = p, .tid = 8});
     const StringId step = w.intern("step");
@@ -182,20 +200,35 @@ TEST(TraceLog, ThreadLoadsBetweenEventsKeepEveryField) {
 // alike; two at one time keep the order they were written in.
 TEST(TraceLog, MemoryEventsBetweenEventsKeepEveryField) {
   ScratchDir dir;
-  const MemoryEventRecord widest{.track = 1, .time = limits::kMaxAbsTimestampNs - 1, .device_type = INT64_MAX,
-                                 .device_id = INT64_MIN + 1, .addr = INT64_MAX, .bytes = limits::kMaxAbsBytes - 1,
-                                 .total_allocated = -(limits::kMaxAbsBytes - 1), .total_reserved = 0};
-  const MemoryEventRecord unknown{.track = 0, .time = 950000, .device_type = kNoValue, .device_id = kNoValue,
-                                  .addr = kNoValue, .bytes = 0, .total_allocated = kNoValue,
+  const MemoryEventRecord widest{.track = TrackId{1},
+                                 .time = limits::kMaxAbsTimestampNs - 1,
+                                 .device_type = INT64_MAX,
+                                 .device_id = INT64_MIN + 1,
+                                 .addr = INT64_MAX,
+                                 .bytes = limits::kMaxAbsBytes - 1,
+                                 .total_allocated = -(limits::kMaxAbsBytes - 1),
+                                 .total_reserved = 0};
+  const MemoryEventRecord unknown{.track = TrackId{0},
+                                  .time = 950000,
+                                  .device_type = kNoValue,
+                                  .device_id = kNoValue,
+                                  .addr = kNoValue,
+                                  .bytes = 0,
+                                  .total_allocated = kNoValue,
                                   .total_reserved = kNoValue};
-  const MemoryEventRecord allocated{.track = 0, .time = 950000, .device_type = 1, .device_id = 0,
-                                    .addr = static_cast<std::int64_t>(0xfffffffffffff000ull), .bytes = 1 << 20,
-                                    .total_allocated = 3 << 20, .total_reserved = 4 << 20};
+  const MemoryEventRecord allocated{.track = TrackId{0},
+                                    .time = 950000,
+                                    .device_type = 1,
+                                    .device_id = 0,
+                                    .addr = static_cast<std::int64_t>(0xfffffffffffff000ull),
+                                    .bytes = 1 << 20,
+                                    .total_allocated = 3 << 20,
+                                    .total_reserved = 4 << 20};
   MemoryEventRecord released = allocated;
   released.bytes = -(1 << 20);
   released.total_allocated = 2 << 20;
   auto write = [&](TraceSink& w) {
-    const std::uint32_t p = w.add_process(ProcessInfo{.pid = 7, .name = "train"});
+    const ProcessId p = w.add_process(ProcessInfo{.pid = 7, .name = "train"});
     const TrackId main = w.add_track(TrackInfo{.kind = TrackKind::CpuThread, .process = p, .tid = 7});
     w.add_track(TrackInfo{.kind = TrackKind::CpuThread, .process = p, .tid = 8});
     const StringId step = w.intern("step");

@@ -31,7 +31,7 @@ struct PartWriter {
   std::int64_t dropped = 0;
   std::int64_t exit_status = kNoValue;
   std::int64_t rank = kNoValue;
-  std::function<void(TraceLogWriter&, TrackId thread, std::uint32_t process)> record;
+  std::function<void(TraceLogWriter&, TrackId thread, ProcessId process)> record;
 
   void write(const std::filesystem::path& path) const {
     TraceLogWriter w(path);
@@ -42,9 +42,13 @@ struct PartWriter {
     w.set_meta("dropped_events", std::to_string(dropped));
     if (!warnings.empty()) w.set_meta("warnings", warnings);
     if (!ended_by.empty()) w.set_meta("ended_by", ended_by);
-    const std::uint32_t process = w.add_process(ProcessInfo{.pid = pid, .parent_pid = parent_pid, .name = "p" + std::to_string(pid),
-                                                            .start = start, .end = end, .exit_status = exit_status,
-                                                            .rank = rank});
+    const ProcessId process = w.add_process(ProcessInfo{.pid = pid,
+                                                        .parent_pid = parent_pid,
+                                                        .name = "p" + std::to_string(pid),
+                                                        .start = start,
+                                                        .end = end,
+                                                        .exit_status = exit_status,
+                                                        .rank = rank});
     const TrackId thread = w.add_track(TrackInfo{.kind = TrackKind::CpuThread, .process = process, .tid = pid,
                                                  .name = "main-" + std::to_string(pid)});
     w.add(CalibrationRecord{.event_kind = "nvtx_range", .cost_ns = 20.0 + static_cast<double>(pid), .samples = 5000,
@@ -84,7 +88,7 @@ TEST(MergePartLogs, CudaApiCalibrationComesFromTheProcessThatUsedCuda) {
   PartWriter launcher{.pid = 300, .start = 1000, .end = 9000};
   launcher.write(dir / "300-1000-0.dslog");
   PartWriter cuda_user{.pid = 301, .parent_pid = 300, .start = 2000, .end = 8000};
-  cuda_user.record = [](TraceLogWriter& w, TrackId, std::uint32_t) {
+  cuda_user.record = [](TraceLogWriter& w, TrackId, ProcessId) {
     w.add(CalibrationRecord{.event_kind = "cuda_api", .cost_ns = 640.0, .samples = 4500, .method = "cupti"});
     w.set_meta("cuda_api_calibration_calls", "4500");
   };
@@ -103,16 +107,16 @@ TEST(MergePartLogs, PartsOfAJobBecomeOneTraceWithEachProcessOnItsOwnTracks) {
   // The child started later but is listed first: the merge orders parts by start.
   PartWriter child{.pid = 201, .parent_pid = 200, .start = 2000, .end = 8000, .dropped = 2, .exit_status = 0};
   child.warnings = "CUPTI activity kind 5 not recorded: x";
-  child.record = [](TraceLogWriter& w, TrackId t, std::uint32_t) {
+  child.record = [](TraceLogWriter& w, TrackId t, ProcessId) {
     for (int i = 0; i < 3; ++i) annotate(w, t, "load", "operation", 2100 + i * 100, 2150 + i * 100);
     w.add(ThreadLoadRecord{.track = t, .start = 2000, .end = 2500, .cpu_ns = 480, .runqueue_ns = 10, .events = 3,
                            .cost_samples = 1, .range_cost_ns = 41.0});
   };
   child.write(dir / "201-2000-0.dslog");
   PartWriter root{.pid = 200, .start = 1000, .end = 9000, .dropped = 1};
-  root.record = [](TraceLogWriter& w, TrackId t, std::uint32_t process) {
+  root.record = [](TraceLogWriter& w, TrackId t, ProcessId process) {
     annotate(w, t, "step", "step", 1500, 8500, 0);
-    const std::uint32_t device = w.add_device(DeviceInfo{.ordinal = 0, .process = process, .name = "H100"});
+    const DeviceId device = w.add_device(DeviceInfo{.ordinal = 0, .process = process, .name = "H100"});
     const TrackId stream = w.add_track(TrackInfo{.kind = TrackKind::GpuStream, .device = device, .stream = 7});
     const std::int64_t launch = w.add(CudaApiRecord{.track = t, .start = 1600, .end = 1700,
                                                     .name = w.intern("cudaLaunchKernel"), .correlation = 9});
@@ -189,14 +193,14 @@ TEST(MergePartLogs, PartsOfAJobBecomeOneTraceWithEachProcessOnItsOwnTracks) {
 TEST(MergePartLogs, ABatchPreparedInOneProcessAndWaitedForInAnotherGetsAFlow) {
   ScratchDir dir;
   PartWriter loader{.pid = 301, .start = 1100, .end = 5000};
-  loader.record = [](TraceLogWriter& w, TrackId t, std::uint32_t) {
+  loader.record = [](TraceLogWriter& w, TrackId t, ProcessId) {
     annotate(w, t, "prep", "prep", 1200, 1400, 5);
     annotate(w, t, "prep", "prep", 1500, 1900, 5); // the batch's last prep ends at 1900
     annotate(w, t, "prep", "prep", 2000, 2100, 6); // never waited for: no flow
   };
   loader.write(dir / "301.dslog");
   PartWriter trainer{.pid = 300, .start = 1000, .end = 6000};
-  trainer.record = [](TraceLogWriter& w, TrackId t, std::uint32_t) { annotate(w, t, "wait", "wait", 1800, 2500, 5); };
+  trainer.record = [](TraceLogWriter& w, TrackId t, ProcessId) { annotate(w, t, "wait", "wait", 1800, 2500, 5); };
   trainer.write(dir / "300.dslog");
 
   const Trace t = merge_part_logs(dir.path(), JobFacts{.root_pid = 300, .root_exit_status = 0}).trace;
@@ -216,10 +220,10 @@ TEST(MergePartLogs, RanksKeepTheirOwnBatchesAndLaunches) {
   ScratchDir dir;
   for (std::int64_t r = 0; r < 2; ++r) {
     PartWriter part{.pid = 900 + r, .start = 1000 + r, .end = 9000, .rank = r};
-    part.record = [r](TraceLogWriter& w, TrackId t, std::uint32_t process) {
+    part.record = [r](TraceLogWriter& w, TrackId t, ProcessId process) {
       annotate(w, t, "prep", "prep", 1100 + r * 10, 1200 + r * 10, 0);
       annotate(w, t, "wait", "wait", 1300 + r * 10, 1400 + r * 10, 0);
-      const std::uint32_t device = w.add_device(DeviceInfo{.ordinal = 0, .process = process, .name = "H100"});
+      const DeviceId device = w.add_device(DeviceInfo{.ordinal = 0, .process = process, .name = "H100"});
       const TrackId stream = w.add_track(TrackInfo{.kind = TrackKind::GpuStream, .device = device, .stream = 7});
       w.add(CudaApiRecord{.track = t, .start = 1500, .end = 1510, .name = w.intern("cudaLaunchKernel"), .correlation = 1});
       w.add(GpuOpRecord{.track = stream, .kind = GpuOpKind::Kernel, .start = 1600, .end = 1700 + r,
@@ -237,7 +241,7 @@ TEST(MergePartLogs, RanksKeepTheirOwnBatchesAndLaunches) {
   for (GpuOpIndex k{0}; k < 2; ++k) {
     const auto api = t.cuda_api_with_correlation(t.gpu_ops().correlation[k]);
     ASSERT_TRUE(api);
-    const std::uint32_t device_process = t.devices()[t.tracks()[t.gpu_ops().track[k]].device].process;
+    const ProcessId device_process = t.devices()[t.tracks()[t.gpu_ops().track[k]].device].process;
     EXPECT_EQ(t.tracks()[t.cuda_api().track[*api]].process, device_process);
   }
 }
@@ -247,7 +251,7 @@ TEST(MergePartLogs, AKilledProcessIsMergedAndMakesTheJobIncomplete) {
   PartWriter root{.pid = 400, .start = 1000, .end = 9000};
   root.write(dir / "400.dslog");
   PartWriter killed{.pid = 401, .start = 1500, .closed = false};
-  killed.record = [](TraceLogWriter& w, TrackId t, std::uint32_t) { annotate(w, t, "work", "operation", 1600, 1700); };
+  killed.record = [](TraceLogWriter& w, TrackId t, ProcessId) { annotate(w, t, "work", "operation", 1600, 1700); };
   killed.write(dir / "401.dslog");
 
   const MergedJob m = merge_part_logs(dir.path(), JobFacts{.root_pid = 400, .root_exit_status = 0});
@@ -262,7 +266,7 @@ TEST(MergePartLogs, AKilledProcessIsMergedAndMakesTheJobIncomplete) {
 TEST(MergePartLogs, AnUnreadablePartIsLeftOutNamingItsFile) {
   ScratchDir dir;
   PartWriter root{.pid = 500, .start = 1000, .end = 2000};
-  root.record = [](TraceLogWriter& w, TrackId t, std::uint32_t) { annotate(w, t, "step", "step", 1100, 1900, 0); };
+  root.record = [](TraceLogWriter& w, TrackId t, ProcessId) { annotate(w, t, "step", "step", 1100, 1900, 0); };
   root.write(dir / "500.dslog");
   std::ofstream(dir / "501.dslog") << "not a trace log at all";
   std::ofstream(dir / "notes.txt") << "not a part: ignored";
@@ -319,7 +323,7 @@ TEST(MergePartLogs, ARootThatRecordedNothingIsStillTheJobsProcess) {
 // Issue 33: a job that recorded no event is told apart from one that did, with the reason the
 // launcher (what --trace asked for, whether a CUDA driver loads) and the parts can give.
 TEST(MergePartLogs, AJobThatRecordedNoEventSaysWhyAsFarAsItIsKnown) {
-  auto merged = [](const JobFacts& job, const std::function<void(TraceLogWriter&, TrackId, std::uint32_t)>& record,
+  auto merged = [](const JobFacts& job, const std::function<void(TraceLogWriter&, TrackId, ProcessId)>& record,
                    const std::string& warnings = {}) {
     ScratchDir dir;
     PartWriter part{.pid = 800, .start = 1000, .end = 2000, .warnings = warnings, .exit_status = 0};
@@ -328,14 +332,14 @@ TEST(MergePartLogs, AJobThatRecordedNoEventSaysWhyAsFarAsItIsKnown) {
     return merge_part_logs(dir.path(), job);
   };
   // A thread's load alone (its ranges fell outside the window) is no event to analyze.
-  auto loads_only = [](TraceLogWriter& w, TrackId t, std::uint32_t) {
+  auto loads_only = [](TraceLogWriter& w, TrackId t, ProcessId) {
     w.add(ThreadLoadRecord{.track = t, .start = 1100, .end = 1200, .events = 4});
   };
-  auto windowed = [&](TraceLogWriter& w, TrackId t, std::uint32_t p) {
+  auto windowed = [&](TraceLogWriter& w, TrackId t, ProcessId p) {
     loads_only(w, t, p);
     w.set_meta("window_from_ns", "5000");
   };
-  auto with_device = [](TraceLogWriter& w, TrackId, std::uint32_t p) {
+  auto with_device = [](TraceLogWriter& w, TrackId, ProcessId p) {
     w.add_device(DeviceInfo{.ordinal = 0, .process = p, .name = "GPU"});
   };
   const JobFacts root{.root_pid = 800, .root_exit_status = 0};
@@ -360,7 +364,7 @@ TEST(MergePartLogs, AJobThatRecordedNoEventSaysWhyAsFarAsItIsKnown) {
             "warnings)");
 
   // One range is something: no reason, no meta.no_events, nothing refused.
-  m = merged(no_driver, [](TraceLogWriter& w, TrackId t, std::uint32_t) { annotate(w, t, "step", "step", 1100, 1900); });
+  m = merged(no_driver, [](TraceLogWriter& w, TrackId t, ProcessId) { annotate(w, t, "step", "step", 1100, 1900); });
   EXPECT_EQ(m.no_events, "");
   EXPECT_EQ(m.trace.meta_value("no_events"), "");
   EXPECT_FALSE(holds_no_events(m.trace));
@@ -427,9 +431,9 @@ TEST(TraceCopy, IdsAreRemappedBehindWhatTheOutputHeldAndEditsMoveOrDropRows) {
 
   ASSERT_EQ(t.processes().size(), 3u);
   EXPECT_EQ(t.processes()[1].name, "python-copied");
-  EXPECT_EQ(ids.processes, (std::vector<std::uint32_t>{1, 2}));
+  EXPECT_EQ(ids.processes, (std::vector{ProcessId{1}, ProcessId{2}}));
   EXPECT_EQ(ids.tracks.front(), 1u);
-  for (TrackId track = 0; track < full.tracks().size(); ++track) {
+  for (TrackId track{0}; track < full.tracks().size(); ++track) {
     const TrackInfo& copied = t.tracks()[ids.tracks[track]];
     EXPECT_EQ(copied.name, full.tracks()[track].name);
     if (copied.process != kNoIndex) {

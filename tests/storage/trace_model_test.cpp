@@ -165,7 +165,7 @@ TEST(TraceModel, SortsRowsAddedInRunsOrAtRandomAsAStableSortWould) {
   std::vector<Row> runs;
   // Four tracks, each in order, added one after another from the last: four runs, with rows
   // that tie on start (the longer first) and on start and end inside them.
-  for (TrackId tr = 4; tr-- > 0;) {
+  for (TrackId tr{4}; tr-- > 0;) {
     for (TimeNs i = 0; i < 3000; ++i) {
       const TimeNs start = i / 3 * 100;
       runs.push_back({tr, start, start + (i % 3 == 2 ? 10 : 11), static_cast<std::int64_t>(runs.size())});
@@ -189,7 +189,7 @@ TEST(TraceModel, SortsRowsAddedInRunsOrAtRandomAsAStableSortWould) {
 
 TEST(TraceModel, RejectsRowsOnUnknownTracks) {
   TraceBuilder b;
-  b.add(AnnotationRecord{.track = 3, .start = 0, .end = 1});
+  b.add(AnnotationRecord{.track = TrackId{3}, .start = 0, .end = 1});
   EXPECT_THROW(std::move(b).build(), TraceError);
 }
 

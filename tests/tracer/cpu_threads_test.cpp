@@ -54,7 +54,7 @@ TEST(CpuThreads, ThreadsThatRecordNothingAreTracksWithTheirCpuTime) {
   for (const auto& [name, thread] : spun) {
     const auto [tid, cpu] = thread;
     TrackId track = kNoIndex;
-    for (TrackId k = 0; k < t.tracks().size(); ++k) {
+    for (TrackId k{0}; k < t.tracks().size(); ++k) {
       if (t.tracks()[k].kind == TrackKind::CpuThread && t.tracks()[k].tid == tid) track = k;
     }
     ASSERT_NE(track, kNoIndex) << name << " (tid " << tid << ") has no track";
@@ -125,7 +125,7 @@ TEST(CpuThreads, AThreadThatBeginsRecordingKeepsItsTrackAndItsLoad) {
   TrackId track = kNoIndex;
   for (const Row& row : annotation_rows(t)) {
     if (row.name != "late") continue;
-    for (TrackId k = 0; k < t.tracks().size(); ++k) {
+    for (TrackId k{0}; k < t.tracks().size(); ++k) {
       if (t.tracks()[k].kind == TrackKind::CpuThread && t.tracks()[k].tid == row.tid) track = k;
     }
   }

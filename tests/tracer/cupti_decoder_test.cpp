@@ -28,7 +28,7 @@ class CuptiDecoderTest : public ::testing::Test {
   // 4242, then ends the decoder as the tracer does when the part closes.
   Trace decode(std::vector<FabricatedBuffer*> buffers, bool all_api, CuptiDecoderCounts* counts = nullptr) {
     TraceWriter writer(path_);
-    const std::uint32_t process = writer.add_process(ProcessInfo{.pid = 4242, .name = "train"});
+    const ProcessId process = writer.add_process(ProcessInfo{.pid = 4242, .name = "train"});
     TraceTarget target(writer, process);
     target.thread_track(4242, 0, "main");
     CuptiDecoder decoder(target, CuptiDecoderOptions{all_api, callback_name});
@@ -204,7 +204,7 @@ TEST_F(CuptiDecoderTest, PerLaunchQueriesAreSkippedAndLaunchesKept) {
 // never written, even with --cuda-api all, and the job's calls around them are kept.
 TEST_F(CuptiDecoderTest, TheCalibrationThreadsCallsAreCountedNotWritten) {
   TraceWriter writer(path_);
-  const std::uint32_t process = writer.add_process(ProcessInfo{.pid = 4242, .name = "train"});
+  const ProcessId process = writer.add_process(ProcessInfo{.pid = 4242, .name = "train"});
   TraceTarget target(writer, process);
   target.thread_track(4242, 0, "main");
   CuptiDecoder decoder(target, CuptiDecoderOptions{true, callback_name});
@@ -227,7 +227,7 @@ TEST_F(CuptiDecoderTest, TheCalibrationThreadsCallsAreCountedNotWritten) {
 
 TEST_F(CuptiDecoderTest, ThreadIdsMatchTheTracersThreadsByTidOrPthread) {
   TraceWriter writer(path_);
-  const std::uint32_t process = writer.add_process(ProcessInfo{.pid = 1});
+  const ProcessId process = writer.add_process(ProcessInfo{.pid = 1});
   TraceTarget target(writer, process);
   const TrackId by_tid = target.thread_track(100, 0xABCDEF0012345678ull, "worker");
   EXPECT_EQ(target.cupti_thread_track(100, true), by_tid);
@@ -244,7 +244,7 @@ TEST_F(CuptiDecoderTest, ThreadIdsMatchTheTracersThreadsByTidOrPthread) {
 // H100 traces).
 TEST_F(CuptiDecoderTest, ApiCallsBeforeTheThreadsFirstRangeShareItsTrack) {
   TraceWriter writer(path_);
-  const std::uint32_t process = writer.add_process(ProcessInfo{.pid = 1});
+  const ProcessId process = writer.add_process(ProcessInfo{.pid = 1});
   TraceTarget target(writer, process);
   const TrackId from_cupti = target.cupti_thread_track(4242, true);
   EXPECT_EQ(target.thread_track(4242, 0x7F00DEADBEEFull, "python3"), from_cupti);

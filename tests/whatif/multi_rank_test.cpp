@@ -32,7 +32,7 @@ AnnotationIndex collective_row(const Trace& t, std::int64_t rank, std::int64_t s
   const auto& ann = t.annotations();
   for (AnnotationIndex i{0}; i < ann.size(); ++i) {
     if (t.str(ann.category[i]) != annotation_category::kCollective) continue;
-    const std::uint32_t p = t.tracks()[ann.track[i]].process;
+    const ProcessId p = t.tracks()[ann.track[i]].process;
     if (t.processes()[p].rank != rank) continue;
     if (step-- == 0) return i;
   }
@@ -299,7 +299,7 @@ TEST(MultiRank, BatchesFlowWithinTheirRank) {
   for (auto [e, end] = boost::edges(g.edges()); e != end; ++e) {
     if (g.edges()[*e].kind != EdgeKind::Flow) continue;
     ++flows;
-    const TrackId from = g.resource(boost::source(*e, g.edges())), to = g.resource(boost::target(*e, g.edges()));
+    const ResourceId from = g.resource(boost::source(*e, g.edges())), to = g.resource(boost::target(*e, g.edges()));
     EXPECT_EQ(t.tracks()[from].process, t.tracks()[to].process);
   }
   EXPECT_EQ(flows, 2u);

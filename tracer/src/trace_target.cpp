@@ -47,10 +47,10 @@ void TraceTarget::add_device(std::uint32_t cupti_device, DeviceInfo info) {
   devices_.emplace(cupti_device, writer_.add_device(info));
 }
 
-std::uint32_t TraceTarget::device(std::uint32_t cupti_device) {
+DeviceId TraceTarget::device(std::uint32_t cupti_device) {
   auto it = devices_.find(cupti_device);
   if (it != devices_.end()) return it->second;
-  const std::uint32_t d = writer_.add_device(DeviceInfo{.ordinal = cupti_device, .process = process_});
+  const DeviceId d = writer_.add_device(DeviceInfo{.ordinal = cupti_device, .process = process_});
   devices_.emplace(cupti_device, d);
   return d;
 }
@@ -59,7 +59,7 @@ TrackId TraceTarget::stream_track(std::uint32_t cupti_device, std::uint32_t stre
   auto key = std::make_pair(cupti_device, stream);
   auto it = streams_.find(key);
   if (it != streams_.end()) return it->second;
-  const std::uint32_t d = device(cupti_device);
+  const DeviceId d = device(cupti_device);
   const TrackId t = writer_.add_track(TrackInfo{.kind = TrackKind::GpuStream, .process = process_, .device = d,
                                                 .stream = stream, .name = "stream " + std::to_string(stream)});
   streams_.emplace(key, t);

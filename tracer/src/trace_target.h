@@ -17,10 +17,10 @@ namespace dreamscope::tracer {
 
 class TraceTarget {
  public:
-  TraceTarget(TraceSink& writer, std::uint32_t process) : writer_(writer), process_(process) {}
+  TraceTarget(TraceSink& writer, ProcessId process) : writer_(writer), process_(process) {}
 
   TraceSink& writer() { return writer_; }
-  std::uint32_t process() const { return process_; }
+  ProcessId process() const { return process_; }
 
   StringId intern(std::string_view s) { return writer_.intern(s); }
 
@@ -38,7 +38,7 @@ class TraceTarget {
   // CUPTI device ids -> the trace's device rows; a GPU op on a device whose DEVICE record
   // has not been seen gets a row with the ordinal alone.
   void add_device(std::uint32_t cupti_device, DeviceInfo info);
-  std::uint32_t device(std::uint32_t cupti_device);
+  DeviceId device(std::uint32_t cupti_device);
   TrackId stream_track(std::uint32_t cupti_device, std::uint32_t stream);
 
   // The recording window ([from, to) in trace ns); events starting outside it are skipped.
@@ -49,12 +49,12 @@ class TraceTarget {
 
  private:
   TraceSink& writer_;
-  std::uint32_t process_;
+  ProcessId process_;
   std::unordered_map<std::int64_t, TrackId> by_tid_;
   std::unordered_map<std::uint32_t, TrackId> by_pthread_;
   std::unordered_set<TrackId> unnamed_;
   std::unordered_map<std::int64_t, std::string> thread_names_;
-  std::map<std::uint32_t, std::uint32_t> devices_;
+  std::map<std::uint32_t, DeviceId> devices_;
   std::map<std::pair<std::uint32_t, std::uint32_t>, TrackId> streams_;
   std::int64_t window_from_ = INT64_MIN, window_to_ = INT64_MAX;
 };

@@ -48,7 +48,7 @@ struct LoadWindow {
 
 // What the writer keeps per traced thread: its track, its open ranges, its load window.
 struct ThreadSink {
-  TrackId track = 0;
+  TrackId track{0};
   bool has_track = false;
   std::vector<OpenRange> stack;
   LoadWindow window;
@@ -62,7 +62,7 @@ struct OtherThreads {
   struct Seen {
     std::int64_t cpu_ns = 0;
     std::int64_t runqueue_ns = 0;
-    TrackId track = 0;
+    TrackId track{0};
     bool has_track = false;
     bool known = false;        // cpu_ns and runqueue_ns were read (the file may be missing)
     std::uint64_t listing = 0; // the last listing of /proc/self/task that had it
@@ -80,7 +80,7 @@ struct OtherThreads {
 struct Session {
   std::unique_ptr<TraceLogWriter> writer;
   std::unique_ptr<TraceTarget> target;
-  std::uint32_t process = 0;
+  ProcessId process{0};
   ProcessInfo info;
   std::thread thread;
   std::atomic<bool> stop{false};

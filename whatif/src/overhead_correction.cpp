@@ -204,7 +204,7 @@ OverheadCorrection correct_overhead(const Trace& trace, DependencyGraph& graph, 
   const std::optional<StringId> python_domain = trace.find_string("dreamscope.auto");
   double in_run_range_sum = 0;
   std::int64_t in_run_ranges = 0;
-  for (TrackId track = 0; track < trace.tracks().size(); ++track) {
+  for (TrackId track{0}; track < trace.tracks().size(); ++track) {
     const AnnotationRange rows = trace.annotations_on(track);
     // Costs passed in are what the user wants charged; otherwise the thread's own.
     const InRunCosts thread_costs(costs ? std::span<const ThreadLoadRecord>() : loads[track], out.costs);

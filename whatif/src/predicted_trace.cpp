@@ -59,7 +59,7 @@ Trace make_predicted_trace(const Trace& measured, const DependencyGraph& graph, 
     const TaskId first = graph.api_first(row), last = graph.api_last(row);
     if (first != kNoTask) {
       if (!scheduled(first) || result.end[last] == kNoValue) return false;
-      r.track = graph.resource(first);
+      r.track = TrackId{graph.resource(first)};
       r.start = result.start[first];
       r.end = result.end[last];
     } else {
@@ -72,7 +72,7 @@ Trace make_predicted_trace(const Trace& measured, const DependencyGraph& graph, 
     const TaskId first = graph.annotation_first(row), last = graph.annotation_last(row);
     if (first != kNoTask) {
       if (result.start[first] == kNoValue || result.end[last] == kNoValue) return false;
-      r.track = graph.resource(first);
+      r.track = TrackId{graph.resource(first)};
       r.start = result.start[first];
       r.end = std::max(r.start, result.end[last]);
     } else {
@@ -84,7 +84,7 @@ Trace make_predicted_trace(const Trace& measured, const DependencyGraph& graph, 
   edits.gpu_op = [&](GpuOpIndex row, GpuOpRecord& r) {
     if (const TaskId t = graph.gpu_task(row); t != kNoTask) {
       if (!scheduled(t)) return false;
-      r.track = graph.resource(t);
+      r.track = TrackId{graph.resource(t)};
       r.start = result.start[t];
       r.end = result.end[t];
       return true;
@@ -138,7 +138,7 @@ Trace make_predicted_trace(const Trace& measured, const DependencyGraph& graph, 
     const StringId name = b.intern(graph.synthetic_name(t).empty() ? "synthetic" : graph.synthetic_name(t));
     if (graph.is_stream(graph.resource(t))) {
       GpuOpRecord r;
-      r.track = graph.resource(t);
+      r.track = TrackId{graph.resource(t)};
       r.kind = graph.kind(t) == TaskKind::Memcpy   ? GpuOpKind::Memcpy
                : graph.kind(t) == TaskKind::Memset ? GpuOpKind::Memset
                                                    : GpuOpKind::Kernel;
@@ -148,7 +148,7 @@ Trace make_predicted_trace(const Trace& measured, const DependencyGraph& graph, 
       b.add(r);
     } else {
       AnnotationRecord r;
-      r.track = graph.resource(t);
+      r.track = TrackId{graph.resource(t)};
       r.name = name;
       r.domain = dreamscope;
       r.category = synthetic;

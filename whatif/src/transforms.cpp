@@ -159,8 +159,8 @@ std::string_view TaskSelection::name(TaskId t) const {
 }
 
 TrackId TaskSelection::context_track(TaskId t) const {
-  if (is_gpu_task(graph_.kind(t)) && launcher_[t] != kNoTask) return graph_.resource(launcher_[t]);
-  return graph_.resource(t);
+  if (is_gpu_task(graph_.kind(t)) && launcher_[t] != kNoTask) return TrackId{graph_.resource(launcher_[t])};
+  return TrackId{graph_.resource(t)};
 }
 
 AnnotationIndex TaskSelection::enclosing_annotation(TaskId t) const {
@@ -173,7 +173,7 @@ AnnotationIndex TaskSelection::enclosing_annotation(TaskId t) const {
   const TimeNs begin = graph_.measured_start(on_cpu);
   const TimeNs end = graph_.measured_end(on_cpu);
   const TimeNs at = end > begin ? begin + (end - begin) / 2 : begin;
-  const AnnotationIndex own = trace_.innermost_annotation_at(graph_.resource(on_cpu), at).value_or(kNoIndex);
+  const AnnotationIndex own = trace_.innermost_annotation_at(TrackId{graph_.resource(on_cpu)}, at).value_or(kNoIndex);
   if (own == kNoIndex && handed_by_[on_cpu] != kNoTask) return enclosing_annotation(handed_by_[on_cpu]);
   return own;
 }
@@ -231,7 +231,7 @@ std::vector<TaskId> TaskSelection::select(const Selector& s) const {
     std::optional<NamePattern> with, without;
     if (s.resource_with) with.emplace(*s.resource_with);
     if (s.resource_without) without.emplace(*s.resource_without);
-    for (TrackId track = 0; track < track_ok.size(); ++track) {
+    for (TrackId track{0}; track < track_ok.size(); ++track) {
       if (with && !any_category(track, *with)) track_ok[track] = 0;
       if (without && any_category(track, *without)) track_ok[track] = 0;
     }

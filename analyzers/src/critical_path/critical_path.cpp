@@ -252,7 +252,7 @@ class PathSummarizer {
   }
 
   std::string resource_label(ResourceId r) const {
-    if (r < trace_.tracks().size()) return detail::track_label(trace_, r);
+    if (r < trace_.tracks().size()) return detail::track_label(trace_, TrackId{r});
     const std::size_t added = r - trace_.tracks().size();
     if (added < g_.added_resources().size() && !g_.added_resources()[added].name.empty()) {
       return g_.added_resources()[added].name;

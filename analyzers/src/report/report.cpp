@@ -157,7 +157,7 @@ TimelineOverview timeline_overview(const Trace& trace, std::size_t bins) {
   const auto& gpu = trace.gpu_ops();
   // GPU streams first, then threads; each row is the union of the track's events.
   std::vector<TrackId> order(trace.tracks().size());
-  for (TrackId t = 0; t < order.size(); ++t) order[t] = t;
+  for (TrackId t{0}; t < order.size(); ++t) order[t] = t;
   std::stable_sort(order.begin(), order.end(), [&](TrackId a, TrackId b) {
     return trace.tracks()[a].kind == TrackKind::GpuStream && trace.tracks()[b].kind != TrackKind::GpuStream;
   });

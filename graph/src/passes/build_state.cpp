@@ -8,7 +8,7 @@ void TaskTable::set_cpu_share(TaskId t, double share) {
   cpu_share[t] = static_cast<float>(std::clamp(share, 0.0, 1.0));
 }
 
-std::uint32_t process_of(const Trace& trace, ResourceId r) {
+ProcessId process_of(const Trace& trace, ResourceId r) {
   const auto& tr = trace.tracks()[r];
   if (tr.kind == TrackKind::CpuThread) return tr.process;
   if (tr.device < trace.devices().size()) return trace.devices()[tr.device].process;
@@ -22,7 +22,7 @@ ProcessStreams::Streams& ProcessStreams::entry(const Trace& trace, const TaskTab
     }
     grouped_ = true;
   }
-  const std::uint32_t p = process_of(trace, thread);
+  const ProcessId p = process_of(trace, thread);
   auto [it, fresh] = by_process_.try_emplace(p);
   Streams& streams = it->second;
   if (!fresh) return streams;

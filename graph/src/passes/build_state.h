@@ -93,8 +93,8 @@ class ProcessStreams {
   Streams& entry(const Trace& trace, const TaskTable& tasks, ResourceId thread);
 
   bool grouped_ = false;
-  std::unordered_map<std::uint32_t, std::vector<ResourceId>> by_owner_; // streams by process_of (kNoIndex: unknown)
-  std::unordered_map<std::uint32_t, Streams> by_process_;
+  std::unordered_map<ProcessId, std::vector<ResourceId>> by_owner_; // streams by process_of (kNoIndex: unknown)
+  std::unordered_map<ProcessId, Streams> by_process_;
 };
 
 struct GraphBuildState {
@@ -128,7 +128,7 @@ struct GraphBuildState {
 
 // Which process a thread or stream belongs to (kNoIndex: unknown), and the streams a call on
 // a thread may mean (ProcessStreams). Shared by the passes that link calls to streams.
-std::uint32_t process_of(const Trace& trace, ResourceId r);
+ProcessId process_of(const Trace& trace, ResourceId r);
 const std::vector<ResourceId>& streams_of_process(GraphBuildState& s, ResourceId thread);
 ResourceId find_stream(GraphBuildState& s, ResourceId thread, std::int64_t stream_id);
 

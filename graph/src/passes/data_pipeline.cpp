@@ -220,7 +220,7 @@ void set_cpu_shares(GraphBuildState& s) {
   std::vector<float> measured(cpu ? ann.size() : 0, -1.0f);
   if (cpu && (fetch || prep)) {
     // A mark belongs to the innermost fetch or prep open on its thread where it lies.
-    for (TrackId track = 0; track < trace.tracks().size(); ++track) {
+    for (TrackId track{0}; track < trace.tracks().size(); ++track) {
       const AnnotationRange range = trace.annotations_on(track);
       std::vector<AnnotationIndex> open;
       for (auto row = range.begin; row < range.end; ++row) {

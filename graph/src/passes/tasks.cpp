@@ -48,8 +48,8 @@ TaskId add_task(TaskTable& t, ResourceId r, TaskKind kind, std::uint32_t row, Ti
 void cut_thread(const Trace& trace, TaskTable& tasks, ResourceId r) {
   const auto& api = trace.cuda_api();
   const auto& ann = trace.annotations();
-  const CudaApiRange ar = trace.cuda_api_on(r);
-  const AnnotationRange nr = trace.annotations_on(r);
+  const CudaApiRange ar = trace.cuda_api_on(TrackId{r});
+  const AnnotationRange nr = trace.annotations_on(TrackId{r});
   struct Open {
     bool is_api;
     bool closed;
@@ -124,7 +124,7 @@ void cut_thread(const Trace& trace, TaskTable& tasks, ResourceId r) {
 // the CUDA-synchronization pass's edges and syncs.
 void cut_stream(const Trace& trace, TaskTable& tasks, GraphWarnings& warnings, ResourceId r) {
   const auto& ops = trace.gpu_ops();
-  const GpuOpRange range = trace.gpu_ops_on(r);
+  const GpuOpRange range = trace.gpu_ops_on(TrackId{r});
   for (auto row = range.begin; row < range.end; ++row) {
     TaskKind kind;
     switch (ops.kind[row]) {
@@ -151,7 +151,7 @@ void cut_tasks(GraphBuildState& s) {
   tasks.annotation_last.assign(trace.annotations().size(), kNoTask);
   tasks.gpu_task.assign(trace.gpu_ops().size(), kNoTask);
   tasks.resource_begin.reserve(tracks.size() + 1);
-  for (TrackId r = 0; r < tracks.size(); ++r) {
+  for (TrackId r{0}; r < tracks.size(); ++r) {
     tasks.resource_begin.push_back(static_cast<TaskId>(tasks.size()));
     const bool stream = tracks[r].kind == TrackKind::GpuStream;
     tasks.resource_is_stream.push_back(stream ? 1 : 0);

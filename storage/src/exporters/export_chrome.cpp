@@ -138,7 +138,7 @@ class ChromeExporter {
     std::set<std::int64_t> pids;
     for (const auto& p : t_.processes()) pids.insert(p.pid);
     pid_of_process_.resize(t_.processes().size());
-    for (std::uint32_t p = 0; p < t_.processes().size(); ++p) {
+    for (ProcessId p{0}; p < t_.processes().size(); ++p) {
       pid_of_process_[p] = pids.size() == t_.processes().size() && !pids.contains(kNoValue) ? t_.processes()[p].pid
                                                                                                : std::int64_t{p} + 1;
     }
@@ -150,7 +150,7 @@ class ChromeExporter {
     gpu_pid_base_ = max_pid + 1;
     std::int64_t next_streamless = max_stream + 1;
     rows_.resize(t_.tracks().size());
-    for (TrackId i = 0; i < t_.tracks().size(); ++i) {
+    for (TrackId i{0}; i < t_.tracks().size(); ++i) {
       const TrackInfo& tr = t_.tracks()[i];
       if (tr.kind == TrackKind::CpuThread) {
         rows_[i].pid = tr.process == kNoIndex ? 0 : pid_of_process_[tr.process];
@@ -176,7 +176,7 @@ class ChromeExporter {
   }
 
   void write_metadata() {
-    for (std::uint32_t i = 0; i < t_.processes().size(); ++i) {
+    for (ProcessId i{0}; i < t_.processes().size(); ++i) {
       const ProcessInfo& p = t_.processes()[i];
       std::string name = p.name.empty() ? p.command : p.name;
       if (p.is_rank()) name = "rank " + std::to_string(p.rank) + ": " + name;
@@ -189,13 +189,13 @@ class ChromeExporter {
              << ",\"tid\":0,\"args\":{\"sort_index\":" << p.rank << "}}";
       }
     }
-    for (std::uint32_t d = 0; d < t_.devices().size(); ++d) {
+    for (DeviceId d{0}; d < t_.devices().size(); ++d) {
       const DeviceInfo& dev = t_.devices()[d];
       const std::string label = "GPU " + std::to_string(dev.ordinal) + (dev.name.empty() ? "" : " (" + dev.name + ")");
       metadata("process_name", gpu_pid_base_ + d, 0, "name", label);
       metadata("process_labels", gpu_pid_base_ + d, 0, "labels", "GPU " + std::to_string(dev.ordinal));
     }
-    for (TrackId i = 0; i < t_.tracks().size(); ++i) {
+    for (TrackId i{0}; i < t_.tracks().size(); ++i) {
       const TrackInfo& tr = t_.tracks()[i];
       // Unnamed threads stay unnamed (the viewers show their tid); streams always say what they are.
       std::string name = tr.name;

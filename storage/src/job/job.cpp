@@ -9,7 +9,7 @@ namespace dreamscope {
 
 std::vector<JobRank> job_ranks(const Trace& trace) {
   std::map<std::int64_t, JobRank> ranks;
-  for (std::uint32_t i = 0; i < trace.processes().size(); ++i) {
+  for (ProcessId i{0}; i < trace.processes().size(); ++i) {
     const ProcessInfo& p = trace.processes()[i];
     if (!p.is_rank()) continue;
     JobRank& r = ranks[p.rank];
@@ -24,13 +24,12 @@ std::vector<JobRank> job_ranks(const Trace& trace) {
     // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
     JobRank& r = entry.second;
     // The rank's own process first: the one that is not a child of another of its processes.
-    auto is_child_of_rank = [&](std::uint32_t p) {
+    auto is_child_of_rank = [&](ProcessId p) {
       const std::int64_t parent = trace.processes()[p].parent_pid;
       return std::any_of(r.processes.begin(), r.processes.end(),
-                         [&](std::uint32_t q) { return q != p && trace.processes()[q].pid == parent; });
+                         [&](ProcessId q) { return q != p && trace.processes()[q].pid == parent; });
     };
-    std::stable_partition(r.processes.begin(), r.processes.end(),
-                          [&](std::uint32_t p) { return !is_child_of_rank(p); });
+    std::stable_partition(r.processes.begin(), r.processes.end(), [&](ProcessId p) { return !is_child_of_rank(p); });
     out.push_back(std::move(r));
   }
   return out;
@@ -38,10 +37,10 @@ std::vector<JobRank> job_ranks(const Trace& trace) {
 
 std::vector<std::int64_t> track_ranks(const Trace& trace) {
   std::vector<std::int64_t> out(trace.tracks().size(), kNoValue);
-  auto rank_of_process = [&](std::uint32_t p) {
+  auto rank_of_process = [&](ProcessId p) {
     return p < trace.processes().size() ? trace.processes()[p].rank : kNoValue;
   };
-  for (TrackId t = 0; t < trace.tracks().size(); ++t) {
+  for (TrackId t{0}; t < trace.tracks().size(); ++t) {
     const TrackInfo& tr = trace.tracks()[t];
     if (tr.kind == TrackKind::CpuThread) {
       out[t] = rank_of_process(tr.process);
@@ -67,7 +66,7 @@ Trace rank_subtrace(const Trace& trace, std::int64_t rank) {
   for (const auto& [key, value] : trace.meta()) b.set_meta(key, value);
   b.set_source(trace.source());
   TraceCopyEdits keep;
-  keep.keep_process = [&](std::uint32_t p) { return trace.processes()[p].rank == rank; };
+  keep.keep_process = [&](ProcessId p) { return trace.processes()[p].rank == rank; };
   const TraceIdMap ids = append_trace_ids(b, trace, keep);
   append_trace_rows(b, trace, ids, keep);
   for (const CalibrationRecord& c : trace.calibration()) b.add(c);

@@ -492,18 +492,18 @@ void TraceBuilder::set_source(TraceSource s) {
   trace_.meta_["source"] = std::string(to_string(s));
 }
 
-std::uint32_t TraceBuilder::add_process(ProcessInfo p) {
+ProcessId TraceBuilder::add_process(ProcessInfo p) {
   trace_.processes_.push_back(std::move(p));
-  return static_cast<std::uint32_t>(trace_.processes_.size() - 1);
+  return ProcessId{trace_.processes_.size() - 1};
 }
 
-std::uint32_t TraceBuilder::add_device(DeviceInfo d) {
+DeviceId TraceBuilder::add_device(DeviceInfo d) {
   trace_.devices_.push_back(std::move(d));
-  return static_cast<std::uint32_t>(trace_.devices_.size() - 1);
+  return DeviceId{trace_.devices_.size() - 1};
 }
 
 TrackId TraceBuilder::add_track(TrackInfo t) {
-  auto id = static_cast<TrackId>(trace_.tracks_.size());
+  const TrackId id{trace_.tracks_.size()};
   if (t.kind == TrackKind::CpuThread) {
     thread_tracks_.emplace(std::pair{t.process, t.tid}, id);
   } else {
@@ -513,7 +513,7 @@ TrackId TraceBuilder::add_track(TrackInfo t) {
   return id;
 }
 
-TrackId TraceBuilder::thread_track(std::uint32_t process, std::int64_t tid, std::string_view name) {
+TrackId TraceBuilder::thread_track(ProcessId process, std::int64_t tid, std::string_view name) {
   auto it = thread_tracks_.find({process, tid});
   if (it != thread_tracks_.end()) return it->second;
   TrackInfo t;
@@ -524,7 +524,7 @@ TrackId TraceBuilder::thread_track(std::uint32_t process, std::int64_t tid, std:
   return add_track(std::move(t));
 }
 
-TrackId TraceBuilder::stream_track(std::uint32_t device, std::int64_t stream, std::string_view name) {
+TrackId TraceBuilder::stream_track(DeviceId device, std::int64_t stream, std::string_view name) {
   auto it = stream_tracks_.find({device, stream});
   if (it != stream_tracks_.end()) return it->second;
   TrackInfo t;
@@ -639,7 +639,7 @@ Trace TraceBuilder::build() && {
     assign_column<AnnotationIndex>(n.parent, n.size(), kNoIndex);
     assign_column<std::uint16_t>(n.depth, n.size(), 0);
     std::vector<AnnotationIndex> stack;
-    for (TrackId tr = 0; tr < tracks; ++tr) {
+    for (TrackId tr{0}; tr < tracks; ++tr) {
       stack.clear();
       const AnnotationRange r = t.annotation_ranges_[tr];
       for (AnnotationIndex i = r.begin; i < r.end; ++i) {

@@ -16,8 +16,8 @@ TraceIdMap append_ids(Out& out, const Trace& in, const TraceCopyEdits& edits) {
   TraceIdMap ids;
   ids.strings.assign(in.strings().size(), 0);
   for (StringId s = 1; s < in.strings().size(); ++s) ids.strings[s] = out.intern(in.strings()[s]);
-  std::uint32_t first_kept = kNoIndex;
-  for (std::uint32_t i = 0; i < in.processes().size(); ++i) {
+  ProcessId first_kept = kNoIndex;
+  for (ProcessId i{0}; i < in.processes().size(); ++i) {
     if (edits.keep_process && !edits.keep_process(i)) {
       ids.processes.push_back(kNoIndex);
       continue;

@@ -63,8 +63,9 @@ void check_intervals(std::string_view table, const std::vector<TimeNs>& start, c
   if (backwards) backwards.raise(origin);
 }
 
-void check_ids(std::string_view table, std::string_view what, const std::vector<std::uint32_t>& ids,
-               std::size_t count, const std::string& origin) {
+template <class Id> // StringId, TrackId, ...
+void check_ids(std::string_view table, std::string_view what, const std::vector<Id>& ids, std::size_t count,
+               const std::string& origin) {
   Violation unknown(table, std::string("naming an unknown ") + std::string(what));
   for (std::size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] >= count) unknown.add(i, std::string(what) + " " + std::to_string(ids[i]));

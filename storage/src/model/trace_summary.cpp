@@ -148,7 +148,7 @@ TraceSummary summarize(const Trace& trace, std::size_t top_kernels) {
     add(load[l.track].second, l.runqueue_ns);
   }
   ProcessSummary unknown_process; // threads whose process the trace does not name
-  for (TrackId t = 0; t < trace.tracks().size(); ++t) {
+  for (TrackId t{0}; t < trace.tracks().size(); ++t) {
     const auto& tr = trace.tracks()[t];
     std::size_t events = trace.cuda_api_on(t).size() + trace.gpu_ops_on(t).size() + trace.annotations_on(t).size();
     if (tr.kind == TrackKind::CpuThread) {

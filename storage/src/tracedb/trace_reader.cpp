@@ -121,8 +121,9 @@ class IdMap {
   std::unordered_map<std::int64_t, std::uint32_t> sparse_;
 };
 
-// The file's ids of strings, processes, devices and tracks, as the builder's; a reference to an
-// id the file does not hold refuses the file.
+// The file's ids of strings, processes, devices and tracks, as the builder's (plain numbers: a
+// map serves every kind, which decode() makes the column's); a reference to an id the file does
+// not hold refuses the file.
 struct Ids {
   const Reader& r;
   IdMap strings, processes, devices, tracks;
@@ -189,7 +190,7 @@ void decode(const Columns& cols, const Row& s, const Ids& ids, std::uint64_t mis
     auto& v = r.*c.member;
     using T = std::remove_cvref_t<decltype(v)>;
     if constexpr (is<C, Track>) {
-      v = ids.lookup(ids.tracks, s, col, "track", false);
+      v = T{ids.lookup(ids.tracks, s, col, "track", false)};
     } else if constexpr (is<C, String>) {
       v = ids.str(s, col);
     } else if constexpr (is<C, Int> || is<C, Unsigned>) {
@@ -199,9 +200,9 @@ void decode(const Columns& cols, const Row& s, const Ids& ids, std::uint64_t mis
     } else if constexpr (is<C, Optional>) {
       v = s.optional_integer(col);
     } else if constexpr (is<C, Process>) {
-      v = ids.lookup(ids.processes, s, col, "process", true);
+      v = T{ids.lookup(ids.processes, s, col, "process", true)};
     } else if constexpr (is<C, Device>) {
-      v = ids.lookup(ids.devices, s, col, "device", true);
+      v = T{ids.lookup(ids.devices, s, col, "device", true)};
     } else if constexpr (is<C, Start>) {
       v = s.integer(col);
     } else if constexpr (is<C, End>) {
@@ -319,8 +320,8 @@ Trace read_trace(const std::filesystem::path& path, const std::function<void(con
     const std::string sql =
         "SELECT " + select_list(r, "process_rank", cols, missing) + ", process FROM process_rank ORDER BY process";
     r.each(sql, [&](const auto& s) {
-      ProcessInfo& p = b.process(
-          ids.lookup(ids.processes, s, std::tuple_size_v<std::remove_cvref_t<decltype(cols)>>, "process", false));
+      ProcessInfo& p = b.process(ProcessId{
+          ids.lookup(ids.processes, s, std::tuple_size_v<std::remove_cvref_t<decltype(cols)>>, "process", false)});
       decode(cols, s, ids, missing, p);
     });
   }

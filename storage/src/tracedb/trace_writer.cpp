@@ -369,9 +369,9 @@ void TraceWriter::insert(sqlite::Statement& st, const Columns& cols, const Recor
   st.run_rebinding();
 }
 
-std::uint32_t TraceWriter::add_process(const ProcessInfo& p) {
+ProcessId TraceWriter::add_process(const ProcessInfo& p) {
   begin_if_needed();
-  std::uint32_t id = next_process_++;
+  const ProcessId id = next_process_++;
   insert(stmts_->process, columns::Definition<ProcessInfo>::process_columns, p, std::int64_t{id});
   count_row();
   if (has_rank_row(p))
@@ -379,7 +379,7 @@ std::uint32_t TraceWriter::add_process(const ProcessInfo& p) {
   return id;
 }
 
-void TraceWriter::update_process(std::uint32_t id, const ProcessInfo& p) {
+void TraceWriter::update_process(ProcessId id, const ProcessInfo& p) {
   begin_if_needed();
   insert(stmts_->process, columns::Definition<ProcessInfo>::process_columns, p, std::int64_t{id});
   count_row();
@@ -390,9 +390,9 @@ void TraceWriter::update_process(std::uint32_t id, const ProcessInfo& p) {
   }
 }
 
-std::uint32_t TraceWriter::add_device(const DeviceInfo& d) {
+DeviceId TraceWriter::add_device(const DeviceInfo& d) {
   begin_if_needed();
-  std::uint32_t id = next_device_++;
+  const DeviceId id = next_device_++;
   insert(stmts_->device, columns::Definition<DeviceInfo>::columns, d, std::int64_t{id});
   count_row();
   return id;
@@ -400,7 +400,7 @@ std::uint32_t TraceWriter::add_device(const DeviceInfo& d) {
 
 TrackId TraceWriter::add_track(const TrackInfo& t) {
   begin_if_needed();
-  TrackId id = next_track_++;
+  const TrackId id = next_track_++;
   insert(stmts_->track, columns::Definition<TrackInfo>::columns, t, std::int64_t{id});
   count_row();
   return id;

@@ -77,7 +77,8 @@ TimeNs plus(TimeNs a, std::int64_t delta) {
 struct Decoder {
   TraceBuilder b;
   std::vector<StringId> strings{0};
-  std::vector<std::uint32_t> processes, devices;
+  std::vector<ProcessId> processes;
+  std::vector<DeviceId> devices;
   std::vector<TrackId> tracks;
   std::vector<std::uint64_t> events; // event id - 1 -> table << 32 | row
   TimeNs last_start = 0;
@@ -90,12 +91,12 @@ struct Decoder {
     if (id >= tracks.size()) throw Damaged{"a track id the log never defined"};
     return tracks[id];
   }
-  std::uint32_t process(std::uint32_t id) const {
+  ProcessId process(std::uint32_t id) const {
     if (id == kNoIndex) return kNoIndex;
     if (id >= processes.size()) throw Damaged{"a process id the log never defined"};
     return processes[id];
   }
-  std::uint32_t device(std::uint32_t id) const {
+  DeviceId device(std::uint32_t id) const {
     if (id == kNoIndex) return kNoIndex;
     if (id >= devices.size()) throw Damaged{"a device id the log never defined"};
     return devices[id];

@@ -231,19 +231,19 @@ void TraceLogWriter::set_meta(const std::string& key, const std::string& value) 
   end_record();
 }
 
-std::uint32_t TraceLogWriter::add_process(const ProcessInfo& p) {
+ProcessId TraceLogWriter::add_process(const ProcessInfo& p) {
   put_record(kProcess, p);
   return next_process_++;
 }
 
-void TraceLogWriter::update_process(std::uint32_t id, const ProcessInfo& p) {
+void TraceLogWriter::update_process(ProcessId id, const ProcessInfo& p) {
   begin(kProcessUpdate);
   put_u(id);
   put_fields(p);
   end_record();
 }
 
-std::uint32_t TraceLogWriter::add_device(const DeviceInfo& d) {
+DeviceId TraceLogWriter::add_device(const DeviceInfo& d) {
   put_record(kDevice, d);
   return next_device_++;
 }

@@ -41,7 +41,7 @@ struct CollectiveCall {
                                         // the trace does not say
   EventTable table = EventTable::GpuOp; // GpuOp (a kernel) or Annotation (a CPU range)
   std::uint32_t row = 0;                // a row of `table`
-  TrackId track = 0;
+  TrackId track{0};
   TimeNs start = 0, end = 0;
   TimeNs duration() const { return end - start; }
 };

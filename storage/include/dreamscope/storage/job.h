@@ -24,7 +24,7 @@ struct JobRank {
   std::int64_t rank = kNoValue;
   std::int64_t local_rank = kNoValue;
   std::string host;
-  std::vector<std::uint32_t> processes; // indices into Trace::processes(), the rank's own first
+  std::vector<ProcessId> processes; // the rank's own first
 };
 
 // The ranks of the trace's processes, by rank; empty for a single-process run.

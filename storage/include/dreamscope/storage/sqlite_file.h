@@ -61,6 +61,11 @@ class Statement {
     sqlite3_bind_int64(s_.get(), i, static_cast<sqlite3_int64>(v));
     return *this;
   }
+  // A typed id (strong_index.h) as its integer: it is no std::integral, and would bind as a double.
+  template <class Tag>
+  Statement& bind(int i, StrongIndex<Tag> v) {
+    return bind(i, v.value());
+  }
   Statement& bind(int i, double v) {
     sqlite3_bind_double(s_.get(), i, v);
     return *this;

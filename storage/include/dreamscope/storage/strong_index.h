@@ -83,10 +83,13 @@ struct NoIndex {
 };
 inline constexpr NoIndex kNoIndex{};
 
-// The kinds: a row of each event table of a Trace.
+// The kinds: a row of each event table of a Trace; a track, process and device of it.
 using CudaApiIndex = StrongIndex<struct CudaApiRowTag>;
 using GpuOpIndex = StrongIndex<struct GpuOpRowTag>;
 using AnnotationIndex = StrongIndex<struct AnnotationRowTag>;
+using TrackId = StrongIndex<struct TrackTag>;     // index into Trace::tracks()
+using ProcessId = StrongIndex<struct ProcessTag>; // index into Trace::processes()
+using DeviceId = StrongIndex<struct DeviceTag>;   // index into Trace::devices()
 
 } // namespace dreamscope
 

@@ -23,8 +23,8 @@
 //   Optional  an int64 that kNoValue marks absent: NULL in trace.db, 0 in the part log
 //   Unsigned  a small unsigned integer
 //   Enum      an enumeration; each reader checks its values (as each did before this header)
-//   Process   an index into Trace::processes(), kNoIndex (NULL) when there is none
-//   Device    an index into Trace::devices(), kNoIndex (NULL) when there is none
+//   Process   a ProcessId, an index into Trace::processes(); kNoIndex (NULL) when there is none
+//   Device    a DeviceId, an index into Trace::devices(); kNoIndex (NULL) when there is none
 //   Text      a std::string
 //   Real      a double
 //   Cost      a double that a negative value marks absent (NULL in trace.db)
@@ -77,7 +77,7 @@ struct Stored<Launch, T> {
 
 // The columns a row on a track from `start` to `end` begins with, in the tables of such rows.
 #define DREAMSCOPE_SPAN_COLUMNS(X)                      \
-  X(TrackId, track, 0, Track, "track INTEGER NOT NULL") \
+  X(TrackId, track, {}, Track, "track INTEGER NOT NULL") \
   X(TimeNs,  start, 0, Start, "start INTEGER NOT NULL") \
   X(TimeNs,  end,   0, End,   "dur INTEGER NOT NULL")
 
@@ -110,7 +110,7 @@ struct Stored<Launch, T> {
 // SMs). `ordinal`: the CUDA device index within its process; `process`: that process, if known.
 #define DREAMSCOPE_DEVICE_COLUMNS(X)                                                                        \
   X(std::int64_t,  ordinal,                      0,        Int,     "ordinal INTEGER NOT NULL")             \
-  X(std::uint32_t, process,                      kNoIndex, Process, "process INTEGER REFERENCES process")   \
+  X(ProcessId,     process,                      kNoIndex, Process, "process INTEGER REFERENCES process")   \
   X(std::string,   name,                         {},       Text,    "name TEXT")                            \
   X(std::int64_t,  sm_count,                     0,        Int,     "sm_count INTEGER")                     \
   X(std::int64_t,  core_clock_khz,               0,        Int,     "core_clock_khz INTEGER")               \
@@ -125,9 +125,9 @@ struct Stored<Launch, T> {
 // stream id): the rows of a timeline and the resources of the simulator.
 #define DREAMSCOPE_TRACK_COLUMNS(X)                                                                                 \
   X(TrackKind,     kind,    TrackKind::CpuThread, Enum,     "kind INTEGER NOT NULL")                                \
-  X(std::uint32_t, process, kNoIndex,             Process,  "process INTEGER REFERENCES process") /* CPU threads */ \
+  X(ProcessId,     process, kNoIndex,             Process,  "process INTEGER REFERENCES process") /* CPU threads */ \
   X(std::int64_t,  tid,     kNoValue,             Optional, "tid INTEGER") /* CPU threads */                        \
-  X(std::uint32_t, device,  kNoIndex,             Device,   "device INTEGER REFERENCES device") /* GPU streams */   \
+  X(DeviceId,      device,  kNoIndex,             Device,   "device INTEGER REFERENCES device") /* GPU streams */   \
   X(std::int64_t,  stream,  kNoValue,             Optional, "stream INTEGER") /* GPU streams */                     \
   X(std::string,   name,    {},                   Text,     "name TEXT")
 
@@ -148,7 +148,7 @@ struct Stored<Launch, T> {
 // GpuOpRecord: work on a GPU stream. `subkind`: CopyKind for a memcpy, SyncKind for a sync;
 // `launch`: a kernel's; `bytes`: a memcpy's or memset's; `event`: the CUDA event a sync waited for.
 #define DREAMSCOPE_GPU_OP_COLUMNS(X)                                                                           \
-  X(TrackId,      track,       0,                 Track,    "track INTEGER NOT NULL") /* a GPU stream track */ \
+  X(TrackId,      track,       {},                Track,    "track INTEGER NOT NULL") /* a GPU stream track */ \
   X(GpuOpKind,    kind,        GpuOpKind::Kernel, Enum,     "kind INTEGER NOT NULL")                           \
   X(std::uint8_t, subkind,     0,                 Unsigned, "subkind INTEGER")                                 \
   X(TimeNs,       start,       0,                 Start,    "start INTEGER NOT NULL")                          \
@@ -175,9 +175,9 @@ struct Stored<Launch, T> {
 // wait, launch -> kernel in imported traces).
 #define DREAMSCOPE_FLOW_COLUMNS(X)                                               \
   X(StringId,     kind,       0,        String,   "kind INTEGER")                \
-  X(TrackId,      from_track, 0,        Track,    "from_track INTEGER NOT NULL") \
+  X(TrackId,      from_track, {},       Track,    "from_track INTEGER NOT NULL") \
   X(TimeNs,       from_time,  0,        Int,      "from_time INTEGER NOT NULL")  \
-  X(TrackId,      to_track,   0,        Track,    "to_track INTEGER NOT NULL")   \
+  X(TrackId,      to_track,   {},       Track,    "to_track INTEGER NOT NULL")   \
   X(TimeNs,       to_time,    0,        Int,      "to_time INTEGER NOT NULL")    \
   X(std::int64_t, id,         kNoValue, Optional, "flow_id INTEGER")
 
@@ -212,7 +212,7 @@ struct Stored<Launch, T> {
 // the CPU), the block's address (an unsigned one as its bit pattern), the bytes (> 0: allocated,
 // < 0: released), and the bytes in use on the device and held by the allocator after it.
 #define DREAMSCOPE_MEMORY_EVENT_COLUMNS(X)                                        \
-  X(TrackId,      track,           0,        Track,    "track INTEGER NOT NULL")  \
+  X(TrackId,      track,           {},       Track,    "track INTEGER NOT NULL")  \
   X(TimeNs,       time,            0,        Start,    "time INTEGER NOT NULL")   \
   X(std::int64_t, device_type,     kNoValue, Optional, "device_type INTEGER")     \
   X(std::int64_t, device_id,       kNoValue, Optional, "device_id INTEGER")       \

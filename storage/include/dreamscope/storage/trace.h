@@ -24,11 +24,11 @@
 
 namespace dreamscope {
 
-// Rows of the event tables are numbered by kinds of their own (strong_index.h: CudaApiIndex,
-// GpuOpIndex, AnnotationIndex; kNoIndex for none), so that one cannot be passed for another.
+// Rows of the event tables, tracks, processes and devices are numbered by kinds of their own
+// (strong_index.h: CudaApiIndex, GpuOpIndex, AnnotationIndex, TrackId, ProcessId, DeviceId;
+// kNoIndex for none), so that one cannot be passed for another.
 using TimeNs = std::int64_t;    // nanoseconds on the trace's one clock
 using StringId = std::uint32_t; // index into Trace::strings(); 0 is the empty string
-using TrackId = std::uint32_t;  // index into Trace::tracks()
 
 inline constexpr std::int64_t kNoValue = std::numeric_limits<std::int64_t>::min();
 
@@ -383,12 +383,12 @@ class TraceBuilder {
   void set_meta(const std::string& key, std::string value);
   void set_source(TraceSource s);
 
-  std::uint32_t add_process(ProcessInfo p);
-  std::uint32_t add_device(DeviceInfo d);
+  ProcessId add_process(ProcessInfo p);
+  DeviceId add_device(DeviceInfo d);
   TrackId add_track(TrackInfo t);
   // The track of (process, tid) or (device, stream), created if new.
-  TrackId thread_track(std::uint32_t process, std::int64_t tid, std::string_view name = {});
-  TrackId stream_track(std::uint32_t device, std::int64_t stream, std::string_view name = {});
+  TrackId thread_track(ProcessId process, std::int64_t tid, std::string_view name = {});
+  TrackId stream_track(DeviceId device, std::int64_t stream, std::string_view name = {});
 
   // Each returns the row's index in insertion order, which add_arg() takes. The three event
   // tables' adds touch only their own table (the GPU ops' also the launch configurations), so
@@ -430,8 +430,8 @@ class TraceBuilder {
   std::string_view str(StringId id) const { return trace_.strings_[id]; }
   // Importers learn names (Kineto's metadata events) after the tracks' first events.
   TrackInfo& track(TrackId id) { return trace_.tracks_[id]; }
-  ProcessInfo& process(std::uint32_t id) { return trace_.processes_[id]; }
-  DeviceInfo& device(std::uint32_t id) { return trace_.devices_[id]; }
+  ProcessInfo& process(ProcessId id) { return trace_.processes_[id]; }
+  DeviceInfo& device(DeviceId id) { return trace_.devices_[id]; }
   std::size_t row_count(EventTable table) const;
 
   // What the trace is read from (a file's path, "predicted trace"): build() names it in errors.
@@ -478,7 +478,8 @@ class TraceBuilder {
   std::unordered_map<LaunchConfig, std::uint32_t, LaunchHash> launch_ids_;
   LaunchConfig last_launch_;
   std::uint32_t last_launch_id_ = 0;
-  std::map<std::pair<std::uint32_t, std::int64_t>, TrackId> thread_tracks_, stream_tracks_;
+  std::map<std::pair<ProcessId, std::int64_t>, TrackId> thread_tracks_;
+  std::map<std::pair<DeviceId, std::int64_t>, TrackId> stream_tracks_;
   std::string origin_ = "trace";
   std::int64_t summarized_ = 0;
   TimeNs summarized_start_ = 0, summarized_end_ = 0;

@@ -22,12 +22,12 @@ namespace dreamscope {
 // Where each id of the copied Trace went in the output; ids out of range map to kNoIndex.
 struct TraceIdMap {
   std::vector<StringId> strings;
-  std::vector<std::uint32_t> processes;
-  std::vector<std::uint32_t> devices;
+  std::vector<ProcessId> processes;
+  std::vector<DeviceId> devices;
   std::vector<TrackId> tracks;
 
-  std::uint32_t process(std::uint32_t p) const { return p < processes.size() ? processes[p] : kNoIndex; }
-  std::uint32_t device(std::uint32_t d) const { return d < devices.size() ? devices[d] : kNoIndex; }
+  ProcessId process(ProcessId p) const { return p < processes.size() ? processes[p] : ProcessId{kNoIndex}; }
+  DeviceId device(DeviceId d) const { return d < devices.size() ? devices[d] : DeviceId{kNoIndex}; }
 };
 
 // Optional edits, called with the row's index in the copied Trace and the row already in the
@@ -38,7 +38,7 @@ struct TraceCopyEdits {
   // process left out, its devices' streams and every row on them are left out too (a flow
   // when either end is), and their ids map to kNoIndex: cutting one rank out of a job.
   // A device whose process is unknown is copied with the first process kept.
-  std::function<bool(std::uint32_t)> keep_process;
+  std::function<bool(ProcessId)> keep_process;
   std::function<void(ProcessInfo&)> process;
   std::function<bool(CudaApiIndex, CudaApiRecord&)> cuda_api;
   std::function<bool(GpuOpIndex, GpuOpRecord&)> gpu_op;

@@ -74,7 +74,9 @@ class TraceWriter : public TraceSink {
   std::int64_t next_memory_event_id_ = 1;
   std::uint64_t cuda_api_rows_ = 0, gpu_op_rows_ = 0, annotation_rows_ = 0;
   StringId next_string_id_ = 1;
-  std::uint32_t next_process_ = 0, next_device_ = 0, next_track_ = 0;
+  ProcessId next_process_{0};
+  DeviceId next_device_{0};
+  TrackId next_track_{0};
   std::unique_ptr<struct InternTable> strings_;
   struct Statements;
   std::unique_ptr<Statements> stmts_;

@@ -110,7 +110,9 @@ class TraceLogWriter final : public TraceSink {
   std::int64_t next_event_id_ = 1;
   TimeNs last_start_ = 0; // events store their start as a delta from the previous one
   StringId next_string_id_ = 1;
-  std::uint32_t next_process_ = 0, next_device_ = 0, next_track_ = 0;
+  ProcessId next_process_{0};
+  DeviceId next_device_{0};
+  TrackId next_track_{0};
   struct StringHash {
     using is_transparent = void;
     std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }

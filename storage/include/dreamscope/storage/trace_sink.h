@@ -44,9 +44,9 @@
   VIRTUAL const std::filesystem::path& path() const SPECIFIER;                              \
   VIRTUAL StringId intern(std::string_view s) SPECIFIER;                                    \
   VIRTUAL void set_meta(const std::string& key, const std::string& value) SPECIFIER;        \
-  VIRTUAL std::uint32_t add_process(const ProcessInfo& p) SPECIFIER;                        \
-  VIRTUAL void update_process(std::uint32_t id, const ProcessInfo& p) SPECIFIER;            \
-  VIRTUAL std::uint32_t add_device(const DeviceInfo& d) SPECIFIER;                          \
+  VIRTUAL ProcessId add_process(const ProcessInfo& p) SPECIFIER;                            \
+  VIRTUAL void update_process(ProcessId id, const ProcessInfo& p) SPECIFIER;                \
+  VIRTUAL DeviceId add_device(const DeviceInfo& d) SPECIFIER;                               \
   VIRTUAL TrackId add_track(const TrackInfo& t) SPECIFIER;                                  \
   VIRTUAL void rename_track(TrackId id, std::string_view name) SPECIFIER;                   \
   DREAMSCOPE_SINK_TABLES(DREAMSCOPE_SINK_ADD, VIRTUAL, SPECIFIER)                           \

@@ -114,8 +114,8 @@ class KinetoImporter final : public KinetoJsonSink {
     if (!ns_precision_ && !is_integer_text(v.text)) ns_precision_ = true;
   }
 
-  std::uint32_t process_index(std::int64_t pid) {
-    auto [it, inserted] = processes_.try_emplace(pid, 0);
+  ProcessId process_index(std::int64_t pid) {
+    auto [it, inserted] = processes_.try_emplace(pid, ProcessId{0});
     if (inserted) {
       // A pseudo-process has no pid, only its name.
       const auto label = pseudo_process_names_.find(pid);
@@ -146,7 +146,7 @@ class KinetoImporter final : public KinetoJsonSink {
     return it->second;
   }
 
-  std::uint32_t device_index(std::int64_t ordinal) { return devices_.device_of_events(builder_, ordinal); }
+  DeviceId device_index(std::int64_t ordinal) { return devices_.device_of_events(builder_, ordinal); }
 
   // A tid as Kineto wrote it: a number, a string of digits (PyTorch 1.8-1.10), or the GPU
   // row's "stream 7" (then `stream` is set too).
@@ -617,7 +617,7 @@ class KinetoImporter final : public KinetoJsonSink {
       auto it = process_names_.find(pid);
       if (it != process_names_.end()) builder_.process(index).name = std::string(it->second);
     }
-    for (TrackId t = 0; t < track_origin_.size(); ++t) {
+    for (TrackId t{0}; t < track_origin_.size(); ++t) {
       const PidTid origin = track_origin_[t];
       if (origin.pid == kNoValue) continue;
       auto it = thread_names_.find(origin);
@@ -629,7 +629,7 @@ class KinetoImporter final : public KinetoJsonSink {
       }
     }
     devices_.resolve(builder_, stats_);
-    const std::uint32_t only_process = processes_.size() == 1 ? processes_.begin()->second : kNoIndex;
+    const ProcessId only_process = processes_.size() == 1 ? processes_.begin()->second : ProcessId{kNoIndex};
     for (auto& [ordinal, index] : devices_.used()) {
       DeviceInfo& d = builder_.device(index);
       if (d.process == kNoIndex) d.process = only_process;
@@ -695,7 +695,7 @@ class KinetoImporter final : public KinetoJsonSink {
   std::int64_t input_cpu_events_ = 0, input_gpu_events_ = 0; // complete events by side, kept or not
   std::string distributed_info_;
 
-  std::unordered_map<std::int64_t, std::uint32_t> processes_;
+  std::unordered_map<std::int64_t, ProcessId> processes_;
   // The exporter without Kineto's pseudo-processes: name → key, key → name.
   std::map<std::string, std::int64_t, std::less<>> pseudo_processes_;
   std::unordered_map<std::int64_t, std::string_view> pseudo_process_names_;

@@ -6,8 +6,8 @@
 
 namespace dreamscope::kineto {
 
-std::uint32_t DeviceTable::device_of_events(TraceBuilder& builder, std::int64_t ordinal) {
-  auto [it, inserted] = used_.try_emplace(ordinal, 0);
+DeviceId DeviceTable::device_of_events(TraceBuilder& builder, std::int64_t ordinal) {
+  auto [it, inserted] = used_.try_emplace(ordinal, DeviceId{0});
   if (inserted) it->second = builder.add_device(DeviceInfo{.ordinal = ordinal});
   return it->second;
 }
@@ -23,9 +23,9 @@ void DeviceTable::add_properties(std::int64_t id, const DeviceInfo& properties) 
 }
 
 void DeviceTable::resolve(TraceBuilder& builder, ImportStats& stats) {
-  auto fill = [&](std::uint32_t index, std::int64_t ordinal, const DeviceInfo& props) {
+  auto fill = [&](DeviceId index, std::int64_t ordinal, const DeviceInfo& props) {
     DeviceInfo& d = builder.device(index);
-    const std::uint32_t process = d.process;
+    const ProcessId process = d.process;
     d = props;
     d.ordinal = ordinal;
     d.process = process;

@@ -17,17 +17,17 @@ namespace dreamscope::kineto {
 class DeviceTable {
  public:
   // The device index of the events' device `ordinal`, created when first seen.
-  std::uint32_t device_of_events(TraceBuilder& builder, std::int64_t ordinal);
+  DeviceId device_of_events(TraceBuilder& builder, std::int64_t ordinal);
   // One deviceProperties entry (or computeProperties, PyTorch 1.8-1.9), in file order.
   void add_properties(std::int64_t id, const DeviceInfo& properties);
   // After the pass: fills the devices the events used with their properties, and adds the
   // listed devices that ran nothing (the rest of the machine), so none is left empty.
   void resolve(TraceBuilder& builder, ImportStats& stats);
 
-  const std::map<std::int64_t, std::uint32_t>& used() const { return used_; }
+  const std::map<std::int64_t, DeviceId>& used() const { return used_; }
 
  private:
-  std::map<std::int64_t, std::uint32_t> used_; // ordinal in the events → device index
+  std::map<std::int64_t, DeviceId> used_; // ordinal in the events → device index
   std::vector<std::pair<std::int64_t, DeviceInfo>> listed_;
 };
 

@@ -105,8 +105,8 @@ class NsysImporter {
   static std::int64_t pid_of(std::int64_t global) { return (global >> 24) & 0xFFFFFF; }
   static std::int64_t tid_of(std::int64_t global) { return global & 0xFFFFFF; }
 
-  std::uint32_t process_index(std::int64_t pid) {
-    auto [it, inserted] = processes_.try_emplace(pid, 0);
+  ProcessId process_index(std::int64_t pid) {
+    auto [it, inserted] = processes_.try_emplace(pid, ProcessId{0});
     if (inserted) it->second = builder_.add_process(ProcessInfo{.pid = pid});
     return it->second;
   }
@@ -117,8 +117,8 @@ class NsysImporter {
     return builder_.thread_track(process_index(pid), tid, it == thread_names_.end() ? "" : it->second);
   }
 
-  std::uint32_t device_index(std::int64_t id) {
-    auto [it, inserted] = devices_.try_emplace(id, 0);
+  DeviceId device_index(std::int64_t id) {
+    auto [it, inserted] = devices_.try_emplace(id, DeviceId{0});
     if (inserted) it->second = builder_.add_device(DeviceInfo{.ordinal = id});
     return it->second;
   }
@@ -366,8 +366,8 @@ class NsysImporter {
   StringId nvtx_domain_default_ = 0;
   std::unordered_map<std::int64_t, StringId> strings_;
   std::unordered_map<std::int64_t, std::string> thread_names_;
-  std::unordered_map<std::int64_t, std::uint32_t> processes_;
-  std::map<std::int64_t, std::uint32_t> devices_;
+  std::unordered_map<std::int64_t, ProcessId> processes_;
+  std::map<std::int64_t, DeviceId> devices_;
 };
 
 } // namespace
