@@ -81,9 +81,9 @@ inline std::shared_ptr<const TraceDocument> make_step_document() {
 inline EventRef find_named(const TraceDocument& doc, EventTable table, std::string_view name) {
   const Trace& t = doc.trace();
   const auto id = t.find_string(name);
-  const std::vector<StringId>* names = table == EventTable::CudaApi ? &t.cuda_api().name
-                                       : table == EventTable::GpuOp ? &t.gpu_ops().name
-                                                                    : &t.annotations().name;
+  const std::vector<StringId>* names = &t.annotations().name;
+  if (table == EventTable::CudaApi) names = &t.cuda_api().name;
+  if (table == EventTable::GpuOp) names = &t.gpu_ops().name;
   for (std::size_t i = 0; id && i < names->size(); ++i) {
     if ((*names)[i] == *id) return EventRef{table, static_cast<std::uint32_t>(i)};
   }

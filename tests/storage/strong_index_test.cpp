@@ -106,7 +106,18 @@ static_assert(std::is_same_v<decltype(std::declval<TraceBuilder&>().add(Annotati
 static_assert(std::is_same_v<decltype(std::declval<const Trace&>().gpu_ops_on(TrackId{0})), GpuOpRange>);
 static_assert(
     std::is_same_v<decltype(std::declval<const Trace&>().cuda_api_with_correlation(0)), std::optional<CudaApiIndex>>);
-static_assert(std::is_same_v<decltype(AnnotationTable::parent), std::vector<AnnotationIndex>>);
+static_assert(std::is_same_v<decltype(AnnotationTable::parent), IndexedVector<AnnotationIndex, AnnotationIndex>>);
+
+// The tables' columns are indexed by their own table's rows, or by a plain number (a scan over
+// the whole column), never by another table's.
+template <class Column, class Row>
+concept indexes = requires(const Column& c, Row r) { c[r]; };
+static_assert(indexes<decltype(AnnotationTable::start), AnnotationIndex>);
+static_assert(indexes<decltype(AnnotationTable::start), std::size_t>);
+static_assert(!indexes<decltype(AnnotationTable::start), GpuOpIndex>);
+static_assert(!indexes<decltype(GpuOpTable::name), CudaApiIndex> && !indexes<decltype(CudaApiTable::end), TrackId>);
+static_assert(!indexes<decltype(AnnotationTable::parent), GpuOpIndex>);
+static_assert(std::is_convertible_v<const decltype(GpuOpTable::start)&, const std::vector<TimeNs>&>);
 
 // Tracks, processes and devices likewise: a thread's process is no device, and no row is a track.
 static_assert(!std::is_convertible_v<ProcessId, DeviceId> && !std::is_constructible_v<TrackId, ProcessId>);

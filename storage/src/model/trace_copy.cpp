@@ -113,7 +113,8 @@ void append_rows(Out& out, const Trace& in, const TraceIdMap& ids, const TraceCo
 
 std::int64_t CorrelationSpace::shift_for(const Trace& in) {
   std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = std::numeric_limits<std::int64_t>::min();
-  for (const auto* ids : {&in.cuda_api().correlation, &in.gpu_ops().correlation}) {
+  const std::vector<std::int64_t>* correlations[] = {&in.cuda_api().correlation, &in.gpu_ops().correlation};
+  for (const auto* ids : correlations) {
     for (std::int64_t c : *ids) {
       if (c == kNoValue) continue;
       lo = std::min(lo, c);

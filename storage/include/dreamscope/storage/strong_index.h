@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <vector>
 
 namespace dreamscope {
 
@@ -70,6 +71,22 @@ bool operator==(StrongIndex<A>, StrongIndex<B>) = delete;
 template <class A, class B>
   requires(!std::same_as<A, B>)
 std::strong_ordering operator<=>(StrongIndex<A>, StrongIndex<B>) = delete;
+
+// A vector indexed by one kind: by it or by a plain number, never by another kind (a column of
+// the annotations refuses a GpuOpIndex). A std::vector otherwise, which it passes for.
+template <class Index, class T>
+class IndexedVector : public std::vector<T> {
+ public:
+  using std::vector<T>::vector;
+  using std::vector<T>::operator=;
+  using std::vector<T>::operator[];
+  template <class Tag>
+    requires(!std::same_as<StrongIndex<Tag>, Index>)
+  T& operator[](StrongIndex<Tag>) = delete;
+  template <class Tag>
+    requires(!std::same_as<StrongIndex<Tag>, Index>)
+  const T& operator[](StrongIndex<Tag>) const = delete;
+};
 
 // "None": of any kind (a top-level annotation's parent, a device of no process), and, as an
 // integer, the largest uint32_t.

@@ -196,13 +196,15 @@ struct EventArg {
   bool operator==(const EventArg&) const = default;
 };
 
-// Columnar tables, one vector per column of the record (tables.h), of the same name; a GPU op's
-// `launch` is an index into Trace::launch_configs() (0 = none). Within each table, rows are
-// sorted by (track, start, longer first).
+// Columnar tables, one vector per column of the record (tables.h), of the same name, indexed by
+// the table's rows (`Index`: another table's row does not index it); a GPU op's `launch` is an
+// index into Trace::launch_configs() (0 = none). Within each table, rows are sorted by (track,
+// start, longer first).
 #define DREAMSCOPE_TABLE_COLUMN(T, member, value, encoding, sql) \
-  std::vector<columns::Stored<columns::encoding, T>::type> member;
+  IndexedVector<Index, columns::Stored<columns::encoding, T>::type> member;
 
 struct CudaApiTable {
+  using Index = CudaApiIndex;
   DREAMSCOPE_CUDA_API_COLUMNS(DREAMSCOPE_TABLE_COLUMN)
 
   std::size_t size() const { return start.size(); }
@@ -210,6 +212,7 @@ struct CudaApiTable {
 };
 
 struct GpuOpTable {
+  using Index = GpuOpIndex;
   DREAMSCOPE_GPU_OP_COLUMNS(DREAMSCOPE_TABLE_COLUMN)
 
   std::size_t size() const { return start.size(); }
@@ -218,11 +221,12 @@ struct GpuOpTable {
 };
 
 struct AnnotationTable {
+  using Index = AnnotationIndex;
   DREAMSCOPE_ANNOTATION_COLUMNS(DREAMSCOPE_TABLE_COLUMN)
   // Derived on build: nesting on the track (ranges that do not nest properly are
   // treated as siblings of what they overlap).
-  std::vector<AnnotationIndex> parent; // kNoIndex at the top level
-  std::vector<std::uint16_t> depth;
+  IndexedVector<Index, AnnotationIndex> parent; // kNoIndex at the top level
+  IndexedVector<Index, std::uint16_t> depth;
 
   std::size_t size() const { return start.size(); }
   AnnotationRecord row(AnnotationIndex i) const;
