@@ -81,9 +81,11 @@ std::string render_text(const ReplayCommandOptions& o, const Trace& trace, const
                                    format_duration(c.removed_ns), c.events_charged, c.overhead_records,
                                    format_duration(c.unabsorbed_ns)));
       if (c.events_charged_in_run > 0) {
-        line("costs", fmt::format("{} events at their thread's cost timed in the run (a range {:.1f} ns on average); "
+        line("costs", fmt::format("{} events at their thread's cost measured in the run ({} of them by its cost probes, "
+                                  "the rest as their calls timed; a range {:.1f} ns on average); "
                                   "{} at start-up calibration (range {:.1f} ns, marker {:.1f} ns, API call {:.1f} ns)",
-                                  c.events_charged_in_run, c.in_run_range_ns, c.events_charged - c.events_charged_in_run,
+                                  c.events_charged_in_run, c.events_charged_by_probes, c.in_run_range_ns,
+                                  c.events_charged - c.events_charged_in_run,
                                   c.costs.range_ns, c.costs.marker_ns, c.costs.cuda_api_ns));
       } else {
         line("costs", fmt::format("start-up calibration: range {:.1f} ns, marker {:.1f} ns, API call {:.1f} ns (the trace "

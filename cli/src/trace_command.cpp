@@ -57,6 +57,7 @@ struct TraceOptions {
   bool keep_parts = false;
   bool per_rank = false;
   int buffer_mb = 512;
+  int cost_probe = 8;
   std::string python = "on";
   int python_modules = 1;
   bool python_ops = false;
@@ -298,6 +299,7 @@ int run_trace(const TraceOptions& o) {
   setenv(env::kSources, o.sources.c_str(), 1);
   setenv(env::kCudaApi, o.cuda_api.c_str(), 1);
   setenv(env::kBufferMb, std::to_string(o.buffer_mb).c_str(), 1);
+  setenv(env::kCostProbe, std::to_string(o.cost_probe).c_str(), 1);
   setenv(env::kCommand, command.c_str(), 1);
   setenv(env::kJobStartNs, std::to_string(monotonic_ns()).c_str(), 1);
   setenv(env::kDelayNs, std::to_string(static_cast<std::int64_t>(o.delay_s * 1e9)).c_str(), 1);
@@ -412,6 +414,12 @@ const CommandRegistration trace_command(10, "trace", [](CLI::App& app) -> Comman
   cmd->add_option("--buffer-mb", o->buffer_mb,
                   "Memory per process for events not yet written; past it events are dropped (and counted)")
       ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("--cost-probe", o->cost_probe,
+                  "One load window of a recording thread in this many records every NVTX call twice (the second "
+                  "record dropped), so that --correct-overhead knows what a record cost the job where the cost "
+                  "landed; 0: no probes (correction then uses the calls' own timing)")
+      ->check(CLI::Range(0, 1000))
       ->capture_default_str();
   cmd->add_option("--python", o->python,
                   "on: record PyTorch's framework layer in every Python process with no code change (steps, "

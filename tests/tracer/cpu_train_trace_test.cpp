@@ -2,6 +2,8 @@
 // is in the trace, on the right thread, with the right batch id, exactly once.
 #include "run_helpers.h"
 
+#include <dreamscope/whatif/cost_probes.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -49,7 +51,8 @@ TEST(CpuTrainTrace, EveryPhaseOfEveryBatchOnItsThread) {
     EXPECT_GT(c.cost_ns, 0) << c.event_kind;
   }
   EXPECT_EQ(calibrated, (std::set<std::string>{"nvtx_range", "nvtx_mark", "nvtx_range_timed", "nvtx_mark_timed",
-                                               "nvtx_range_in_work", "nvtx_mark_in_work", "clock_read"}));
+                                               "nvtx_range_in_work", "nvtx_mark_in_work", "nvtx_range_entry",
+                                               "nvtx_range_probe", "clock_read"}));
   // Every thread that recorded has its load: windows inside the run, the events it recorded
   // in them, and (where the kernel keeps schedstats) the CPU it got and its waits for a core.
   std::set<TrackId> loaded;
@@ -193,6 +196,58 @@ TEST(CpuTrainTrace, FineAnnotationBurstIsRecordedWhole) {
   for (const ProcessInfo& p : t.processes()) lifetimes += p.end - p.start;
   EXPECT_GT(writer_cpu, 0);
   EXPECT_LT(writer_cpu, lifetimes);
+  std::filesystem::remove_all(dir);
+}
+
+// Cost probes (tracer/src/writer_thread.cpp): for a load window in eight the tracer records
+// every call twice. The second records are counted apart and dropped; what the program recorded
+// is all there, once, probe or not; overhead correction charges what the probes measured.
+TEST(CpuTrainTrace, CostProbesRecordNothingTwiceAndMeasureWhatARecordCosts) {
+  const auto dir = scratch_dir("cpu-train-probes");
+  constexpr int kSteps = 600, kBatch = 4, kHidden = 64;
+  const std::vector<std::string> job = {bin("cpu_train"), "--steps", std::to_string(kSteps), "--workers", "0",
+                                        "--batch-size", std::to_string(kBatch), "--hidden", std::to_string(kHidden),
+                                        "--fine-annotations", "--data", (dir / "data").string()};
+  for (const char* every : {"2", "0"}) {
+    const auto out = dir / (std::string("probe-") + every + ".db");
+    RunResult r = run(traced(out, job, {"--cost-probe", every}));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    Trace t = read_trace(out);
+    EXPECT_EQ(t.dropped_events(), 0);
+    const auto rows = annotation_rows(t);
+    EXPECT_EQ(named(rows, "step").size(), static_cast<std::size_t>(kSteps)) << every;
+    EXPECT_EQ(named(rows, "neuron").size(), static_cast<std::size_t>(kSteps * kBatch * kHidden)) << every;
+    EXPECT_EQ(named(rows, "neuron_grad").size(), static_cast<std::size_t>(kSteps * kBatch * kHidden)) << every;
+    std::int64_t probe_windows = 0, plain_windows = 0, events = 0;
+    for (const ThreadLoadRecord& l : t.thread_loads()) {
+      EXPECT_GE(l.probe_events, 0);
+      EXPECT_LE(l.probe_events, l.events + 1) << "a call recorded more than twice";
+      events += l.events;
+      if (l.events == 0) continue;
+      ++(l.probe_events * 2 >= l.events ? probe_windows : plain_windows);
+    }
+    // Each range is two recorded calls; the windows count the calls once, the second records apart.
+    EXPECT_LE(events, static_cast<std::int64_t>(t.annotations().size()) * 2);
+    const whatif::ProbeSummary probes = whatif::summarize_probes(t);
+    if (std::string(every) == "0") {
+      EXPECT_EQ(probe_windows, 0);
+      EXPECT_EQ(probes.probes, 0);
+      continue;
+    }
+    // --cost-probe 2: every other window, in a run of well over 100 ms.
+    EXPECT_GE(probe_windows, 2) << plain_windows << " plain windows";
+    EXPECT_GE(plain_windows, 2);
+    EXPECT_EQ(probes.probes, probe_windows);
+    // The start-up figures the correction adds to the probes' measure: a probe repeats most of a
+    // call, so it adds to a range at least what a mark costs back to back.
+    double entry = -1, probe = -1;
+    for (const auto& c : t.calibration()) {
+      if (c.event_kind == "nvtx_range_entry") entry = c.cost_ns;
+      if (c.event_kind == "nvtx_range_probe") probe = c.cost_ns;
+    }
+    EXPECT_GT(entry, 0);
+    EXPECT_GT(probe, 0);
+  }
   std::filesystem::remove_all(dir);
 }
 

@@ -39,6 +39,8 @@ Config config_from_environment() {
   const std::int64_t mb = env_int(env::kBufferMb, 512);
   c.buffer_bytes = static_cast<std::size_t>(std::clamp<std::int64_t>(mb, 1, std::int64_t{1} << 20)) << 20;
   c.cupti_flush_ms = std::max<std::int64_t>(0, env_int(env::kCuptiFlushMs, 100));
+  c.cost_probe_every = std::clamp<std::int64_t>(env_int(env::kCostProbe, 8), 0, 1000);
+  if (c.cost_probe_every == 1) c.cost_probe_every = 2; // a probe needs plain windows beside it
   if (const char* cmd = std::getenv(env::kCommand); cmd && *cmd) c.command = cmd;
   return c;
 }

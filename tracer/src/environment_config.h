@@ -24,6 +24,8 @@ struct Config {
   // How often the writer asks CUPTI for the activity records it has completed (0: only when
   // buffers fill and at exit).
   std::int64_t cupti_flush_ms = 100;
+  // One load window in this many is a cost probe (writer_thread.cpp); 0: none.
+  std::int64_t cost_probe_every = 8;
   std::string command; // the job's command line
 };
 

@@ -34,6 +34,9 @@ enum class EventKind : std::uint8_t {
   // The tracer's own work on the thread: `ticks` .. `payload` (ticks) spent mapping a chunk
   // because the pool had none ready. Overhead correction removes it from the thread.
   BufferMap = 6,
+  // A cost probe's second record of a call (writer_thread.cpp, "Cost probes"): the same work
+  // as the call's own record, which the writer counts and drops.
+  Probe = 7,
 };
 
 // Names: an interned string id (the tracer's string table), or 0 for none.
@@ -143,6 +146,16 @@ class ThreadBuffer {
     put(e);
     return true;
   }
+  // A cost probe's record: needs room beyond the reserved pops, and is never counted as
+  // dropped (it records nothing the user asked for).
+  inline void probe(const Event& e) {
+    if (!reserve(static_cast<std::uint64_t>(depth_) + 1)) return;
+    put(e);
+    probes_.store(probes_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+  // Consumer: the probe records written so far.
+  std::uint64_t probes() const { return probes_.load(std::memory_order_relaxed); }
+
   // In-run cost sampling. Start-up calibration times the hot path in a loop, in whatever state
   // the machine was in then; a run can later cost twice that (caches the job fills, a busy
   // sibling core). So the entry points time themselves in the run: one call in
@@ -282,6 +295,7 @@ class ThreadBuffer {
   Chunk* read_ = nullptr;
   std::uint64_t read_end_ = 0;
   std::atomic<std::uint64_t> dropped_{0};
+  std::atomic<std::uint64_t> probes_{0};
   CostTally cost_[kCostKinds];
   std::uint32_t index_;
   std::int64_t tid_;

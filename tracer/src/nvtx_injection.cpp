@@ -132,45 +132,83 @@ inline void mark(std::uint64_t at, std::uint16_t domain, const Attributes& a) {
 
 Attributes named(std::uint32_t name) { return Attributes{.name = name}; }
 
+// While a cost probe runs (writer_thread.cpp, "Cost probes"), a recorded call does its
+// recording work a second time: a clock read, its name decoded (`attributes` repeats the
+// call's own decoding, interning included) and a record written to the thread's buffer, which
+// the writer counts and drops. The probe's windows then cost the thread two records a call,
+// where the others cost one: the difference, measured in the thread's CPU time, is what one
+// record costs the job, wherever in the job's code that cost lands. Off, a load and a branch.
+template <class Decode>
+inline void probe_again(EventKind kind, std::uint16_t domain, Decode&& attributes) {
+  if (!g_hot.cost_probe.load(std::memory_order_relaxed)) [[likely]] return;
+  const auto at = now();
+  const Attributes a = attributes();
+  thread_buffer().probe(make(at, EventKind::Probe, a.name, domain, a.category, a.payload,
+                             static_cast<std::uint64_t>(kind)));
+}
+inline Attributes no_attributes() { return {}; }
+
 // CORE module: the default domain.
 void NVTX_API mark_ex(const nvtxEventAttributes_t* a) {
   const auto at = now();
   mark(at, 0, decode(a));
+  probe_again(EventKind::Mark, 0, [&] { return decode(a); });
 }
 void NVTX_API mark_a(const char* m) {
   const auto at = now();
   mark(at, 0, named(intern_ascii(m)));
+  probe_again(EventKind::Mark, 0, [&] { return named(intern_ascii(m)); });
 }
 void NVTX_API mark_w(const wchar_t* m) {
   const auto at = now();
   mark(at, 0, named(intern_wide(m)));
+  probe_again(EventKind::Mark, 0, [&] { return named(intern_wide(m)); });
 }
 nvtxRangeId_t NVTX_API start_ex(const nvtxEventAttributes_t* a) {
   const auto at = now();
-  return start(at, 0, decode(a));
+  const nvtxRangeId_t id = start(at, 0, decode(a));
+  probe_again(EventKind::Start, 0, [&] { return decode(a); });
+  return id;
 }
 nvtxRangeId_t NVTX_API start_a(const char* m) {
   const auto at = now();
-  return start(at, 0, named(intern_ascii(m)));
+  const nvtxRangeId_t id = start(at, 0, named(intern_ascii(m)));
+  probe_again(EventKind::Start, 0, [&] { return named(intern_ascii(m)); });
+  return id;
 }
 nvtxRangeId_t NVTX_API start_w(const wchar_t* m) {
   const auto at = now();
-  return start(at, 0, named(intern_wide(m)));
+  const nvtxRangeId_t id = start(at, 0, named(intern_wide(m)));
+  probe_again(EventKind::Start, 0, [&] { return named(intern_wide(m)); });
+  return id;
 }
-void NVTX_API end_range(nvtxRangeId_t id) { end(now(), id); }
+void NVTX_API end_range(nvtxRangeId_t id) {
+  end(now(), id);
+  probe_again(EventKind::End, 0, no_attributes);
+}
 int NVTX_API push_ex(const nvtxEventAttributes_t* a) {
   const auto at = now();
-  return push(at, 0, decode(a));
+  const int r = push(at, 0, decode(a));
+  probe_again(EventKind::Push, 0, [&] { return decode(a); });
+  return r;
 }
 int NVTX_API push_a(const char* m) {
   const auto at = now();
-  return push(at, 0, named(intern_ascii(m)));
+  const int r = push(at, 0, named(intern_ascii(m)));
+  probe_again(EventKind::Push, 0, [&] { return named(intern_ascii(m)); });
+  return r;
 }
 int NVTX_API push_w(const wchar_t* m) {
   const auto at = now();
-  return push(at, 0, named(intern_wide(m)));
+  const int r = push(at, 0, named(intern_wide(m)));
+  probe_again(EventKind::Push, 0, [&] { return named(intern_wide(m)); });
+  return r;
 }
-int NVTX_API pop_range() { return pop(now(), 0); }
+int NVTX_API pop_range() {
+  const int r = pop(now(), 0);
+  probe_again(EventKind::Pop, 0, no_attributes);
+  return r;
+}
 void NVTX_API name_category_a(std::uint32_t c, const char* n) { domains().name_category(0, c, n ? n : ""); }
 void NVTX_API name_category_w(std::uint32_t c, const wchar_t* n) {
   domains().name_category(0, c, strings().get(intern_wide(n)));
@@ -190,17 +228,29 @@ void NVTX_API domain_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* 
     return;
   }
   mark(at, domain_index(d), decode(a));
+  probe_again(EventKind::Mark, domain_index(d), [&] { return decode(a); });
 }
 nvtxRangeId_t NVTX_API domain_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   const auto at = now();
-  return start(at, domain_index(d), decode(a));
+  const nvtxRangeId_t id = start(at, domain_index(d), decode(a));
+  probe_again(EventKind::Start, domain_index(d), [&] { return decode(a); });
+  return id;
 }
-void NVTX_API domain_end(nvtxDomainHandle_t, nvtxRangeId_t id) { end(now(), id); }
+void NVTX_API domain_end(nvtxDomainHandle_t, nvtxRangeId_t id) {
+  end(now(), id);
+  probe_again(EventKind::End, 0, no_attributes);
+}
 int NVTX_API domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   const auto at = now();
-  return push(at, domain_index(d), decode(a));
+  const int r = push(at, domain_index(d), decode(a));
+  probe_again(EventKind::Push, domain_index(d), [&] { return decode(a); });
+  return r;
 }
-int NVTX_API domain_pop(nvtxDomainHandle_t d) { return pop(now(), domain_index(d)); }
+int NVTX_API domain_pop(nvtxDomainHandle_t d) {
+  const int r = pop(now(), domain_index(d));
+  probe_again(EventKind::Pop, domain_index(d), no_attributes);
+  return r;
+}
 // Resources (names for memory, streams, ...) are not recorded; a non-null handle keeps
 // callers that check for null working.
 nvtxResourceHandle_t NVTX_API domain_resource_create(nvtxDomainHandle_t, nvtxResourceAttributes_t*) {

@@ -71,6 +71,7 @@ std::int64_t end_by_pause(const Session& s, std::int64_t start, std::int64_t end
 
 void process_event(Session& s, ThreadSink& sink, std::uint32_t thread_index, const Event& e, std::uint64_t pos,
                    bool with_external_ids) {
+  if (static_cast<EventKind>(e.kind) == EventKind::Probe) return; // counted by the load window
   const bool kept = past_pauses(s, sink, e.ticks);
   // A started range's end comes even from inside a pause: the range ends at the pause.
   if (!kept && static_cast<EventKind>(e.kind) != EventKind::End) return;
@@ -116,6 +117,7 @@ void process_event(Session& s, ThreadSink& sink, std::uint32_t thread_index, con
                                    .end = std::max(t, g_tracer->clock.to_ns(static_cast<std::uint64_t>(e.payload))),
                                    .kind = s.buffer_map_kind});
       break;
+    case EventKind::Probe: break; // returned above
   }
 }
 
@@ -178,6 +180,7 @@ bool paused_now(const Session& s) { return !s.pauses.empty() && s.pauses.back().
 void begin_window(LoadWindow& w, const ThreadBuffer& b, bool retired) {
   w.start = monotonic_ns();
   w.position = b.position();
+  w.probes = b.probes();
   for (std::size_t k = 0; k < ThreadBuffer::kCostKinds; ++k) w.cost[k] = b.cost_tally(static_cast<EventKind>(k + 1));
   read_thread_schedstat(b, retired, w.cpu_ns, w.runqueue_ns);
 }
@@ -212,7 +215,8 @@ void note_thread_load(Session& s, ThreadSink& sink, const ThreadBuffer& b, bool 
     r.cpu_ns = next.cpu_ns - w.cpu_ns;
     r.runqueue_ns = next.runqueue_ns - w.runqueue_ns;
   }
-  r.events = static_cast<std::int64_t>(next.position - w.position);
+  r.probe_events = static_cast<std::int64_t>(next.probes - w.probes);
+  r.events = static_cast<std::int64_t>(next.position - w.position) - r.probe_events;
   const double ns_per_tick = g_tracer->clock.ns_per_tick();
   double mean[ThreadBuffer::kCostKinds];
   for (std::size_t k = 0; k < ThreadBuffer::kCostKinds; ++k) {
@@ -321,6 +325,51 @@ void note_other_threads(Session& s, const std::vector<ThreadBuffer*>& buffers, b
   o.window_paused = paused_now(s);
 }
 
+// Cost probes. What a record costs the job is not all inside the call: its stores reach memory,
+// and evict the job's lines, after the call has returned, and on the development VM's slow
+// state a range cost the job 31 ns where the call's own timing, less its clock read, read 25
+// to 73 (docs/simulation.md, "Overhead correction"). So the tracer measures the cost where it
+// lands, in the thread's own CPU time: for one load window in `cost_probe_every`, every
+// recorded call does its recording twice (nvtx_injection.cpp, probe_again), and the windows on
+// either side of it record once. The job's work per call is the same in both, so the probe's
+// extra CPU time per call is what one record costs, in the machine's state of the moment;
+// overhead correction reads it from the thread_load rows (`probe_events`), which count the
+// second records apart. Nothing the user asked for is missing: every call is recorded in every
+// window; the probe costs the job one more record per call for a window in eight, which
+// correction removes with the rest. A probe lasts one short window (10 ms); the gaps between
+// are drawn from 0.5 to 1.5 times their mean, so that a job whose steps repeat at the mean's
+// period does not meet the probe at one phase of its step every time. Off while recording is
+// paused. Returns whether the probe was turned on or off by this drain, when every thread's
+// load window ends with it.
+bool schedule_cost_probe(Session& s, std::int64_t now) {
+  const std::int64_t every = g_tracer->config.cost_probe_every;
+  const bool paused = paused_now(s);
+  if (every <= 0 || s.failed || !s.writer) return false;
+  if (s.probe_toggle_at < 0) { // the first drain: no probe before the windows have begun
+    s.probe_toggle_at = now + kShortLoadWindowNs;
+    return false;
+  }
+  if (paused) {
+    if (!s.probe_on) return false;
+    s.probe_on = false;
+    g_hot.cost_probe.store(false, std::memory_order_relaxed);
+    s.probe_toggle_at = now + kShortLoadWindowNs;
+    return true;
+  }
+  if (now < s.probe_toggle_at) return false;
+  s.probe_on = !s.probe_on;
+  if (s.probe_on) {
+    s.probe_toggle_at = now + kShortLoadWindowNs;
+  } else {
+    s.probe_random ^= s.probe_random << 13;
+    s.probe_random ^= s.probe_random >> 7;
+    s.probe_random ^= s.probe_random << 17;
+    const std::int64_t mean = (every - 1) * kShortLoadWindowNs;
+    s.probe_toggle_at = now + mean / 2 + static_cast<std::int64_t>(s.probe_random % static_cast<std::uint64_t>(mean));
+  }
+  return true;
+}
+
 // Free chunks the writer keeps mapped for the traced threads: two bursts' worth of head
 // start (a chunk holds 64 k events, 2 ms of the fastest burst measured).
 constexpr std::size_t kReadyChunks = 2;
@@ -344,6 +393,8 @@ void drain_all(Session& s, bool final) {
   // Before the buffers: a thread that began recording ends its window here, before its
   // buffer's first window begins.
   if (!s.failed && s.writer) note_other_threads(s, buffers, final || pauses_changed);
+  // Turned on or off after the windows that end here have ended, so that they saw one state.
+  const bool probe_changed = schedule_cost_probe(s, monotonic_ns());
   std::vector<ThreadBuffer*> finished;
   for (ThreadBuffer* b : buffers) {
     // Read before draining: a buffer seen retired is drained completely afterwards.
@@ -362,11 +413,14 @@ void drain_all(Session& s, bool final) {
         }
         process_event(s, sink, b->index(), e, pos, with_external_ids);
       });
-      if (sink.has_track && s.writer) note_thread_load(s, sink, *b, retired, final || retired || pauses_changed);
+      if (sink.has_track && s.writer) {
+        note_thread_load(s, sink, *b, retired, final || retired || pauses_changed || probe_changed);
+      }
     }
     if (retired) finished.push_back(b);
   }
   apply_thread_names(s); // tracks made in this drain: renamed
+  if (probe_changed || final) g_hot.cost_probe.store(s.probe_on && !final, std::memory_order_relaxed);
   if (!finished.empty()) {
     std::lock_guard lock(t.registry_mu);
     for (ThreadBuffer* b : finished) {

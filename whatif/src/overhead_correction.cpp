@@ -1,5 +1,7 @@
 #include "dreamscope/whatif/overhead_correction.h"
 
+#include "dreamscope/whatif/cost_probes.h"
+
 #include <algorithm>
 #include <cmath>
 #include <iterator>
@@ -24,6 +26,8 @@ OverheadCosts overhead_costs(const std::vector<CalibrationRecord>& calibration) 
   costs.marker_timed_ns = pick("nvtx_mark_timed");
   costs.clock_read_ns = pick("clock_read");
   costs.python_range_ns = pick("python_range");
+  costs.range_entry_ns = pick("nvtx_range_entry");
+  costs.range_probe_ns = pick("nvtx_range_probe");
   return costs;
 }
 
@@ -58,11 +62,13 @@ namespace {
 // thread's mean over the run does (or, without one, start-up calibration).
 constexpr std::int64_t kMinCostSamples = 32;
 
-// The in-run costs of one thread: per window, and its mean over the run.
+// The in-run costs of one thread: per window, and its mean over the run. Where the thread's
+// cost probes measured (cost_probes.h), a window is charged what they measured at speeds
+// nearest its own; else what its calls timed; else start-up calibration.
 class InRunCosts {
  public:
   InRunCosts(std::span<const ThreadLoadRecord> windows, const OverheadCosts& fallback)
-      : windows_(windows), fallback_(fallback) {
+      : windows_(windows), fallback_(fallback), probes_(windows) {
     double range_sum = 0, mark_sum = 0;
     std::int64_t range_n = 0, mark_n = 0;
     for (const auto& w : windows) {
@@ -77,18 +83,35 @@ class InRunCosts {
     }
     range_ = range_n >= kMinCostSamples ? range_sum / static_cast<double>(range_n) : -1;
     mark_ = mark_n >= kMinCostSamples ? mark_sum / static_cast<double>(mark_n) : -1;
+    // What a probe does not repeat of a call (its way in: NVTX's table, the buffer's lookup),
+    // back to back at start-up, per range.
+    entry_ns_ = std::max(0.0, fallback.range_entry_ns - fallback.range_probe_ns);
   }
-  // The cost of an event starting at `at`, and whether it was timed in the run.
-  std::pair<double, bool> cost(TimeNs at, bool range) const {
+  struct Charge {
+    double ns = 0;
+    bool in_run = false;  // measured in the run (probes or timing), not at start-up
+    bool probed = false;  // by the probes
+  };
+  // The cost of an event starting at `at`.
+  Charge cost(TimeNs at, bool range) const {
     auto it = std::upper_bound(windows_.begin(), windows_.end(), at,
                                [](TimeNs t, const ThreadLoadRecord& w) { return t < w.start; });
-    if (it != windows_.begin() && at < std::prev(it)->end && std::prev(it)->cost_samples >= kMinCostSamples) {
-      const double c = range ? std::prev(it)->range_cost_ns : std::prev(it)->mark_cost_ns;
-      if (c >= 0) return {scaled(c, range), true};
+    const ThreadLoadRecord* w = it != windows_.begin() && at < std::prev(it)->end ? &*std::prev(it) : nullptr;
+    // A probe window's calls recorded twice: the second records cost the job too.
+    const double records = (range ? 2.0 : 1.0) *
+                           (1.0 + (w && w->events > 0 ? static_cast<double>(w->probe_events) / static_cast<double>(w->events) : 0));
+    if (probes_.measured()) {
+      const double record = probes_.record_ns(w ? probes_.speed_ns(*w) : -1);
+      return {record * records + (range ? entry_ns_ : entry_ns_ / 2), true, true};
+    }
+    const double per_call = records / (range ? 2.0 : 1.0);
+    if (w && w->cost_samples >= kMinCostSamples) {
+      const double c = range ? w->range_cost_ns : w->mark_cost_ns;
+      if (c >= 0) return {scaled(c, range) * per_call, true, false};
     }
     const double c = range ? range_ : mark_;
-    if (c >= 0) return {scaled(c, range), true};
-    return {range ? fallback_.range_ns : fallback_.marker_ns, false};
+    if (c >= 0) return {scaled(c, range) * per_call, true, false};
+    return {(range ? fallback_.range_ns : fallback_.marker_ns) * per_call, false, false};
   }
 
   double scaled(double timed, bool range) const { return charged_cost(timed, range, fallback_); }
@@ -96,7 +119,9 @@ class InRunCosts {
  private:
   std::span<const ThreadLoadRecord> windows_;
   OverheadCosts fallback_;
+  ThreadProbes probes_;
   double range_ = -1, mark_ = -1;
+  double entry_ns_ = 0;
 };
 
 // The thread loads of each track (Trace::thread_loads is sorted by track, then start), of the
@@ -212,10 +237,11 @@ OverheadCorrection correct_overhead(const Trace& trace, DependencyGraph& graph, 
       const TaskId t = graph.annotation_first(row);
       if (t == kNoTask) continue;
       const bool range = ann.end[row] > ann.start[row];
-      const auto [cost, in_run] = thread_costs.cost(ann.start[row], range);
+      const auto [cost, in_run, probed] = thread_costs.cost(ann.start[row], range);
       const bool from_python = range && python_domain && ann.domain[row] == *python_domain;
       charge[t] += from_python && out.costs.python_range_ns > 0 ? out.costs.python_range_ns : cost;
       ++out.events_charged;
+      if (probed) ++out.events_charged_by_probes;
       if (in_run) {
         ++out.events_charged_in_run;
         if (range) {
