@@ -28,6 +28,13 @@
 # within SPREAD % (default 25) for the attempt to count. For the record: how far the correction
 # is from a run without the tracer loaded at all, when the machine holds still long enough.
 #
+# Each paired run also says which state the machine was in (issue 35): a pair is slow where its
+# paused neighbours ran more than 15 % slower than the set's fast level (the 5th percentile of
+# every counted pair's paused steps), and a run is fast, slow, or mixed (how many of its pairs
+# were slow, and their median error). `probed` is the share of events charged what the
+# tracer's cost probes measured (docs/simulation.md, "Cost probes"); PROBE=N passes
+# --cost-probe N to the tracer (0: none, the calls' own timing).
+#
 # Prints every attempt's error, and per configuration the median error and the worst of the
 # settled runs; exits 1 when the median exceeds BOUND % (default 3) or a settled run's error
 # exceeds WORST % (default 6), 3 where fewer than RUNS runs settled within the attempts.
@@ -51,6 +58,7 @@ BLOCK=${BLOCK:-30}
 TRACED_SKIP=${TRACED_SKIP:-5}
 PAUSED_SKIP=${PAUSED_SKIP:-10}
 PAIRS=${PAIRS:-5}
+PROBE=${PROBE:-8}
 case "$METHOD" in
   paired) STEPS=${STEPS:-2400} ;;
   separate) STEPS=${STEPS:-300} ;;
@@ -111,7 +119,7 @@ for config in $CONFIGS; do
     while [ "$settled_runs" -lt "$RUNS" ] && [ "$attempt" -lt $((RUNS * TRIES)) ]; do
       attempt=$((attempt + 1))
       sync
-      "$dreamscope" trace -f -o "$work/run.db" -- "$cpu_train" "${run_args[@]}" --paused-blocks "$BLOCK" \
+      "$dreamscope" trace -f --cost-probe "$PROBE" -o "$work/run.db" -- "$cpu_train" "${run_args[@]}" --paused-blocks "$BLOCK" \
         >"$work/traced.out" 2>/dev/null
       replay_json
       row=$(python3 - "$work/traced.out" "$work/replay.json" "$BLOCK" "$TRACED_SKIP" "$PAUSED_SKIP" "$STABLE" "$PAIRS" <<'PY'
