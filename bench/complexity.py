@@ -413,7 +413,7 @@ SHAPES = {
     "nested_steps": (db_shape("nested_steps"), 1000, 400, "trace.db of cuda_train + N nested steps"),
     "overlap_fwd": (db_shape("overlap_fwd"), 5000, 3000, "trace.db of cuda_train + N overlapping forwards"),
     "shared_cores": (json_shape(g_shared_cores), 16000, 2000, "N CPU ranges, N/4 at once, shared on 2 cores"),
-    "busy_handoffs": (json_shape(g_busy_handoffs), 4000, 3000,
+    "busy_handoffs": (json_shape(g_busy_handoffs), 16000, 3000,
                       "N/2 long waits, N/2 threads busy as they begin and ending a run as they end"),
     "coll_unlink": (make_collmany, 250, 200, "coll_many, and a what-if removing one link of a collective"),
 }
