@@ -155,6 +155,9 @@ std::size_t DependencyGraph::remove_edges(TaskId from, TaskId to) {
       }
     }
   }
+  if (from >= task_count()) return removed;
+  const auto [first, last] = boost::out_edges(from, edges_);
+  if (std::none_of(first, last, [&](auto e) { return boost::target(e, edges_) == to; })) return removed;
   EdgeList list = edge_list(edges_);
   EdgeList kept;
   std::size_t removed_edges = 0;
