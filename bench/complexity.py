@@ -229,6 +229,19 @@ def g_overlap_waits(n):  # n threads, each with a 1 ms operator, all of them ove
         yield X("cpu_op", "op", 1, i + 1, f"{i / 1000:.3f}", 1000)
 
 
+def g_busy_handoffs(n):  # n/2 threads busy as n/2 long waits begin, each ending a later run just before they end
+    # The waits: 0.95 ms operators 1 ns apart (slack 200 us). The other threads: a 200 us
+    # operator across every wait's start, then a 400 us one ending 50 us before the waits end:
+    # a run that ends where a wait's burst would, on a thread busy when the wait began, so no
+    # burst (graph/passes/inferred_waits.cpp).
+    waits = n // 2
+    for i in range(waits):
+        yield X("cpu_op", "op", 1, i + 1, f"{100 + i / 1000:.3f}", 950)
+    for j in range(n - waits):
+        yield X("cpu_op", "op", 1, waits + j + 1, 0, 200)
+        yield X("cpu_op", "op", 1, waits + j + 1, 600, 400)
+
+
 LOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
 
 
@@ -400,6 +413,9 @@ SHAPES = {
     "nested_steps": (db_shape("nested_steps"), 1000, 400, "trace.db of cuda_train + N nested steps"),
     "overlap_fwd": (db_shape("overlap_fwd"), 5000, 3000, "trace.db of cuda_train + N overlapping forwards"),
     "shared_cores": (json_shape(g_shared_cores), 16000, 2000, "N CPU ranges, N/4 at once, shared on 2 cores"),
+    "busy_handoffs": (json_shape(g_busy_handoffs), 16000, 3000,
+                      "N/2 long waits, N/2 threads busy as they begin and ending a run as they end"),
+    "coll_unlink": (make_collmany, 250, 200, "coll_many, and a what-if removing one link of a collective"),
 }
 
 # name: argv after `dreamscope`, with {in}, {in2} (a copy of the input, for diff) and {out}.
@@ -415,16 +431,30 @@ COMMANDS = {
     "diff": ["diff", "{in}", "{in2}", "-o", "{out}"],
     # Every thread of the prediction sharing 2 cores (processor sharing in the simulator).
     "whatif-cores": ["whatif", "{in}", "-s", "data", "-p", "workers=1", "-p", "cores=2", "--report", "{out}"],
+    # Rank 1's first all-reduce no longer waits for rank 0's (UNLINK_SCENARIO).
+    "whatif-unlink": ["whatif", "{in}", "-s", "{unlink}", "--report", "{out}"],
 }
+# The scenario of whatif-unlink: a remove_edge naming one link of a collective of coll_many
+# (each rank's NCCL kernel is its call: its first all-reduce's starts 8 us into the trace).
+UNLINK_SCENARIO = """name = "unlink"
+[[transform]]
+op = "remove_edge"
+from = { name = "ncclKernel", rank = 0, window_ns = [8000, 8001] }
+to = { name = "ncclKernel", rank = 1, window_ns = [8000, 8001] }
+"""
 # A job (a folder of ranks) has no per-trace steps or critical path; `analyze --only` says so.
-JOB_SHAPES = {"ranks", "coll_ranks", "coll_many"}
+JOB_SHAPES = {"ranks", "coll_ranks", "coll_many", "coll_unlink"}
 NOT_FOR_JOBS = {"analyze-steps", "critical-path"}
 # Shapes made for one path, with the commands that take it (and replay, the same without it);
 # commands that need what such a shape holds run on it alone.
 SHAPE_COMMANDS = {"shared_cores": ["replay", "whatif-cores"],
                   # graph building's lookup of a call's streams, which every command that builds
                   # the graph takes: replay alone shows it
-                  "thread_streams": ["replay"]}
+                  "thread_streams": ["replay"],
+                  # thread hand-offs in graph building
+                  "busy_handoffs": ["replay"],
+                  # a what-if's remove_edge of a collective's link
+                  "coll_unlink": ["replay", "whatif-unlink"]}
 ONLY_FOR_SHAPES = {c for commands in SHAPE_COMMANDS.values() for c in commands if c not in ("replay",)}
 
 
@@ -669,6 +699,9 @@ def main():
 
     work = a.keep or tempfile.mkdtemp(prefix="dreamscope-complexity-")
     os.makedirs(work, exist_ok=True)
+    unlink = os.path.join(work, "unlink.toml")
+    with open(unlink, "w") as f:
+        f.write(UNLINK_SCENARIO)
     rows = []
     total = sum(1 for shape in shapes for c in commands if c in commands_for(shape))
     started = time.perf_counter()
@@ -696,7 +729,8 @@ def main():
                             progress.say(f"[{len(rows)}/{total}] {shape}: {command} N={size}")
                             out = os.path.join(work, "out")
                             argv = [dreamscope] + [x.format(**{"in": inputs[size][0], "in2": inputs[size][1],
-                                                              "out": out}) for x in COMMANDS[command]]
+                                                              "out": out, "unlink": unlink})
+                                                   for x in COMMANDS[command]]
                             # With --quick, a run of 8N is stopped once it is clearly over:
                             # a quadratic path then costs 1.5x its limit, not 64x t(N).
                             cap = CLEARLY_OVER * row.limit() if a.quick and size != n else None

@@ -186,6 +186,7 @@ EditResult DependencyGraph::apply(const GraphEdit& edit) {
   }
   g.collective_begin_ = collective_begin_;
   g.collective_links_ = collective_links_;
+  g.unlinked_peers_ = unlinked_peers_;
   g.event_count_ = event_count_;
   auto remap = [&](const std::vector<TaskId>& v) {
     std::vector<TaskId> out(v.size());

@@ -548,6 +548,10 @@ class Simulation {
   // where a `collective` edge per pair was R² offers. What it is offered is what the edges'
   // offers would have left: the latest arrival among its peers, the earliest offered among
   // equals (a max-tree per instance), placed among the task's other offers by `offer_seq_`.
+  // A member a what-if unlinked from some of its peers (DependencyGraph::unlinked_peers)
+  // takes each other peer's arrival as its edge would (an offer and a wait each), in its
+  // place among the members that arrival lets go: O(R) per such member and arrival, where
+  // expanding the instance into its edges for it was R² for all.
   struct Arrival {
     TaskId task;
     std::uint32_t instance, position;
@@ -581,7 +585,10 @@ class Simulation {
         const CollectiveMember& m = members[pos];
         arrivals_.push_back({m.arrival, i, pos});
         has_arrival_[m.arrival] = 1;
-        if (m.peers > (pos < m.peers ? 1u : 0u)) {
+        if (!g_.unlinked_peers(flat + pos).empty()) {
+          for (std::uint32_t p = 0; p < m.peers; ++p) wait_pending_[m.completion] += waits_for(flat + pos, pos, p) ? 1 : 0;
+          unlinked_members_.push_back(flat + pos);
+        } else if (m.peers > (pos < m.peers ? 1u : 0u)) {
           ++wait_pending_[m.completion];
           by_peers_.push_back(flat + pos);
         }
@@ -589,15 +596,25 @@ class Simulation {
       std::stable_sort(by_peers_.begin() + static_cast<std::ptrdiff_t>(sorted), by_peers_.end(),
                        [&](std::uint32_t a, std::uint32_t b) { return member(a).peers < member(b).peers; });
       peers_end_.push_back(static_cast<std::uint32_t>(by_peers_.size()));
+      unlinked_end_.push_back(static_cast<std::uint32_t>(unlinked_members_.size()));
       flat += w.size;
     }
     std::sort(arrivals_.begin(), arrivals_.end());
     arrived_.assign(flat, 0);
     released_.assign(flat, 0);
+    unlinked_.assign(flat, 0);
+    // The instance never lets them go as a whole: their peers do, one by one.
+    for (std::uint32_t f : unlinked_members_) released_[f] = unlinked_[f] = 1;
     arrival_seq_.assign(flat, 0);
     tree_.assign(tree, kNoMember);
   }
   const CollectiveMember& member(std::uint32_t flat) const { return g_.collective_members()[flat]; }
+  // Whether the member at `pos` of its instance waits for the arrival of the one at `peer`.
+  bool waits_for(std::uint32_t flat, std::uint32_t pos, std::uint32_t peer) const {
+    if (peer == pos || peer >= member(flat).peers) return false;
+    const std::span<const UnlinkedPeer> cut = g_.unlinked_peers(flat);
+    return !std::binary_search(cut.begin(), cut.end(), UnlinkedPeer{flat, peer});
+  }
   // The member whose arrival a completion would keep: the later, the earlier offered on a tie.
   std::uint32_t better(std::uint32_t a, std::uint32_t b) const {
     if (a == kNoMember) return b;
@@ -646,11 +663,21 @@ class Simulation {
           const CollectiveMember& m = member(flat_first);
           if (m.peers > (w.first < m.peers ? 1u : 0u)) release(flat_first);
         }
+        const std::uint32_t unlinked_from = i == 0 ? 0 : unlinked_end_[i - 1];
+        for (std::uint32_t k = unlinked_from; k < unlinked_end_[i]; ++k) {
+          const std::uint32_t f = unlinked_members_[k];
+          if (waits_for(f, f - w.begin, it->position)) ready_members_.push_back(f);
+        }
       }
       std::sort(ready_members_.begin(), ready_members_.end(),
                 [&](std::uint32_t a, std::uint32_t b) { return member(a).call < member(b).call; });
       for (std::uint32_t flat : ready_members_) {
         const CollectiveMember& m = member(flat);
+        if (unlinked_[flat]) {
+          offer_completion(m.completion, r_.start[t], Constraint::Collective, t);
+          complete_wait(m.completion);
+          continue;
+        }
         const std::uint32_t pos = flat - w.begin;
         const std::uint32_t best =
             pos < m.peers ? better(best_between(w, 0, pos), best_between(w, pos + 1, m.peers)) : best_between(w, 0, m.peers);
@@ -684,6 +711,9 @@ class Simulation {
   std::vector<std::uint64_t> arrival_seq_; // per member: the offer_seq_ of its arrival
   std::vector<std::uint32_t> tree_;        // per instance, a max-tree of members (kNoMember: none yet)
   std::vector<std::uint32_t> ready_members_;
+  std::vector<std::uint32_t> unlinked_members_; // per instance, its members with unlinked peers
+  std::vector<std::uint32_t> unlinked_end_;     // per instance: the end of its part of unlinked_members_
+  std::vector<std::uint8_t> unlinked_;          // per member: in unlinked_members_
   std::uint64_t offer_seq_ = 0;            // counts offers of completion, in the order they are made
   std::vector<std::uint64_t> wait_seq_;    // per task: the offer_seq_ of what set wait_ready_
 

@@ -113,6 +113,16 @@ struct CollectiveMember {
   std::uint32_t peers = 0;     // the members (a prefix, itself skipped) whose arrival it waits for
 };
 
+// A link of a collective that a what-if removed (DependencyGraph::remove_edges): the member
+// `member` (its index in collective_members()) no longer waits for the arrival of the member
+// at position `peer` of its instance. The instance stays whole; expand_collectives() leaves
+// the link's edge out.
+struct UnlinkedPeer {
+  std::uint32_t member = 0;
+  std::uint32_t peer = 0;
+  auto operator<=>(const UnlinkedPeer&) const = default;
+};
+
 // Per-task flags.
 inline constexpr std::uint8_t kTaskRemoved = 1;     // takes no time and is left out of the prediction
 inline constexpr std::uint8_t kTaskBlocking = 2;    // its end waits for completion edges or syncs
@@ -242,8 +252,8 @@ class DependencyGraph {
   // that closes a cycle is accepted; the replay then leaves the cycle's tasks unscheduled
   // and says how many.
   void add_edges(std::span<const EdgeSpec> edges);
-  // Removes every edge from → to (of any kind; a collective's link expands the collectives
-  // first: expand_collectives); returns how many there were.
+  // Removes every edge from → to (of any kind), and every link of a collective from → to
+  // (an UnlinkedPeer each: the collectives stay whole); returns how many there were.
   std::size_t remove_edges(TaskId from, TaskId to);
   // Inserts and moves tasks, adds resources; every TaskId held before changes (see the map).
   EditResult apply(const GraphEdit& edit);
@@ -266,10 +276,13 @@ class DependencyGraph {
   std::span<const CollectiveMember> collective_members() const { return collective_members_; }
   // The (peer, member) pairs the collectives link: the edges expand_collectives() would add.
   std::size_t collective_links() const { return collective_links_; }
+  // The links remove_edges() took out of the collectives, by member, then peer; and those of
+  // one member (an index into collective_members()).
+  std::span<const UnlinkedPeer> unlinked_peers() const { return unlinked_peers_; }
+  std::span<const UnlinkedPeer> unlinked_peers(std::uint32_t member) const;
   // Turns every collective into a `collective` edge per linked pair (instance by instance,
   // member by member in call order, peers in call order), the representation the builder
-  // made before instances were kept whole: the reference of the tests, and what a what-if
-  // that removes one such edge needs.
+  // made before instances were kept whole: the reference of the tests.
   void expand_collectives();
   // Whether `from` → `to` is a link of a collective (not an edge): O(members).
   bool collective_link(TaskId from, TaskId to) const;
@@ -312,6 +325,7 @@ class DependencyGraph {
   std::vector<CollectiveMember> collective_members_;
   std::vector<std::uint32_t> collective_begin_; // collective_count + 1 offsets; empty: none
   std::size_t collective_links_ = 0;
+  std::vector<UnlinkedPeer> unlinked_peers_; // sorted
   std::uint32_t event_count_ = 0;
   std::vector<TaskId> api_first_, api_last_, annotation_first_, annotation_last_, gpu_task_;
   TimeNs run_begin_ = 0, run_end_ = 0;
