@@ -7,6 +7,7 @@
 #include <limits>
 #include <memory>
 #include <queue>
+#include <span>
 
 namespace dreamscope::whatif {
 
@@ -259,22 +260,35 @@ class Simulation {
   void run_sync_actions(TaskId t) {
     for (const SyncAction& a : g_.sync_actions_of(t)) {
       switch (a.op) {
-        case SyncOp::WaitStreams:
+        case SyncOp::WaitStreams: {
+          const std::vector<ResourceId>& streams = g_.stream_groups()[a.streams];
           if (GroupWait* group = group_wait(a.streams)) {
-            // As the loop below, in O(log n) and the targets still running: of the targets
-            // whose end is known, the latest (the first in the group's order among equals,
-            // which the loop's offers would have kept), and a wait for each of the others.
-            const std::vector<ResourceId>& streams = g_.stream_groups()[a.streams];
-            if (const std::uint32_t pos = group->latest(); pos != GroupWait::kNone) {
+            // As the loop below, in O(log n) per stream left out and the targets still
+            // running: of the targets whose end is known, the latest (the first in the group's
+            // order among equals, which the loop's offers would have kept), and a wait for
+            // each of the others.
+            group->leave_out(a.except == kNoIndex ? std::span<const ResourceId>{} : g_.stream_groups()[a.except]);
+            if (const std::uint32_t pos = group->latest_kept(); pos != GroupWait::kNone) {
               offer_completion(t, r_.end[last_issued_[streams[pos]]], Constraint::Sync, last_issued_[streams[pos]]);
             }
-            for (std::uint32_t pos : group->running) wait_for(t, last_issued_[streams[pos]], false);
+            for (std::uint32_t pos : group->running) {
+              if (!group->left_out(pos)) wait_for(t, last_issued_[streams[pos]], false);
+            }
+            group->clear_left_out();
             break;
           }
-          for (ResourceId s : g_.stream_groups()[a.streams]) {
-            if (last_issued_[s] != kNoTask) wait_for(t, last_issued_[s], false);
+          if (a.except != kNoIndex) {
+            if (left_out_.empty()) left_out_.resize(g_.resource_count());
+            for (ResourceId s : g_.stream_groups()[a.except]) left_out_[s] = 1;
+          }
+          for (ResourceId s : streams) {
+            if (last_issued_[s] != kNoTask && (a.except == kNoIndex || !left_out_[s])) wait_for(t, last_issued_[s], false);
+          }
+          if (a.except != kNoIndex) {
+            for (ResourceId s : g_.stream_groups()[a.except]) left_out_[s] = 0;
           }
           break;
+        }
         case SyncOp::WaitEvent:
           if (event_target_[a.event] != kNoTask) wait_for(t, event_target_[a.event], false);
           break;
@@ -487,13 +501,61 @@ class Simulation {
     std::vector<std::uint32_t> running; // positions whose last issued task's end is not known
     std::vector<std::uint32_t> slot;  // per position: its index in `running`, kNone if not there
 
-    explicit GroupWait(std::size_t n) {
+    // The streams a sync leaves out (SyncAction::except), while it runs: their positions, in
+    // order, and a mark per position.
+    std::vector<std::pair<ResourceId, std::uint32_t>> by_stream; // (stream, position), sorted
+    std::vector<std::uint32_t> out;
+    std::vector<std::uint8_t> is_out;
+
+    explicit GroupWait(const std::vector<ResourceId>& streams) {
+      const std::size_t n = streams.size();
       while (size < n) size *= 2;
       end.assign(size, kNoValue);
       best.assign(2 * size, kNone);
       slot.assign(n, kNone);
+      is_out.assign(n, 0);
+      for (std::uint32_t pos = 0; pos < n; ++pos) by_stream.emplace_back(streams[pos], pos);
+      std::sort(by_stream.begin(), by_stream.end());
     }
-    std::uint32_t latest() const { return best[1]; }
+    void leave_out(std::span<const ResourceId> streams) {
+      for (ResourceId s : streams) {
+        auto it = std::lower_bound(by_stream.begin(), by_stream.end(), std::pair<ResourceId, std::uint32_t>{s, 0});
+        for (; it != by_stream.end() && it->first == s; ++it) {
+          if (!is_out[it->second]) out.push_back(it->second);
+          is_out[it->second] = 1;
+        }
+      }
+      std::sort(out.begin(), out.end());
+    }
+    bool left_out(std::uint32_t pos) const { return is_out[pos] != 0; }
+    void clear_left_out() {
+      for (std::uint32_t pos : out) is_out[pos] = 0;
+      out.clear();
+    }
+    // Of positions a and b, the one whose end a sync keeps: the later, the lower on a tie.
+    std::uint32_t later_of(std::uint32_t a, std::uint32_t b) const {
+      if (a == kNone || b == kNone) return a == kNone ? b : a;
+      if (end[a] != end[b]) return end[a] > end[b] ? a : b;
+      return std::min(a, b);
+    }
+    std::uint32_t latest_between(std::uint32_t lo, std::uint32_t hi) const {
+      std::uint32_t found = kNone;
+      for (std::size_t l = lo + size, h = hi + size; l < h; l /= 2, h /= 2) {
+        if (l & 1) found = later_of(found, best[l++]);
+        if (h & 1) found = later_of(found, best[--h]);
+      }
+      return found;
+    }
+    // The latest end known among the positions not left out (kNone: none).
+    std::uint32_t latest_kept() const {
+      if (out.empty()) return best[1];
+      std::uint32_t found = kNone, from = 0;
+      for (std::uint32_t pos : out) {
+        found = later_of(found, latest_between(from, pos));
+        from = pos + 1;
+      }
+      return later_of(found, latest_between(from, static_cast<std::uint32_t>(slot.size())));
+    }
     void set(std::uint32_t pos, TimeNs value, bool is_running) {
       if (is_running && slot[pos] == kNone) {
         slot[pos] = static_cast<std::uint32_t>(running.size());
@@ -524,7 +586,7 @@ class Simulation {
     const std::vector<ResourceId>& streams = g_.stream_groups()[g];
     if (!index_groups_ || streams.size() < 2 || ++group_uses_[g] < 2) return nullptr;
     if (memberships_.empty()) memberships_.resize(g_.resource_count());
-    group_waits_[g] = std::make_unique<GroupWait>(streams.size());
+    group_waits_[g] = std::make_unique<GroupWait>(streams);
     for (std::uint32_t pos = 0; pos < streams.size(); ++pos) {
       memberships_[streams[pos]].push_back({g, pos});
       update_membership(streams[pos], g, pos);
@@ -690,6 +752,7 @@ class Simulation {
   std::vector<std::uint32_t> group_uses_;
   std::vector<std::unique_ptr<GroupWait>> group_waits_;
   std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>> memberships_; // per stream: (group, position)
+  std::vector<std::uint8_t> left_out_; // per resource, while a sync not indexed runs: one it leaves out
 
   const DependencyGraph& g_;
   MeasuredOrderPolicy default_policy_;
