@@ -687,7 +687,8 @@ class Simulation {
     std::int64_t count = static_cast<std::int64_t>(group.running);
     for (std::uint32_t pos : group.out) count -= group.target[pos] != kNoTask;
     if (count > 0) {
-      // A task left out that runs waits for the syncs logged before this one and after.
+      // A running task left out is waited for by the syncs logged before this one and by
+      // those after, not by this one: its range is cut in two around it.
       const auto at = static_cast<std::uint32_t>(group.log.size());
       for (std::uint32_t pos : group.out) {
         if (group.target[pos] == kNoTask) continue;
