@@ -204,6 +204,35 @@ def g_device_syncs(n):  # n streams, one kernel each, and a cudaDeviceSynchroniz
                 f'"correlation":{10 ** 8 + i},"cbid":165')
 
 
+def g_left_out_syncs(n):  # n streams, one kernel each, and a device sync after each launch that returns too early
+    # Sync i returns 2 us before kernel i ends: the builder counts that (sync_target_after_return)
+    # and leaves stream i out of the sync, which still waits for the other n - 1 streams
+    # (graph/passes/cuda_sync.cpp); no two syncs leave out the same stream.
+    yield step(1, 0, 20 * n + 100)
+    for i in range(n):
+        yield launch(1 + 20 * i, i + 1)
+        yield kernel("sgemm", 8 + 20 * i, i + 1, stream=100 + i, dur=5)
+        yield X("cuda_runtime", "cudaDeviceSynchronize", 1, 1, 7 + 20 * i, 4,
+                f'"correlation":{10 ** 8 + i},"cbid":165')
+
+
+def g_running_syncs(n):  # n streams, each a kernel queued behind a long one, and n threads syncing meanwhile
+    # When the syncs begin (1 ns apart, one a thread), every stream's last issued kernel is the
+    # queued one, which starts only as the long one ends: each sync finds n streams' last
+    # tasks still running (the simulator's WaitStreams).
+    for i in range(n):
+        yield launch(10 * i, 2 * i + 1)
+    for i in range(n):
+        yield launch(10 * (n + i), 2 * i + 2)
+    t1 = 20 * n + 10
+    for i in range(n):
+        yield kernel("long", 10 * i + 6, 2 * i + 1, stream=100 + i, dur=t1 + 100 - (10 * i + 6))
+        yield kernel("queued", t1 + 100, 2 * i + 2, stream=100 + i, dur=5)
+    for j in range(n):
+        yield X("cuda_runtime", "cudaDeviceSynchronize", 1, j + 2, f"{t1 + j / 1000:.3f}", 200,
+                f'"correlation":{10 ** 8 + j},"cbid":165')
+
+
 def g_knames(n):  # n kernels of n distinct names
     yield step(1, 0, 20 * n + 100)
     for i in range(n):
@@ -398,6 +427,8 @@ SHAPES = {
     "shared_corr": (json_shape(g_corr1), 20000, 6000, "N launches sharing one correlation id"),
     "syncs": (json_shape(g_syncs), 10000, 2500, "N launches, kernels and device syncs"),
     "device_syncs": (json_shape(g_device_syncs), 5000, 1500, "N streams, a kernel and a device sync each"),
+    "left_out_syncs": (json_shape(g_left_out_syncs), 5000, 1500, "N streams, a kernel and a device sync that leaves it out each"),
+    "running_syncs": (json_shape(g_running_syncs), 5000, 1500, "N threads syncing while N streams' last kernels wait to start"),
     "kernel_names": (json_shape(g_knames), 10000, 2500, "N kernels of distinct names"),
     "threads": (json_shape(g_threads), 10000, 4000, "N threads, one operator each"),
     "waiting_threads": (json_shape(g_waiting_threads), 3000, 1400, "N threads, one 1 ms operator each"),
@@ -454,7 +485,11 @@ SHAPE_COMMANDS = {"shared_cores": ["replay", "whatif-cores"],
                   # thread hand-offs in graph building
                   "busy_handoffs": ["replay"],
                   # a what-if's remove_edge of a collective's link
-                  "coll_unlink": ["replay", "whatif-unlink"]}
+                  "coll_unlink": ["replay", "whatif-unlink"],
+                  # graph building's whole-process waits and the simulator's WaitStreams: replay
+                  # takes both
+                  "left_out_syncs": ["replay"],
+                  "running_syncs": ["replay"]}
 ONLY_FOR_SHAPES = {c for commands in SHAPE_COMMANDS.values() for c in commands if c not in ("replay",)}
 
 

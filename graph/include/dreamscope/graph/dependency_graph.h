@@ -86,7 +86,7 @@ using EdgeGraph = boost::compressed_sparse_row_graph<boost::directedS, boost::no
 
 // A synchronization resolved while simulating, against the tasks issued so far.
 enum class SyncOp : std::uint8_t {
-  WaitStreams = 0,     // block until the last task issued to each stream of `streams` ends
+  WaitStreams = 0,     // block until the last task issued to each stream of `streams` (but `except`) ends
   WaitEvent = 1,       // block until the task captured by the last record of `event` ends
   RecordEvent = 2,     // capture the last task issued to `stream` into `event`
   StreamWaitEvent = 3, // the next task issued to `stream` starts after `event`'s task ends
@@ -97,6 +97,10 @@ struct SyncAction {
   TaskId task = kNoTask;     // the CPU task that performs it
   SyncOp op = SyncOp::WaitStreams;
   std::uint32_t streams = 0; // WaitStreams: index into stream_groups()
+  // WaitStreams: the streams of `streams` it leaves out, an index into stream_groups() too
+  // (kNoIndex: none). A device-wide sync names its process's streams and the few whose target
+  // it cannot have waited for, not a list of the others per sync.
+  std::uint32_t except = kNoIndex;
   ResourceId stream = kNoIndex; // RecordEvent, StreamWaitEvent
   std::uint32_t event = 0;   // WaitEvent, RecordEvent, StreamWaitEvent: dense event index
 };
@@ -290,6 +294,10 @@ class DependencyGraph {
   std::span<const SyncAction> sync_actions() const { return sync_actions_; }
   std::span<const SyncAction> sync_actions_of(TaskId t) const;
   const std::vector<std::vector<ResourceId>>& stream_groups() const { return stream_groups_; }
+  // Gives each WaitStreams action that leaves streams out (SyncAction::except) a group of the
+  // streams it waits for, in the order of its group, the representation the builder made
+  // before: the reference of the tests.
+  void expand_stream_exclusions();
   std::uint32_t event_count() const { return event_count_; }
   // FIFO position of a GPU task on its stream (t - resource_first).
   std::uint32_t stream_position(TaskId t) const { return t - resource_begin_[resource_[t]]; }
