@@ -32,8 +32,8 @@
 # paused neighbours ran more than 15 % slower than the set's fast level (the 5th percentile of
 # every counted pair's paused steps), and a run is fast, slow, or mixed (how many of its pairs
 # were slow, and their median error). `probed` is the share of events charged what the
-# tracer's cost probes measured (docs/simulation.md, "Cost probes"); PROBE=N passes
-# --cost-probe N to the tracer (0: none, the calls' own timing).
+# tracer's cost probes scaled (docs/simulation.md, "Cost probes"); PROBE=GAP[:LENGTH] passes
+# --cost-probe to the tracer (default 0, the tracer's default: none, the calls' own timing).
 #
 # Prints every attempt's error, and per configuration the median error and the worst of the
 # settled runs; exits 1 when the median exceeds BOUND % (default 3) or a settled run's error
@@ -58,7 +58,7 @@ BLOCK=${BLOCK:-30}
 TRACED_SKIP=${TRACED_SKIP:-5}
 PAUSED_SKIP=${PAUSED_SKIP:-10}
 PAIRS=${PAIRS:-5}
-PROBE=${PROBE:-8}
+PROBE=${PROBE:-0}
 case "$METHOD" in
   paired) STEPS=${STEPS:-2400} ;;
   separate) STEPS=${STEPS:-300} ;;

@@ -110,11 +110,13 @@ std::string render_text(const std::string& path, const TraceSummary& s, const wh
     std::string text = fmt::format("{} of {} measured", probes.measured, probes.probes);
     auto state = [&](const char* name, std::int64_t windows, double record_ns) {
       if (windows > 0 && record_ns >= 0) {
-        text += fmt::format("; a record cost {:.1f} ns in the {} {} window{}", record_ns, windows, name, windows == 1 ? "" : "s");
+        text += fmt::format("; recording a call cost {:.1f} ns in the {} {} window{}", record_ns, windows, name,
+                           windows == 1 ? "" : "s");
       }
     };
     state("fast", probes.fast_windows, probes.fast_record_ns);
     state("slow", probes.slow_windows, probes.slow_record_ns);
+    text += "; not charged by overhead correction, which follows the calls' timing (docs/simulation.md, \"Cost probes\")";
     line("cost probes", text);
   }
   if (!s.warnings.empty()) line("warnings", s.warnings);

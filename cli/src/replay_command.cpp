@@ -81,16 +81,19 @@ std::string render_text(const ReplayCommandOptions& o, const Trace& trace, const
                                    format_duration(c.removed_ns), c.events_charged, c.overhead_records,
                                    format_duration(c.unabsorbed_ns)));
       if (c.events_charged_in_run > 0) {
-        line("costs", fmt::format("{} events at their thread's cost measured in the run ({} of them by its cost probes, "
-                                  "the rest as their calls timed; a range {:.1f} ns on average); "
+        line("costs", fmt::format("{} events at their thread's cost timed in the run (a range {:.1f} ns on average); "
                                   "{} at start-up calibration (range {:.1f} ns, marker {:.1f} ns, API call {:.1f} ns)",
-                                  c.events_charged_in_run, c.events_charged_by_probes, c.in_run_range_ns,
-                                  c.events_charged - c.events_charged_in_run,
+                                  c.events_charged_in_run, c.in_run_range_ns, c.events_charged - c.events_charged_in_run,
                                   c.costs.range_ns, c.costs.marker_ns, c.costs.cuda_api_ns));
       } else {
         line("costs", fmt::format("start-up calibration: range {:.1f} ns, marker {:.1f} ns, API call {:.1f} ns (the trace "
                                   "has no costs timed in the run)",
                                   c.costs.range_ns, c.costs.marker_ns, c.costs.cuda_api_ns));
+      }
+      if (c.counted_calls > 0) {
+        line("probes", fmt::format("{} calls the tracer's cost probes counted and did not record, charged {:.1f} ns "
+                                   "each (a counted call, back to back at start-up)",
+                                   c.counted_calls, c.costs.range_counted_ns / 2));
       }
       if (c.costs.python_range_ns > 0) {
         line("python", fmt::format("each range recorded from Python (dreamscope.auto) charged {:.1f} ns: what a "

@@ -57,7 +57,7 @@ struct TraceOptions {
   bool keep_parts = false;
   bool per_rank = false;
   int buffer_mb = 512;
-  int cost_probe = 8;
+  std::string cost_probe = "0";
   std::string python = "on";
   int python_modules = 1;
   bool python_ops = false;
@@ -299,7 +299,7 @@ int run_trace(const TraceOptions& o) {
   setenv(env::kSources, o.sources.c_str(), 1);
   setenv(env::kCudaApi, o.cuda_api.c_str(), 1);
   setenv(env::kBufferMb, std::to_string(o.buffer_mb).c_str(), 1);
-  setenv(env::kCostProbe, std::to_string(o.cost_probe).c_str(), 1);
+  setenv(env::kCostProbe, o.cost_probe.c_str(), 1);
   setenv(env::kCommand, command.c_str(), 1);
   setenv(env::kJobStartNs, std::to_string(monotonic_ns()).c_str(), 1);
   setenv(env::kDelayNs, std::to_string(static_cast<std::int64_t>(o.delay_s * 1e9)).c_str(), 1);
@@ -416,10 +416,21 @@ const CommandRegistration trace_command(10, "trace", [](CLI::App& app) -> Comman
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   cmd->add_option("--cost-probe", o->cost_probe,
-                  "One load window of a recording thread in this many records every NVTX call twice (the second "
-                  "record dropped), so that --correct-overhead knows what a record cost the job where the cost "
-                  "landed; 0: no probes (correction then uses the calls' own timing)")
-      ->check(CLI::Range(0, 1000))
+                  "GAP_MS[:LENGTH_MS]: every GAP_MS on average, for LENGTH_MS (default 5), count the NVTX ranges "
+                  "inside two open ones instead of recording them, so that --correct-overhead can scale the "
+                  "calls' own timing to what recording cost the job where the cost landed (LENGTH/GAP of those "
+                  "ranges go unrecorded; steps and their phases never). 150:5 is a start; 0: no probes")
+      ->check([](const std::string& v) -> std::string {
+        const auto colon = v.find(':');
+        auto digits = [](std::string_view d) {
+          return !d.empty() && d.size() <= 7 && d.find_first_not_of("0123456789") == std::string_view::npos;
+        };
+        if (digits(std::string_view(v).substr(0, colon)) &&
+            (colon == std::string::npos || digits(std::string_view(v).substr(colon + 1)))) {
+          return {};
+        }
+        return "expected GAP_MS or GAP_MS:LENGTH_MS (whole milliseconds), got " + v;
+      })
       ->capture_default_str();
   cmd->add_option("--python", o->python,
                   "on: record PyTorch's framework layer in every Python process with no code change (steps, "

@@ -34,9 +34,6 @@ enum class EventKind : std::uint8_t {
   // The tracer's own work on the thread: `ticks` .. `payload` (ticks) spent mapping a chunk
   // because the pool had none ready. Overhead correction removes it from the thread.
   BufferMap = 6,
-  // A cost probe's second record of a call (writer_thread.cpp, "Cost probes"): the same work
-  // as the call's own record, which the writer counts and drops.
-  Probe = 7,
 };
 
 // Names: an interned string id (the tracer's string table), or 0 for none.
@@ -121,12 +118,16 @@ class ThreadBuffer {
   // Producer side (the owning thread only).
   inline bool push(const Event& e) {
     if (depth_ >= kMaxDepth || !reserve(static_cast<std::uint64_t>(depth_) + 2)) {
-      if (depth_ < kMaxDepth) set_refused(depth_, true);
+      if (depth_ < kMaxDepth) {
+        set_refused(depth_, true);
+        set_counted(depth_, false);
+      }
       ++depth_;
       dropped_.fetch_add(1, std::memory_order_relaxed);
       return false;
     }
     set_refused(depth_, false);
+    set_counted(depth_, false);
     ++depth_;
     put(e);
     return true;
@@ -146,14 +147,29 @@ class ThreadBuffer {
     put(e);
     return true;
   }
-  // A cost probe's record: needs room beyond the reserved pops, and is never counted as
-  // dropped (it records nothing the user asked for).
-  inline void probe(const Event& e) {
-    if (!reserve(static_cast<std::uint64_t>(depth_) + 1)) return;
-    put(e);
-    probes_.store(probes_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  // A cost probe's push (nvtx_injection.cpp, counted_push): counted, not recorded, and its pop
+  // skipped whenever it comes. Only a push inside two open ranges: a thread's two outermost
+  // levels (a step and its phases: wait, fetch, prep, forward) are always recorded, since the
+  // analyses read them whole. False: record it.
+  static constexpr std::uint32_t kCountedFromDepth = 2;
+  inline bool count_push() {
+    if (depth_ < kCountedFromDepth || depth_ >= kMaxDepth) return false;
+    set_refused(depth_, true);
+    set_counted(depth_, true);
+    ++depth_;
+    // The pop comes later, counted where it comes.
+    probes_.store(probes_.load(std::memory_order_relaxed) + 2, std::memory_order_relaxed);
+    return true;
   }
-  // Consumer: the probe records written so far.
+  // The pop of a counted push: nothing to record. False for every other pop, a refused push's
+  // included (its pop still goes through pop(), which the CUPTI correlation stack relies on).
+  inline bool skip_pop() {
+    if (depth_ == 0 || depth_ > kMaxDepth || !counted(depth_ - 1)) return false;
+    --depth_;
+    set_counted(depth_, false);
+    return true;
+  }
+  // Consumer: the calls counted and not recorded so far (a counted push and its pop: 2).
   std::uint64_t probes() const { return probes_.load(std::memory_order_relaxed); }
 
   // In-run cost sampling. Start-up calibration times the hot path in a loop, in whatever state
@@ -271,6 +287,11 @@ class ThreadBuffer {
   void advance();
   void release_chain();
   bool refused(std::uint32_t d) const { return (refused_[d >> 6] >> (d & 63)) & 1u; }
+  bool counted(std::uint32_t d) const { return (counted_[d >> 6] >> (d & 63)) & 1u; }
+  void set_counted(std::uint32_t d, bool v) {
+    const std::uint64_t bit = std::uint64_t{1} << (d & 63);
+    counted_[d >> 6] = v ? (counted_[d >> 6] | bit) : (counted_[d >> 6] & ~bit);
+  }
   void set_refused(std::uint32_t d, bool v) {
     const std::uint64_t bit = std::uint64_t{1} << (d & 63);
     refused_[d >> 6] = v ? (refused_[d >> 6] | bit) : (refused_[d >> 6] & ~bit);
@@ -284,6 +305,7 @@ class ThreadBuffer {
   std::uint32_t cost_countdown_ = kCostSampleEvery;
   std::uint64_t cost_random_ = 0x9E3779B97F4A7C15ull;
   std::uint64_t refused_[kMaxDepth / 64] = {};
+  std::uint64_t counted_[kMaxDepth / 64] = {}; // of the refused: counted by a cost probe
   Chunk* current_ = nullptr;
   Chunk* spare_ = nullptr;
   ChunkPool& pool_;

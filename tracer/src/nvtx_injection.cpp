@@ -132,83 +132,62 @@ inline void mark(std::uint64_t at, std::uint16_t domain, const Attributes& a) {
 
 Attributes named(std::uint32_t name) { return Attributes{.name = name}; }
 
-// While a cost probe runs (writer_thread.cpp, "Cost probes"), a recorded call does its
-// recording work a second time: a clock read, its name decoded (`attributes` repeats the
-// call's own decoding, interning included) and a record written to the thread's buffer, which
-// the writer counts and drops. The probe's windows then cost the thread two records a call,
-// where the others cost one: the difference, measured in the thread's CPU time, is what one
-// record costs the job, wherever in the job's code that cost lands. Off, a load and a branch.
-template <class Decode>
-inline void probe_again(EventKind kind, std::uint16_t domain, Decode&& attributes) {
-  if (!g_hot.cost_probe.load(std::memory_order_relaxed)) [[likely]] return;
-  const auto at = now();
-  const Attributes a = attributes();
-  thread_buffer().probe(make(at, EventKind::Probe, a.name, domain, a.category, a.payload,
-                             static_cast<std::uint64_t>(kind)));
+// While a cost probe runs (writer_thread.cpp, "Cost probes"), a push inside two open ranges is
+// counted and not recorded, and so is its pop, whenever it comes (the buffer marks its depth as
+// it marks a refused push's): the thread's CPU time per call then, against the recorded windows
+// beside it, is what recording costs the job. Checked before the clock is read and the name
+// decoded, so that a counted call costs little more than an untraced one. A thread's two
+// outermost levels (a step and its phases, a loader's fetch) are always recorded. Off, a load
+// and a branch.
+inline bool counted_push() {
+  if (!g_hot.cost_probe.load(std::memory_order_relaxed)) [[likely]] return false;
+  return thread_buffer().count_push();
 }
-inline Attributes no_attributes() { return {}; }
+// The pop of a push that was counted, or refused: nothing to record, no clock to read.
+inline bool skipped_pop() { return thread_buffer().skip_pop(); }
 
 // CORE module: the default domain.
 void NVTX_API mark_ex(const nvtxEventAttributes_t* a) {
   const auto at = now();
   mark(at, 0, decode(a));
-  probe_again(EventKind::Mark, 0, [&] { return decode(a); });
 }
 void NVTX_API mark_a(const char* m) {
   const auto at = now();
   mark(at, 0, named(intern_ascii(m)));
-  probe_again(EventKind::Mark, 0, [&] { return named(intern_ascii(m)); });
 }
 void NVTX_API mark_w(const wchar_t* m) {
   const auto at = now();
   mark(at, 0, named(intern_wide(m)));
-  probe_again(EventKind::Mark, 0, [&] { return named(intern_wide(m)); });
 }
 nvtxRangeId_t NVTX_API start_ex(const nvtxEventAttributes_t* a) {
   const auto at = now();
-  const nvtxRangeId_t id = start(at, 0, decode(a));
-  probe_again(EventKind::Start, 0, [&] { return decode(a); });
-  return id;
+  return start(at, 0, decode(a));
 }
 nvtxRangeId_t NVTX_API start_a(const char* m) {
   const auto at = now();
-  const nvtxRangeId_t id = start(at, 0, named(intern_ascii(m)));
-  probe_again(EventKind::Start, 0, [&] { return named(intern_ascii(m)); });
-  return id;
+  return start(at, 0, named(intern_ascii(m)));
 }
 nvtxRangeId_t NVTX_API start_w(const wchar_t* m) {
   const auto at = now();
-  const nvtxRangeId_t id = start(at, 0, named(intern_wide(m)));
-  probe_again(EventKind::Start, 0, [&] { return named(intern_wide(m)); });
-  return id;
+  return start(at, 0, named(intern_wide(m)));
 }
-void NVTX_API end_range(nvtxRangeId_t id) {
-  end(now(), id);
-  probe_again(EventKind::End, 0, no_attributes);
-}
+void NVTX_API end_range(nvtxRangeId_t id) { end(now(), id); }
 int NVTX_API push_ex(const nvtxEventAttributes_t* a) {
+  if (counted_push()) return 0;
   const auto at = now();
-  const int r = push(at, 0, decode(a));
-  probe_again(EventKind::Push, 0, [&] { return decode(a); });
-  return r;
+  return push(at, 0, decode(a));
 }
 int NVTX_API push_a(const char* m) {
+  if (counted_push()) return 0;
   const auto at = now();
-  const int r = push(at, 0, named(intern_ascii(m)));
-  probe_again(EventKind::Push, 0, [&] { return named(intern_ascii(m)); });
-  return r;
+  return push(at, 0, named(intern_ascii(m)));
 }
 int NVTX_API push_w(const wchar_t* m) {
+  if (counted_push()) return 0;
   const auto at = now();
-  const int r = push(at, 0, named(intern_wide(m)));
-  probe_again(EventKind::Push, 0, [&] { return named(intern_wide(m)); });
-  return r;
+  return push(at, 0, named(intern_wide(m)));
 }
-int NVTX_API pop_range() {
-  const int r = pop(now(), 0);
-  probe_again(EventKind::Pop, 0, no_attributes);
-  return r;
-}
+int NVTX_API pop_range() { return skipped_pop() ? 0 : pop(now(), 0); }
 void NVTX_API name_category_a(std::uint32_t c, const char* n) { domains().name_category(0, c, n ? n : ""); }
 void NVTX_API name_category_w(std::uint32_t c, const wchar_t* n) {
   domains().name_category(0, c, strings().get(intern_wide(n)));
@@ -228,29 +207,18 @@ void NVTX_API domain_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* 
     return;
   }
   mark(at, domain_index(d), decode(a));
-  probe_again(EventKind::Mark, domain_index(d), [&] { return decode(a); });
 }
 nvtxRangeId_t NVTX_API domain_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   const auto at = now();
-  const nvtxRangeId_t id = start(at, domain_index(d), decode(a));
-  probe_again(EventKind::Start, domain_index(d), [&] { return decode(a); });
-  return id;
+  return start(at, domain_index(d), decode(a));
 }
-void NVTX_API domain_end(nvtxDomainHandle_t, nvtxRangeId_t id) {
-  end(now(), id);
-  probe_again(EventKind::End, 0, no_attributes);
-}
+void NVTX_API domain_end(nvtxDomainHandle_t, nvtxRangeId_t id) { end(now(), id); }
 int NVTX_API domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
+  if (counted_push()) return 0;
   const auto at = now();
-  const int r = push(at, domain_index(d), decode(a));
-  probe_again(EventKind::Push, domain_index(d), [&] { return decode(a); });
-  return r;
+  return push(at, domain_index(d), decode(a));
 }
-int NVTX_API domain_pop(nvtxDomainHandle_t d) {
-  const int r = pop(now(), domain_index(d));
-  probe_again(EventKind::Pop, domain_index(d), no_attributes);
-  return r;
-}
+int NVTX_API domain_pop(nvtxDomainHandle_t d) { return skipped_pop() ? 0 : pop(now(), domain_index(d)); }
 // Resources (names for memory, streams, ...) are not recorded; a non-null handle keeps
 // callers that check for null working.
 nvtxResourceHandle_t NVTX_API domain_resource_create(nvtxDomainHandle_t, nvtxResourceAttributes_t*) {

@@ -71,7 +71,6 @@ std::int64_t end_by_pause(const Session& s, std::int64_t start, std::int64_t end
 
 void process_event(Session& s, ThreadSink& sink, std::uint32_t thread_index, const Event& e, std::uint64_t pos,
                    bool with_external_ids) {
-  if (static_cast<EventKind>(e.kind) == EventKind::Probe) return; // counted by the load window
   const bool kept = past_pauses(s, sink, e.ticks);
   // A started range's end comes even from inside a pause: the range ends at the pause.
   if (!kept && static_cast<EventKind>(e.kind) != EventKind::End) return;
@@ -117,7 +116,6 @@ void process_event(Session& s, ThreadSink& sink, std::uint32_t thread_index, con
                                    .end = std::max(t, g_tracer->clock.to_ns(static_cast<std::uint64_t>(e.payload))),
                                    .kind = s.buffer_map_kind});
       break;
-    case EventKind::Probe: break; // returned above
   }
 }
 
@@ -215,8 +213,8 @@ void note_thread_load(Session& s, ThreadSink& sink, const ThreadBuffer& b, bool 
     r.cpu_ns = next.cpu_ns - w.cpu_ns;
     r.runqueue_ns = next.runqueue_ns - w.runqueue_ns;
   }
+  r.events = static_cast<std::int64_t>(next.position - w.position);
   r.probe_events = static_cast<std::int64_t>(next.probes - w.probes);
-  r.events = static_cast<std::int64_t>(next.position - w.position) - r.probe_events;
   const double ns_per_tick = g_tracer->clock.ns_per_tick();
   double mean[ThreadBuffer::kCostKinds];
   for (std::size_t k = 0; k < ThreadBuffer::kCostKinds; ++k) {
@@ -326,47 +324,45 @@ void note_other_threads(Session& s, const std::vector<ThreadBuffer*>& buffers, b
 }
 
 // Cost probes. What a record costs the job is not all inside the call: its stores reach memory,
-// and evict the job's lines, after the call has returned, and on the development VM's slow
-// state a range cost the job 31 ns where the call's own timing, less its clock read, read 25
-// to 73 (docs/simulation.md, "Overhead correction"). So the tracer measures the cost where it
-// lands, in the thread's own CPU time: for one load window in `cost_probe_every`, every
-// recorded call does its recording twice (nvtx_injection.cpp, probe_again), and the windows on
-// either side of it record once. The job's work per call is the same in both, so the probe's
-// extra CPU time per call is what one record costs, in the machine's state of the moment;
-// overhead correction reads it from the thread_load rows (`probe_events`), which count the
-// second records apart. Nothing the user asked for is missing: every call is recorded in every
-// window; the probe costs the job one more record per call for a window in eight, which
-// correction removes with the rest. A probe lasts one short window (10 ms); the gaps between
-// are drawn from 0.5 to 1.5 times their mean, so that a job whose steps repeat at the mean's
-// period does not meet the probe at one phase of its step every time. Off while recording is
-// paused. Returns whether the probe was turned on or off by this drain, when every thread's
-// load window ends with it.
+// and the job's lines are evicted, after the call has returned, and the call itself disturbs the
+// work around it. On the development VM a range cost the job 31 ns where the call's own timing,
+// less its clock read, read 25 to 73 (docs/simulation.md, "Overhead correction"); and a call
+// repeated right after itself (a probe that records twice) costs only what a call back to back
+// does, a third less than one among the job's work. So the tracer measures the cost where it
+// lands by taking it away for a moment: for 2 ms every 100 ms on average, the pushes inside
+// two open ranges are counted and not recorded, nor their pops (nvtx_injection.cpp,
+// counted_push), and the thread's CPU time per call then, against the recorded windows on
+// either side, is what recording a call costs it, in the machine's state of that moment.
+// Overhead correction reads it from the thread_load rows, whose `probe_events` counts the calls
+// a probe left out. What is not recorded: the ranges from the third level down pushed in those
+// 2 ms (2 % of the run); a thread's two outermost levels (a step and its phases), marks and
+// start/end ranges are recorded throughout. The gaps
+// are drawn from 0.5 to 1.5 times their mean, so that a job whose steps repeat at that period
+// does not meet the probe at one phase of its step every time. Off while recording is paused.
+// Returns whether the probe was turned on or off by this drain, when every thread's load window
+// ends with it.
 bool schedule_cost_probe(Session& s, std::int64_t now) {
-  const std::int64_t every = g_tracer->config.cost_probe_every;
-  const bool paused = paused_now(s);
-  if (every <= 0 || s.failed || !s.writer) return false;
-  if (s.probe_toggle_at < 0) { // the first drain: no probe before the windows have begun
-    s.probe_toggle_at = now + kShortLoadWindowNs;
+  const std::int64_t mean_gap = g_tracer->config.cost_probe_ms * 1'000'000;
+  if (mean_gap <= 0 || s.failed || !s.writer) return false;
+  auto draw_gap = [&] {
+    s.probe_random ^= s.probe_random << 13;
+    s.probe_random ^= s.probe_random >> 7;
+    s.probe_random ^= s.probe_random << 17;
+    return mean_gap / 2 + static_cast<std::int64_t>(s.probe_random % static_cast<std::uint64_t>(mean_gap));
+  };
+  if (s.probe_toggle_at < 0) { // the first drain: the first probe after a gap
+    s.probe_toggle_at = now + draw_gap();
     return false;
   }
-  if (paused) {
+  if (paused_now(s)) {
     if (!s.probe_on) return false;
     s.probe_on = false;
-    g_hot.cost_probe.store(false, std::memory_order_relaxed);
-    s.probe_toggle_at = now + kShortLoadWindowNs;
+    s.probe_toggle_at = now + draw_gap();
     return true;
   }
   if (now < s.probe_toggle_at) return false;
   s.probe_on = !s.probe_on;
-  if (s.probe_on) {
-    s.probe_toggle_at = now + kShortLoadWindowNs;
-  } else {
-    s.probe_random ^= s.probe_random << 13;
-    s.probe_random ^= s.probe_random >> 7;
-    s.probe_random ^= s.probe_random << 17;
-    const std::int64_t mean = (every - 1) * kShortLoadWindowNs;
-    s.probe_toggle_at = now + mean / 2 + static_cast<std::int64_t>(s.probe_random % static_cast<std::uint64_t>(mean));
-  }
+  s.probe_toggle_at = now + (s.probe_on ? g_tracer->config.cost_probe_length_ms * 1'000'000 : draw_gap());
   return true;
 }
 
@@ -514,7 +510,12 @@ void writer_loop(Session* s) {
   while (!s->stop.load()) {
     {
       std::unique_lock lock(s->wake_mu);
-      s->wake.wait_for(lock, std::chrono::milliseconds(10), [&] {
+      // A cost probe ends 2 ms after it began: the writer wakes for it (writer_thread.cpp).
+      std::chrono::nanoseconds wait = std::chrono::milliseconds(10);
+      if (s->probe_toggle_at >= 0) {
+        wait = std::clamp(std::chrono::nanoseconds(s->probe_toggle_at - monotonic_ns()), std::chrono::nanoseconds(0), wait);
+      }
+      s->wake.wait_for(lock, wait, [&] {
         return s->stop.load() || s->drains_requested.load() != s->drains_done.load() ||
                t.flush_requested.load() != t.flush_done.load();
       });

@@ -15,20 +15,31 @@ constexpr std::int64_t kMinEvents = 64;
 constexpr double kStableNeighbours = 0.10;
 // The probes whose speeds are nearest a window's say what a record cost it.
 constexpr std::size_t kNearestProbes = 7;
-// A probe's neighbours: the nearest plain windows (second records on at most a tenth of their
-// calls: a probe turned on or off as the window ended) within 50 ms of it.
-constexpr double kPlain = 0.1;
+// A probe's neighbours: the nearest plain windows (nine in ten of their calls recorded at least:
+// a probe may end just after a window began) within 50 ms of it. A probe counted half of its
+// calls at least.
+constexpr double kPlain = 0.9;
+constexpr double kProbe = 0.5;
 constexpr TimeNs kNeighbourReach = 50'000'000;
 
-// Second records per recorded call.
-double probe_share(const ThreadLoadRecord& w) {
-  return w.events > 0 ? static_cast<double>(w.probe_events) / static_cast<double>(w.events) : 0;
+// The share of the window's calls that were recorded (the others a probe counted).
+double recorded_share(const ThreadLoadRecord& w) {
+  const std::int64_t calls = w.events + w.probe_events;
+  return calls > 0 ? static_cast<double>(w.events) / static_cast<double>(calls) : 1;
 }
 
-// CPU ns per recorded call, the second records' cost included; -1 where not known.
+// CPU ns per call, recorded or counted; -1 where not known.
 double raw_speed(const ThreadLoadRecord& w) {
-  if (w.events < kMinEvents || w.cpu_ns == kNoValue || w.cpu_ns <= 0) return -1;
-  return static_cast<double>(w.cpu_ns) / static_cast<double>(w.events);
+  const std::int64_t calls = w.events + w.probe_events;
+  if (calls < kMinEvents || w.cpu_ns == kNoValue || w.cpu_ns <= 0) return -1;
+  return static_cast<double>(w.cpu_ns) / static_cast<double>(calls);
+}
+
+// Whether `w` can stand beside probe `p`: a plain window with a speed, at least half as long as
+// the probe (a window cut short by a pause or a resume holds the loaders' refill, not the job's
+// usual mix of work per call).
+bool neighbour(const ThreadLoadRecord& w, const ThreadLoadRecord& p) {
+  return recorded_share(w) >= kPlain && raw_speed(w) > 0 && 2 * (w.end - w.start) >= p.end - p.start;
 }
 
 double median(std::vector<double> v) {
@@ -44,7 +55,7 @@ double median(std::vector<double> v) {
 ThreadProbes::ThreadProbes(std::span<const ThreadLoadRecord> windows) {
   for (std::size_t i = 0; i < windows.size(); ++i) {
     const ThreadLoadRecord& p = windows[i];
-    if (probe_share(p) < 0.5) continue;
+    if (recorded_share(p) > kProbe) continue;
     ++probes_;
     const double up = raw_speed(p);
     if (up <= 0) continue;
@@ -53,13 +64,13 @@ ThreadProbes::ThreadProbes(std::span<const ThreadLoadRecord> windows) {
     const ThreadLoadRecord* a = nullptr;
     const ThreadLoadRecord* b = nullptr;
     for (std::size_t j = i; j-- > 0 && windows[j].end >= p.start - kNeighbourReach;) {
-      if (probe_share(windows[j]) <= kPlain && raw_speed(windows[j]) > 0) {
+      if (neighbour(windows[j], p)) {
         a = &windows[j];
         break;
       }
     }
     for (std::size_t j = i + 1; j < windows.size() && windows[j].start <= p.end + kNeighbourReach; ++j) {
-      if (probe_share(windows[j]) <= kPlain && raw_speed(windows[j]) > 0) {
+      if (neighbour(windows[j], p)) {
         b = &windows[j];
         break;
       }
@@ -68,9 +79,10 @@ ThreadProbes::ThreadProbes(std::span<const ThreadLoadRecord> windows) {
     const double ua = raw_speed(*a), ub = raw_speed(*b);
     const double neighbours = (ua + ub) / 2;
     if (std::abs(ua - ub) > kStableNeighbours * neighbours) continue;
-    const double extra_share = probe_share(p) - (probe_share(*a) + probe_share(*b)) / 2;
+    // CPU per call = work + record * recorded share, the work the same in the three windows.
+    const double fewer_recorded = (recorded_share(*a) + recorded_share(*b)) / 2 - recorded_share(p);
     // Negative where noise outweighed a small cost: kept, so that the median is not pushed up.
-    measures_.push_back({p.start, neighbours, (up - neighbours) / extra_share});
+    measures_.push_back({p.start, neighbours, (neighbours - up) / fewer_recorded});
   }
   std::sort(measures_.begin(), measures_.end(),
             [](const ProbeMeasure& x, const ProbeMeasure& y) { return x.speed_ns < y.speed_ns; });
@@ -91,7 +103,7 @@ ThreadProbes::ThreadProbes(std::span<const ThreadLoadRecord> windows) {
 double ThreadProbes::speed_ns(const ThreadLoadRecord& w) const {
   const double s = raw_speed(w);
   if (s <= 0) return -1;
-  return s - std::max(0.0, median_record_ns_) * probe_share(w);
+  return s + std::max(0.0, median_record_ns_) * (1 - recorded_share(w));
 }
 
 double ThreadProbes::record_ns(double speed_ns) const {
@@ -122,7 +134,7 @@ ProbeSummary summarize_probes(const Trace& trace) {
     std::size_t j = i;
     std::vector<ThreadLoadRecord> windows;
     while (j < loads.size() && loads[j].track == loads[i].track) {
-      if (loads[j].events > 0) windows.push_back(loads[j]);
+      if (loads[j].events > 0 || loads[j].probe_events > 0) windows.push_back(loads[j]);
       ++j;
     }
     i = j;

@@ -1,13 +1,15 @@
-// What the tracer's cost probes measured: what one recorded NVTX call cost the traced thread,
+// What the tracer's cost probes measured: what recording one NVTX call cost the traced thread,
 // in its own CPU time, where that cost landed (docs/simulation.md, "Cost probes").
 //
-// For one load window in eight (tracer/src/writer_thread.cpp), every recorded call recorded
-// itself a second time; thread_load's `probe_events` counts those second records. The job's
-// work per call being the same in the probe and in the plain windows on either side of it, the
-// probe's extra CPU time per second record is what a record costs. A probe whose two
-// neighbours ran at different speeds per call (the machine changed state around it) measures
-// nothing and is left out. The speed per call also says which state a window was in: each
-// window is charged what the probes measured at speeds nearest its own.
+// For a few ms now and then (`trace --cost-probe`, tracer/src/writer_thread.cpp), the tracer
+// counted a thread's inner pushes and their pops instead of recording them; `probe_events` counts
+// those calls. The job's work per call being the same in the probe and in the recorded windows
+// on either side of it, the probe's CPU time per call, lower by the share of calls it did not
+// record, says what recording a call costs. A probe whose two neighbours ran at different
+// speeds per call (the machine changed state around it) measures nothing and is left out. The
+// speed per call also says which state a window was in, and what the probes nearest its speed
+// measured. `info` shows it; overhead correction does not charge it yet (docs/simulation.md,
+// "Cost probes", has the measurements that say why).
 #pragma once
 
 #include "dreamscope/storage/trace.h"
@@ -18,8 +20,8 @@
 
 namespace dreamscope::whatif {
 
-// One probe that measured: when, the speed of its neighbours (CPU ns per recorded call, the
-// record's cost included) and what one record cost.
+// One probe that measured: when, the speed of its neighbours (CPU ns per call, recording
+// included) and what recording a call cost (record_ns: recorded less counted).
 struct ProbeMeasure {
   TimeNs at = 0;
   double speed_ns = 0;
@@ -35,11 +37,11 @@ class ThreadProbes {
   std::int64_t probes() const { return probes_; }
   const std::vector<ProbeMeasure>& measures() const { return measures_; }
   bool measured() const { return !measures_.empty(); }
-  // A window's speed: its CPU ns per recorded call, the probe's second records taken out at
-  // the thread's median cost (-1: not known).
+  // A window's speed: its CPU ns per call as if every call had been recorded (a probe's counted
+  // calls priced at the thread's median cost; -1: not known).
   double speed_ns(const ThreadLoadRecord& w) const;
-  // What a record cost in a window that ran at `speed_ns`: the median of the measures of the
-  // probes whose neighbours' speeds were nearest it (-1: no probe measured).
+  // What recording a call cost in a window that ran at `speed_ns`: the median of the measures
+  // of the probes whose neighbours' speeds were nearest it (-1: no probe measured).
   double record_ns(double speed_ns) const;
   // The window's state: slow when it ran more than 20 % slower per call than the thread's
   // usual fast windows (the 20th percentile of its speeds).

@@ -2,8 +2,7 @@
 // marker and API call it records, and CUPTI reports its own buffer work. Shrinking each CPU
 // task by the cost of what was recorded inside it, then replaying, predicts the run without
 // the tracer. The costs come from what the tracer timed in the run itself (thread_load rows: a
-// sampled fraction of each thread's recording calls, per window of the run, and the cost probes'
-// measure of a record's cost where it lands: cost_probes.h), else from the
+// sampled fraction of each thread's recording calls, per window of the run), else from the
 // trace's calibration rows (measured at tracer start, or by `dreamscope calibrate`, whose
 // rows can be passed in instead).
 //
@@ -39,11 +38,10 @@ struct OverheadCosts {
   // all of it: the Python wrapper, its calls through ctypes and the tracer's recording.
   // Charged for such a range instead of range_ns: "python_range" (0: none).
   double python_range_ns = 0;
-  // A range through the tracer's entry points back to back, and what a cost probe adds to it:
-  // "nvtx_range_entry", "nvtx_range_probe" (0: not measured). Their difference is the part of
-  // a call that a probe does not repeat, added to what the probes measured (cost_probes.h).
-  double range_entry_ns = 0;
-  double range_probe_ns = 0;
+  // A range that a cost probe counted and did not record, through the tracer's entry points
+  // back to back: "nvtx_range_counted" (0: not measured). The calls a probe counted are in no
+  // row; each is charged half of this, over the tasks of its window (cost_probes.h).
+  double range_counted_ns = 0;
   bool empty() const { return range_ns <= 0 && marker_ns <= 0 && cuda_api_ns <= 0; }
 };
 
@@ -64,8 +62,8 @@ struct OverheadCorrection {
   // Events charged at the cost their thread was timed at in the run, and the mean of those
   // charges per range; the rest were charged at `costs`.
   std::int64_t events_charged_in_run = 0;
-  // Of those, the events charged what the tracer's cost probes measured (cost_probes.h).
-  std::int64_t events_charged_by_probes = 0;
+  // Calls the probes counted and did not record, charged what a counted call costs.
+  std::int64_t counted_calls = 0;
   double in_run_range_ns = 0;
   // Time the threads waited for a core while the writer had it, taken out of their tasks.
   TimeNs runqueue_removed_ns = 0;
