@@ -134,11 +134,8 @@ void DependencyGraph::add_edges(std::span<const EdgeSpec> edges) {
                      static_cast<std::uint32_t>(task_count()));
 }
 
-std::size_t DependencyGraph::remove_edges(TaskId from, TaskId to) {
-  // A collective's link is no edge: expanding every collective to remove one cost an edge per
-  // pair of ranks (R² for R ranks: coll_unlink in bench/complexity.py). The member keeps its
-  // instance and leaves the peer out.
-  std::size_t removed = 0;
+template <class F>
+bool DependencyGraph::each_collective_link(TaskId from, TaskId to, F&& f) const {
   for (std::size_t i = 0; i < collective_count(); ++i) {
     const std::span<const CollectiveMember> members = collective(i);
     const auto begin = static_cast<std::uint32_t>(members.data() - collective_members_.data());
@@ -146,15 +143,29 @@ std::size_t DependencyGraph::remove_edges(TaskId from, TaskId to) {
       if (members[w].completion != to) continue;
       for (std::uint32_t p = 0; p < members[w].peers; ++p) {
         if (p == w || members[p].arrival != from) continue;
-        const UnlinkedPeer cut{begin + w, p};
-        auto at = std::lower_bound(unlinked_peers_.begin(), unlinked_peers_.end(), cut);
-        if (at != unlinked_peers_.end() && *at == cut) continue;
-        unlinked_peers_.insert(at, cut);
-        --collective_links_;
-        ++removed;
+        const UnlinkedPeer link{begin + w, p};
+        if (std::binary_search(unlinked_peers_.begin(), unlinked_peers_.end(), link)) continue;
+        if (!f(link)) return false;
       }
     }
   }
+  return true;
+}
+
+std::size_t DependencyGraph::remove_edges(TaskId from, TaskId to) {
+  // A collective's link is no edge: expanding every collective to remove one cost an edge per
+  // pair of ranks (R² for R ranks: coll_unlink in bench/complexity.py). The member keeps its
+  // instance and leaves the peer out.
+  std::vector<UnlinkedPeer> cuts;
+  each_collective_link(from, to, [&](const UnlinkedPeer& link) {
+    cuts.push_back(link);
+    return true;
+  });
+  for (const UnlinkedPeer& cut : cuts) {
+    unlinked_peers_.insert(std::lower_bound(unlinked_peers_.begin(), unlinked_peers_.end(), cut), cut);
+    --collective_links_;
+  }
+  const std::size_t removed = cuts.size();
   if (from >= task_count()) return removed;
   const auto [first, last] = boost::out_edges(from, edges_);
   if (std::none_of(first, last, [&](auto e) { return boost::target(e, edges_) == to; })) return removed;
@@ -184,20 +195,7 @@ std::span<const UnlinkedPeer> DependencyGraph::unlinked_peers(std::uint32_t memb
 }
 
 bool DependencyGraph::collective_link(TaskId from, TaskId to) const {
-  for (std::size_t i = 0; i < collective_count(); ++i) {
-    const std::span<const CollectiveMember> members = collective(i);
-    const auto begin = static_cast<std::uint32_t>(members.data() - collective_members_.data());
-    for (std::uint32_t w = 0; w < members.size(); ++w) {
-      if (members[w].completion != to) continue;
-      for (std::uint32_t p = 0; p < members[w].peers; ++p) {
-        if (p != w && members[p].arrival == from &&
-            !std::binary_search(unlinked_peers_.begin(), unlinked_peers_.end(), UnlinkedPeer{begin + w, p})) {
-          return true;
-        }
-      }
-    }
-  }
-  return false;
+  return !each_collective_link(from, to, [](const UnlinkedPeer&) { return false; });
 }
 
 void DependencyGraph::expand_collectives() {

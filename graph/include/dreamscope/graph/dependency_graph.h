@@ -332,6 +332,10 @@ class DependencyGraph {
   std::vector<std::vector<ResourceId>> stream_groups_;
   std::vector<CollectiveMember> collective_members_;
   std::vector<std::uint32_t> collective_begin_; // collective_count + 1 offsets; empty: none
+  // Calls f(link) for each link of a collective from `from`'s arrival to `to`'s completion not
+  // cut yet, until f returns false; returns whether it went through all of them.
+  template <class F>
+  bool each_collective_link(TaskId from, TaskId to, F&& f) const;
   std::size_t collective_links_ = 0;
   std::vector<UnlinkedPeer> unlinked_peers_; // sorted
   std::uint32_t event_count_ = 0;
