@@ -381,7 +381,9 @@ void add_thread_handoffs(GraphBuildState& s) {
         is_b[by_previous[b_out]] = 0;
         update(by_previous[b_out]);
       }
-      const auto [lo, before, hi] = process.range(w);
+      // Named, not structured bindings: a lambda cannot capture those before clang 16.
+      const auto candidates = process.range(w);
+      const std::size_t lo = std::get<0>(candidates), before = std::get<1>(candidates), hi = std::get<2>(candidates);
       // The first candidate at or after `pos`, in the order of positions.
       auto next = [&](std::size_t pos) {
         if (pos < before) {
