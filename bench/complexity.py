@@ -204,6 +204,35 @@ def g_device_syncs(n):  # n streams, one kernel each, and a cudaDeviceSynchroniz
                 f'"correlation":{10 ** 8 + i},"cbid":165')
 
 
+def g_left_out_syncs(n):  # n streams, one kernel each, and a device sync after each launch that returns too early
+    # Sync i returns 2 us before kernel i ends: the builder counts that (sync_target_after_return)
+    # and leaves stream i out of the sync, which still waits for the other n - 1 streams
+    # (graph/passes/cuda_sync.cpp); no two syncs leave out the same stream.
+    yield step(1, 0, 20 * n + 100)
+    for i in range(n):
+        yield launch(1 + 20 * i, i + 1)
+        yield kernel("sgemm", 8 + 20 * i, i + 1, stream=100 + i, dur=5)
+        yield X("cuda_runtime", "cudaDeviceSynchronize", 1, 1, 7 + 20 * i, 4,
+                f'"correlation":{10 ** 8 + i},"cbid":165')
+
+
+def g_running_syncs(n):  # n streams, each a kernel queued behind a long one, and n threads syncing meanwhile
+    # When the syncs begin (1 ns apart, one a thread), every stream's last issued kernel is the
+    # queued one, which starts only as the long one ends: each sync finds n streams' last
+    # tasks still running (the simulator's WaitStreams).
+    for i in range(n):
+        yield launch(10 * i, 2 * i + 1)
+    for i in range(n):
+        yield launch(10 * (n + i), 2 * i + 2)
+    t1 = 20 * n + 10
+    for i in range(n):
+        yield kernel("long", 10 * i + 6, 2 * i + 1, stream=100 + i, dur=t1 + 100 - (10 * i + 6))
+        yield kernel("queued", t1 + 100, 2 * i + 2, stream=100 + i, dur=5)
+    for j in range(n):
+        yield X("cuda_runtime", "cudaDeviceSynchronize", 1, j + 2, f"{t1 + j / 1000:.3f}", 200,
+                f'"correlation":{10 ** 8 + j},"cbid":165')
+
+
 def g_knames(n):  # n kernels of n distinct names
     yield step(1, 0, 20 * n + 100)
     for i in range(n):
@@ -227,6 +256,19 @@ def g_overlap_waits(n):  # n threads, each with a 1 ms operator, all of them ove
     # (in waiting_threads, 10 us apart, only the next 100 do).
     for i in range(n):
         yield X("cpu_op", "op", 1, i + 1, f"{i / 1000:.3f}", 1000)
+
+
+def g_busy_handoffs(n):  # n/2 threads busy as n/2 long waits begin, each ending a later run just before they end
+    # The waits: 0.95 ms operators 1 ns apart (slack 200 us). The other threads: a 200 us
+    # operator across every wait's start, then a 400 us one ending 50 us before the waits end:
+    # a run that ends where a wait's burst would, on a thread busy when the wait began, so no
+    # burst (graph/passes/inferred_waits.cpp).
+    waits = n // 2
+    for i in range(waits):
+        yield X("cpu_op", "op", 1, i + 1, f"{100 + i / 1000:.3f}", 950)
+    for j in range(n - waits):
+        yield X("cpu_op", "op", 1, waits + j + 1, 0, 200)
+        yield X("cpu_op", "op", 1, waits + j + 1, 600, 400)
 
 
 LOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
@@ -385,6 +427,8 @@ SHAPES = {
     "shared_corr": (json_shape(g_corr1), 20000, 6000, "N launches sharing one correlation id"),
     "syncs": (json_shape(g_syncs), 10000, 2500, "N launches, kernels and device syncs"),
     "device_syncs": (json_shape(g_device_syncs), 5000, 1500, "N streams, a kernel and a device sync each"),
+    "left_out_syncs": (json_shape(g_left_out_syncs), 5000, 1500, "N streams, a kernel and a device sync that leaves it out each"),
+    "running_syncs": (json_shape(g_running_syncs), 5000, 1500, "N threads syncing while N streams' last kernels wait to start"),
     "kernel_names": (json_shape(g_knames), 10000, 2500, "N kernels of distinct names"),
     "threads": (json_shape(g_threads), 10000, 4000, "N threads, one operator each"),
     "waiting_threads": (json_shape(g_waiting_threads), 3000, 1400, "N threads, one 1 ms operator each"),
@@ -400,6 +444,9 @@ SHAPES = {
     "nested_steps": (db_shape("nested_steps"), 1000, 400, "trace.db of cuda_train + N nested steps"),
     "overlap_fwd": (db_shape("overlap_fwd"), 5000, 3000, "trace.db of cuda_train + N overlapping forwards"),
     "shared_cores": (json_shape(g_shared_cores), 16000, 2000, "N CPU ranges, N/4 at once, shared on 2 cores"),
+    "busy_handoffs": (json_shape(g_busy_handoffs), 16000, 3000,
+                      "N/2 long waits, N/2 threads busy as they begin and ending a run as they end"),
+    "coll_unlink": (make_collmany, 250, 200, "coll_many, and a what-if removing one link of a collective"),
 }
 
 # name: argv after `dreamscope`, with {in}, {in2} (a copy of the input, for diff) and {out}.
@@ -415,16 +462,34 @@ COMMANDS = {
     "diff": ["diff", "{in}", "{in2}", "-o", "{out}"],
     # Every thread of the prediction sharing 2 cores (processor sharing in the simulator).
     "whatif-cores": ["whatif", "{in}", "-s", "data", "-p", "workers=1", "-p", "cores=2", "--report", "{out}"],
+    # Rank 1's first all-reduce no longer waits for rank 0's (UNLINK_SCENARIO).
+    "whatif-unlink": ["whatif", "{in}", "-s", "{unlink}", "--report", "{out}"],
 }
+# The scenario of whatif-unlink: a remove_edge naming one link of a collective of coll_many
+# (each rank's NCCL kernel is its call: its first all-reduce's starts 8 us into the trace).
+UNLINK_SCENARIO = """name = "unlink"
+[[transform]]
+op = "remove_edge"
+from = { name = "ncclKernel", rank = 0, window_ns = [8000, 8001] }
+to = { name = "ncclKernel", rank = 1, window_ns = [8000, 8001] }
+"""
 # A job (a folder of ranks) has no per-trace steps or critical path; `analyze --only` says so.
-JOB_SHAPES = {"ranks", "coll_ranks", "coll_many"}
+JOB_SHAPES = {"ranks", "coll_ranks", "coll_many", "coll_unlink"}
 NOT_FOR_JOBS = {"analyze-steps", "critical-path"}
 # Shapes made for one path, with the commands that take it (and replay, the same without it);
 # commands that need what such a shape holds run on it alone.
 SHAPE_COMMANDS = {"shared_cores": ["replay", "whatif-cores"],
                   # graph building's lookup of a call's streams, which every command that builds
                   # the graph takes: replay alone shows it
-                  "thread_streams": ["replay"]}
+                  "thread_streams": ["replay"],
+                  # thread hand-offs in graph building
+                  "busy_handoffs": ["replay"],
+                  # a what-if's remove_edge of a collective's link
+                  "coll_unlink": ["replay", "whatif-unlink"],
+                  # graph building's whole-process waits and the simulator's WaitStreams: replay
+                  # takes both
+                  "left_out_syncs": ["replay"],
+                  "running_syncs": ["replay"]}
 ONLY_FOR_SHAPES = {c for commands in SHAPE_COMMANDS.values() for c in commands if c not in ("replay",)}
 
 
@@ -669,6 +734,9 @@ def main():
 
     work = a.keep or tempfile.mkdtemp(prefix="dreamscope-complexity-")
     os.makedirs(work, exist_ok=True)
+    unlink = os.path.join(work, "unlink.toml")
+    with open(unlink, "w") as f:
+        f.write(UNLINK_SCENARIO)
     rows = []
     total = sum(1 for shape in shapes for c in commands if c in commands_for(shape))
     started = time.perf_counter()
@@ -696,7 +764,8 @@ def main():
                             progress.say(f"[{len(rows)}/{total}] {shape}: {command} N={size}")
                             out = os.path.join(work, "out")
                             argv = [dreamscope] + [x.format(**{"in": inputs[size][0], "in2": inputs[size][1],
-                                                              "out": out}) for x in COMMANDS[command]]
+                                                              "out": out, "unlink": unlink})
+                                                   for x in COMMANDS[command]]
                             # With --quick, a run of 8N is stopped once it is clearly over:
                             # a quadratic path then costs 1.5x its limit, not 64x t(N).
                             cap = CLEARLY_OVER * row.limit() if a.quick and size != n else None

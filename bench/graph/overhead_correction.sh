@@ -28,6 +28,13 @@
 # within SPREAD % (default 25) for the attempt to count. For the record: how far the correction
 # is from a run without the tracer loaded at all, when the machine holds still long enough.
 #
+# Each paired run also says which state the machine was in (issue 35): a pair is slow where its
+# paused neighbours ran more than 15 % slower than the set's fast level (the 5th percentile of
+# every counted pair's paused steps), and a run is fast, slow, or mixed (how many of its pairs
+# were slow, and their median error). `probed` is the share of events charged what the
+# tracer's cost probes scaled (docs/simulation.md, "Cost probes"); PROBE=GAP[:LENGTH] passes
+# --cost-probe to the tracer (default 0, the tracer's default: none, the calls' own timing).
+#
 # Prints every attempt's error, and per configuration the median error and the worst of the
 # settled runs; exits 1 when the median exceeds BOUND % (default 3) or a settled run's error
 # exceeds WORST % (default 6), 3 where fewer than RUNS runs settled within the attempts.
@@ -51,6 +58,7 @@ BLOCK=${BLOCK:-30}
 TRACED_SKIP=${TRACED_SKIP:-5}
 PAUSED_SKIP=${PAUSED_SKIP:-10}
 PAIRS=${PAIRS:-5}
+PROBE=${PROBE:-0}
 case "$METHOD" in
   paired) STEPS=${STEPS:-2400} ;;
   separate) STEPS=${STEPS:-300} ;;
@@ -111,7 +119,7 @@ for config in $CONFIGS; do
     while [ "$settled_runs" -lt "$RUNS" ] && [ "$attempt" -lt $((RUNS * TRIES)) ]; do
       attempt=$((attempt + 1))
       sync
-      "$dreamscope" trace -f -o "$work/run.db" -- "$cpu_train" "${run_args[@]}" --paused-blocks "$BLOCK" \
+      "$dreamscope" trace -f --cost-probe "$PROBE" -o "$work/run.db" -- "$cpu_train" "${run_args[@]}" --paused-blocks "$BLOCK" \
         >"$work/traced.out" 2>/dev/null
       replay_json
       row=$(python3 - "$work/traced.out" "$work/replay.json" "$BLOCK" "$TRACED_SKIP" "$PAUSED_SKIP" "$STABLE" "$PAIRS" <<'PY'
@@ -130,7 +138,7 @@ for s in r["steps"]:
         i = int(s["name"].split()[1])
         measured[i], predicted[i] = s["measured_ns"], s["predicted_ns"]
 blocks = (max(max(paused, default=0), max(measured, default=0)) + 1) // block
-pairs, counted = 0, []
+pairs, counted, references = 0, [], []
 traced_steps, predicted_steps, paused_steps = [], [], []
 # Recorded blocks are the even ones; block 0 holds the start-up.
 for b in range(2, blocks - 1, 2):
@@ -145,6 +153,7 @@ for b in range(2, blocks - 1, 2):
     reference = (left + right) / 2
     p = statistics.median(predicted[i] for i in mine)
     counted.append(100 * (p - reference) / reference)
+    references.append(reference)
     traced_steps.append(statistics.median(measured[i] for i in mine))
     predicted_steps.append(p)
     paused_steps.append(reference)
@@ -152,7 +161,9 @@ o = r["overhead"]
 median = lambda v: statistics.median(v) if v else 0
 print(1 if len(counted) >= wanted else 0, len(counted), pairs, "%.3f" % median(counted),
       int(median(traced_steps)), int(median(predicted_steps)), int(median(paused_steps)),
-      "%.1f" % o["range_ns"], "%.1f" % o.get("in_run_range_ns", 0), "%.1f" % (o.get("runqueue_removed_ns", 0) / 1e6))
+      "%.1f" % o["range_ns"], "%.1f" % o.get("in_run_range_ns", 0), "%.1f" % (o.get("runqueue_removed_ns", 0) / 1e6),
+      "%.3f" % (o.get("events_charged_by_probes", 0) / max(1, o["events_charged"])),
+      ",".join("%.0f:%.3f" % pair for pair in zip(references, counted)) or "-")
 PY
 )
       rows+=("$attempt $row")
@@ -161,14 +172,37 @@ PY
     python3 - "$config" "$options" "$BLOCK" "$untraced" "$work/settled" "${rows[@]}" <<'PY'
 import statistics, sys
 config, options, block, untraced = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
-# row: attempt, settled, pairs counted, pairs, error, traced, predicted, paused, range costs, waits
-rows = [[float(x) for x in r.split()] for r in sys.argv[6:]]
+# row: attempt, settled, pairs counted, pairs, error, traced, predicted, paused, range costs, waits, share of the
+# events charged by the cost probes; then each counted pair's paused reference and error
+rows, pair_lists = [], []
+for r in sys.argv[6:]:
+    f = r.split()
+    rows.append([float(x) for x in f[:-1]])
+    pair_lists.append([tuple(float(x) for x in p.split(":")) for p in f[-1].split(",")] if f[-1] != "-" else [])
+# The machine's state at each pair, from its paused neighbours' steps: slow where they ran more than 15 % slower than
+# the fastest pairs of the whole set (its 5th percentile). The development VM's two levels are ~40 % apart.
+every = sorted(ref for pairs in pair_lists for ref, _ in pairs)
+fast_level = every[len(every) // 20] if every else 0
+def state(pairs):
+    slow = [e for ref, e in pairs if ref > 1.15 * fast_level]
+    if not pairs:
+        return "-", slow
+    if not slow:
+        return "fast", slow
+    if len(slow) == len(pairs):
+        return "slow", slow
+    return f"mixed {len(slow)}/{len(pairs)}", slow
 print(f"== {config} (cpu_train --fine-annotations {options} --paused-blocks {block}: recorded blocks against their paused neighbours)")
-print("run  pairs   traced  predicted   paused    error   range: calibrated  in run   waited for a core")
-for r in rows:
+print("run  pairs   traced  predicted   paused    error   range: calibrated  in run  probed  waited for a core  state (slow pairs' error)")
+slow_runs = 0
+for r, pairs in zip(rows, pair_lists):
     mark = " " if r[1] else "*"
+    name, slow = state(pairs)
+    if r[1] and slow and len(slow) * 2 >= len(pairs):
+        slow_runs += 1
+    slow_text = f" ({statistics.median(slow):+.2f} %)" if slow and name != "slow" else ""
     print(f"{int(r[0]):3}{mark} {int(r[2]):2}/{int(r[3]):<2} {r[5] / 1e3:7.1f} us {r[6] / 1e3:7.1f} us {r[7] / 1e3:7.1f} us {r[4]:+6.2f} %"
-          f"   {r[8]:9.1f} ns {r[9]:6.1f} ns   {r[10]:6.1f} ms")
+          f"   {r[8]:9.1f} ns {r[9]:6.1f} ns {100 * r[11]:5.0f} %   {r[10]:6.1f} ms   {name}{slow_text}")
 settled = [r[4] for r in rows if r[1]]
 unsettled = [r for r in rows if not r[1]]
 if unsettled:
@@ -178,6 +212,8 @@ if unsettled:
 paused = statistics.median(r[7] for r in rows)
 print(f"median step: paused {paused / 1e3:.1f} us, recorded {statistics.median(r[5] for r in rows) / 1e3:.1f} us; "
       f"an untraced run before them: {untraced / 1e3:.1f} us (another moment: the machine may have been in another state)")
+print(f"machine state: fast level {fast_level / 1e3:.1f} us a paused step; {slow_runs} of {len(settled)} settled runs "
+      f"slow in half their pairs or more")
 open(sys.argv[5], "w").write(" ".join(str(e) for e in settled))
 PY
   else

@@ -3,6 +3,7 @@
 #include "output.h"
 
 #include <dreamscope/analyzers/duration_text.h>
+#include <dreamscope/whatif/cost_probes.h>
 #include <dreamscope/whatif/overhead_correction.h>
 #include <dreamscope/storage/storage.h>
 
@@ -43,7 +44,7 @@ std::string complete_text(const TraceSummary& s) {
                      s.import_events_read, why);
 }
 
-std::string render_text(const std::string& path, const TraceSummary& s) {
+std::string render_text(const std::string& path, const TraceSummary& s, const whatif::ProbeSummary& probes) {
   std::string out;
   auto line = [&](std::string_view key, const std::string& value) { out += fmt::format("{:<18}{}\n", key, value); };
   line("trace", path);
@@ -103,6 +104,20 @@ std::string render_text(const std::string& path, const TraceSummary& s) {
                           runnable > 0 ? 100.0 * static_cast<double>(s.threads_runqueue_ns) / runnable : 0.0);
     }
     line("tracer cost", cost);
+  }
+  if (probes.probes > 0) {
+    // What overhead correction charges where the probes measured (docs/simulation.md, "Cost probes").
+    std::string text = fmt::format("{} of {} measured", probes.measured, probes.probes);
+    auto state = [&](const char* name, std::int64_t windows, double record_ns) {
+      if (windows > 0 && record_ns >= 0) {
+        text += fmt::format("; recording a call cost {:.1f} ns in the {} {} window{}", record_ns, windows, name,
+                           windows == 1 ? "" : "s");
+      }
+    };
+    state("fast", probes.fast_windows, probes.fast_record_ns);
+    state("slow", probes.slow_windows, probes.slow_record_ns);
+    text += "; not charged by overhead correction, which follows the calls' timing (docs/simulation.md, \"Cost probes\")";
+    line("cost probes", text);
   }
   if (!s.warnings.empty()) line("warnings", s.warnings);
   if (s.ranks.ranks > 0) {
@@ -207,7 +222,7 @@ std::string render_text(const std::string& path, const TraceSummary& s) {
   return out;
 }
 
-std::string render_json(const std::string& path, const TraceSummary& s) {
+std::string render_json(const std::string& path, const TraceSummary& s, const whatif::ProbeSummary& probes) {
   using nlohmann::json;
   auto opt = [](std::int64_t v) { return v == kNoValue ? json(nullptr) : json(v); };
   json j;
@@ -225,7 +240,11 @@ std::string render_json(const std::string& path, const TraceSummary& s) {
                       {"range_timed_in_run_ns", cost(s.range_timed_in_run_ns)},
                       {"clock_read_ns", cost(s.clock_read_ns)},
                       {"threads_cpu_ns", opt(s.threads_cpu_ns)},
-                      {"threads_runqueue_ns", opt(s.threads_runqueue_ns)}};
+                      {"threads_runqueue_ns", opt(s.threads_runqueue_ns)},
+                      {"cost_probes", {{"probes", probes.probes}, {"measured", probes.measured},
+                                       {"fast_windows", probes.fast_windows}, {"slow_windows", probes.slow_windows},
+                                       {"fast_record_ns", cost(probes.fast_record_ns)},
+                                       {"slow_record_ns", cost(probes.slow_record_ns)}}}};
   j["schema_version"] = s.schema_version;
   j["dreamscope_version"] = s.dreamscope_version;
   j["complete"] = s.complete;
@@ -307,7 +326,8 @@ const CommandRegistration info_command(20, "info", [](CLI::App& app) -> CommandA
     Trace trace = open_job(opts->traces, *allow_empty, RefuseEmpty::Imports);
     TraceSummary s = summarize(trace, opts->top);
     const std::string label = inputs_label(opts->traces);
-    write_output(opts->output, opts->json ? render_json(label, s) : render_text(label, s));
+    const whatif::ProbeSummary probes = whatif::summarize_probes(trace);
+    write_output(opts->output, opts->json ? render_json(label, s, probes) : render_text(label, s, probes));
     return kExitOk;
   };
 });

@@ -90,6 +90,11 @@ std::string render_text(const ReplayCommandOptions& o, const Trace& trace, const
                                   "has no costs timed in the run)",
                                   c.costs.range_ns, c.costs.marker_ns, c.costs.cuda_api_ns));
       }
+      if (c.counted_calls > 0) {
+        line("probes", fmt::format("{} calls the tracer's cost probes counted and did not record, charged {:.1f} ns "
+                                   "each (a counted call, back to back at start-up)",
+                                   c.counted_calls, c.costs.range_counted_ns / 2));
+      }
       if (c.costs.python_range_ns > 0) {
         line("python", fmt::format("each range recorded from Python (dreamscope.auto) charged {:.1f} ns: what a "
                                    "recorded module call cost over a plain one, as the traced process measured it "

@@ -57,6 +57,7 @@ struct TraceOptions {
   bool keep_parts = false;
   bool per_rank = false;
   int buffer_mb = 512;
+  std::string cost_probe = "0";
   std::string python = "on";
   int python_modules = 1;
   bool python_ops = false;
@@ -298,6 +299,7 @@ int run_trace(const TraceOptions& o) {
   setenv(env::kSources, o.sources.c_str(), 1);
   setenv(env::kCudaApi, o.cuda_api.c_str(), 1);
   setenv(env::kBufferMb, std::to_string(o.buffer_mb).c_str(), 1);
+  setenv(env::kCostProbe, o.cost_probe.c_str(), 1);
   setenv(env::kCommand, command.c_str(), 1);
   setenv(env::kJobStartNs, std::to_string(monotonic_ns()).c_str(), 1);
   setenv(env::kDelayNs, std::to_string(static_cast<std::int64_t>(o.delay_s * 1e9)).c_str(), 1);
@@ -412,6 +414,23 @@ const CommandRegistration trace_command(10, "trace", [](CLI::App& app) -> Comman
   cmd->add_option("--buffer-mb", o->buffer_mb,
                   "Memory per process for events not yet written; past it events are dropped (and counted)")
       ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("--cost-probe", o->cost_probe,
+                  "GAP_MS[:LENGTH_MS]: every GAP_MS on average, for LENGTH_MS (default 5), count the NVTX ranges "
+                  "inside two open ones instead of recording them, so that --correct-overhead can scale the "
+                  "calls' own timing to what recording cost the job where the cost landed (LENGTH/GAP of those "
+                  "ranges go unrecorded; steps and their phases never). 150:5 is a start; 0: no probes")
+      ->check([](const std::string& v) -> std::string {
+        const auto colon = v.find(':');
+        auto digits = [](std::string_view d) {
+          return !d.empty() && d.size() <= 7 && d.find_first_not_of("0123456789") == std::string_view::npos;
+        };
+        if (digits(std::string_view(v).substr(0, colon)) &&
+            (colon == std::string::npos || digits(std::string_view(v).substr(colon + 1)))) {
+          return {};
+        }
+        return "expected GAP_MS or GAP_MS:LENGTH_MS (whole milliseconds), got " + v;
+      })
       ->capture_default_str();
   cmd->add_option("--python", o->python,
                   "on: record PyTorch's framework layer in every Python process with no code change (steps, "

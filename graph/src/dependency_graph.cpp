@@ -134,38 +134,68 @@ void DependencyGraph::add_edges(std::span<const EdgeSpec> edges) {
                      static_cast<std::uint32_t>(task_count()));
 }
 
+template <class F>
+bool DependencyGraph::each_collective_link(TaskId from, TaskId to, F&& f) const {
+  for (std::size_t i = 0; i < collective_count(); ++i) {
+    const std::span<const CollectiveMember> members = collective(i);
+    const auto begin = static_cast<std::uint32_t>(members.data() - collective_members_.data());
+    for (std::uint32_t w = 0; w < members.size(); ++w) {
+      if (members[w].completion != to) continue;
+      for (std::uint32_t p = 0; p < members[w].peers; ++p) {
+        if (p == w || members[p].arrival != from) continue;
+        const UnlinkedPeer link{begin + w, p};
+        if (std::binary_search(unlinked_peers_.begin(), unlinked_peers_.end(), link)) continue;
+        if (!f(link)) return false;
+      }
+    }
+  }
+  return true;
+}
+
 std::size_t DependencyGraph::remove_edges(TaskId from, TaskId to) {
-  if (collective_link(from, to)) expand_collectives();
+  // A collective's link is no edge: expanding every collective to remove one cost an edge per
+  // pair of ranks (R² for R ranks: coll_unlink in bench/complexity.py). The member keeps its
+  // instance and leaves the peer out.
+  std::vector<UnlinkedPeer> cuts;
+  each_collective_link(from, to, [&](const UnlinkedPeer& link) {
+    cuts.push_back(link);
+    return true;
+  });
+  for (const UnlinkedPeer& cut : cuts) {
+    unlinked_peers_.insert(std::lower_bound(unlinked_peers_.begin(), unlinked_peers_.end(), cut), cut);
+    --collective_links_;
+  }
+  const std::size_t removed = cuts.size();
+  if (from >= task_count()) return removed;
+  const auto [first, last] = boost::out_edges(from, edges_);
+  if (std::none_of(first, last, [&](auto e) { return boost::target(e, edges_) == to; })) return removed;
   EdgeList list = edge_list(edges_);
   EdgeList kept;
-  std::size_t removed = 0;
+  std::size_t removed_edges = 0;
   for (std::size_t k = 0; k < list.ends.size(); ++k) {
     if (list.ends[k].first == from && list.ends[k].second == to) {
       --(edge_gates_completion(list.info[k].kind) ? completion_in_ : start_in_)[to];
-      ++removed;
+      ++removed_edges;
       continue;
     }
     kept.ends.push_back(list.ends[k]);
     kept.info.push_back(list.info[k]);
   }
-  if (removed > 0) {
+  if (removed_edges > 0) {
     edges_ = EdgeGraph(boost::edges_are_unsorted_multi_pass, kept.ends.begin(), kept.ends.end(), kept.info.begin(),
                        static_cast<std::uint32_t>(task_count()));
   }
-  return removed;
+  return removed + removed_edges;
+}
+
+std::span<const UnlinkedPeer> DependencyGraph::unlinked_peers(std::uint32_t member) const {
+  auto lo = std::lower_bound(unlinked_peers_.begin(), unlinked_peers_.end(), UnlinkedPeer{member, 0});
+  auto hi = std::lower_bound(lo, unlinked_peers_.end(), UnlinkedPeer{member + 1, 0});
+  return {lo, hi};
 }
 
 bool DependencyGraph::collective_link(TaskId from, TaskId to) const {
-  for (std::size_t i = 0; i < collective_count(); ++i) {
-    const std::span<const CollectiveMember> members = collective(i);
-    for (std::uint32_t w = 0; w < members.size(); ++w) {
-      if (members[w].completion != to) continue;
-      for (std::uint32_t p = 0; p < members[w].peers; ++p) {
-        if (p != w && members[p].arrival == from) return true;
-      }
-    }
-  }
-  return false;
+  return !each_collective_link(from, to, [](const UnlinkedPeer&) { return false; });
 }
 
 void DependencyGraph::expand_collectives() {
@@ -174,13 +204,16 @@ void DependencyGraph::expand_collectives() {
   std::vector<std::uint32_t> by_call; // positions in the instance, in call order
   for (std::size_t i = 0; i < collective_count(); ++i) {
     const std::span<const CollectiveMember> members = collective(i);
+    const auto begin = static_cast<std::uint32_t>(members.data() - collective_members_.data());
     by_call.assign(members.size(), 0);
     for (std::uint32_t pos = 0; pos < members.size(); ++pos) by_call[members[pos].call] = pos;
     // The builder's order before instances were kept whole: member by member, its peers in
     // call order; the simulator finishes the members a peer's arrival releases in that order.
     for (std::uint32_t w : by_call) {
+      const std::span<const UnlinkedPeer> cut = unlinked_peers(begin + w);
       for (std::uint32_t p : by_call) {
         if (p == w || p >= members[w].peers) continue;
+        if (std::binary_search(cut.begin(), cut.end(), UnlinkedPeer{begin + w, p})) continue;
         list.ends.emplace_back(members[p].arrival, members[w].completion);
         list.info.push_back({0, EdgeKind::Collective});
         ++completion_in_[members[w].completion];
@@ -190,6 +223,7 @@ void DependencyGraph::expand_collectives() {
   collective_members_.clear();
   collective_begin_.clear();
   collective_links_ = 0;
+  unlinked_peers_.clear();
   edges_ = EdgeGraph(boost::edges_are_unsorted_multi_pass, list.ends.begin(), list.ends.end(), list.info.begin(),
                      static_cast<std::uint32_t>(task_count()));
 }
@@ -208,7 +242,7 @@ std::size_t DependencyGraph::memory_bytes() const {
                   bytes(flags_) + bytes(cpu_share_) + bytes(ready_base_) + bytes(source_row_) + bytes(measured_start_) + bytes(measured_end_) + bytes(base_) +
                   bytes(gap_) + bytes(add_) + bytes(ratio_) + bytes(start_in_) + bytes(completion_in_) +
                   bytes(sync_actions_) + bytes(api_first_) + bytes(api_last_) + bytes(annotation_first_) +
-                  bytes(annotation_last_) + bytes(gpu_task_) + bytes(collective_members_) + bytes(collective_begin_);
+                  bytes(annotation_last_) + bytes(gpu_task_) + bytes(collective_members_) + bytes(collective_begin_) + bytes(unlinked_peers_);
   n += edges_.m_forward.m_rowstart.capacity() * sizeof(std::uint32_t);
   n += edges_.m_forward.m_column.capacity() * sizeof(std::uint32_t);
   n += edge_count() * sizeof(EdgeInfo);

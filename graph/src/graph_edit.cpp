@@ -1,6 +1,7 @@
 #include "dreamscope/graph/dependency_graph.h"
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 
 namespace dreamscope {
@@ -186,6 +187,7 @@ EditResult DependencyGraph::apply(const GraphEdit& edit) {
   }
   g.collective_begin_ = collective_begin_;
   g.collective_links_ = collective_links_;
+  g.unlinked_peers_ = unlinked_peers_;
   g.event_count_ = event_count_;
   auto remap = [&](const std::vector<TaskId>& v) {
     std::vector<TaskId> out(v.size());
@@ -207,6 +209,23 @@ EditResult DependencyGraph::apply(const GraphEdit& edit) {
   }
   *this = std::move(g);
   return result;
+}
+
+void DependencyGraph::expand_stream_exclusions() {
+  std::map<std::vector<ResourceId>, std::uint32_t> ids;
+  for (std::uint32_t g = 0; g < stream_groups_.size(); ++g) ids.try_emplace(stream_groups_[g], g);
+  for (SyncAction& a : sync_actions_) {
+    if (a.op != SyncOp::WaitStreams || a.except == kNoIndex) continue;
+    std::vector<ResourceId> out = stream_groups_[a.except], kept;
+    std::sort(out.begin(), out.end());
+    for (ResourceId s : stream_groups_[a.streams]) {
+      if (!std::binary_search(out.begin(), out.end(), s)) kept.push_back(s);
+    }
+    auto [it, fresh] = ids.try_emplace(kept, static_cast<std::uint32_t>(stream_groups_.size()));
+    if (fresh) stream_groups_.push_back(std::move(kept));
+    a.streams = it->second;
+    a.except = kNoIndex;
+  }
 }
 
 } // namespace dreamscope

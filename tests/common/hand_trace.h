@@ -9,7 +9,7 @@
 
 namespace dreamscope::test {
 
-// One process and at most one GPU; threads and streams by id; every event named uniquely
+// One process and at most one GPU (more of each on demand); threads and streams by id; every event named uniquely
 // so that a test can find its row again after the Trace sorted its tables. The GPU's name
 // matters to cross-GPU scenarios (it is looked up in the device table); an empty name
 // makes a CPU-only trace.
@@ -39,6 +39,14 @@ class HandTrace {
     if (device_ == kNoIndex) throw std::logic_error("a CPU-only HandTrace has no streams");
     return b_.stream_track(device_, id);
   }
+  // Another GPU, of another process, and its streams.
+  DeviceId device(ProcessId process, std::string name) {
+    DeviceInfo d;
+    d.process = process;
+    d.name = std::move(name);
+    return b_.add_device(d);
+  }
+  TrackId stream(DeviceId device, std::int64_t id) { return b_.stream_track(device, id); }
 
   void api(TrackId thread, std::string_view name, TimeNs start, TimeNs end, std::int64_t correlation = kNoValue,
            std::int64_t stream = kNoValue, std::int64_t event = kNoValue) {

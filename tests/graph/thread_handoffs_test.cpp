@@ -222,6 +222,109 @@ TEST(ThreadHandoffs, RandomTracesMatchTheReference) {
   EXPECT_GT(with_handoffs, 300) << "the random traces should exercise matches, not only misses";
 }
 
+// A wait that begins 1 ns after an instant that ends a run, in the piece after it: the burst
+// after that piece is its first event at or after the wait's start, the instant not. A wait
+// that begins at the instant has the instant for its first event, which goes before it.
+TEST(ThreadHandoffs, AWaitBeginningJustAfterAnInstantTakesTheBurstAfterIt) {
+  HandTrace h("");
+  const TrackId a = h.thread(1), b = h.thread(2), c = h.thread(3);
+  h.annotation(a, "wait", "operation", 1'000'001, 2'000'001);
+  h.annotation(c, "wait at the instant", "operation", 1'000'000, 2'000'000);
+  h.annotation(b, "earlier", "operation", 0, 500'000);
+  h.annotation(b, "instant", "operation", 1'000'000, 1'000'000);
+  h.annotation(b, "burst", "operation", 1'200'000, 1'900'000);
+  const Trace trace = h.build();
+  GraphBuildState st = run_passes(trace, "data_pipeline");
+  graph_build::add_thread_handoffs(st);
+  const TaskId wait = st.tasks.annotation_first[annotation_row(trace, "wait")];
+  const TaskId burst = st.tasks.annotation_first[annotation_row(trace, "burst")];
+  const std::vector<Edge> expected = {{EdgeKind::Handoff, {wait, burst}}, {EdgeKind::Join, {burst, wait}}};
+  EXPECT_EQ(handoffs_and_joins(st), expected);
+  GraphBuildState ref = run_passes(trace, "data_pipeline");
+  reference_handoffs(ref);
+  EXPECT_EQ(handoffs_and_joins(ref), expected);
+}
+
+// Random traces built around what the pass's index tells apart: threads that run several
+// runs of adjacent ranges (some instants, some nested) with gaps of 0 to 3 units, so that
+// many are busy as a wait begins and end a later run as it ends, bursts span several runs,
+// instants sit just before a piece, at a wait's start and at its end, and pieces end exactly
+// where waits end; waits of 5 to 9 units (slack: 2 units). The pass matches as its reference.
+TEST(ThreadHandoffs, RunsAcrossWaitsStartsAndEndsMatchTheReference) {
+  std::mt19937_64 rng(3839);
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int with_handoffs = 0, several_runs = 0, refused_busy = 0;
+  for (int round = 0; round < 3000; ++round) {
+    HandTrace h("");
+    constexpr TimeNs unit = 100'000;
+    const int thread_count = uniform(2, 8);
+    int name = 0;
+    std::vector<TrackId> threads;
+    for (int k = 0; k < thread_count; ++k) threads.push_back(h.thread(1 + k));
+    for (TrackId t : threads) {
+      TimeNs at = unit * uniform(0, 4);
+      for (int run = uniform(1, 4); run > 0; --run) {
+        for (int r = uniform(1, 3); r > 0; --r) {
+          // A wait now and then; else short ranges and instants, one after the other.
+          const TimeNs length = unit * (uniform(0, 4) == 0 ? uniform(5, 9) : uniform(0, 2));
+          h.annotation(t, "r" + std::to_string(name++), "operation", at, at + length);
+          if (length > 0 && uniform(0, 4) == 0) { // an instant inside it, or at its start
+            const TimeNs inside = at + unit * uniform(0, static_cast<int>(length / unit) - 1);
+            h.annotation(t, "r" + std::to_string(name++), "operation", inside, inside);
+          }
+          at += length;
+        }
+        at += unit * uniform(0, 3);
+      }
+    }
+    const Trace trace = h.build();
+    GraphBuildState ref = run_passes(trace, "data_pipeline");
+    reference_handoffs(ref);
+    GraphBuildState st = run_passes(trace, "data_pipeline");
+    graph_build::add_thread_handoffs(st);
+    ASSERT_EQ(st.edges.ends, ref.edges.ends) << "round " << round;
+    for (std::size_t e = 0; e < ref.edges.info.size(); ++e) {
+      ASSERT_EQ(st.edges.info[e].delay, ref.edges.info[e].delay) << "round " << round;
+    }
+    ASSERT_EQ(st.tasks.base, ref.tasks.base) << "round " << round;
+    ASSERT_EQ(st.tasks.gap, ref.tasks.gap) << "round " << round;
+    ASSERT_EQ(st.wait_end, ref.wait_end) << "round " << round;
+    const std::vector<Edge> found = handoffs_and_joins(st);
+    if (!found.empty()) ++with_handoffs;
+    // What the test is for: bursts of several runs (a piece between the handoff's target
+    // and the join's source), and threads refused for being busy as a wait began.
+    for (const Edge& e : found) {
+      if (e.first != EdgeKind::Handoff) continue;
+      const TaskId first = e.second.second;
+      for (TaskId t = first; t < st.tasks.end(st.tasks.resource[first]) && st.wait_end[e.second.first] > st.tasks.measured_start[t]; ++t) {
+        if (st.tasks.kind[t] == TaskKind::CpuWork) {
+          ++several_runs;
+          break;
+        }
+      }
+    }
+    const graph_build::TaskTable& tasks = st.tasks;
+    for (TaskId p = 0; p < tasks.size(); ++p) {
+      if (tasks.is_stream(tasks.resource[p]) || tasks.measured_end[p] - tasks.measured_start[p] < 500'000) continue;
+      for (ResourceId b = 0; b < tasks.resource_count(); ++b) {
+        // b ran a range across p's start and ended a run at most 2 units before p's end.
+        bool busy = false, ends_near = false;
+        for (TaskId t = tasks.first(b); t < tasks.end(b); ++t) {
+          if (tasks.kind[t] == TaskKind::CpuWork || b == tasks.resource[p]) continue;
+          busy |= tasks.measured_start[t] < tasks.measured_start[p] && tasks.measured_end[t] > tasks.measured_start[p];
+          ends_near |= tasks.measured_end[t] <= tasks.measured_end[p] &&
+                       tasks.measured_end[t] >= tasks.measured_end[p] - 2 * unit && t > tasks.first(b) &&
+                       tasks.measured_start[t] > tasks.measured_start[p];
+        }
+        refused_busy += busy && ends_near;
+      }
+    }
+  }
+  EXPECT_GT(with_handoffs, 1000) << "the random traces should exercise matches, not only misses";
+  EXPECT_GT(several_runs, 400) << "and bursts of several runs";
+  EXPECT_GT(refused_busy, 4000) << "and threads busy as a wait began that end a run as it ends";
+}
+
 // Whether a graph's edges and its resources' program order leave a cycle among the tasks'
 // starts and ends (what the simulator would leave unscheduled): a start precedes its end, an
 // end the next task's start on its resource, and an edge goes from its source's start or end

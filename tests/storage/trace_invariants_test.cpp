@@ -162,9 +162,10 @@ TEST(TraceInvariants, ThreadLoadsAreBoundedWindowsTimesCountsAndCosts) {
                 .find("1 thread_load row with a CPU or run-queue time outside [0, 2^62] ns"),
             std::string::npos);
   EXPECT_EQ(with([](auto& l) { l.cost_samples = -3; }),
-            "x.json: 1 thread_load row with a negative count of events or timed calls; first: row 1, events 4, "
-            "cost_samples -3 (docs/limits.md)");
+            "x.json: 1 thread_load row with a negative count of events, timed calls or probe records; first: row 1, events 4, "
+            "cost_samples -3, probe_events 0 (docs/limits.md)");
   EXPECT_NE(with([](auto& l) { l.events = -1; }).find("1 thread_load row with a negative count"), std::string::npos);
+  EXPECT_NE(with([](auto& l) { l.probe_events = -2; }).find("probe_events -2"), std::string::npos);
   for (double cost : {std::nan(""), std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
                       1e15}) {
     EXPECT_NE(with([&](auto& l) { l.mark_cost_ns = cost; })

@@ -2,6 +2,8 @@
 // is in the trace, on the right thread, with the right batch id, exactly once.
 #include "run_helpers.h"
 
+#include <dreamscope/whatif/cost_probes.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -49,7 +51,8 @@ TEST(CpuTrainTrace, EveryPhaseOfEveryBatchOnItsThread) {
     EXPECT_GT(c.cost_ns, 0) << c.event_kind;
   }
   EXPECT_EQ(calibrated, (std::set<std::string>{"nvtx_range", "nvtx_mark", "nvtx_range_timed", "nvtx_mark_timed",
-                                               "nvtx_range_in_work", "nvtx_mark_in_work", "clock_read"}));
+                                               "nvtx_range_in_work", "nvtx_mark_in_work", "nvtx_range_counted",
+                                               "clock_read"}));
   // Every thread that recorded has its load: windows inside the run, the events it recorded
   // in them, and (where the kernel keeps schedstats) the CPU it got and its waits for a core.
   std::set<TrackId> loaded;
@@ -172,12 +175,14 @@ TEST(CpuTrainTrace, InlineLoadingAndFineAnnotations) {
 }
 
 // About a million NVTX events in some 40 ms, from one thread: far more than one chunk and
-// faster than the writer drains, so the thread's chain grows and nothing is dropped.
+// faster than the writer drains, so the thread's chain grows and nothing is dropped. Without
+// cost probes, which would leave out some of the neurons' ranges on purpose.
 TEST(CpuTrainTrace, FineAnnotationBurstIsRecordedWhole) {
   const auto dir = scratch_dir("cpu-train-burst");
   const auto out = dir / "cpu.db";
   RunResult r = run(traced(out, {bin("cpu_train"), "--steps", "60", "--fine-annotations", "--workers", "2",
-                                 "--data", (dir / "data").string()}));
+                                 "--data", (dir / "data").string()},
+                           {"--cost-probe", "0"}));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   Trace t = read_trace(out);
   EXPECT_TRUE(t.complete());
@@ -193,6 +198,58 @@ TEST(CpuTrainTrace, FineAnnotationBurstIsRecordedWhole) {
   for (const ProcessInfo& p : t.processes()) lifetimes += p.end - p.start;
   EXPECT_GT(writer_cpu, 0);
   EXPECT_LT(writer_cpu, lifetimes);
+  std::filesystem::remove_all(dir);
+}
+
+// Cost probes (tracer/src/writer_thread.cpp): for 2 ms now and then, a thread's pushes inside
+// two open ranges and their pops are counted, not recorded. Every range is whole (a counted
+// push's pop is never recorded, whenever it comes), the two outermost levels (steps, forward,
+// backward) are all there, the windows count the calls left out, and with --cost-probe 0
+// nothing is left out.
+TEST(CpuTrainTrace, CostProbesLeaveOutWholeInnerRangesAndCountThem) {
+  const auto dir = scratch_dir("cpu-train-probes");
+  constexpr int kSteps = 600, kBatch = 4, kHidden = 64;
+  const std::vector<std::string> job = {bin("cpu_train"), "--steps", std::to_string(kSteps), "--workers", "0",
+                                        "--batch-size", std::to_string(kBatch), "--hidden", std::to_string(kHidden),
+                                        "--fine-annotations", "--data", (dir / "data").string()};
+  for (const char* every : {"20:2", "0"}) {
+    const auto out = dir / (std::string("probe-") + every + ".db");
+    RunResult r = run(traced(out, job, {"--cost-probe", every}));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    Trace t = read_trace(out);
+    EXPECT_EQ(t.dropped_events(), 0);
+    const auto rows = annotation_rows(t);
+    EXPECT_EQ(named(rows, "step").size(), static_cast<std::size_t>(kSteps)) << every;
+    const std::size_t neurons = named(rows, "neuron").size(), grads = named(rows, "neuron_grad").size();
+    std::int64_t counted = 0, probe_windows = 0;
+    for (const ThreadLoadRecord& l : t.thread_loads()) {
+      EXPECT_GE(l.probe_events, 0);
+      EXPECT_EQ(l.probe_events % 2, 0) << "a counted push and its pop";
+      counted += l.probe_events;
+      if (l.probe_events > l.events) ++probe_windows;
+    }
+    const whatif::ProbeSummary probes = whatif::summarize_probes(t);
+    const std::size_t all = static_cast<std::size_t>(kSteps * kBatch * kHidden);
+    if (std::string(every) == "0") {
+      EXPECT_EQ(counted, 0);
+      EXPECT_EQ(probes.probes, 0);
+      EXPECT_EQ(neurons, all);
+      EXPECT_EQ(grads, all);
+      continue;
+    }
+    // A probe every 20 ms on average, 2 ms long, in a run of well over 100 ms.
+    EXPECT_GE(probe_windows, 2);
+    EXPECT_EQ(probes.probes, probe_windows);
+    EXPECT_LT(neurons, all);
+    EXPECT_GT(neurons, all / 2);
+    // The neurons' ranges left out are those the windows counted, a push and a pop each.
+    EXPECT_EQ(static_cast<std::int64_t>(2 * (all - neurons + all - grads)), counted);
+    double range_counted = -1;
+    for (const auto& c : t.calibration()) {
+      if (c.event_kind == "nvtx_range_counted") range_counted = c.cost_ns;
+    }
+    EXPECT_GT(range_counted, 0);
+  }
   std::filesystem::remove_all(dir);
 }
 

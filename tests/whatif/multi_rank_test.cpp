@@ -164,6 +164,54 @@ TEST(MultiRank, APeerThatArrivedAfterAnotherReturnedIsNotLinked) {
   EXPECT_EQ(r.end_time, 10'050); // nothing held past its measured end
 }
 
+// A random job of 2 to 7 ranks in 1 to 6 collectives, times on a coarse grid (ties), clocks
+// now and then apart (peers left unlinked), calls that end early or late.
+Trace random_collective_job(std::mt19937_64& rng) {
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  TraceBuilder b;
+  const StringId ds = b.intern("dreamscope"), coll = b.intern(annotation_category::kCollective),
+                 op = b.intern(annotation_category::kOperation), ar = b.intern("all_reduce"),
+                 work = b.intern("forward"), side = b.intern("side");
+  const int ranks = uniform(2, 7), collectives = uniform(1, 6);
+  std::vector<std::vector<TimeNs>> arrival(static_cast<std::size_t>(ranks));
+  std::vector<TimeNs> skew(static_cast<std::size_t>(ranks), 0);
+  for (auto& k : skew) k = uniform(0, 9) == 0 ? uniform(-5, 5) * 1000 : 0;
+  std::vector<TrackId> main, helper;
+  for (int r = 0; r < ranks; ++r) {
+    const auto p = b.add_process({.pid = 100 + r, .rank = r, .world_size = ranks});
+    main.push_back(b.thread_track(p, 100 + r, "main"));
+    helper.push_back(b.thread_track(p, 200 + r, "helper"));
+  }
+  std::vector<TimeNs> at(static_cast<std::size_t>(ranks), 0);
+  for (int c = 0; c < collectives; ++c) {
+    TimeNs last = 0;
+    for (int r = 0; r < ranks; ++r) {
+      const auto ri = static_cast<std::size_t>(r);
+      const TimeNs begin = at[ri] + 10 * uniform(0, 3);
+      const TimeNs computed = begin + 10 * uniform(0, 20);
+      b.add(AnnotationRecord{.track = main[ri], .start = begin + skew[ri], .end = computed + skew[ri], .name = work,
+                             .domain = ds, .category = op});
+      if (uniform(0, 2) == 0) {
+        const TimeNs s = begin + 10 * uniform(0, 10);
+        b.add(AnnotationRecord{.track = helper[ri], .start = s + skew[ri], .end = s + 10 * uniform(0, 10) + skew[ri],
+                               .name = side, .domain = ds, .category = op});
+      }
+      arrival[ri].push_back(computed);
+      last = std::max(last, computed);
+    }
+    for (int r = 0; r < ranks; ++r) {
+      const auto ri = static_cast<std::size_t>(r);
+      // Most calls return a transfer after the last arrival; some early, some late.
+      TimeNs end = last + 10 * uniform(0, 5);
+      if (uniform(0, 7) == 0) end = arrival[ri].back() + 10 * uniform(0, 4);
+      b.add(AnnotationRecord{.track = main[ri], .start = arrival[ri].back() + skew[ri], .end = end + skew[ri],
+                             .name = ar, .domain = ds, .category = coll, .payload = 4096});
+      at[ri] = end;
+    }
+  }
+  return std::move(b).build();
+}
+
 // The collectives kept whole (DependencyGraph::collective, resolved once per arrival) against
 // an edge per pair (expand_collectives, the representation before): random jobs of 2 to 7
 // ranks, times on a coarse grid (ties), clocks now and then apart (peers left unlinked), calls
@@ -174,48 +222,7 @@ TEST(MultiRank, WholeCollectivesMatchAnEdgePerPair) {
   auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   int unlinked_rounds = 0, collective_ends = 0;
   for (int round = 0; round < 250; ++round) {
-    TraceBuilder b;
-    const StringId ds = b.intern("dreamscope"), coll = b.intern(annotation_category::kCollective),
-                   op = b.intern(annotation_category::kOperation), ar = b.intern("all_reduce"),
-                   work = b.intern("forward"), side = b.intern("side");
-    const int ranks = uniform(2, 7), collectives = uniform(1, 6);
-    std::vector<std::vector<TimeNs>> arrival(static_cast<std::size_t>(ranks));
-    std::vector<TimeNs> skew(static_cast<std::size_t>(ranks), 0);
-    for (auto& k : skew) k = uniform(0, 9) == 0 ? uniform(-5, 5) * 1000 : 0;
-    std::vector<TrackId> main, helper;
-    for (int r = 0; r < ranks; ++r) {
-      const auto p = b.add_process({.pid = 100 + r, .rank = r, .world_size = ranks});
-      main.push_back(b.thread_track(p, 100 + r, "main"));
-      helper.push_back(b.thread_track(p, 200 + r, "helper"));
-    }
-    std::vector<TimeNs> at(static_cast<std::size_t>(ranks), 0);
-    for (int c = 0; c < collectives; ++c) {
-      TimeNs last = 0;
-      for (int r = 0; r < ranks; ++r) {
-        const auto ri = static_cast<std::size_t>(r);
-        const TimeNs begin = at[ri] + 10 * uniform(0, 3);
-        const TimeNs computed = begin + 10 * uniform(0, 20);
-        b.add(AnnotationRecord{.track = main[ri], .start = begin + skew[ri], .end = computed + skew[ri], .name = work,
-                               .domain = ds, .category = op});
-        if (uniform(0, 2) == 0) {
-          const TimeNs s = begin + 10 * uniform(0, 10);
-          b.add(AnnotationRecord{.track = helper[ri], .start = s + skew[ri], .end = s + 10 * uniform(0, 10) + skew[ri],
-                                 .name = side, .domain = ds, .category = op});
-        }
-        arrival[ri].push_back(computed);
-        last = std::max(last, computed);
-      }
-      for (int r = 0; r < ranks; ++r) {
-        const auto ri = static_cast<std::size_t>(r);
-        // Most calls return a transfer after the last arrival; some early, some late.
-        TimeNs end = last + 10 * uniform(0, 5);
-        if (uniform(0, 7) == 0) end = arrival[ri].back() + 10 * uniform(0, 4);
-        b.add(AnnotationRecord{.track = main[ri], .start = arrival[ri].back() + skew[ri], .end = end + skew[ri],
-                               .name = ar, .domain = ds, .category = coll, .payload = 4096});
-        at[ri] = end;
-      }
-    }
-    const Trace t = std::move(b).build();
+    const Trace t = random_collective_job(rng);
     DependencyGraph g = build_dependency_graph(t);
     unlinked_rounds += g.warnings().collective_peer_after_return > 0;
     for (int variant = 0; variant < 3; ++variant) {
@@ -246,16 +253,116 @@ TEST(MultiRank, WholeCollectivesMatchAnEdgePerPair) {
   EXPECT_GT(collective_ends, 1000) << "the random jobs' calls should wait for their last rank";
 }
 
-TEST(MultiRank, RemovingACollectivesLinkExpandsTheCollectives) {
+// The simulator's results (starts, ends, bindings) and the graph's edges and links of two
+// graphs, one with collectives (maybe unlinked), one with an edge per pair.
+void expect_same_replay(const DependencyGraph& g, const DependencyGraph& expanded, int round) {
+  ASSERT_EQ(expanded.edge_count(), g.edge_count() + g.collective_links()) << "round " << round;
+  for (int cores = 0; cores <= 2; cores += 2) {
+    SimulationOptions options;
+    options.cpu_cores = static_cast<std::size_t>(cores);
+    const SimulationResult a = simulate(g, options), e = simulate(expanded, options);
+    ASSERT_EQ(a.unscheduled, e.unscheduled) << "round " << round;
+    ASSERT_EQ(a.start, e.start) << "round " << round << ", cores " << cores;
+    ASSERT_EQ(a.end, e.end) << "round " << round << ", cores " << cores;
+    for (TaskId k = 0; k < g.task_count(); ++k) {
+      ASSERT_EQ(a.binding[k].start, e.binding[k].start) << "round " << round << ", task " << k;
+      ASSERT_EQ(a.binding[k].start_by, e.binding[k].start_by) << "round " << round << ", task " << k;
+      ASSERT_EQ(a.binding[k].end, e.binding[k].end) << "round " << round << ", task " << k;
+      ASSERT_EQ(a.binding[k].end_by, e.binding[k].end_by) << "round " << round << ", task " << k;
+    }
+  }
+}
+
+// Removing links of collectives (remove_edges of a peer's arrival → a member's completion)
+// keeps the collectives whole and leaves those members' peers out, as removing the edges of an
+// edge per pair does: random jobs as above, 1 to 4 pairs named at random (links, pairs that are
+// none, links named twice, and ordinary edges), durations changed: the same count removed, the
+// same edges once expanded, the same replay, and the same answer to whether an edge from a
+// completion back to a peer's arrival closes a cycle.
+TEST(MultiRank, UnlinkedPeersMatchTheirEdgesRemoved) {
+  std::mt19937_64 rng(3838);
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int unlinked = 0, changed = 0, cycles = 0, kept_cycles = 0;
+  for (int round = 0; round < 250; ++round) {
+    const Trace t = random_collective_job(rng);
+    DependencyGraph g = build_dependency_graph(t);
+    for (TaskId k = 0; k < g.task_count(); ++k) {
+      if (uniform(0, 3) == 0) g.scale(k, 0.5 * uniform(0, 4), 10 * uniform(-2, 2));
+    }
+    const DependencyGraph before = g;
+    DependencyGraph expanded = g;
+    expanded.expand_collectives();
+    const std::span<const CollectiveMember> members = g.collective_members();
+    for (int k = uniform(1, 4); k > 0; --k) {
+      TaskId from, to;
+      if (uniform(0, 4) == 0 && g.edge_count() > 0) { // an ordinary edge
+        auto e = boost::edges(g.edges()).first;
+        std::advance(e, uniform(0, static_cast<int>(g.edge_count()) - 1));
+        from = static_cast<TaskId>(boost::source(*e, g.edges()));
+        to = static_cast<TaskId>(boost::target(*e, g.edges()));
+      } else {
+        const std::size_t i = static_cast<std::size_t>(uniform(0, static_cast<int>(g.collective_count()) - 1));
+        const std::span<const CollectiveMember> instance = g.collective(i);
+        const int last = static_cast<int>(instance.size()) - 1;
+        from = instance[static_cast<std::size_t>(uniform(0, last))].arrival;
+        to = instance[static_cast<std::size_t>(uniform(0, last))].completion;
+      }
+      const bool link = g.collective_link(from, to);
+      const std::size_t removed = g.remove_edges(from, to);
+      ASSERT_EQ(removed, expanded.remove_edges(from, to)) << "round " << round;
+      ASSERT_FALSE(g.collective_link(from, to)) << "round " << round;
+      ASSERT_EQ(g.collective_count(), before.collective_count()) << "round " << round;
+      unlinked += link;
+    }
+    DependencyGraph again = g;
+    again.expand_collectives();
+    ASSERT_EQ(again.edge_count(), expanded.edge_count()) << "round " << round;
+    for (auto [a, e] = std::pair(boost::edges(again.edges()).first, boost::edges(expanded.edges()).first);
+         a != boost::edges(again.edges()).second; ++a, ++e) {
+      ASSERT_EQ(boost::source(*a, again.edges()), boost::source(*e, expanded.edges())) << "round " << round;
+      ASSERT_EQ(boost::target(*a, again.edges()), boost::target(*e, expanded.edges())) << "round " << round;
+      ASSERT_EQ(again.edges()[*a].kind, expanded.edges()[*e].kind) << "round " << round;
+    }
+    expect_same_replay(g, expanded, round);
+    changed += simulate(g).end != simulate(before).end;
+    for (const CollectiveMember& w : members) {
+      for (const CollectiveMember& p : members) {
+        if (&w == &p) continue;
+        const EdgeSpec back{w.completion, p.arrival, EdgeKind::Dependency, 0};
+        const bool cycle = has_cycle(g, {&back, 1});
+        ASSERT_EQ(cycle, has_cycle(expanded, {&back, 1})) << "round " << round;
+        cycles += cycle;
+        kept_cycles += cycle != has_cycle(before, {&back, 1});
+      }
+    }
+  }
+  EXPECT_GT(unlinked, 250) << "the random pairs should name links";
+  EXPECT_GT(changed, 40) << "and removing them should change replays";
+  EXPECT_GT(cycles, 20000) << "an edge back from a completion to its peer's arrival should often close a cycle";
+  EXPECT_GT(kept_cycles, 200) << "and an unlinked peer's should not";
+}
+
+// A remove_edge naming one link of a collective leaves the collective whole, with the member's
+// peer unlinked; naming it again removes nothing.
+TEST(MultiRank, RemovingACollectivesLinkKeepsTheCollectiveWhole) {
   const Trace t = straggling_job().build();
   DependencyGraph g = build_dependency_graph(t);
   const TaskId rank0_arrival = g.annotation_first(collective_row(t, 0, 0));
   const TaskId rank1_completion = g.annotation_last(collective_row(t, 1, 0));
-  const std::size_t links = g.collective_links(), edges = g.edge_count();
+  const std::size_t links = g.collective_links(), edges = g.edge_count(), collectives = g.collective_count();
+  DependencyGraph expanded = g;
+  expanded.expand_collectives();
   EXPECT_TRUE(g.collective_link(rank0_arrival, rank1_completion));
-  EXPECT_EQ(g.remove_edges(rank0_arrival, rank1_completion), 1u);
-  EXPECT_EQ(g.collective_count(), 0u);
-  EXPECT_EQ(g.edge_count(), edges + links - 1);
+  const TransformEffect removed = remove_edge(g, {rank0_arrival}, {rank1_completion});
+  EXPECT_EQ(removed.tasks, 1u);
+  EXPECT_EQ(remove_edge(expanded, {rank0_arrival}, {rank1_completion}).tasks, 1u);
+  EXPECT_FALSE(g.collective_link(rank0_arrival, rank1_completion));
+  EXPECT_EQ(g.collective_count(), collectives);
+  EXPECT_EQ(g.edge_count(), edges);
+  EXPECT_EQ(g.collective_links(), links - 1);
+  ASSERT_EQ(g.unlinked_peers().size(), 1u);
+  EXPECT_EQ(g.remove_edges(rank0_arrival, rank1_completion), 0u);
+  expect_same_replay(g, expanded, 0);
 }
 
 TEST(MultiRank, TheCriticalPathCrossesToTheLastRanksArrival) {

@@ -343,6 +343,229 @@ TEST(ReplayTimeline, IndexedDeviceSyncsMatchThePlainLoop) {
   EXPECT_GT(indexed_rounds, 150) << "the random traces should share device syncs' groups";
 }
 
+// Random traces of up to three processes, each with its GPU, up to six streams (one of them,
+// now and then, without a task) and up to four threads launching onto them, with device syncs
+// and stream syncs naming no stream on every thread that return as their process's streams
+// are done or, now and then, too early: syncs that leave streams out (SyncAction::except),
+// and syncs that find many streams' last tasks still running.
+Trace random_whole_process_syncs(std::mt19937_64& rng) {
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  struct Process {
+    std::vector<TrackId> threads, streams;
+    std::vector<TimeNs> cursor, stream_free;
+    int idle = -1;
+  };
+  HandTrace h;
+  std::vector<Process> processes(uniform(1, 3));
+  for (std::size_t p = 0; p < processes.size(); ++p) {
+    Process& pr = processes[p];
+    ProcessId process{0};
+    DeviceId device{0};
+    if (p > 0) {
+      process = h.process({.pid = 2000 + static_cast<std::int64_t>(p), .name = "worker"});
+      device = h.device(process, "gpu" + std::to_string(p));
+    }
+    for (int k = uniform(1, 4); k > 0; --k) {
+      pr.threads.push_back(h.thread(process, 10 + k));
+      pr.cursor.push_back(uniform(0, 3) * 1'000);
+    }
+    for (int k = 0, n = uniform(1, 6); k < n; ++k) pr.streams.push_back(p == 0 ? h.stream(7 + k) : h.stream(device, 7 + k));
+    pr.stream_free.assign(pr.streams.size(), 0);
+    if (pr.streams.size() > 1 && uniform(0, 2) == 0) pr.idle = uniform(0, static_cast<int>(pr.streams.size()) - 1);
+  }
+  std::int64_t correlation = 1;
+  int syncs = 0;
+  for (int op = uniform(10, 60); op > 0; --op) {
+    Process& pr = processes[uniform(0, static_cast<int>(processes.size()) - 1)];
+    const int th = uniform(0, static_cast<int>(pr.threads.size()) - 1);
+    TimeNs& at = pr.cursor[th];
+    const int st = uniform(0, static_cast<int>(pr.streams.size()) - 1);
+    if (uniform(0, 2) > 0 && st != pr.idle) { // a launch and its kernel
+      h.api(pr.threads[th], "cudaLaunchKernel" + std::to_string(correlation), at, at + 5'000, correlation, 7 + st);
+      const TimeNs start = std::max(at + 3'000, pr.stream_free[st]);
+      pr.stream_free[st] = start + uniform(1, 20) * 1'000;
+      h.kernel(pr.streams[st], "k" + std::to_string(correlation), start, pr.stream_free[st], correlation);
+      ++correlation;
+      at += 5'000 + uniform(0, 3) * 1'000;
+    } else { // a sync of the whole process
+      TimeNs done = at + 1'000;
+      for (TimeNs f : pr.stream_free) done = std::max(done, f);
+      if (uniform(0, 2) == 0) done = at + uniform(1, 20) * 1'000;
+      const bool stream_sync = uniform(0, 3) == 0;
+      h.api(pr.threads[th], (stream_sync ? "cudaStreamSynchronize" : "cudaDeviceSynchronize") + std::to_string(syncs++), at,
+            done + 1'000);
+      at = done + 1'000 + uniform(0, 2) * 1'000;
+    }
+  }
+  return h.build();
+}
+
+void expect_same_prediction(const SimulationResult& a, const SimulationResult& b, const std::string& where) {
+  ASSERT_EQ(a.unscheduled, b.unscheduled) << where;
+  ASSERT_EQ(a.start, b.start) << where;
+  ASSERT_EQ(a.end, b.end) << where;
+  for (TaskId t = 0; t < a.start.size(); ++t) {
+    ASSERT_EQ(a.binding[t].start, b.binding[t].start) << where << ", task " << t;
+    ASSERT_EQ(a.binding[t].start_by, b.binding[t].start_by) << where << ", task " << t;
+    ASSERT_EQ(a.binding[t].end, b.binding[t].end) << where << ", task " << t;
+    ASSERT_EQ(a.binding[t].end_by, b.binding[t].end_by) << where << ", task " << t;
+  }
+}
+
+// A device-wide sync names the streams it leaves out rather than those it waits for: with
+// the syncs of random_whole_process_syncs, replayed and with their kernels scaled at random,
+// every task gets the same start, end and binding as with a group of the streams each sync
+// waits for (the builder's representation before, DependencyGraph::expand_stream_exclusions)
+// and the plain loop over it, and as with the plain loop over each group but those left out.
+TEST(ReplayTimeline, DeviceSyncsLeavingStreamsOutMatchAGroupOfTheOthers) {
+  std::mt19937_64 rng(3);
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int shared_exceptions = 0;
+  for (int round = 0; round < 300; ++round) {
+    const Trace trace = random_whole_process_syncs(rng);
+    DependencyGraph g = build_dependency_graph(trace);
+    std::vector<int> uses(g.stream_groups().size(), 0);
+    bool shared = false;
+    for (const SyncAction& a : g.sync_actions()) {
+      if (a.op == SyncOp::WaitStreams && a.except != kNoIndex && ++uses[a.streams] > 1) shared = true;
+    }
+    shared_exceptions += shared;
+    for (int variant = 0; variant < 3; ++variant) {
+      if (variant > 0) {
+        for (TaskId t = 0; t < g.task_count(); ++t) {
+          if (is_gpu_task(g.kind(t))) g.scale(t, 0.25 * uniform(0, 12), 0);
+        }
+      }
+      DependencyGraph expanded = g;
+      expanded.expand_stream_exclusions();
+      for (const SyncAction& a : expanded.sync_actions()) ASSERT_EQ(a.except, kNoIndex);
+      SimulationOptions plain;
+      plain.index_stream_groups = false;
+      const SimulationResult indexed = simulate(g);
+      const std::string where = "round " + std::to_string(round) + ", variant " + std::to_string(variant);
+      expect_same_prediction(indexed, simulate(expanded, plain), where + ", against the expansion");
+      expect_same_prediction(indexed, simulate(g, plain), where + ", against the plain loop");
+    }
+  }
+  EXPECT_GT(shared_exceptions, 100) << "the random traces should have groups that syncs leaving streams out share";
+}
+
+// The syncs of an indexed group that find tasks still running are let go together as the
+// last of them ends: among other offers to their completion (completion edges added from
+// kernels) and among the plain waits of that task, so that ties between offers and the order
+// in which the syncs finish (edges added from them to a common task, the syncs of equal
+// durations) show. Every task gets the same start, end and binding as with the plain loop.
+TEST(ReplayTimeline, IndexedDeviceSyncsFinishAsThePlainLoopsWaitsWould) {
+  std::mt19937_64 rng(4);
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int round = 0; round < 300; ++round) {
+    const Trace trace = random_whole_process_syncs(rng);
+    DependencyGraph g = build_dependency_graph(trace);
+    std::vector<TaskId> syncs, kernels, others;
+    for (TaskId t = 0; t < g.task_count(); ++t) {
+      if (is_gpu_task(g.kind(t))) {
+        kernels.push_back(t);
+      } else if (!g.sync_actions_of(t).empty() && g.sync_actions_of(t).front().op == SyncOp::WaitStreams) {
+        syncs.push_back(t);
+      } else {
+        others.push_back(t);
+      }
+    }
+    if (syncs.empty() || kernels.empty()) continue;
+    auto pick = [&](const std::vector<TaskId>& from) { return from[uniform(0, static_cast<int>(from.size()) - 1)]; };
+    std::vector<EdgeSpec> edges;
+    for (int k = uniform(0, 8); k > 0; --k) edges.push_back({pick(kernels), pick(syncs), EdgeKind::Sync, 0});
+    for (int k = uniform(0, 8); k > 0 && !others.empty(); --k) {
+      const TaskId from = pick(syncs), to = pick(others);
+      if (g.measured_start(to) > g.measured_start(from)) edges.push_back({from, to, EdgeKind::Dependency, uniform(0, 1) * 1'000});
+    }
+    g.add_edges(edges);
+    for (int variant = 0; variant < 3; ++variant) {
+      for (TaskId t : kernels) g.scale(t, 0.25 * uniform(0, 12), 0);
+      for (TaskId t : syncs) {
+        if (variant > 0) g.scale(t, 0, 1'000 * uniform(1, 2));
+      }
+      SimulationOptions plain;
+      plain.index_stream_groups = false;
+      expect_same_prediction(simulate(g), simulate(g, plain), "round " + std::to_string(round) + ", variant " + std::to_string(variant));
+    }
+  }
+}
+
+// Two device syncs wait for two streams' queued kernels; the second is indexed (its group's
+// second sync). Both are let go as k2 ends, and finish in the order of the plain loop's waits
+// on k2 (the later registered is pushed first, so finishes last): with equal durations, the
+// first sync's end is the one that sets the start of a task both lead to.
+TEST(ReplayTimeline, SyncsLetGoTogetherFinishInThePlainLoopsOrder) {
+  HandTrace h;
+  const TrackId a = h.thread(1), b = h.thread(2), c = h.thread(3), d = h.thread(4);
+  const TrackId s7 = h.stream(7), s8 = h.stream(8);
+  h.api(a, "launch1", 0, 5, 1, 7);
+  h.api(a, "launch2", 6, 11, 2, 7);
+  h.api(a, "launch3", 12, 17, 3, 8);
+  h.api(a, "launch4", 18, 23, 4, 8);
+  h.kernel(s7, "a0", 30, 800, 1);
+  h.kernel(s7, "k1", 800, 900, 2);
+  h.kernel(s8, "b0", 30, 850, 3);
+  h.kernel(s8, "k2", 850, 950, 4);
+  h.api(b, "cudaDeviceSynchronize1", 100, 960);
+  h.api(c, "cudaDeviceSynchronize2", 200, 960);
+  h.api(d, "cudaFree", 0, 10);
+  const Trace trace = h.build();
+  DependencyGraph g = build_dependency_graph(trace);
+  const TaskId sync1 = g.api_last(api_row(trace, "cudaDeviceSynchronize1"));
+  const TaskId sync2 = g.api_last(api_row(trace, "cudaDeviceSynchronize2"));
+  const TaskId free = g.api_first(api_row(trace, "cudaFree"));
+  const EdgeSpec edges[] = {{sync1, free, EdgeKind::Dependency, 0}, {sync2, free, EdgeKind::Dependency, 0}};
+  g.add_edges(edges);
+  g.scale(sync1, 0, 40);
+  g.scale(sync2, 0, 40);
+  SimulationOptions plain;
+  plain.index_stream_groups = false;
+  const SimulationResult r = simulate(g);
+  expect_same_prediction(r, simulate(g, plain), "the plain loop");
+  const TaskId k2 = g.gpu_task(gpu_row(trace, "k2"));
+  EXPECT_EQ(of_task(r, k2), (Times{850, 950}));
+  EXPECT_EQ(of_task(r, sync1), (Times{100, 990}));
+  EXPECT_EQ(of_task(r, sync2), (Times{200, 990}));
+  EXPECT_EQ(r.binding[sync2].end_by, k2);
+  EXPECT_EQ(r.start[free], 990);
+  EXPECT_EQ(r.binding[free].start_by, sync1);
+}
+
+// An indexed sync waits for T (ends at 1000), K (1000, and an edge from K is added) and T2
+// (900), which end as measured in that order: T's end, offered first, is the one the plain
+// loop keeps, though the sync is let go as T2 ends, after K's edge offered as late an end.
+TEST(ReplayTimeline, AnIndexedSyncKeepsTheFirstOfEqualEnds) {
+  HandTrace h;
+  const TrackId a = h.thread(1), b = h.thread(2), c = h.thread(3);
+  const TrackId s7 = h.stream(7), s8 = h.stream(8), s9 = h.stream(9);
+  for (int k = 0; k < 6; ++k) h.api(a, "launch" + std::to_string(k + 1), 6 * k, 6 * k + 5, k + 1, 7 + k / 2);
+  h.kernel(s7, "a0", 40, 800, 1);
+  h.kernel(s7, "T", 800, 1000, 2);
+  h.kernel(s8, "b0", 40, 850, 3);
+  h.kernel(s8, "T2", 850, 900, 4);
+  h.kernel(s9, "c0", 40, 810, 5);
+  h.kernel(s9, "K", 810, 1000, 6);
+  h.api(b, "cudaDeviceSynchronize1", 100, 1010);
+  h.api(c, "cudaDeviceSynchronize2", 200, 1010);
+  const Trace trace = h.build();
+  DependencyGraph g = build_dependency_graph(trace);
+  const TaskId sync2 = g.api_last(api_row(trace, "cudaDeviceSynchronize2"));
+  const TaskId t = g.gpu_task(gpu_row(trace, "T")), k = g.gpu_task(gpu_row(trace, "K"));
+  const EdgeSpec edge[] = {{k, sync2, EdgeKind::Sync, 0}};
+  g.add_edges(edge);
+  SimulationOptions plain;
+  plain.index_stream_groups = false;
+  const SimulationResult r = simulate(g);
+  expect_same_prediction(r, simulate(g, plain), "the plain loop");
+  EXPECT_EQ(of_task(r, t), (Times{800, 1000}));
+  EXPECT_EQ(of_task(r, k), (Times{810, 1000}));
+  EXPECT_EQ(r.end[sync2], 1010);
+  EXPECT_EQ(r.binding[sync2].end, Constraint::Sync);
+  EXPECT_EQ(r.binding[sync2].end_by, t);
+}
+
 TEST(ReplayTimeline, EventSynchronizeWaitsForWhatWasRecorded) {
   HandTrace h;
   const TrackId t = h.thread(1);

@@ -39,6 +39,20 @@ Config config_from_environment() {
   const std::int64_t mb = env_int(env::kBufferMb, 512);
   c.buffer_bytes = static_cast<std::size_t>(std::clamp<std::int64_t>(mb, 1, std::int64_t{1} << 20)) << 20;
   c.cupti_flush_ms = std::max<std::int64_t>(0, env_int(env::kCuptiFlushMs, 100));
+  // "GAP_MS" or "GAP_MS:LENGTH_MS". A gap under four probes would leave the probes' neighbours
+  // as short as they are.
+  if (const char* p = std::getenv(env::kCostProbe); p && *p) {
+    char* end = nullptr;
+    c.cost_probe_ms = std::strtoll(p, &end, 10);
+    if (end && *end == ':') c.cost_probe_length_ms = std::strtoll(end + 1, &end, 10);
+    if (!end || *end != 0) {
+      c.cost_probe_ms = Config{}.cost_probe_ms;
+      c.cost_probe_length_ms = Config{}.cost_probe_length_ms;
+    }
+  }
+  c.cost_probe_length_ms = std::clamp<std::int64_t>(c.cost_probe_length_ms, 1, 1000);
+  c.cost_probe_ms = std::clamp<std::int64_t>(c.cost_probe_ms, 0, 1'000'000);
+  if (c.cost_probe_ms > 0) c.cost_probe_ms = std::max(c.cost_probe_ms, 4 * c.cost_probe_length_ms);
   if (const char* cmd = std::getenv(env::kCommand); cmd && *cmd) c.command = cmd;
   return c;
 }

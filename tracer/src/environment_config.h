@@ -24,6 +24,10 @@ struct Config {
   // How often the writer asks CUPTI for the activity records it has completed (0: only when
   // buffers fill and at exit).
   std::int64_t cupti_flush_ms = 100;
+  // The mean time between cost probes, in ms (writer_thread.cpp; 0: none, the default until
+  // they are shown to correct better than the calls' timing), and how long one lasts.
+  std::int64_t cost_probe_ms = 0;
+  std::int64_t cost_probe_length_ms = 5;
   std::string command; // the job's command line
 };
 

@@ -118,12 +118,16 @@ class ThreadBuffer {
   // Producer side (the owning thread only).
   inline bool push(const Event& e) {
     if (depth_ >= kMaxDepth || !reserve(static_cast<std::uint64_t>(depth_) + 2)) {
-      if (depth_ < kMaxDepth) set_refused(depth_, true);
+      if (depth_ < kMaxDepth) {
+        set_refused(depth_, true);
+        set_counted(depth_, false);
+      }
       ++depth_;
       dropped_.fetch_add(1, std::memory_order_relaxed);
       return false;
     }
     set_refused(depth_, false);
+    set_counted(depth_, false);
     ++depth_;
     put(e);
     return true;
@@ -143,6 +147,31 @@ class ThreadBuffer {
     put(e);
     return true;
   }
+  // A cost probe's push (nvtx_injection.cpp, counted_push): counted, not recorded, and its pop
+  // skipped whenever it comes. Only a push inside two open ranges: a thread's two outermost
+  // levels (a step and its phases: wait, fetch, prep, forward) are always recorded, since the
+  // analyses read them whole. False: record it.
+  static constexpr std::uint32_t kCountedFromDepth = 2;
+  inline bool count_push() {
+    if (depth_ < kCountedFromDepth || depth_ >= kMaxDepth) return false;
+    set_refused(depth_, true);
+    set_counted(depth_, true);
+    ++depth_;
+    // The pop comes later, counted where it comes.
+    probes_.store(probes_.load(std::memory_order_relaxed) + 2, std::memory_order_relaxed);
+    return true;
+  }
+  // The pop of a counted push: nothing to record. False for every other pop, a refused push's
+  // included (its pop still goes through pop(), which the CUPTI correlation stack relies on).
+  inline bool skip_pop() {
+    if (depth_ == 0 || depth_ > kMaxDepth || !counted(depth_ - 1)) return false;
+    --depth_;
+    set_counted(depth_, false);
+    return true;
+  }
+  // Consumer: the calls counted and not recorded so far (a counted push and its pop: 2).
+  std::uint64_t probes() const { return probes_.load(std::memory_order_relaxed); }
+
   // In-run cost sampling. Start-up calibration times the hot path in a loop, in whatever state
   // the machine was in then; a run can later cost twice that (caches the job fills, a busy
   // sibling core). So the entry points time themselves in the run: one call in
@@ -258,6 +287,11 @@ class ThreadBuffer {
   void advance();
   void release_chain();
   bool refused(std::uint32_t d) const { return (refused_[d >> 6] >> (d & 63)) & 1u; }
+  bool counted(std::uint32_t d) const { return (counted_[d >> 6] >> (d & 63)) & 1u; }
+  void set_counted(std::uint32_t d, bool v) {
+    const std::uint64_t bit = std::uint64_t{1} << (d & 63);
+    counted_[d >> 6] = v ? (counted_[d >> 6] | bit) : (counted_[d >> 6] & ~bit);
+  }
   void set_refused(std::uint32_t d, bool v) {
     const std::uint64_t bit = std::uint64_t{1} << (d & 63);
     refused_[d >> 6] = v ? (refused_[d >> 6] | bit) : (refused_[d >> 6] & ~bit);
@@ -271,6 +305,7 @@ class ThreadBuffer {
   std::uint32_t cost_countdown_ = kCostSampleEvery;
   std::uint64_t cost_random_ = 0x9E3779B97F4A7C15ull;
   std::uint64_t refused_[kMaxDepth / 64] = {};
+  std::uint64_t counted_[kMaxDepth / 64] = {}; // of the refused: counted by a cost probe
   Chunk* current_ = nullptr;
   Chunk* spare_ = nullptr;
   ChunkPool& pool_;
@@ -282,6 +317,7 @@ class ThreadBuffer {
   Chunk* read_ = nullptr;
   std::uint64_t read_end_ = 0;
   std::atomic<std::uint64_t> dropped_{0};
+  std::atomic<std::uint64_t> probes_{0};
   CostTally cost_[kCostKinds];
   std::uint32_t index_;
   std::int64_t tid_;

@@ -56,6 +56,8 @@ void fork_child() {
   const std::int64_t parent = t.session ? t.session->info.pid : getppid();
   // The old Session is leaked whole: its std::thread names a thread that does not exist here.
   t.session = nullptr;
+  // A cost probe of the parent's writer, caught on: the child's writer schedules its own.
+  g_hot.cost_probe.store(false, std::memory_order_relaxed);
   {
     std::lock_guard lock(t.registry_mu);
     ThreadBuffer* mine = registered_thread_buffer();

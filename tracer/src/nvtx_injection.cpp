@@ -132,6 +132,20 @@ inline void mark(std::uint64_t at, std::uint16_t domain, const Attributes& a) {
 
 Attributes named(std::uint32_t name) { return Attributes{.name = name}; }
 
+// While a cost probe runs (writer_thread.cpp, "Cost probes"), a push inside two open ranges is
+// counted and not recorded, and so is its pop, whenever it comes (the buffer marks its depth as
+// it marks a refused push's): the thread's CPU time per call then, against the recorded windows
+// beside it, is what recording costs the job. Checked before the clock is read and the name
+// decoded, so that a counted call costs little more than an untraced one. A thread's two
+// outermost levels (a step and its phases, a loader's fetch) are always recorded. Off, a load
+// and a branch.
+inline bool counted_push() {
+  if (!g_hot.cost_probe.load(std::memory_order_relaxed)) [[likely]] return false;
+  return thread_buffer().count_push();
+}
+// The pop of a push that was counted, or refused: nothing to record, no clock to read.
+inline bool skipped_pop() { return thread_buffer().skip_pop(); }
+
 // CORE module: the default domain.
 void NVTX_API mark_ex(const nvtxEventAttributes_t* a) {
   const auto at = now();
@@ -159,18 +173,21 @@ nvtxRangeId_t NVTX_API start_w(const wchar_t* m) {
 }
 void NVTX_API end_range(nvtxRangeId_t id) { end(now(), id); }
 int NVTX_API push_ex(const nvtxEventAttributes_t* a) {
+  if (counted_push()) return 0;
   const auto at = now();
   return push(at, 0, decode(a));
 }
 int NVTX_API push_a(const char* m) {
+  if (counted_push()) return 0;
   const auto at = now();
   return push(at, 0, named(intern_ascii(m)));
 }
 int NVTX_API push_w(const wchar_t* m) {
+  if (counted_push()) return 0;
   const auto at = now();
   return push(at, 0, named(intern_wide(m)));
 }
-int NVTX_API pop_range() { return pop(now(), 0); }
+int NVTX_API pop_range() { return skipped_pop() ? 0 : pop(now(), 0); }
 void NVTX_API name_category_a(std::uint32_t c, const char* n) { domains().name_category(0, c, n ? n : ""); }
 void NVTX_API name_category_w(std::uint32_t c, const wchar_t* n) {
   domains().name_category(0, c, strings().get(intern_wide(n)));
@@ -197,10 +214,11 @@ nvtxRangeId_t NVTX_API domain_start_ex(nvtxDomainHandle_t d, const nvtxEventAttr
 }
 void NVTX_API domain_end(nvtxDomainHandle_t, nvtxRangeId_t id) { end(now(), id); }
 int NVTX_API domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
+  if (counted_push()) return 0;
   const auto at = now();
   return push(at, domain_index(d), decode(a));
 }
-int NVTX_API domain_pop(nvtxDomainHandle_t d) { return pop(now(), domain_index(d)); }
+int NVTX_API domain_pop(nvtxDomainHandle_t d) { return skipped_pop() ? 0 : pop(now(), domain_index(d)); }
 // Resources (names for memory, streams, ...) are not recorded; a non-null handle keeps
 // callers that check for null working.
 nvtxResourceHandle_t NVTX_API domain_resource_create(nvtxDomainHandle_t, nvtxResourceAttributes_t*) {

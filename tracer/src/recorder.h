@@ -34,6 +34,9 @@ struct HotState {
   // Set while CUPTI records: NVTX pushes then also push an external correlation id.
   std::atomic<void (*)(std::uint64_t)> external_push{nullptr};
   std::atomic<void (*)()> external_pop{nullptr};
+  // Set by the writer while a cost probe runs: every recorded call records itself twice
+  // (writer_thread.cpp, "Cost probes").
+  std::atomic<bool> cost_probe{false};
 };
 extern HotState g_hot;
 

@@ -15,6 +15,10 @@
 //   time of the rounds with calls less that of rounds of the work alone. Recorded for the
 //   study of a better model (docs/simulation.md, "What the correction cannot remove"); not
 //   used by the correction yet.
+// - nvtx_range_counted: a range that a cost probe counts and does not record, through the
+//   entry points back to back (inside two recorded ones: a thread's two outermost levels are
+//   always recorded). The probes measure what recording adds to such a call; the correction adds
+//   this back, and charges it for the ranges the probes counted (writer_thread.cpp).
 // - clock_read: how far apart two back-to-back reads of the tracer's clock are. The in-run
 //   timing of a call ends with a clock read of its own, which calls that are not timed do
 //   not make; overhead correction takes this much off a timed range (docs/simulation.md).
@@ -146,11 +150,24 @@ std::vector<CalibrationRecord> self_calibrate(Tracer& t) {
       calibration_mark("calibration");
       work.run();
     });
-    exchange_thread_buffer(own);
     const double ns_per_tick = t.clock.ns_per_tick();
     const double push = timed_mean(scratch, EventKind::Push, ns_per_tick);
     const double pop = timed_mean(scratch, EventKind::Pop, ns_per_tick);
     const double mark = timed_mean(scratch, EventKind::Mark, ns_per_tick);
+    // After the timed rounds were read. The flag is the process's: a thread that records
+    // meanwhile has its inner pushes counted too, which is all a probe does; at start-up there
+    // is seldom one.
+    calibration_push("calibration"); // two levels: a probe counts from the third
+    calibration_push("calibration");
+    g_hot.cost_probe.store(true, std::memory_order_relaxed);
+    const double range_counted = median_cost(scratch, [&](int) {
+      calibration_push("calibration");
+      calibration_pop();
+    });
+    g_hot.cost_probe.store(false, std::memory_order_relaxed);
+    calibration_pop();
+    calibration_pop();
+    exchange_thread_buffer(own);
     const std::string method = "self-calibration at tracer start: the entry points' own timing of 9 x 1000 calls";
     const std::int64_t samples = kInWorkRounds * kPerRound / ThreadBuffer::kCostSampleEvery;
     if (push >= 0 && pop >= 0) out.push_back(CalibrationRecord{"nvtx_range_timed", push + pop, samples, method});
@@ -159,6 +176,9 @@ std::vector<CalibrationRecord> self_calibrate(Tracer& t) {
         "self-calibration at tracer start: 9 x 1000 calls around work, less the work alone (median of rounds)";
     out.push_back(CalibrationRecord{"nvtx_range_in_work", range_in_work, kInWorkRounds * kPerRound, in_work_method});
     out.push_back(CalibrationRecord{"nvtx_mark_in_work", mark_in_work, kInWorkRounds * kPerRound, in_work_method});
+    out.push_back(CalibrationRecord{"nvtx_range_counted", range_counted, kRounds * kPerRound,
+                                    "self-calibration at tracer start: median of 5 x 1000 ranges a cost probe "
+                                    "counts, through the entry points"});
     out.push_back(CalibrationRecord{"clock_read", clock_read_pair_ns(tsc, ns_per_tick), kInWorkRounds * kPerRound,
                                     "self-calibration at tracer start: two clock reads back to back, median of 9 x 1000"});
   }

@@ -40,6 +40,7 @@ struct OpenRange {
 struct LoadWindow {
   std::int64_t start = -1; // ns; -1: not begun
   std::uint64_t position = 0;
+  std::uint64_t probes = 0;
   std::pair<std::uint64_t, std::uint64_t> cost[ThreadBuffer::kCostKinds] = {};
   std::int64_t cpu_ns = kNoValue;
   std::int64_t runqueue_ns = kNoValue;
@@ -117,6 +118,11 @@ struct Session {
   bool closed = false;
   // CUPTI's cost per call was timed and its calibration row written (cupti_calibrate_api_cost).
   bool cupti_calibrated = false;
+  // The cost probes (writer_thread.cpp): whether one runs, when the writer next turns it on
+  // or off (ns, CLOCK_MONOTONIC; -1 before the first drain), and the draw of the gaps.
+  bool probe_on = false;
+  std::int64_t probe_toggle_at = -1;
+  std::uint64_t probe_random = 0x2545F4914F6CDD1Dull;
 };
 
 struct Tracer {

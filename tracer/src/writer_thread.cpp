@@ -178,6 +178,7 @@ bool paused_now(const Session& s) { return !s.pauses.empty() && s.pauses.back().
 void begin_window(LoadWindow& w, const ThreadBuffer& b, bool retired) {
   w.start = monotonic_ns();
   w.position = b.position();
+  w.probes = b.probes();
   for (std::size_t k = 0; k < ThreadBuffer::kCostKinds; ++k) w.cost[k] = b.cost_tally(static_cast<EventKind>(k + 1));
   read_thread_schedstat(b, retired, w.cpu_ns, w.runqueue_ns);
 }
@@ -213,6 +214,7 @@ void note_thread_load(Session& s, ThreadSink& sink, const ThreadBuffer& b, bool 
     r.runqueue_ns = next.runqueue_ns - w.runqueue_ns;
   }
   r.events = static_cast<std::int64_t>(next.position - w.position);
+  r.probe_events = static_cast<std::int64_t>(next.probes - w.probes);
   const double ns_per_tick = g_tracer->clock.ns_per_tick();
   double mean[ThreadBuffer::kCostKinds];
   for (std::size_t k = 0; k < ThreadBuffer::kCostKinds; ++k) {
@@ -321,6 +323,49 @@ void note_other_threads(Session& s, const std::vector<ThreadBuffer*>& buffers, b
   o.window_paused = paused_now(s);
 }
 
+// Cost probes. What a record costs the job is not all inside the call: its stores reach memory,
+// and the job's lines are evicted, after the call has returned, and the call itself disturbs the
+// work around it. On the development VM a range cost the job 31 ns where the call's own timing,
+// less its clock read, read 25 to 73 (docs/simulation.md, "Overhead correction"); and a call
+// repeated right after itself (a probe that records twice) costs only what a call back to back
+// does, a third less than one among the job's work. So the tracer measures the cost where it
+// lands by taking it away for a moment: for 2 ms every 100 ms on average, the pushes inside
+// two open ranges are counted and not recorded, nor their pops (nvtx_injection.cpp,
+// counted_push), and the thread's CPU time per call then, against the recorded windows on
+// either side, is what recording a call costs it, in the machine's state of that moment.
+// Overhead correction reads it from the thread_load rows, whose `probe_events` counts the calls
+// a probe left out. What is not recorded: the ranges from the third level down pushed in those
+// 2 ms (2 % of the run); a thread's two outermost levels (a step and its phases), marks and
+// start/end ranges are recorded throughout. The gaps
+// are drawn from 0.5 to 1.5 times their mean, so that a job whose steps repeat at that period
+// does not meet the probe at one phase of its step every time. Off while recording is paused.
+// Returns whether the probe was turned on or off by this drain, when every thread's load window
+// ends with it.
+bool schedule_cost_probe(Session& s, std::int64_t now) {
+  const std::int64_t mean_gap = g_tracer->config.cost_probe_ms * 1'000'000;
+  if (mean_gap <= 0 || s.failed || !s.writer) return false;
+  auto draw_gap = [&] {
+    s.probe_random ^= s.probe_random << 13;
+    s.probe_random ^= s.probe_random >> 7;
+    s.probe_random ^= s.probe_random << 17;
+    return mean_gap / 2 + static_cast<std::int64_t>(s.probe_random % static_cast<std::uint64_t>(mean_gap));
+  };
+  if (s.probe_toggle_at < 0) { // the first drain: the first probe after a gap
+    s.probe_toggle_at = now + draw_gap();
+    return false;
+  }
+  if (paused_now(s)) {
+    if (!s.probe_on) return false;
+    s.probe_on = false;
+    s.probe_toggle_at = now + draw_gap();
+    return true;
+  }
+  if (now < s.probe_toggle_at) return false;
+  s.probe_on = !s.probe_on;
+  s.probe_toggle_at = now + (s.probe_on ? g_tracer->config.cost_probe_length_ms * 1'000'000 : draw_gap());
+  return true;
+}
+
 // Free chunks the writer keeps mapped for the traced threads: two bursts' worth of head
 // start (a chunk holds 64 k events, 2 ms of the fastest burst measured).
 constexpr std::size_t kReadyChunks = 2;
@@ -344,6 +389,8 @@ void drain_all(Session& s, bool final) {
   // Before the buffers: a thread that began recording ends its window here, before its
   // buffer's first window begins.
   if (!s.failed && s.writer) note_other_threads(s, buffers, final || pauses_changed);
+  // Turned on or off after the windows that end here have ended, so that they saw one state.
+  const bool probe_changed = schedule_cost_probe(s, monotonic_ns());
   std::vector<ThreadBuffer*> finished;
   for (ThreadBuffer* b : buffers) {
     // Read before draining: a buffer seen retired is drained completely afterwards.
@@ -362,11 +409,14 @@ void drain_all(Session& s, bool final) {
         }
         process_event(s, sink, b->index(), e, pos, with_external_ids);
       });
-      if (sink.has_track && s.writer) note_thread_load(s, sink, *b, retired, final || retired || pauses_changed);
+      if (sink.has_track && s.writer) {
+        note_thread_load(s, sink, *b, retired, final || retired || pauses_changed || probe_changed);
+      }
     }
     if (retired) finished.push_back(b);
   }
   apply_thread_names(s); // tracks made in this drain: renamed
+  if (probe_changed || final) g_hot.cost_probe.store(s.probe_on && !final, std::memory_order_relaxed);
   if (!finished.empty()) {
     std::lock_guard lock(t.registry_mu);
     for (ThreadBuffer* b : finished) {
@@ -460,7 +510,12 @@ void writer_loop(Session* s) {
   while (!s->stop.load()) {
     {
       std::unique_lock lock(s->wake_mu);
-      s->wake.wait_for(lock, std::chrono::milliseconds(10), [&] {
+      // A cost probe ends 2 ms after it began: the writer wakes for it (writer_thread.cpp).
+      std::chrono::nanoseconds wait = std::chrono::milliseconds(10);
+      if (s->probe_toggle_at >= 0) {
+        wait = std::clamp(std::chrono::nanoseconds(s->probe_toggle_at - monotonic_ns()), std::chrono::nanoseconds(0), wait);
+      }
+      s->wake.wait_for(lock, wait, [&] {
         return s->stop.load() || s->drains_requested.load() != s->drains_done.load() ||
                t.flush_requested.load() != t.flush_done.load();
       });

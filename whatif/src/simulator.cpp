@@ -7,6 +7,7 @@
 #include <limits>
 #include <memory>
 #include <queue>
+#include <span>
 
 namespace dreamscope::whatif {
 
@@ -259,22 +260,24 @@ class Simulation {
   void run_sync_actions(TaskId t) {
     for (const SyncAction& a : g_.sync_actions_of(t)) {
       switch (a.op) {
-        case SyncOp::WaitStreams:
+        case SyncOp::WaitStreams: {
           if (GroupWait* group = group_wait(a.streams)) {
-            // As the loop below, in O(log n) and the targets still running: of the targets
-            // whose end is known, the latest (the first in the group's order among equals,
-            // which the loop's offers would have kept), and a wait for each of the others.
-            const std::vector<ResourceId>& streams = g_.stream_groups()[a.streams];
-            if (const std::uint32_t pos = group->latest(); pos != GroupWait::kNone) {
-              offer_completion(t, r_.end[last_issued_[streams[pos]]], Constraint::Sync, last_issued_[streams[pos]]);
-            }
-            for (std::uint32_t pos : group->running) wait_for(t, last_issued_[streams[pos]], false);
+            wait_for_group(t, a.streams, *group, a.except);
             break;
           }
-          for (ResourceId s : g_.stream_groups()[a.streams]) {
-            if (last_issued_[s] != kNoTask) wait_for(t, last_issued_[s], false);
+          const std::vector<ResourceId>& streams = g_.stream_groups()[a.streams];
+          if (a.except != kNoIndex) {
+            if (left_out_.empty()) left_out_.resize(g_.resource_count());
+            for (ResourceId s : g_.stream_groups()[a.except]) left_out_[s] = 1;
+          }
+          for (ResourceId s : streams) {
+            if (last_issued_[s] != kNoTask && (a.except == kNoIndex || !left_out_[s])) wait_for(t, last_issued_[s], false);
+          }
+          if (a.except != kNoIndex) {
+            for (ResourceId s : g_.stream_groups()[a.except]) left_out_[s] = 0;
           }
           break;
+        }
         case SyncOp::WaitEvent:
           if (event_target_[a.event] != kNoTask) wait_for(t, event_target_[a.event], false);
           break;
@@ -457,7 +460,15 @@ class Simulation {
           offer_start(u, later(end, info.delay), Constraint::Dependency, t);
         }
       }
+      if (!release_head_.empty() && release_head_[t] != kNoRelease) release_group_waits(t, end);
+      std::size_t next_release = 0;
       for (TaskId w = waiter_head_[t]; w != kNoTask;) {
+        // The syncs of indexed groups that t lets go come where their own waits on t would
+        // have been among these (the latest registered first): the order of the pushes is
+        // the order in which they finish, which decides between their equal offers downstream.
+        for (; next_release < let_go_.size() && let_go_[next_release].stamp > w; ++next_release) {
+          complete_group_wait(let_go_[next_release]);
+        }
         const Waiter waiter = waiters_[w];
         if (waiter.for_start) {
           offer_start(waiter.task, later(end, gap(waiter.task)), Constraint::EventWait, t);
@@ -467,6 +478,8 @@ class Simulation {
         }
         w = waiter.next;
       }
+      for (; next_release < let_go_.size(); ++next_release) complete_group_wait(let_go_[next_release]);
+      let_go_.clear();
       waiter_head_[t] = kNoTask;
     }
   }
@@ -475,69 +488,270 @@ class Simulation {
     if (--wait_pending_[u] == 0 && r_.start[u] != kNoValue) finishing_.push_back(u);
   }
 
+  // An end offered to a sync's completion: `time`, by task `by`, as offer `seq` (offer_seq_).
+  struct Offer {
+    TimeNs time = kNoValue;
+    std::uint64_t seq = 0;
+    TaskId by = kNoTask;
+  };
+  // The offer a completion keeps of two: the later, the earlier offered on a tie.
+  static const Offer& kept_offer(const Offer& a, const Offer& b) {
+    if (a.by == kNoTask || b.by == kNoTask) return a.by == kNoTask ? b : a;
+    if (a.time != b.time) return a.time > b.time ? a : b;
+    return a.seq <= b.seq ? a : b;
+  }
+  // A sync of an indexed group that the end of the last task it waited for lets go: `stamp`
+  // (waiters_.size() when it waited) and `order` place it among the plain waits of that task.
+  struct GroupRelease {
+    TaskId task;
+    std::size_t stamp;
+    std::uint64_t order;
+    Offer offer;
+  };
+
   // A group of streams that device-wide syncs wait for, indexed once a second sync waits for
   // it: N syncs over N streams cost N² when each looked at every stream (device_syncs in
-  // bench/complexity.py). Per position in the group: the end of its stream's last issued task
-  // once known (a max-tree, the lowest position among equals), or that task in `running`.
+  // bench/complexity.py), and N syncs that each found N streams' last tasks still running cost
+  // N² waits, one per sync and task (running_syncs). Per position in the group: the end of
+  // its stream's last issued task once known (a max-tree, the lowest position among equals),
+  // or that task while it runs (`target`). The syncs that find tasks running are logged in
+  // order, so that the syncs waiting for a running task are a range of the log: those logged
+  // while it was its position's target (`since` to when it stopped being). As it ends, the
+  // range is released in one step: a segment tree over the log keeps how many tasks each sync
+  // still waits for (the least below each node) and the latest end offered to each (the best
+  // offer of each node's whole range), and gives up the syncs whose count reaches 0.
   struct GroupWait {
     static constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+    static constexpr std::int64_t kIdle = std::int64_t{1} << 62; // a leaf that waits for nothing
     std::size_t size = 1;
-    std::vector<TimeNs> end;          // leaves at size + pos; kNoValue: no task, or still running
+    std::vector<TimeNs> end;          // per position; kNoValue: no task, or still running
     std::vector<std::uint32_t> best;  // per node: the position of its latest end, kNone if none
-    std::vector<std::uint32_t> running; // positions whose last issued task's end is not known
-    std::vector<std::uint32_t> slot;  // per position: its index in `running`, kNone if not there
+    std::vector<TaskId> target;       // per position: its last issued task while that runs, else kNoTask
+    std::vector<std::uint32_t> since; // per position with a target: the first logged sync waiting for it
+    std::size_t running = 0;          // positions with a target
 
-    explicit GroupWait(std::size_t n) {
+    struct Logged {
+      TaskId task;
+      std::size_t stamp;
+      std::uint64_t order;
+    };
+    std::vector<Logged> log;
+    std::size_t leaves = 1;
+    std::vector<std::int64_t> least; // per node: the least count below it, its own `add` in
+    std::vector<std::int64_t> add;   // per inner node: what its whole range was decremented by
+    std::vector<Offer> offer;        // per node: the best offer to its whole range
+
+    // The streams a sync leaves out (SyncAction::except), while it runs: their positions, in
+    // order, and a mark per position.
+    std::vector<std::pair<ResourceId, std::uint32_t>> by_stream; // (stream, position), sorted
+    std::vector<std::uint32_t> out;
+    std::vector<std::uint8_t> is_out;
+
+    // `syncs`: how many WaitStreams actions name the group, the most the log may hold.
+    GroupWait(const std::vector<ResourceId>& streams, std::size_t syncs) {
+      const std::size_t n = streams.size();
       while (size < n) size *= 2;
       end.assign(size, kNoValue);
       best.assign(2 * size, kNone);
-      slot.assign(n, kNone);
+      target.assign(n, kNoTask);
+      since.assign(n, 0);
+      is_out.assign(n, 0);
+      for (std::uint32_t pos = 0; pos < n; ++pos) by_stream.emplace_back(streams[pos], pos);
+      std::sort(by_stream.begin(), by_stream.end());
+      while (leaves < syncs) leaves *= 2;
+      least.assign(2 * leaves, kIdle);
+      add.assign(leaves, 0);
+      offer.assign(2 * leaves, Offer{});
     }
-    std::uint32_t latest() const { return best[1]; }
-    void set(std::uint32_t pos, TimeNs value, bool is_running) {
-      if (is_running && slot[pos] == kNone) {
-        slot[pos] = static_cast<std::uint32_t>(running.size());
-        running.push_back(pos);
-      } else if (!is_running && slot[pos] != kNone) {
-        const std::uint32_t moved = running.back();
-        running[slot[pos]] = moved;
-        slot[moved] = slot[pos];
-        running.pop_back();
-        slot[pos] = kNone;
+    void leave_out(std::span<const ResourceId> streams) {
+      for (ResourceId s : streams) {
+        auto it = std::lower_bound(by_stream.begin(), by_stream.end(), std::pair<ResourceId, std::uint32_t>{s, 0});
+        for (; it != by_stream.end() && it->first == s; ++it) {
+          if (!is_out[it->second]) out.push_back(it->second);
+          is_out[it->second] = 1;
+        }
       }
+      std::sort(out.begin(), out.end());
+    }
+    void clear_left_out() {
+      for (std::uint32_t pos : out) is_out[pos] = 0;
+      out.clear();
+    }
+    // Of positions a and b, the one whose end a sync keeps: the later, the lower on a tie.
+    std::uint32_t later_of(std::uint32_t a, std::uint32_t b) const {
+      if (a == kNone || b == kNone) return a == kNone ? b : a;
+      if (end[a] != end[b]) return end[a] > end[b] ? a : b;
+      return std::min(a, b);
+    }
+    std::uint32_t latest_between(std::uint32_t lo, std::uint32_t hi) const {
+      std::uint32_t found = kNone;
+      for (std::size_t l = lo + size, h = hi + size; l < h; l /= 2, h /= 2) {
+        if (l & 1) found = later_of(found, best[l++]);
+        if (h & 1) found = later_of(found, best[--h]);
+      }
+      return found;
+    }
+    // The latest end known among the positions not left out (kNone: none).
+    std::uint32_t latest_kept() const {
+      if (out.empty()) return best[1];
+      std::uint32_t found = kNone, from = 0;
+      for (std::uint32_t pos : out) {
+        found = later_of(found, latest_between(from, pos));
+        from = pos + 1;
+      }
+      return later_of(found, latest_between(from, static_cast<std::uint32_t>(target.size())));
+    }
+    void set_end(std::uint32_t pos, TimeNs value) {
       end[pos] = value;
       std::size_t i = size + pos;
       best[i] = value == kNoValue ? kNone : pos;
-      for (i /= 2; i > 0; i /= 2) {
-        const std::uint32_t l = best[2 * i], r = best[2 * i + 1];
-        best[i] = r == kNone || (l != kNone && end[l] >= end[r]) ? l : r;
+      for (i /= 2; i > 0; i /= 2) best[i] = later_of(best[2 * i], best[2 * i + 1]);
+    }
+    // Logs a sync that waits for `count` running tasks.
+    void log_sync(const Logged& sync, std::int64_t count) {
+      std::size_t i = leaves + log.size();
+      log.push_back(sync);
+      least[i] = count;
+      for (i /= 2; i > 0; i /= 2) least[i] = std::min(least[2 * i], least[2 * i + 1]) + add[i];
+    }
+    // A task that the logged syncs [from, to) waited for ended, offering `o`.
+    void release(std::uint32_t from, std::uint32_t to, const Offer& o, std::vector<GroupRelease>& released) {
+      release(1, 0, leaves, from, to, o, 0, Offer{}, released);
+    }
+
+   private:
+    bool leaf(std::size_t node) const { return node >= leaves; }
+    // `above`: what the node's ancestors' ranges were decremented by; `inherited`: their best offer.
+    void release(std::size_t node, std::size_t lo, std::size_t hi, std::size_t from, std::size_t to, const Offer& o,
+                 std::int64_t above, const Offer& inherited, std::vector<GroupRelease>& released) {
+      if (to <= lo || hi <= from) return;
+      if (from <= lo && hi <= to) {
+        --least[node];
+        if (!leaf(node)) --add[node];
+        offer[node] = kept_offer(offer[node], o);
+        let_go(node, above, inherited, released);
+        return;
       }
+      const std::size_t mid = (lo + hi) / 2;
+      const Offer here = kept_offer(inherited, offer[node]);
+      release(2 * node, lo, mid, from, to, o, above + add[node], here, released);
+      release(2 * node + 1, mid, hi, from, to, o, above + add[node], here, released);
+      least[node] = std::min(least[2 * node], least[2 * node + 1]) + add[node];
+    }
+    // Gives up the syncs below `node` that wait for nothing more.
+    void let_go(std::size_t node, std::int64_t above, const Offer& inherited, std::vector<GroupRelease>& released) {
+      if (least[node] + above > 0) return;
+      const Offer here = kept_offer(inherited, offer[node]);
+      if (leaf(node)) {
+        const Logged& sync = log[node - leaves];
+        released.push_back({sync.task, sync.stamp, sync.order, here});
+        least[node] = kIdle;
+        return;
+      }
+      let_go(2 * node, above + add[node], here, released);
+      let_go(2 * node + 1, above + add[node], here, released);
+      least[node] = std::min(least[2 * node], least[2 * node + 1]) + add[node];
     }
   };
   // The index of group g, made on the second sync that waits for it; nullptr before.
   GroupWait* group_wait(std::uint32_t g) {
     if (group_uses_.empty()) {
       group_uses_.assign(g_.stream_groups().size(), 0);
+      group_syncs_.assign(g_.stream_groups().size(), 0);
+      for (const SyncAction& a : g_.sync_actions()) {
+        if (a.op == SyncOp::WaitStreams) ++group_syncs_[a.streams];
+      }
       group_waits_.resize(g_.stream_groups().size());
     }
     if (group_waits_[g]) return group_waits_[g].get();
     const std::vector<ResourceId>& streams = g_.stream_groups()[g];
     if (!index_groups_ || streams.size() < 2 || ++group_uses_[g] < 2) return nullptr;
     if (memberships_.empty()) memberships_.resize(g_.resource_count());
-    group_waits_[g] = std::make_unique<GroupWait>(streams.size());
+    group_waits_[g] = std::make_unique<GroupWait>(streams, group_syncs_[g]);
     for (std::uint32_t pos = 0; pos < streams.size(); ++pos) {
       memberships_[streams[pos]].push_back({g, pos});
       update_membership(streams[pos], g, pos);
     }
     return group_waits_[g].get();
   }
+  // What sync t, on indexed group g, waits for: as the plain loop over the group's streams but
+  // those left out, in O(log n) per stream left out, however many tasks still run.
+  void wait_for_group(TaskId t, std::uint32_t g, GroupWait& group, std::uint32_t except) {
+    const std::vector<ResourceId>& streams = g_.stream_groups()[g];
+    group.leave_out(except == kNoIndex ? std::span<const ResourceId>{} : g_.stream_groups()[except]);
+    // Of the targets whose end is known, the latest: the first in the group's order among
+    // equals, which the loop's offers would have kept.
+    if (const std::uint32_t pos = group.latest_kept(); pos != GroupWait::kNone) {
+      offer_completion(t, r_.end[last_issued_[streams[pos]]], Constraint::Sync, last_issued_[streams[pos]]);
+    }
+    std::int64_t count = static_cast<std::int64_t>(group.running);
+    for (std::uint32_t pos : group.out) count -= group.target[pos] != kNoTask;
+    if (count > 0) {
+      // A running task left out is waited for by the syncs logged before this one and by
+      // those after, not by this one: its range is cut in two around it.
+      const auto at = static_cast<std::uint32_t>(group.log.size());
+      for (std::uint32_t pos : group.out) {
+        if (group.target[pos] == kNoTask) continue;
+        close_target(g, group, pos, at);
+        group.since[pos] = at + 1;
+      }
+      group.log_sync({t, waiters_.size(), ++group_order_}, count);
+      ++wait_pending_[t];
+    }
+    group.clear_left_out();
+  }
+  // The syncs logged from since[pos] to `to` wait for the target of pos: released as it ends.
+  void close_target(std::uint32_t g, GroupWait& group, std::uint32_t pos, std::uint32_t to) {
+    if (group.since[pos] >= to) return;
+    if (release_head_.empty()) release_head_.assign(g_.task_count(), kNoRelease);
+    const TaskId target = group.target[pos];
+    pending_releases_.push_back({g, group.since[pos], to, release_head_[target]});
+    release_head_[target] = static_cast<std::uint32_t>(pending_releases_.size() - 1);
+  }
   void update_membership(ResourceId s, std::uint32_t g, std::uint32_t pos) {
-    const TaskId target = last_issued_[s];
-    const bool is_running = target != kNoTask && r_.end[target] == kNoValue;
-    group_waits_[g]->set(pos, target == kNoTask ? kNoValue : r_.end[target], is_running);
+    GroupWait& group = *group_waits_[g];
+    const TaskId last = last_issued_[s];
+    const bool is_running = last != kNoTask && r_.end[last] == kNoValue;
+    if (group.target[pos] != kNoTask && (!is_running || group.target[pos] != last)) {
+      close_target(g, group, pos, static_cast<std::uint32_t>(group.log.size()));
+      group.target[pos] = kNoTask;
+      --group.running;
+    }
+    if (is_running && group.target[pos] == kNoTask) {
+      group.target[pos] = last;
+      group.since[pos] = static_cast<std::uint32_t>(group.log.size());
+      ++group.running;
+    }
+    group.set_end(pos, last == kNoTask || is_running ? kNoValue : r_.end[last]);
   }
   void update_memberships(ResourceId s) {
     for (const auto& [g, pos] : memberships_[s]) update_membership(s, g, pos);
+  }
+  // Task t, which indexed groups' syncs waited for, ended at `end`: the syncs it was the last
+  // wait of, latest registered first, as t's plain waiters are gone through.
+  void release_group_waits(TaskId t, TimeNs end) {
+    const Offer o{end, ++offer_seq_, t};
+    for (std::uint32_t r = release_head_[t]; r != kNoRelease; r = pending_releases_[r].next) {
+      group_waits_[pending_releases_[r].group]->release(pending_releases_[r].from, pending_releases_[r].to, o, let_go_);
+    }
+    release_head_[t] = kNoRelease;
+    std::sort(let_go_.begin(), let_go_.end(), [](const GroupRelease& a, const GroupRelease& b) {
+      return a.stamp != b.stamp ? a.stamp > b.stamp : a.order > b.order;
+    });
+  }
+  // The best offer of its waits, made when they were but merged only now: it takes the place
+  // of an equal one made after it (offer_seq_), as the plain loop's offers keep the first.
+  void complete_group_wait(const GroupRelease& r) {
+    const TaskId u = r.task;
+    if (r.offer.time > wait_ready_[u] || (r.offer.time == wait_ready_[u] && r.offer.seq < wait_seq_[u])) {
+      wait_ready_[u] = r.offer.time;
+      wait_seq_[u] = r.offer.seq;
+      if (bindings_) {
+        r_.binding[u].end = Constraint::Sync;
+        r_.binding[u].end_by = r.offer.by;
+      }
+    }
+    complete_wait(u);
   }
 
   // Collectives (DependencyGraph::collective). A member's completion waits for the arrival of
@@ -548,6 +762,10 @@ class Simulation {
   // where a `collective` edge per pair was R² offers. What it is offered is what the edges'
   // offers would have left: the latest arrival among its peers, the earliest offered among
   // equals (a max-tree per instance), placed among the task's other offers by `offer_seq_`.
+  // A member a what-if unlinked from some of its peers (DependencyGraph::unlinked_peers)
+  // takes each other peer's arrival as its edge would (an offer and a wait each), in its
+  // place among the members that arrival lets go: O(R) per such member and arrival, where
+  // expanding the instance into its edges for it was R² for all.
   struct Arrival {
     TaskId task;
     std::uint32_t instance, position;
@@ -581,7 +799,10 @@ class Simulation {
         const CollectiveMember& m = members[pos];
         arrivals_.push_back({m.arrival, i, pos});
         has_arrival_[m.arrival] = 1;
-        if (m.peers > (pos < m.peers ? 1u : 0u)) {
+        if (!g_.unlinked_peers(flat + pos).empty()) {
+          for (std::uint32_t p = 0; p < m.peers; ++p) wait_pending_[m.completion] += waits_for(flat + pos, pos, p) ? 1 : 0;
+          unlinked_members_.push_back(flat + pos);
+        } else if (m.peers > (pos < m.peers ? 1u : 0u)) {
           ++wait_pending_[m.completion];
           by_peers_.push_back(flat + pos);
         }
@@ -589,15 +810,25 @@ class Simulation {
       std::stable_sort(by_peers_.begin() + static_cast<std::ptrdiff_t>(sorted), by_peers_.end(),
                        [&](std::uint32_t a, std::uint32_t b) { return member(a).peers < member(b).peers; });
       peers_end_.push_back(static_cast<std::uint32_t>(by_peers_.size()));
+      unlinked_end_.push_back(static_cast<std::uint32_t>(unlinked_members_.size()));
       flat += w.size;
     }
     std::sort(arrivals_.begin(), arrivals_.end());
     arrived_.assign(flat, 0);
     released_.assign(flat, 0);
+    unlinked_.assign(flat, 0);
+    // The instance never lets them go as a whole: their peers do, one by one.
+    for (std::uint32_t f : unlinked_members_) released_[f] = unlinked_[f] = 1;
     arrival_seq_.assign(flat, 0);
     tree_.assign(tree, kNoMember);
   }
   const CollectiveMember& member(std::uint32_t flat) const { return g_.collective_members()[flat]; }
+  // Whether the member at `pos` of its instance waits for the arrival of the one at `peer`.
+  bool waits_for(std::uint32_t flat, std::uint32_t pos, std::uint32_t peer) const {
+    if (peer == pos || peer >= member(flat).peers) return false;
+    const std::span<const UnlinkedPeer> cut = g_.unlinked_peers(flat);
+    return !std::binary_search(cut.begin(), cut.end(), UnlinkedPeer{flat, peer});
+  }
   // The member whose arrival a completion would keep: the later, the earlier offered on a tie.
   std::uint32_t better(std::uint32_t a, std::uint32_t b) const {
     if (a == kNoMember) return b;
@@ -646,11 +877,21 @@ class Simulation {
           const CollectiveMember& m = member(flat_first);
           if (m.peers > (w.first < m.peers ? 1u : 0u)) release(flat_first);
         }
+        const std::uint32_t unlinked_from = i == 0 ? 0 : unlinked_end_[i - 1];
+        for (std::uint32_t k = unlinked_from; k < unlinked_end_[i]; ++k) {
+          const std::uint32_t f = unlinked_members_[k];
+          if (waits_for(f, f - w.begin, it->position)) ready_members_.push_back(f);
+        }
       }
       std::sort(ready_members_.begin(), ready_members_.end(),
                 [&](std::uint32_t a, std::uint32_t b) { return member(a).call < member(b).call; });
       for (std::uint32_t flat : ready_members_) {
         const CollectiveMember& m = member(flat);
+        if (unlinked_[flat]) {
+          offer_completion(m.completion, r_.start[t], Constraint::Collective, t);
+          complete_wait(m.completion);
+          continue;
+        }
         const std::uint32_t pos = flat - w.begin;
         const std::uint32_t best =
             pos < m.peers ? better(best_between(w, 0, pos), best_between(w, pos + 1, m.peers)) : best_between(w, 0, m.peers);
@@ -684,12 +925,27 @@ class Simulation {
   std::vector<std::uint64_t> arrival_seq_; // per member: the offer_seq_ of its arrival
   std::vector<std::uint32_t> tree_;        // per instance, a max-tree of members (kNoMember: none yet)
   std::vector<std::uint32_t> ready_members_;
+  std::vector<std::uint32_t> unlinked_members_; // per instance, its members with unlinked peers
+  std::vector<std::uint32_t> unlinked_end_;     // per instance: the end of its part of unlinked_members_
+  std::vector<std::uint8_t> unlinked_;          // per member: in unlinked_members_
   std::uint64_t offer_seq_ = 0;            // counts offers of completion, in the order they are made
   std::vector<std::uint64_t> wait_seq_;    // per task: the offer_seq_ of what set wait_ready_
 
   std::vector<std::uint32_t> group_uses_;
+  std::vector<std::size_t> group_syncs_; // per group: the WaitStreams actions that name it
   std::vector<std::unique_ptr<GroupWait>> group_waits_;
+  // The ranges of indexed groups' logs that wait for a task, released as it ends: a list per task.
+  struct PendingRelease {
+    std::uint32_t group, from, to;
+    std::uint32_t next;
+  };
+  static constexpr std::uint32_t kNoRelease = std::numeric_limits<std::uint32_t>::max();
+  std::vector<PendingRelease> pending_releases_;
+  std::vector<std::uint32_t> release_head_; // per task; empty until a range waits
+  std::vector<GroupRelease> let_go_;        // while a task ends: the syncs it lets go
+  std::uint64_t group_order_ = 0;           // counts the syncs logged, over all groups
   std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>> memberships_; // per stream: (group, position)
+  std::vector<std::uint8_t> left_out_; // per resource, while a sync not indexed runs: one it leaves out
 
   const DependencyGraph& g_;
   MeasuredOrderPolicy default_policy_;

@@ -85,12 +85,14 @@ bool has_cycle(const DependencyGraph& graph, std::span<const EdgeSpec> extra) {
   // members by arrival, node k after node k - 1 and the start of member k's arrival; a member's
   // end waits for the node of its `peers`. That also makes its end wait for its own arrival's
   // start, which its thread's order (arrival, then completion) already does: it adds no cycle,
-  // and a collective of R ranks is O(R) here, not an edge per pair.
+  // and a collective of R ranks is O(R) here, not an edge per pair. A member with unlinked
+  // peers (remove_edge) waits for each other peer's arrival alone, as its edges would.
   const std::span<const CollectiveMember> members = graph.collective_members();
   const std::size_t nodes = 2 * n + members.size();
   std::vector<std::uint32_t> in(nodes, 0);
   std::vector<std::uint32_t> feeds_begin, feeds;       // per task: the prefix nodes its start feeds
   std::vector<std::uint32_t> next_prefix, waits_begin, waits; // per prefix node: the next, the ends it gates
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> unlinked_arcs; // a peer's arrival start → a member's end
   if (!members.empty()) {
     feeds_begin.assign(n + 1, 0);
     waits_begin.assign(members.size() + 1, 0);
@@ -106,7 +108,14 @@ bool has_cycle(const DependencyGraph& graph, std::span<const EdgeSpec> extra) {
           ++in[2 * n + begin + pos + 1];
         }
         const CollectiveMember& m = instance[pos];
-        if (m.peers > (pos < m.peers ? 1u : 0u)) {
+        if (!graph.unlinked_peers(begin + pos).empty()) {
+          const std::span<const UnlinkedPeer> cut = graph.unlinked_peers(begin + pos);
+          for (std::uint32_t p = 0; p < m.peers; ++p) {
+            if (p == pos || std::binary_search(cut.begin(), cut.end(), UnlinkedPeer{begin + pos, p})) continue;
+            unlinked_arcs.emplace_back(2 * instance[p].arrival, 2 * m.completion + 1);
+            ++in[2 * m.completion + 1];
+          }
+        } else if (m.peers > (pos < m.peers ? 1u : 0u)) {
           ++waits_begin[begin + m.peers - 1 + 1];
           ++in[2 * m.completion + 1];
         }
@@ -124,11 +133,14 @@ bool has_cycle(const DependencyGraph& graph, std::span<const EdgeSpec> extra) {
       for (std::uint32_t pos = 0; pos < instance.size(); ++pos) {
         const CollectiveMember& m = instance[pos];
         feeds[feed_at[m.arrival]++] = begin + pos;
-        if (m.peers > (pos < m.peers ? 1u : 0u)) waits[wait_at[begin + m.peers - 1]++] = 2 * m.completion + 1;
+        if (graph.unlinked_peers(begin + pos).empty() && m.peers > (pos < m.peers ? 1u : 0u)) {
+          waits[wait_at[begin + m.peers - 1]++] = 2 * m.completion + 1;
+        }
       }
     }
   }
-  std::vector<std::vector<std::uint32_t>> extra_out(extra.empty() ? 0 : 2 * n);
+  std::vector<std::vector<std::uint32_t>> extra_out(extra.empty() && unlinked_arcs.empty() ? 0 : 2 * n);
+  for (const auto& [from, to] : unlinked_arcs) extra_out[from].push_back(to);
   for (TaskId t = 0; t < n; ++t) {
     ++in[2 * t + 1];
     if (t + 1 < graph.resource_end(graph.resource(t))) ++in[2 * (t + 1)];
@@ -327,33 +339,30 @@ TransformEffect add_edge(DependencyGraph& graph, const std::vector<TaskId>& from
 
 TransformEffect remove_edge(DependencyGraph& graph, const std::vector<TaskId>& from, const std::vector<TaskId>& to) {
   TransformEffect e;
-  const std::set<TaskId> targets(to.begin(), to.end());
-  // A collective's links are no edges until expanded; a scenario that names one gets them all.
-  if (graph.collective_count() > 0) {
-    const std::set<TaskId> sources(from.begin(), from.end());
-    bool named = false;
-    for (std::size_t i = 0; i < graph.collective_count() && !named; ++i) {
-      // A member is linked from a source among its first `peers`, other than itself: one of
-      // the two earliest sources.
-      const std::span<const CollectiveMember> instance = graph.collective(i);
-      std::uint32_t earliest[2] = {kNoIndex, kNoIndex};
-      for (std::uint32_t pos = 0; pos < instance.size() && earliest[1] == kNoIndex; ++pos) {
-        if (sources.count(instance[pos].arrival)) earliest[earliest[0] == kNoIndex ? 0 : 1] = pos;
-      }
-      for (std::uint32_t pos = 0; pos < instance.size() && !named; ++pos) {
-        if (!targets.count(instance[pos].completion)) continue;
-        const std::uint32_t peer = earliest[0] != pos ? earliest[0] : earliest[1];
-        named = peer != kNoIndex && peer < instance[pos].peers;
-      }
-    }
-    if (named) graph.expand_collectives();
-  }
+  const std::set<TaskId> sources(from.begin(), from.end()), targets(to.begin(), to.end());
   const EdgeGraph& edges = graph.edges();
   std::set<std::pair<TaskId, TaskId>> pairs;
   for (TaskId u : from) {
     for (auto edge : boost::make_iterator_range(boost::out_edges(u, edges))) {
       const TaskId v = boost::target(edge, edges);
       if (targets.count(v)) pairs.emplace(u, v);
+    }
+  }
+  // A collective's links are no edges: each named pair of its members is one.
+  std::vector<std::uint32_t> named; // positions of an instance whose arrival is a source, ascending
+  for (std::size_t i = 0; i < graph.collective_count(); ++i) {
+    const std::span<const CollectiveMember> instance = graph.collective(i);
+    named.clear();
+    for (std::uint32_t pos = 0; pos < instance.size(); ++pos) {
+      if (sources.count(instance[pos].arrival)) named.push_back(pos);
+    }
+    if (named.empty()) continue;
+    for (std::uint32_t w = 0; w < instance.size(); ++w) {
+      if (!targets.count(instance[w].completion)) continue;
+      for (std::uint32_t p : named) {
+        if (p >= instance[w].peers) break;
+        if (p != w) pairs.emplace(instance[p].arrival, instance[w].completion);
+      }
     }
   }
   std::size_t removed = 0;

@@ -73,6 +73,7 @@ std::string replay_json(const Trace& trace, const whatif::ReplayReport& r, std::
                      {"removed_ns", c.removed_ns},       {"hidden_by_waits_ns", c.unabsorbed_ns},
                      {"events_charged", c.events_charged}, {"overhead_records", c.overhead_records},
                      {"events_charged_in_run", c.events_charged_in_run}, {"in_run_range_ns", c.in_run_range_ns},
+                     {"counted_calls", c.counted_calls},
                      {"runqueue_removed_ns", c.runqueue_removed_ns},
                      {"tracer_writer_cpu_ns",
                       trace.tracer_writer_cpu_ns() == kNoValue ? json(nullptr) : json(trace.tracer_writer_cpu_ns())}};

@@ -194,7 +194,7 @@ class SyncLinker {
   // in bench/complexity.py), so the calls of each process are answered together: in order of
   // their last piece's start, while the issues of the process's streams are swept in order of
   // time, with the ends of the streams' current targets in an ordered set. A call costs
-  // O(log n), plus the streams it leaves out.
+  // O(log n), plus the streams it leaves out (SyncAction::except).
   struct WholeWait {
     TimeNs max_end = kNoValue;          // the latest end of the targets it waits for; kNoValue: none
     std::vector<ResourceId> left_out;   // streams whose target ended after the call returned
@@ -254,17 +254,13 @@ class SyncLinker {
     if (w.left_out.size() == streams.size()) return; // nothing left to wait for
     if (w.max_end != kNoValue) s_.note_wait(last, w.max_end);
     s_.tasks.flags[last] |= kTaskBlocking;
-    std::uint32_t group;
-    if (w.left_out.empty()) {
-      auto [it, fresh] = whole_group_.try_emplace(&streams, 0);
-      if (fresh) it->second = stream_group(streams);
-      group = it->second;
-    } else {
-      std::vector<ResourceId> kept;
-      std::set_difference(streams.begin(), streams.end(), w.left_out.begin(), w.left_out.end(), std::back_inserter(kept));
-      group = stream_group(std::move(kept));
-    }
-    sync_.actions.push_back({.task = last, .op = SyncOp::WaitStreams, .streams = group});
+    auto [it, fresh] = whole_group_.try_emplace(&streams, 0);
+    if (fresh) it->second = stream_group(streams);
+    // The streams left out are named, not the others: listing the others cost each such call
+    // the process's streams, N calls over N streams N² (left_out_syncs in bench/complexity.py),
+    // and gave each call a group of its own that the simulator could not index.
+    const std::uint32_t except = w.left_out.empty() ? kNoIndex : stream_group(w.left_out);
+    sync_.actions.push_back({.task = last, .op = SyncOp::WaitStreams, .streams = it->second, .except = except});
   }
 
   // The stream a sync call waited on when the call itself does not say: the GPU sync record

@@ -13,6 +13,7 @@
 #include "passes.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <map>
 #include <unordered_map>
@@ -115,19 +116,20 @@ EventKey end_key(const TaskTable& tasks, TaskId t) {
 
 // Max over slots that start empty, with a search for the first slot of a range holding at
 // least a bound: O(log n) a set, O(log n) a search.
+template <typename T>
 class MaxTree {
  public:
-  explicit MaxTree(std::size_t n) {
+  MaxTree(std::size_t n, T empty) {
     while (size_ < n) size_ *= 2;
-    max_.assign(2 * size_, EventKey{});
+    max_.assign(2 * size_, empty);
   }
-  void set(std::size_t slot, EventKey value) {
+  void set(std::size_t slot, T value) {
     std::size_t i = slot + size_;
     max_[i] = value;
     for (i /= 2; i > 0; i /= 2) max_[i] = std::max(max_[2 * i], max_[2 * i + 1]);
   }
   // The first slot in [lo, hi) holding at least `bound`; hi if none.
-  std::size_t first_at_least(std::size_t lo, std::size_t hi, EventKey bound) const {
+  std::size_t first_at_least(std::size_t lo, std::size_t hi, T bound) const {
     if (lo >= hi) return hi;
     if (max_[size_ + lo] >= bound) return lo; // a run of slots that all hold enough: O(1) each
     return find(1, 0, size_, lo, hi, bound);
@@ -135,7 +137,7 @@ class MaxTree {
 
  private:
   std::size_t find(std::size_t node, std::size_t node_lo, std::size_t node_hi, std::size_t lo, std::size_t hi,
-                   EventKey bound) const {
+                   T bound) const {
     if (node_hi <= lo || hi <= node_lo || max_[node] < bound) return hi;
     if (node_hi - node_lo == 1) return node_lo;
     const std::size_t mid = node_lo + (node_hi - node_lo) / 2;
@@ -144,7 +146,7 @@ class MaxTree {
   }
 
   std::size_t size_ = 1;
-  std::vector<EventKey> max_;
+  std::vector<T> max_;
 };
 
 } // namespace
@@ -176,23 +178,38 @@ class MaxTree {
 //
 // Trying every other thread for every long wait cost threads² (waiting_threads in
 // bench/complexity.py), and so did trying the events that start inside each wait once the
-// waits all overlap (overlap_waits: 16 000 threads whose 1 ms operators all overlap took
-// replay 0.81 CPU-s, 37x the time of 2000). So the candidates come from an index. A burst's
-// last event ends a run of its thread's consecutive events: a burst end, with the run's
-// start S (the key of its first start), its end R, and the thread idle from R until E (E
-// infinite after the thread's last task). For a wait [ps, pe) it must have R in
-// [pe - slack, pe] (at pe, a last task after the wait's, in task order), E >= pe, and S
-// after the wait's start (the thread was idle at ps, so the run began after it). Only burst
-// ends with R near some wait's end are indexed, sorted by R descending, then thread: the
-// nearest fit first. The waits of a process are visited by end, latest first; each burst
-// end enters a max-tree over S once pe has come down to its E; the first entry of the wait's
-// R range with S after the wait's start is one search, and the first that burst_in confirms
-// (with that burst end as its last event, and a first start after the wait's) is the best
-// fit. A wait costs O(log n) per candidate tried. A candidate that passes the index but not
-// burst_in is its own thread's burst end, a thread busy at ps in an earlier run of a burst of
-// several runs, or an event of no duration at the wait's very end: a trace can make many such
-// pairs (many threads, each running short runs across many waits' starts and ends), none of
-// the bench's shapes does.
+// waits all overlap (overlap_waits), and trying the threads whose run ends near each wait's
+// end but that were busy when it began (busy_handoffs: replay 65.4x from 16 000 to 128 000). So
+// the candidates come from an index. A thread's tasks tile its time from its first event to
+// its last (cut_thread), CPU work pieces between runs of events, so a burst is the events from
+// a run's first, F, to a later or the same run's last, L, and burst_in takes it for a wait
+// [ps, pe) exactly when, on F's side, ps lies in the piece before F, up to F's start (from its
+// start, or just after if the event before it is an instant; from any time if F is its
+// thread's first task), and the wait's start comes before F's in the order; and on L's side,
+// L ends in [pe - slack, pe] (at pe, a range of a later task than the wait's), and the piece
+// after L lasts past pe (or L is its thread's last task). Every wait is longer than its slack,
+// so the piece around ps is not the one after L: the two sides only share the thread.
+// That leaves two kinds of candidates for L, each in a max-tree over the runs' last events
+// that lie near some wait's end (sorted by end descending, then thread: the nearest fit first),
+// holding the latest wait end that the piece after each one lasts past, in a sweep over the
+// process's waits by their start in the order:
+//   A, a burst of one run: L's own run starts with F, entered while the wait's start lies in
+//     the piece before it (and its key before F's). Exact: a candidate found is a burst.
+//   B, a burst of several runs: F before the run before L's, entered while the wait's start
+//     comes before that run's first start. Such a thread may still have been busy at ps, in
+//     an earlier run still: a candidate burst_in refuses.
+// At one instant (L ending at pe), a run's last event of no duration never fits, and the piece
+// after a range always lasts past pe: a third tree of those there are, A or B. The first
+// candidate of the three searches, in the order of positions, that burst_in confirms (with
+// that run's last event as its last event, its first start after the wait's) is the best fit.
+// A wait costs O(log n) for the burst an A candidate is, and O(log n) per B candidate refused:
+// a thread busy as the wait began that runs again at least twice before the wait's end, the
+// last of those runs ending just before it. No index can answer B exactly in O(log n):
+// whether a thread is idle both at a wait's start and just after its end is whether two sets
+// of threads meet (those idle at the start, those that ended a run just before the end), and
+// answering that for n waits, with sets of n threads in all, in near-linear time would find a
+// triangle in a graph of n edges in near-linear time, which no known method does
+// (docs/limits.md).
 void add_thread_handoffs(GraphBuildState& s) {
   constexpr TimeNs kMinWait = 500'000;   // shorter waits are not worth the risk of a false match
   constexpr TimeNs kMinResume = 200'000; // how soon after the burst the waiter resumes, at least...
@@ -213,9 +230,13 @@ void add_thread_handoffs(GraphBuildState& s) {
     ResourceId thread;
     TimeNs start, end, slack;
   };
+  // A run's last event: a burst's last event, if some wait ends just after it.
   struct BurstEnd {
-    TimeNs end, idle_until;
+    TimeNs end;
+    TimeNs idle_through; // the latest wait end before its thread's next event
+    EventKey idle_from;  // A: the wait starts at which its run may be a whole burst, [idle_from, run_start)
     EventKey run_start;
+    EventKey previous_run_start; // B: the wait starts before it (the least key: no run before)
     ResourceId thread;
     TaskId task;
   };
@@ -223,14 +244,17 @@ void add_thread_handoffs(GraphBuildState& s) {
     std::vector<BurstEnd> burst_ends; // by end descending, then thread (then task: task order)
     std::vector<std::uint32_t> waits;
     std::vector<std::pair<TimeNs, TimeNs>> windows; // where its waits' bursts may end, merged, by time
-    // The positions of burst_ends whose end lies in a wait's range [pe - slack, pe], those
-    // ending at pe only after the wait's task in task order (a thread's ends at pe go by task).
-    std::pair<std::size_t, std::size_t> range(const Wait& w) const {
+    // The positions of burst_ends whose end lies in a wait's range [pe - slack, pe]: from
+    // those ending at pe after the wait's task in task order (a thread's ends at pe go by
+    // task), to those ending before pe, to the end of the range.
+    std::array<std::size_t, 3> range(const Wait& w) const {
       auto lo = std::partition_point(burst_ends.begin(), burst_ends.end(), [&](const BurstEnd& e) {
         return e.end > w.end || (e.end == w.end && e.task <= w.task);
       });
-      auto hi = std::partition_point(lo, burst_ends.end(), [&](const BurstEnd& e) { return e.end >= w.end - w.slack; });
-      return {static_cast<std::size_t>(lo - burst_ends.begin()), static_cast<std::size_t>(hi - burst_ends.begin())};
+      auto before = std::partition_point(lo, burst_ends.end(), [&](const BurstEnd& e) { return e.end >= w.end; });
+      auto hi = std::partition_point(before, burst_ends.end(), [&](const BurstEnd& e) { return e.end >= w.end - w.slack; });
+      return {static_cast<std::size_t>(lo - burst_ends.begin()), static_cast<std::size_t>(before - burst_ends.begin()),
+              static_cast<std::size_t>(hi - burst_ends.begin())};
     }
     bool in_a_window(TimeNs t) const {
       auto it = std::upper_bound(windows.begin(), windows.end(), std::make_pair(t, std::numeric_limits<TimeNs>::max()));
@@ -267,21 +291,29 @@ void add_thread_handoffs(GraphBuildState& s) {
   for (ResourceId b : threads) {
     Process& process = processes[process_of(trace, b)];
     if (process.waits.empty()) continue;
-    EventKey run_start;
+    EventKey idle_from, run_start, previous_run_start; // the least key: no run yet
     for (TaskId t = tasks.first(b); t < tasks.end(b); ++t) {
       if (!is_event(t)) continue;
-      if (t == tasks.first(b) || !is_event(t - 1)) run_start = start_key(tasks, t);
-      TimeNs idle_until;
-      if (t + 1 == tasks.end(b)) {
-        idle_until = std::numeric_limits<TimeNs>::max();
-      } else if (!is_event(t + 1)) {
-        idle_until = ends[t + 1];
-      } else if (starts[t + 1] > ends[t]) {
-        idle_until = starts[t + 1]; // not in a table the task pass cut (its pieces tile), but as burst_in reads it
-      } else {
-        continue;
+      if (t == tasks.first(b) || !is_event(t - 1)) {
+        previous_run_start = run_start;
+        run_start = start_key(tasks, t);
+        // burst_in takes this event as a burst's first for a wait that starts in the piece
+        // before it (from any time before the thread's first task), and after the event
+        // before that piece started: that piece's start, or just after if that event is an
+        // instant (which would be the first event at or after the wait's start then).
+        idle_from = EventKey{};
+        if (t > tasks.first(b)) {
+          const bool instant_before = t - 1 > tasks.first(b) && starts[t - 2] == ends[t - 2];
+          idle_from.time = starts[t - 1] + (instant_before ? 1 : 0);
+        }
       }
-      if (process.in_a_window(ends[t])) process.burst_ends.push_back({ends[t], idle_until, run_start, b, t});
+      if (t + 1 < tasks.end(b) && is_event(t + 1)) continue;
+      // burst_in wants the thread idle until after the wait ends: its next event (the end of
+      // the piece after t) must come after pe, not at it.
+      const TimeNs idle_through = t + 1 == tasks.end(b) ? std::numeric_limits<TimeNs>::max() : ends[t + 1] - 1;
+      if (process.in_a_window(ends[t])) {
+        process.burst_ends.push_back({ends[t], idle_through, idle_from, run_start, previous_run_start, b, t});
+      }
     }
   }
 
@@ -292,6 +324,7 @@ void add_thread_handoffs(GraphBuildState& s) {
     ResourceId thread = 0;
   };
   std::vector<Match> match(waits.size());
+  constexpr TimeNs kOff = std::numeric_limits<TimeNs>::min(); // below every wait's end
   for (auto& [id, process] : processes) {
     if (process.waits.empty()) continue;
     std::vector<BurstEnd>& burst_ends = process.burst_ends;
@@ -299,25 +332,68 @@ void add_thread_handoffs(GraphBuildState& s) {
       if (x.end != y.end) return x.end > y.end;
       return x.thread != y.thread ? x.thread < y.thread : x.task < y.task;
     });
-    std::vector<std::uint32_t> by_idle(burst_ends.size());
-    for (std::uint32_t i = 0; i < by_idle.size(); ++i) by_idle[i] = i;
-    std::sort(by_idle.begin(), by_idle.end(), [&](std::uint32_t x, std::uint32_t y) {
-      return burst_ends[x].idle_until > burst_ends[y].idle_until;
+    const std::size_t n = burst_ends.size();
+    auto positions_by = [&](auto key) {
+      std::vector<std::uint32_t> order(n);
+      for (std::uint32_t i = 0; i < n; ++i) order[i] = i;
+      std::sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) { return key(x) < key(y); });
+      return order;
+    };
+    const std::vector<std::uint32_t> by_idle_from = positions_by([&](std::uint32_t i) { return burst_ends[i].idle_from; });
+    const std::vector<std::uint32_t> by_run_start = positions_by([&](std::uint32_t i) { return burst_ends[i].run_start; });
+    const std::vector<std::uint32_t> by_previous =
+        positions_by([&](std::uint32_t i) { return burst_ends[i].previous_run_start; });
+    std::vector<std::uint32_t> by_start = process.waits;
+    std::sort(by_start.begin(), by_start.end(), [&](std::uint32_t x, std::uint32_t y) {
+      return start_key(tasks, waits[x].task) < start_key(tasks, waits[y].task);
     });
-    std::vector<std::uint32_t> by_end = process.waits;
-    std::sort(by_end.begin(), by_end.end(), [&](std::uint32_t x, std::uint32_t y) { return waits[x].end > waits[y].end; });
-    MaxTree run_starts(burst_ends.size()); // of the burst ends idle until the current wait's end
-    std::size_t entered = 0;
-    for (std::uint32_t q : by_end) {
-      const Wait& w = waits[q];
-      for (; entered < by_idle.size() && burst_ends[by_idle[entered]].idle_until >= w.end; ++entered) {
-        run_starts.set(by_idle[entered], burst_ends[by_idle[entered]].run_start);
+    // Per position, what the trees hold while it is a candidate of kind A or B: the latest
+    // wait end it fits (idle_through), and, for a wait ending where it ends, whether it is a
+    // range (1) or an instant (0).
+    MaxTree<TimeNs> single_run(n, kOff), several_runs(n, kOff);
+    MaxTree<std::uint8_t> at_wait_end(n, 0);
+    std::vector<std::uint8_t> is_a(n, 0), is_b(n, 0);
+    auto update = [&](std::uint32_t i) {
+      const BurstEnd& e = burst_ends[i];
+      single_run.set(i, is_a[i] ? e.idle_through : kOff);
+      several_runs.set(i, is_b[i] ? e.idle_through : kOff);
+      at_wait_end.set(i, (is_a[i] || is_b[i]) && starts[e.task] < e.end ? 1 : 0);
+    };
+    for (std::uint32_t i = 0; i < n; ++i) {
+      if (EventKey{} < burst_ends[i].previous_run_start) {
+        is_b[i] = 1;
+        update(i);
       }
-      const auto [lo, hi] = process.range(w);
+    }
+    std::size_t a_in = 0, a_out = 0, b_out = 0;
+    for (std::uint32_t q : by_start) {
+      const Wait& w = waits[q];
       const EventKey wait_start = start_key(tasks, w.task), wait_end = end_key(tasks, w.task);
-      const EventKey after_start{wait_start.time, wait_start.rank + 1}; // the least key above it
-      for (std::size_t pos = run_starts.first_at_least(lo, hi, after_start); pos != hi;
-           pos = run_starts.first_at_least(pos + 1, hi, after_start)) {
+      for (; a_in < n && !(wait_start < burst_ends[by_idle_from[a_in]].idle_from); ++a_in) {
+        is_a[by_idle_from[a_in]] = 1;
+        update(by_idle_from[a_in]);
+      }
+      for (; a_out < n && !(wait_start < burst_ends[by_run_start[a_out]].run_start); ++a_out) {
+        is_a[by_run_start[a_out]] = 0;
+        update(by_run_start[a_out]);
+      }
+      for (; b_out < n && !(wait_start < burst_ends[by_previous[b_out]].previous_run_start); ++b_out) {
+        is_b[by_previous[b_out]] = 0;
+        update(by_previous[b_out]);
+      }
+      // Named, not structured bindings: a lambda cannot capture those before clang 16.
+      const auto candidates = process.range(w);
+      const std::size_t lo = std::get<0>(candidates), before = std::get<1>(candidates), hi = std::get<2>(candidates);
+      // The first candidate at or after `pos`, in the order of positions.
+      auto next = [&](std::size_t pos) {
+        if (pos < before) {
+          const std::size_t at = at_wait_end.first_at_least(pos, before, 1);
+          if (at != before) return at;
+          pos = before;
+        }
+        return std::min(single_run.first_at_least(pos, hi, w.end), several_runs.first_at_least(pos, hi, w.end));
+      };
+      for (std::size_t pos = next(lo); pos != hi; pos = next(pos + 1)) {
         const BurstEnd& e = burst_ends[pos];
         if (e.thread == w.thread) continue;
         const BurstFound found = burst_in(tasks, e.thread, w.start, w.end, w.slack);

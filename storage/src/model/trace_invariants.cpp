@@ -179,7 +179,7 @@ void TraceBuilder::check_invariants() const {
     Violation track(std::string_view("thread_load"), "naming an unknown track");
     Violation before_zero(std::string_view("thread_load"), "starting before 0 ns");
     Violation times(std::string_view("thread_load"), "with a CPU or run-queue time outside [0, 2^62] ns");
-    Violation counts(std::string_view("thread_load"), "with a negative count of events or timed calls");
+    Violation counts(std::string_view("thread_load"), "with a negative count of events, timed calls or probe records");
     Violation costs(std::string_view("thread_load"), "with a recording cost that is not a number of ns up to 1e9");
     auto time_ok = [](TimeNs v) { return v == kNoValue || (v >= 0 && v <= limits::kMaxAbsTimestampNs); };
     auto cost_ok = [](double c) { return std::isfinite(c) && c <= limits::kMaxCalibrationCostNs; };
@@ -193,8 +193,9 @@ void TraceBuilder::check_invariants() const {
       if (!time_ok(l.cpu_ns) || !time_ok(l.runqueue_ns)) {
         times.add(i, "cpu_ns " + std::to_string(l.cpu_ns) + ", runqueue_ns " + std::to_string(l.runqueue_ns));
       }
-      if (l.events < 0 || l.cost_samples < 0) {
-        counts.add(i, "events " + std::to_string(l.events) + ", cost_samples " + std::to_string(l.cost_samples));
+      if (l.events < 0 || l.cost_samples < 0 || l.probe_events < 0) {
+        counts.add(i, "events " + std::to_string(l.events) + ", cost_samples " + std::to_string(l.cost_samples) +
+                          ", probe_events " + std::to_string(l.probe_events));
       }
       if (!cost_ok(l.range_cost_ns) || !cost_ok(l.mark_cost_ns)) {
         costs.add(i, "range_cost_ns " + std::to_string(l.range_cost_ns) + ", mark_cost_ns " +

@@ -86,7 +86,7 @@ using EdgeGraph = boost::compressed_sparse_row_graph<boost::directedS, boost::no
 
 // A synchronization resolved while simulating, against the tasks issued so far.
 enum class SyncOp : std::uint8_t {
-  WaitStreams = 0,     // block until the last task issued to each stream of `streams` ends
+  WaitStreams = 0,     // block until the last task issued to each stream of `streams` (but `except`) ends
   WaitEvent = 1,       // block until the task captured by the last record of `event` ends
   RecordEvent = 2,     // capture the last task issued to `stream` into `event`
   StreamWaitEvent = 3, // the next task issued to `stream` starts after `event`'s task ends
@@ -97,6 +97,10 @@ struct SyncAction {
   TaskId task = kNoTask;     // the CPU task that performs it
   SyncOp op = SyncOp::WaitStreams;
   std::uint32_t streams = 0; // WaitStreams: index into stream_groups()
+  // WaitStreams: the streams of `streams` it leaves out, an index into stream_groups() too
+  // (kNoIndex: none). A device-wide sync names its process's streams and the few whose target
+  // it cannot have waited for, not a list of the others per sync.
+  std::uint32_t except = kNoIndex;
   ResourceId stream = kNoIndex; // RecordEvent, StreamWaitEvent
   std::uint32_t event = 0;   // WaitEvent, RecordEvent, StreamWaitEvent: dense event index
 };
@@ -111,6 +115,16 @@ struct CollectiveMember {
   TaskId completion = kNoTask; // its last task: what waits for the others
   std::uint32_t call = 0;      // its place among the instance's calls, as the trace matched them
   std::uint32_t peers = 0;     // the members (a prefix, itself skipped) whose arrival it waits for
+};
+
+// A link of a collective that a what-if removed (DependencyGraph::remove_edges): the member
+// `member` (its index in collective_members()) no longer waits for the arrival of the member
+// at position `peer` of its instance. The instance stays whole; expand_collectives() leaves
+// the link's edge out.
+struct UnlinkedPeer {
+  std::uint32_t member = 0;
+  std::uint32_t peer = 0;
+  auto operator<=>(const UnlinkedPeer&) const = default;
 };
 
 // Per-task flags.
@@ -243,8 +257,8 @@ class DependencyGraph {
   // that closes a cycle is accepted; the replay then leaves the cycle's tasks unscheduled
   // and says how many.
   void add_edges(std::span<const EdgeSpec> edges);
-  // Removes every edge from → to (of any kind; a collective's link expands the collectives
-  // first: expand_collectives); returns how many there were.
+  // Removes every edge from → to (of any kind), and every link of a collective from → to
+  // (an UnlinkedPeer each: the collectives stay whole); returns how many there were.
   std::size_t remove_edges(TaskId from, TaskId to);
   // Inserts and moves tasks, adds resources; every TaskId held before changes (see the map).
   EditResult apply(const GraphEdit& edit);
@@ -267,10 +281,13 @@ class DependencyGraph {
   std::span<const CollectiveMember> collective_members() const { return collective_members_; }
   // The (peer, member) pairs the collectives link: the edges expand_collectives() would add.
   std::size_t collective_links() const { return collective_links_; }
+  // The links remove_edges() took out of the collectives, by member, then peer; and those of
+  // one member (an index into collective_members()).
+  std::span<const UnlinkedPeer> unlinked_peers() const { return unlinked_peers_; }
+  std::span<const UnlinkedPeer> unlinked_peers(std::uint32_t member) const;
   // Turns every collective into a `collective` edge per linked pair (instance by instance,
   // member by member in call order, peers in call order), the representation the builder
-  // made before instances were kept whole: the reference of the tests, and what a what-if
-  // that removes one such edge needs.
+  // made before instances were kept whole: the reference of the tests.
   void expand_collectives();
   // Whether `from` → `to` is a link of a collective (not an edge): O(members).
   bool collective_link(TaskId from, TaskId to) const;
@@ -278,6 +295,10 @@ class DependencyGraph {
   std::span<const SyncAction> sync_actions() const { return sync_actions_; }
   std::span<const SyncAction> sync_actions_of(TaskId t) const;
   const std::vector<std::vector<ResourceId>>& stream_groups() const { return stream_groups_; }
+  // Gives each WaitStreams action that leaves streams out (SyncAction::except) a group of the
+  // streams it waits for, in the order of its group, the representation the builder made
+  // before: the reference of the tests.
+  void expand_stream_exclusions();
   std::uint32_t event_count() const { return event_count_; }
   // FIFO position of a GPU task on its stream (t - resource_first).
   std::uint32_t stream_position(TaskId t) const { return t - resource_begin_[resource_[t]]; }
@@ -312,7 +333,12 @@ class DependencyGraph {
   std::vector<std::vector<ResourceId>> stream_groups_;
   std::vector<CollectiveMember> collective_members_;
   std::vector<std::uint32_t> collective_begin_; // collective_count + 1 offsets; empty: none
+  // Calls f(link) for each link of a collective from `from`'s arrival to `to`'s completion not
+  // cut yet, until f returns false; returns whether it went through all of them.
+  template <class F>
+  bool each_collective_link(TaskId from, TaskId to, F&& f) const;
   std::size_t collective_links_ = 0;
+  std::vector<UnlinkedPeer> unlinked_peers_; // sorted
   std::uint32_t event_count_ = 0;
   std::vector<TaskId> api_first_, api_last_, annotation_first_, annotation_last_, gpu_task_;
   TimeNs run_begin_ = 0, run_end_ = 0;

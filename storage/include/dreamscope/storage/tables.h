@@ -197,7 +197,8 @@ struct Stored<Launch, T> {
 // ThreadLoadRecord (trace.h says what it is for): `cpu_ns` the CPU time the thread ran in the
 // window, `runqueue_ns` the time it was runnable but waited for a core (kNoValue: unknown);
 // `events` it recorded and `cost_samples` recording calls timed in the window; the mean cost of a
-// range (push + pop, start + end) and of a mark (< 0: none timed).
+// range (push + pop, start + end) and of a mark (< 0: none timed); `probe_events` the second
+// records a cost probe made in the window (0: a plain window; docs/trace-format.md).
 #define DREAMSCOPE_THREAD_LOAD_COLUMNS(X)                                             \
   DREAMSCOPE_SPAN_COLUMNS(X)                                                          \
   X(TimeNs,       cpu_ns,        kNoValue, Optional, "cpu_ns INTEGER")                \
@@ -205,7 +206,8 @@ struct Stored<Launch, T> {
   X(std::int64_t, events,        0,        Int,      "events INTEGER NOT NULL")       \
   X(std::int64_t, cost_samples,  0,        Int,      "cost_samples INTEGER NOT NULL") \
   X(double,       range_cost_ns, -1,       Cost,     "range_cost_ns REAL")            \
-  X(double,       mark_cost_ns,  -1,       Cost,     "mark_cost_ns REAL")
+  X(double,       mark_cost_ns,  -1,       Cost,     "mark_cost_ns REAL")            \
+  X(std::int64_t, probe_events,  0,        Int,      "probe_events INTEGER NOT NULL DEFAULT 0")
 
 // MemoryEventRecord (trace.h says what it is): the CPU thread that allocated or released, when,
 // c10::DeviceType (0 CPU, 1 CUDA (ROCm's too), other accelerators), the device's index (-1 for

@@ -29,6 +29,11 @@ inline constexpr char kDurationNs[] = "DREAMSCOPE_DURATION_NS";
 // How often, in ms, the tracer asks CUPTI for completed GPU records (default 100; 0: only
 // when CUPTI's buffers fill and at exit). What a SIGKILL can lose of the GPU side.
 inline constexpr char kCuptiFlushMs[] = "DREAMSCOPE_CUPTI_FLUSH_MS";
+// Cost probes, "GAP_MS[:LENGTH_MS]": every GAP_MS on average (unset or 0: none; at least four
+// probes' length), for LENGTH_MS (default 5), the pushes inside two open ranges are counted and
+// not recorded, so that overhead correction can measure what recording costs the job where
+// that cost lands (docs/tracing.md, "Cost probes").
+inline constexpr char kCostProbe[] = "DREAMSCOPE_COST_PROBE";
 // The annotation library (libdreamscope-annotate.so) for the Python module to load.
 inline constexpr char kAnnotateLib[] = "DREAMSCOPE_ANNOTATE_LIB";
 

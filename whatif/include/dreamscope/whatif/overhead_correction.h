@@ -38,6 +38,10 @@ struct OverheadCosts {
   // all of it: the Python wrapper, its calls through ctypes and the tracer's recording.
   // Charged for such a range instead of range_ns: "python_range" (0: none).
   double python_range_ns = 0;
+  // A range that a cost probe counted and did not record, through the tracer's entry points
+  // back to back: "nvtx_range_counted" (0: not measured). The calls a probe counted are in no
+  // row; each is charged half of this, over the tasks of its window (cost_probes.h).
+  double range_counted_ns = 0;
   bool empty() const { return range_ns <= 0 && marker_ns <= 0 && cuda_api_ns <= 0; }
 };
 
@@ -58,6 +62,8 @@ struct OverheadCorrection {
   // Events charged at the cost their thread was timed at in the run, and the mean of those
   // charges per range; the rest were charged at `costs`.
   std::int64_t events_charged_in_run = 0;
+  // Calls the probes counted and did not record, charged what a counted call costs.
+  std::int64_t counted_calls = 0;
   double in_run_range_ns = 0;
   // Time the threads waited for a core while the writer had it, taken out of their tasks.
   TimeNs runqueue_removed_ns = 0;

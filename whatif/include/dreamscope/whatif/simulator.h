@@ -112,8 +112,8 @@ struct SimulationOptions {
   // to the measured times: it does not move with the predicted tasks.
   std::vector<std::vector<CpuLoadStep>> cpu_background;
   // A group of streams that several syncs wait for (a device sync's) is indexed, so that a
-  // sync costs O(log n) rather than a look at every stream; false: every sync looks at each
-  // (the same result; the tests' reference).
+  // sync costs O(log n) rather than a look at every stream and a wait for each task still
+  // running; false: every sync looks at each (the same result; the tests' reference).
   bool index_stream_groups = true;
 };
 
