@@ -19,7 +19,10 @@
 # ~830 us in one run; docs/simulation.md), so an untraced run seconds away measures another
 # machine; neighbours tens of ms away mostly do not. A block pair whose two paused neighbours
 # differ by more than STABLE % (default 5) saw the machine change around it: it is not
-# counted. A run's error is the median over its counted pairs; a run with fewer than PAIRS
+# counted. Nor is one whose recorded block ran in another state than both neighbours agree on
+# (`moved`): cpu_train --probe times a fixed piece of unannotated work between every two steps
+# (the same in recorded and paused steps), and a slow phase of the machine, tens of ms, can
+# cover a recorded block and neither of its neighbours. A run's error is the median over its counted pairs; a run with fewer than PAIRS
 # (default 5) counted pairs is marked `*`, not counted, and another run is made, until RUNS
 # settled runs or RUNS x TRIES attempts.
 #
@@ -126,11 +129,14 @@ for config in $CONFIGS; do
 import json, statistics, sys
 out, replay, block, traced_skip, paused_skip, stable, wanted = sys.argv[1], sys.argv[2], *map(float, sys.argv[3:])
 block, traced_skip, paused_skip, wanted = int(block), int(traced_skip), int(paused_skip), int(wanted)
-paused = {}
+paused, state = {}, {}
 for line in open(out):
     f = line.split()
-    if f and f[0] == "step_ns" and f[2] == "0":
-        paused[int(f[1])] = float(f[3])
+    if f and f[0] == "step_ns":
+        if f[2] == "0":
+            paused[int(f[1])] = float(f[3])
+        if len(f) > 4:
+            state[int(f[1])] = float(f[4])
 r = json.load(open(replay))
 measured, predicted = {}, {}
 for s in r["steps"]:
@@ -138,7 +144,7 @@ for s in r["steps"]:
         i = int(s["name"].split()[1])
         measured[i], predicted[i] = s["measured_ns"], s["predicted_ns"]
 blocks = (max(max(paused, default=0), max(measured, default=0)) + 1) // block
-pairs, counted, references = 0, [], []
+pairs, counted, references, state_changed = 0, [], [], 0
 traced_steps, predicted_steps, paused_steps = [], [], []
 # Recorded blocks are the even ones; block 0 holds the start-up.
 for b in range(2, blocks - 1, 2):
@@ -150,6 +156,15 @@ for b in range(2, blocks - 1, 2):
     left, right = (statistics.median(s) for s in sides)
     if abs(left - right) > stable / 100 * min(left, right):
         continue
+    # The block's own state against its neighbours' (cpu_train's state probe between steps): a slow
+    # phase of the machine that covers the recorded block alone leaves its neighbours agreeing.
+    states = [[state[i] for i in steps if i in state] for steps in
+              (mine, range((b - 1) * block + paused_skip, b * block), range((b + 1) * block + paused_skip, (b + 2) * block))]
+    if all(states):
+        own, *around = (statistics.median(s) for s in states)
+        if max(abs(own - a) for a in around) > stable / 100 * min(own, *around):
+            state_changed += 1
+            continue
     reference = (left + right) / 2
     p = statistics.median(predicted[i] for i in mine)
     counted.append(100 * (p - reference) / reference)
@@ -162,7 +177,7 @@ median = lambda v: statistics.median(v) if v else 0
 print(1 if len(counted) >= wanted else 0, len(counted), pairs, "%.3f" % median(counted),
       int(median(traced_steps)), int(median(predicted_steps)), int(median(paused_steps)),
       "%.1f" % o["range_ns"], "%.1f" % o.get("in_run_range_ns", 0), "%.1f" % (o.get("runqueue_removed_ns", 0) / 1e6),
-      "%.3f" % (o.get("events_charged_by_probes", 0) / max(1, o["events_charged"])),
+      "%.3f" % (o.get("events_charged_by_probes", 0) / max(1, o["events_charged"])), state_changed,
       ",".join("%.0f:%.3f" % pair for pair in zip(references, counted)) or "-")
 PY
 )
@@ -173,7 +188,8 @@ PY
 import statistics, sys
 config, options, block, untraced = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 # row: attempt, settled, pairs counted, pairs, error, traced, predicted, paused, range costs, waits, share of the
-# events charged by the cost probes; then each counted pair's paused reference and error
+# events charged by the cost probes, pairs left out because the recorded block's state probe disagreed with its
+# neighbours'; then each counted pair's paused reference and error
 rows, pair_lists = [], []
 for r in sys.argv[6:]:
     f = r.split()
@@ -193,7 +209,7 @@ def state(pairs):
         return "slow", slow
     return f"mixed {len(slow)}/{len(pairs)}", slow
 print(f"== {config} (cpu_train --fine-annotations {options} --paused-blocks {block}: recorded blocks against their paused neighbours)")
-print("run  pairs   traced  predicted   paused    error   range: calibrated  in run  probed  waited for a core  state (slow pairs' error)")
+print("run  pairs   traced  predicted   paused    error   range: calibrated  in run  probed  waited for a core  moved  state (slow pairs' error)")
 slow_runs = 0
 for r, pairs in zip(rows, pair_lists):
     mark = " " if r[1] else "*"
@@ -202,13 +218,17 @@ for r, pairs in zip(rows, pair_lists):
         slow_runs += 1
     slow_text = f" ({statistics.median(slow):+.2f} %)" if slow and name != "slow" else ""
     print(f"{int(r[0]):3}{mark} {int(r[2]):2}/{int(r[3]):<2} {r[5] / 1e3:7.1f} us {r[6] / 1e3:7.1f} us {r[7] / 1e3:7.1f} us {r[4]:+6.2f} %"
-          f"   {r[8]:9.1f} ns {r[9]:6.1f} ns {100 * r[11]:5.0f} %   {r[10]:6.1f} ms   {name}{slow_text}")
+          f"   {r[8]:9.1f} ns {r[9]:6.1f} ns {100 * r[11]:5.0f} %   {r[10]:6.1f} ms {int(r[12]):6}  {name}{slow_text}")
 settled = [r[4] for r in rows if r[1]]
 unsettled = [r for r in rows if not r[1]]
 if unsettled:
     print(f"* {len(unsettled)} of {len(rows)} runs not counted: fewer than the pairs wanted had two paused neighbours "
           f"that agreed (the machine kept changing speed). Their errors, for the record: "
           f"{', '.join(f'{r[4]:+.2f} % ({int(r[2])} pairs)' for r in unsettled)}")
+moved = sum(int(r[12]) for r in rows)
+if moved:
+    print(f"moved: {moved} pairs left out whose recorded block ran in another machine state than its two paused "
+          f"neighbours (cpu_train's state probe between steps, STABLE %)")
 paused = statistics.median(r[7] for r in rows)
 print(f"median step: paused {paused / 1e3:.1f} us, recorded {statistics.median(r[5] for r in rows) / 1e3:.1f} us; "
       f"an untraced run before them: {untraced / 1e3:.1f} us (another moment: the machine may have been in another state)")

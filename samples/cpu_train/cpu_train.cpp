@@ -69,10 +69,12 @@ void usage(const char* argv0) {
                "  --fine-annotations   one range per hidden neuron and sample, forward and backward\n"
                "  --probe              time 20 000 calls through a function pointer before and after the\n"
                "                       steps, unannotated, and print both (machine_probe_ns): how fast\n"
-               "                       the machine ran\n"
+               "                       the machine ran; with --paused-blocks, also a state probe between\n"
+               "                       every two steps (the first layer for 8 inputs and 2000 such calls,\n"
+               "                       unannotated): STATE_NS, the last column of step_ns\n"
                "  --paused-blocks N    steps in blocks of N, recording paused in every other block\n"
                "                       (ds_tracing_pause): prints every step's time (step_ns STEP\n"
-               "                       RECORDED NS), to time paused steps against recorded ones\n"
+               "                       RECORDED NS [STATE_NS]), to time paused steps against recorded ones\n"
                "  --seed N             random seed (1)\n",
                argv0);
 }
@@ -397,6 +399,29 @@ double machine_probe_ns() {
   return times[times.size() / 2];
 }
 
+// The machine's state at one step (--probe with --paused-blocks): the model's own kind of work
+// (its first layer for 8 inputs) and 2000 calls through a function pointer, unannotated, timed
+// between two steps. The development VM's slow phases last tens of ms and come at any time; one
+// that covers a recorded block but neither of its paused neighbours would make the neighbours a
+// wrong reference for it. This reads the same in recorded and paused steps, so a bench can tell.
+double state_probe_ns(const Mlp& m) {
+  static const std::vector<float> input(static_cast<std::size_t>(m.d), 0.5f);
+  const auto t0 = std::chrono::steady_clock::now();
+  float acc = 0;
+  for (int n = 0; n < 8; ++n) {
+    for (std::size_t j = 0; j < static_cast<std::size_t>(m.h); ++j) {
+      const float* w = m.w1.data() + j * static_cast<std::size_t>(m.d);
+      float z = 0;
+      for (std::size_t k = 0; k < static_cast<std::size_t>(m.d); ++k) z += w[k] * input[k];
+      acc += z;
+    }
+  }
+  auto f = probe_call;
+  for (int i = 0; i < 2000; ++i) { acc = f(acc, 1.0f); f = probe_call; }
+  asm volatile("" : : "x"(acc));
+  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -446,8 +471,10 @@ int main(int argc, char** argv) {
 
   Mlp model(o.input_dim, o.hidden, o.classes, o.seed);
   const Batch synthetic = o.no_loading ? synthetic_batch(o) : Batch{};
-  std::vector<double> step_ns;
+  std::vector<double> step_ns, state_ns;
   step_ns.reserve(static_cast<std::size_t>(o.steps));
+  const bool state_probes = o.probe && o.paused_blocks > 0;
+  if (state_probes) state_ns.reserve(static_cast<std::size_t>(o.steps));
   float first_loss = 0, loss = 0;
   const auto run_start = std::chrono::steady_clock::now();
   // Block k of --paused-blocks is recorded when k is even: the first steps are recorded.
@@ -460,6 +487,7 @@ int main(int argc, char** argv) {
         ds_tracing_pause();
       }
     }
+    if (state_probes) state_ns.push_back(state_probe_ns(model));
     const auto t0 = std::chrono::steady_clock::now();
     {
       dreamscope::Scope step = dreamscope::Scope::step(i);
@@ -500,7 +528,9 @@ int main(int argc, char** argv) {
   std::printf("median_step_ns %.0f\n", median);
   if (o.paused_blocks > 0) {
     for (std::size_t i = 0; i < step_ns.size(); ++i) {
-      std::printf("step_ns %zu %d %.0f\n", i, recorded(static_cast<std::int64_t>(i)) ? 1 : 0, step_ns[i]);
+      std::printf("step_ns %zu %d %.0f", i, recorded(static_cast<std::int64_t>(i)) ? 1 : 0, step_ns[i]);
+      if (state_probes) std::printf(" %.0f", state_ns[i]);
+      std::printf("\n");
     }
   }
   if (o.probe) std::printf("machine_probe_ns %.0f %.0f\n", probe_before, machine_probe_ns());
