@@ -95,6 +95,13 @@ std::string render_text(const ReplayCommandOptions& o, const Trace& trace, const
                                    "each (a counted call, back to back at start-up)",
                                    c.counted_calls, c.costs.range_counted_ns / 2));
       }
+      if (c.probe_steps > 0) {
+        line("probe steps", fmt::format("{} of the tracer's {} probe steps measured; the ranges of {} thread(s) charged "
+                                        "their window's timing less what the probe steps nearest it found the timing "
+                                        "reads above a range's cost in wall time (docs/simulation.md, \"Probe steps\"){}",
+                                        c.probe_steps_measured, c.probe_steps, c.threads_by_probe_steps,
+                                        c.threads_by_probe_steps == 0 ? "; none had the 3 that measured it takes" : ""));
+      }
       if (c.costs.python_range_ns > 0) {
         line("python", fmt::format("each range recorded from Python (dreamscope.auto) charged {:.1f} ns: what a "
                                    "recorded module call cost over a plain one, as the traced process measured it "

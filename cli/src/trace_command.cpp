@@ -58,6 +58,7 @@ struct TraceOptions {
   bool per_rank = false;
   int buffer_mb = 512;
   std::string cost_probe = "0";
+  int cost_probe_steps = 0;
   std::string python = "on";
   int python_modules = 1;
   bool python_ops = false;
@@ -300,6 +301,7 @@ int run_trace(const TraceOptions& o) {
   setenv(env::kCudaApi, o.cuda_api.c_str(), 1);
   setenv(env::kBufferMb, std::to_string(o.buffer_mb).c_str(), 1);
   setenv(env::kCostProbe, o.cost_probe.c_str(), 1);
+  setenv(env::kCostProbeSteps, std::to_string(o.cost_probe_steps).c_str(), 1);
   setenv(env::kCommand, command.c_str(), 1);
   setenv(env::kJobStartNs, std::to_string(monotonic_ns()).c_str(), 1);
   setenv(env::kDelayNs, std::to_string(static_cast<std::int64_t>(o.delay_s * 1e9)).c_str(), 1);
@@ -431,6 +433,14 @@ const CommandRegistration trace_command(10, "trace", [](CLI::App& app) -> Comman
         }
         return "expected GAP_MS or GAP_MS:LENGTH_MS (whole milliseconds), got " + v;
       })
+      ->capture_default_str();
+  cmd->add_option("--cost-probe-steps", o->cost_probe_steps,
+                  "N: one outermost range (a step) in N on average, on every thread, counts the NVTX ranges "
+                  "inside two open ones instead of recording them and ends with a `cost probe step` mark; "
+                  "--correct-overhead compares each such step with its recorded neighbours to learn what a "
+                  "recorded range cost the job in wall time (1/N of the steps lose their inner ranges; their "
+                  "steps and phases never). 20 is a start; 0: none. Takes the place of --cost-probe")
+      ->check(CLI::Range(0, 1'000'000))
       ->capture_default_str();
   cmd->add_option("--python", o->python,
                   "on: record PyTorch's framework layer in every Python process with no code change (steps, "

@@ -253,6 +253,74 @@ TEST(CpuTrainTrace, CostProbesLeaveOutWholeInnerRangesAndCountThem) {
   std::filesystem::remove_all(dir);
 }
 
+// Probe steps (--cost-probe-steps, tracer/src/nvtx_injection.cpp): one step in N on average
+// counts its neurons instead of recording them and ends with a `cost probe step` mark (domain
+// dreamscope.tracer) saying how many; every other step, and every step's phases, are whole.
+TEST(CpuTrainTrace, ProbeStepsCountTheirInnerRangesAndSaySo) {
+  const auto dir = scratch_dir("cpu-train-probe-steps");
+  constexpr int kSteps = 400, kBatch = 4, kHidden = 64;
+  const std::vector<std::string> job = {bin("cpu_train"), "--steps", std::to_string(kSteps), "--workers", "0",
+                                        "--batch-size", std::to_string(kBatch), "--hidden", std::to_string(kHidden),
+                                        "--fine-annotations", "--data", (dir / "data").string()};
+  const auto out = dir / "probe-steps.db";
+  RunResult r = run(traced(out, job, {"--cost-probe-steps", "10"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  Trace t = read_trace(out);
+  EXPECT_EQ(t.dropped_events(), 0);
+  const auto& ann = t.annotations();
+  const auto probe_name = t.find_string("cost probe step");
+  const auto tracer_domain = t.find_string("dreamscope.tracer");
+  ASSERT_TRUE(probe_name && tracer_domain);
+  const auto neuron = t.find_string("neuron"), grad = t.find_string("neuron_grad"), step = t.find_string("step");
+  ASSERT_TRUE(neuron && grad && step);
+  // Per step (by its number): the neurons it recorded, and what its probe mark says it counted.
+  std::map<std::int64_t, std::int64_t> recorded, counted;
+  std::vector<std::pair<TimeNs, TimeNs>> steps;
+  std::vector<std::int64_t> numbers;
+  for (AnnotationIndex i{0}; i < ann.size(); ++i) {
+    if (ann.name[i] == *step) {
+      steps.emplace_back(ann.start[i], ann.end[i]);
+      numbers.push_back(ann.payload[i]);
+    }
+  }
+  auto step_at = [&](TimeNs at) -> std::int64_t {
+    for (std::size_t k = 0; k < steps.size(); ++k) {
+      if (steps[k].first <= at && at <= steps[k].second) return numbers[k];
+    }
+    return -1;
+  };
+  for (AnnotationIndex i{0}; i < ann.size(); ++i) {
+    if (ann.name[i] == *neuron || ann.name[i] == *grad) ++recorded[step_at(ann.start[i])];
+    if (ann.name[i] == *probe_name) {
+      EXPECT_EQ(ann.domain[i], *tracer_domain);
+      EXPECT_EQ(ann.end[i], ann.start[i]) << "a mark";
+      counted[step_at(ann.start[i])] = ann.payload[i];
+    }
+  }
+  EXPECT_EQ(steps.size(), static_cast<std::size_t>(kSteps));
+  // One in 10 on average, drawn 5 to 14 apart, from the writer's first drain on (the first
+  // steps of a short run go by before it): 400 steps hold at most 80.
+  EXPECT_GE(counted.size(), 10u);
+  EXPECT_LE(counted.size(), 80u);
+  const std::int64_t per_step = 2 * kBatch * kHidden;
+  std::int64_t counted_calls = 0;
+  for (const auto& [number, n] : counted) {
+    ASSERT_GE(number, 0) << "a probe mark at the end of its step";
+    EXPECT_EQ(n, per_step) << "step " << number;
+    EXPECT_EQ(recorded.count(number), 0u) << "step " << number << " counted its neurons and recorded some";
+    counted_calls += 2 * n;
+  }
+  for (const auto& [number, n] : recorded) {
+    if (number >= 0) {
+      EXPECT_EQ(n, per_step) << "step " << number;
+    }
+  }
+  std::int64_t probe_events = 0;
+  for (const ThreadLoadRecord& l : t.thread_loads()) probe_events += l.probe_events;
+  EXPECT_EQ(probe_events, counted_calls) << "the windows count a counted push and its pop";
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CpuTrainTrace, SyntheticDataHasNoPipeline) {
   const auto dir = scratch_dir("cpu-train-synthetic");
   const auto out = dir / "cpu.db";

@@ -5,6 +5,7 @@
 #include <dreamscope/graph/graph.h>
 #include <dreamscope/storage/importers.h>
 #include <dreamscope/whatif/cost_probes.h>
+#include <dreamscope/whatif/probe_steps.h>
 #include <dreamscope/whatif/whatif.h>
 
 #include "importers/common/import_input.h"
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -373,12 +375,18 @@ double median_of(std::vector<double> v) {
 // A traced run of cpu_train --paused-blocks replayed with overhead correction: each recorded
 // block's corrected steps against the paused blocks on either side, as the recording's JSON
 // (`facts`) has cpu_train's step times. The blocks' second halves are compared: the first
-// steps after a pause or resume refill the loaders. Prints each block; returns the errors.
+// steps after a pause or resume refill the loaders. Where the recording has cpu_train's state
+// probe (a fourth column), a block that ran in another state of the machine than its
+// neighbours (their state probes more than 10 % apart; the two states are ~60 % apart, and the
+// slow one's probe varies by 5-10 % on its own) is left out, as the bench leaves it out (`moved`): its neighbours measure another
+// machine. Prints each block; returns the errors.
 std::vector<double> paired_block_errors(const Trace& trace, const nlohmann::json& facts, const std::string& label) {
   const int block = facts.at("block").get<int>();
   std::map<int, double> paused; // step -> ns, as cpu_train timed it
+  std::map<int, double> state;  // step -> ns of the state probe before it
   for (const auto& row : facts.at("steps")) {
     if (row[1].get<int>() == 0) paused[row[0].get<int>()] = row[2].get<double>();
+    if (row.size() > 3) state[row[0].get<int>()] = row[3].get<double>();
   }
   EXPECT_FALSE(trace.meta_value("recording_paused").empty());
   const ReplayReport report = replay(trace, {.correct_overhead = true});
@@ -396,12 +404,35 @@ std::vector<double> paired_block_errors(const Trace& trace, const nlohmann::json
     }
     return v.empty() ? 0.0 : median_of(v);
   };
+  auto state_of = [&](int b) {
+    std::vector<double> v;
+    for (int i = b * block + block / 2; i < (b + 1) * block; ++i) {
+      if (state.count(i)) v.push_back(state.at(i));
+    }
+    return v.empty() ? 0.0 : median_of(v);
+  };
   const int blocks = static_cast<int>(recorded.size() + paused.size()) / block;
   std::vector<double> errors;
   for (int b = 2; b + 1 < blocks; b += 2) {
     const double reference = (half(b - 1, false, false) + half(b + 1, false, false)) / 2;
     const double traced = half(b, true, false), predicted = half(b, true, true);
     if (reference <= 0 || traced <= 0) continue;
+    if (const double own = state_of(b); own > 0) {
+      // With the state probe recorded (the fixtures of issue 35 on), the bench's rules: the paused
+      // neighbours agree within 5 %, and the three blocks' states within 10 %.
+      const double left = half(b - 1, false, false), right = half(b + 1, false, false);
+      if (std::abs(left - right) > 0.05 * std::min(left, right)) {
+        std::printf("%-14s block %d: paused neighbours %.1f and %.1f us apart, left out\n", label.c_str(), b, left / 1e3,
+                    right / 1e3);
+        continue;
+      }
+      const double lo = std::min({own, state_of(b - 1), state_of(b + 1)}), hi = std::max({own, state_of(b - 1), state_of(b + 1)});
+      if (hi > 1.10 * lo) {
+        std::printf("%-14s block %d: moved (state probe %.1f us against %.1f and %.1f), left out\n", label.c_str(), b,
+                    own / 1e3, state_of(b - 1) / 1e3, state_of(b + 1) / 1e3);
+        continue;
+      }
+    }
     const double error = (predicted - reference) / reference;
     std::printf("%-14s block %d: paused %.1f us, recorded %.1f us (%+.1f %%), corrected %.1f us (%+.2f %%)\n",
                 label.c_str(), b, reference / 1e3, traced / 1e3, 100 * (traced - reference) / reference, predicted / 1e3,
@@ -440,13 +471,15 @@ TEST(OverheadCorrection, RecordedPausedBlocksPredictTheirPausedNeighbours) {
   }
 }
 
-// The same, on runs recorded in the machine's slow state (tests/data/cpu/cost_probes, gzipped part
-// logs), with cost probes: the correction charges the calls' timing, and what the probes'
-// counted calls cost; the probes' own measure is printed beside it.
-TEST(OverheadCorrection, RecordedCostProbesPredictTheirPausedNeighbours) {
-  const std::filesystem::path dir = std::filesystem::path(DREAMSCOPE_TEST_DATA_DIR) / "cpu" / "cost_probes";
+// Each fixture of `dir` that its bounds.json names: a gzipped part log of a run recorded with
+// paused blocks, replayed with overhead correction, every recorded block against its paused
+// neighbours within the bounds (the median pair's and any pair's error). `check` sees each trace
+// first. Returns the states of the machine the fixtures were recorded in.
+std::set<std::string> recorded_logs_within_bounds(const std::filesystem::path& dir,
+                                                  const std::function<void(const std::string&, const Trace&)>& check) {
   std::ifstream bounds_in(dir / "bounds.json");
-  ASSERT_TRUE(bounds_in) << "missing " << (dir / "bounds.json");
+  EXPECT_TRUE(bounds_in) << "missing " << (dir / "bounds.json");
+  if (!bounds_in) return {};
   const auto bounds = nlohmann::json::parse(bounds_in);
   std::set<std::string> states;
   for (const auto& [name, bound] : bounds.items()) {
@@ -462,18 +495,49 @@ TEST(OverheadCorrection, RecordedCostProbesPredictTheirPausedNeighbours) {
     }
     const Trace trace = load_trace(log);
     std::filesystem::remove(log);
-    const ProbeSummary probes = summarize_probes(trace);
-    std::printf("%-14s %lld of %lld probes measured; recording a call %.1f ns (fast windows), %.1f ns (slow)\n", name.c_str(),
-                static_cast<long long>(probes.measured), static_cast<long long>(probes.probes), probes.fast_record_ns,
-                probes.slow_record_ns);
-    EXPECT_GE(probes.probes, 3);
+    check(name, trace);
     const std::vector<double> errors = paired_block_errors(trace, facts, name);
-    ASSERT_GE(errors.size(), 4u);
+    EXPECT_GE(errors.size(), 4u);
     const double median_bound = bound.at("median").get<double>(), pair_bound = bound.at("pair").get<double>();
     for (double e : errors) EXPECT_LT(std::abs(e), pair_bound);
-    EXPECT_LT(std::abs(median_of(errors)), median_bound);
+    if (!errors.empty()) {
+      EXPECT_LT(std::abs(median_of(errors)), median_bound);
+    }
   }
+  return states;
+}
+
+// The same, on runs recorded in the machine's slow state (tests/data/cpu/cost_probes, gzipped part
+// logs), with cost probes: the correction charges the calls' timing, and what the probes'
+// counted calls cost; the probes' own measure is printed beside it.
+TEST(OverheadCorrection, RecordedCostProbesPredictTheirPausedNeighbours) {
+  const auto states = recorded_logs_within_bounds(
+      std::filesystem::path(DREAMSCOPE_TEST_DATA_DIR) / "cpu" / "cost_probes", [](const std::string& name, const Trace& trace) {
+        const ProbeSummary probes = summarize_probes(trace);
+        std::printf("%-14s %lld of %lld probes measured; recording a call %.1f ns (fast windows), %.1f ns (slow)\n",
+                    name.c_str(), static_cast<long long>(probes.measured), static_cast<long long>(probes.probes),
+                    probes.fast_record_ns, probes.slow_record_ns);
+        EXPECT_GE(probes.probes, 3);
+      });
   EXPECT_TRUE(states.count("slow")) << "no fixture in the machine's slow state";
+}
+
+// Runs recorded with probe steps (tests/data/cpu/probe_steps), in the machine's fast and slow
+// states: the correction charges each window's timing less what the probe steps nearest it found
+// the timing over-reads.
+TEST(OverheadCorrection, RecordedProbeStepsPredictTheirPausedNeighbours) {
+  const auto states = recorded_logs_within_bounds(
+      std::filesystem::path(DREAMSCOPE_TEST_DATA_DIR) / "cpu" / "probe_steps", [](const std::string& name, const Trace& trace) {
+        const ProbeStepSummary steps = summarize_probe_steps(trace);
+        std::printf("%-20s %lld of %lld probe steps measured; a range cost %.1f ns where its calls timed %.1f (medians)\n",
+                    name.c_str(), static_cast<long long>(steps.measured), static_cast<long long>(steps.probes),
+                    steps.cost_ns, steps.timing_ns);
+        EXPECT_GE(steps.measured, static_cast<std::int64_t>(ThreadProbeSteps::kMinMeasures));
+        DependencyGraph graph = build_dependency_graph(trace);
+        EXPECT_GE(correct_overhead(trace, graph).threads_by_probe_steps, 1) << "the probe steps were not used";
+      });
+  EXPECT_TRUE(states.count("slow")) << "no fixture in the machine's slow state";
+  EXPECT_TRUE(states.count("fast")) << "no fixture in the machine's fast state";
 }
 
 } // namespace

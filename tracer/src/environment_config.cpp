@@ -41,6 +41,7 @@ Config config_from_environment() {
   c.cupti_flush_ms = std::max<std::int64_t>(0, env_int(env::kCuptiFlushMs, 100));
   // "GAP_MS" or "GAP_MS:LENGTH_MS". A gap under four probes would leave the probes' neighbours
   // as short as they are.
+  c.cost_probe_steps = std::clamp<std::int64_t>(env_int(env::kCostProbeSteps, 0), 0, 1'000'000);
   if (const char* p = std::getenv(env::kCostProbe); p && *p) {
     char* end = nullptr;
     c.cost_probe_ms = std::strtoll(p, &end, 10);

@@ -28,6 +28,10 @@ struct Config {
   // they are shown to correct better than the calls' timing), and how long one lasts.
   std::int64_t cost_probe_ms = 0;
   std::int64_t cost_probe_length_ms = 5;
+  // Probe steps: one outermost range in this many on average, per thread, counts its inner
+  // pushes instead of recording them (nvtx_injection.cpp; 0: none, the default). Takes the
+  // place of the time-window probes where both are asked for.
+  std::int64_t cost_probe_steps = 0;
   std::string command; // the job's command line
 };
 

@@ -16,6 +16,7 @@
 
 #include "clock.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -152,8 +153,22 @@ class ThreadBuffer {
   // levels (a step and its phases: wait, fetch, prep, forward) are always recorded, since the
   // analyses read them whole. False: record it.
   static constexpr std::uint32_t kCountedFromDepth = 2;
-  inline bool count_push() {
+  // `steps`: 0 while a time-window probe runs; else one outermost range in `steps`, on average,
+  // is a probe step, whose inner pushes are counted (probe_step_end says when it ends).
+  inline bool count_push(std::uint32_t steps) {
+    if (steps != 0) {
+      if (depth_ == 0) {
+        if (steps_left_ == 0) steps_left_ = draw_steps(steps);
+        if (--steps_left_ == 0) {
+          in_probe_step_ = true;
+          step_counted_ = 0;
+        }
+        return false;
+      }
+      if (!in_probe_step_) return false;
+    }
     if (depth_ < kCountedFromDepth || depth_ >= kMaxDepth) return false;
+    ++step_counted_;
     set_refused(depth_, true);
     set_counted(depth_, true);
     ++depth_;
@@ -167,6 +182,13 @@ class ThreadBuffer {
     if (depth_ == 0 || depth_ > kMaxDepth || !counted(depth_ - 1)) return false;
     --depth_;
     set_counted(depth_, false);
+    return true;
+  }
+  // After a pop: whether it ended a probe step, and then how many pushes the step counted.
+  inline bool probe_step_end(std::uint32_t& counted) {
+    if (!in_probe_step_ || depth_ != 0) [[likely]] return false;
+    in_probe_step_ = false;
+    counted = step_counted_;
     return true;
   }
   // Consumer: the calls counted and not recorded so far (a counted push and its pop: 2).
@@ -302,10 +324,23 @@ class ThreadBuffer {
   std::uint64_t write_end_ = 0; // absolute position where the current chunk ends
   Event* write_ = nullptr;      // the current chunk's events
   std::uint32_t depth_ = 0;
+  bool in_probe_step_ = false; // beside depth_: every pop reads both (probe_step_end)
   std::uint32_t cost_countdown_ = kCostSampleEvery;
   std::uint64_t cost_random_ = 0x9E3779B97F4A7C15ull;
   std::uint64_t refused_[kMaxDepth / 64] = {};
   std::uint64_t counted_[kMaxDepth / 64] = {}; // of the refused: counted by a cost probe
+  // Probe steps: outermost ranges until the next, and the pushes the open one counted.
+  // Drawn from half to 1.5 times the mean apart, so that a job whose steps repeat with that
+  // period does not meet the probe in one kind of step every time.
+  std::uint32_t steps_left_ = 0;
+  std::uint32_t step_counted_ = 0;
+  std::uint64_t step_random_ = 0xD1B54A32D192ED03ull;
+  std::uint32_t draw_steps(std::uint32_t mean) {
+    step_random_ ^= step_random_ << 13;
+    step_random_ ^= step_random_ >> 7;
+    step_random_ ^= step_random_ << 17;
+    return std::max<std::uint32_t>(1, mean / 2 + static_cast<std::uint32_t>(step_random_ % std::max<std::uint32_t>(1, mean)));
+  }
   Chunk* current_ = nullptr;
   Chunk* spare_ = nullptr;
   ChunkPool& pool_;

@@ -102,9 +102,18 @@ inline int push(std::uint64_t at, std::uint16_t domain, const Attributes& a) {
 
 // NVTX keeps one stack of pushed ranges per domain and thread: a pop ends the innermost range
 // of its own domain (the writer matches it), whatever other domains pushed since.
+// The mark that ends a probe step (writer_thread.cpp, "Cost probes"), in the tracer's domain,
+// its payload the pushes the step counted.
+void mark_probe_step(ThreadBuffer& b, std::uint64_t at, std::uint32_t counted) {
+  static const std::uint16_t domain = static_cast<std::uint16_t>(domains().create("dreamscope.tracer"));
+  static const std::uint32_t name = intern_ascii("cost probe step");
+  b.add(make(at, EventKind::Mark, name, domain, 0, counted));
+}
+
 inline int pop(std::uint64_t at, std::uint16_t domain) {
   ThreadBuffer& b = thread_buffer();
   b.pop(make(at, EventKind::Pop, 0, domain, 0, kNoPayload));
+  if (std::uint32_t counted = 0; b.probe_step_end(counted)) [[unlikely]] mark_probe_step(b, at, counted);
   if (auto ext = g_hot.external_pop.load(std::memory_order_relaxed)) ext();
   sample_cost(b, EventKind::Pop, at);
   return 0;
@@ -141,7 +150,7 @@ Attributes named(std::uint32_t name) { return Attributes{.name = name}; }
 // and a branch.
 inline bool counted_push() {
   if (!g_hot.cost_probe.load(std::memory_order_relaxed)) [[likely]] return false;
-  return thread_buffer().count_push();
+  return thread_buffer().count_push(g_hot.cost_probe_steps.load(std::memory_order_relaxed));
 }
 // The pop of a push that was counted, or refused: nothing to record, no clock to read.
 inline bool skipped_pop() { return thread_buffer().skip_pop(); }

@@ -37,6 +37,9 @@ struct HotState {
   // Set by the writer while a cost probe runs: every recorded call records itself twice
   // (writer_thread.cpp, "Cost probes").
   std::atomic<bool> cost_probe{false};
+  // Probe steps (writer_thread.cpp, "Cost probes"): one outermost range in this many, on
+  // average, is a probe step; 0: a probe is a time window, while cost_probe is set.
+  std::atomic<std::uint32_t> cost_probe_steps{0};
 };
 extern HotState g_hot;
 

@@ -339,9 +339,25 @@ void note_other_threads(Session& s, const std::vector<ThreadBuffer*>& buffers, b
 // start/end ranges are recorded throughout. The gaps
 // are drawn from 0.5 to 1.5 times their mean, so that a job whose steps repeat at that period
 // does not meet the probe at one phase of its step every time. Off while recording is paused.
+//
+// Probe steps (--cost-probe-steps) take the probe to whole steps and to wall time: one outermost
+// range in N on each thread counts its inner pushes, the thread itself choosing at its
+// outermost pushes (event_buffer.h, count_push), and ends with a `cost probe step` mark that
+// says how many. A step's own duration against its recorded neighbours' is the cost where it
+// landed, whatever the thread's CPU time missed (docs/simulation.md, "Probe steps"). Here the
+// writer only switches them on, once, after start-up calibration.
+//
 // Returns whether the probe was turned on or off by this drain, when every thread's load window
 // ends with it.
 bool schedule_cost_probe(Session& s, std::int64_t now) {
+  if (const std::int64_t steps = g_tracer->config.cost_probe_steps; steps > 0) {
+    // Probe steps: each thread picks its own at its outermost pushes, from the first drain on
+    // (after start-up calibration, which counts calls with the time-window switch).
+    if (s.failed || !s.writer || s.probe_on) return false;
+    g_hot.cost_probe_steps.store(static_cast<std::uint32_t>(steps), std::memory_order_relaxed);
+    s.probe_on = true;
+    return true;
+  }
   const std::int64_t mean_gap = g_tracer->config.cost_probe_ms * 1'000'000;
   if (mean_gap <= 0 || s.failed || !s.writer) return false;
   auto draw_gap = [&] {

@@ -1,5 +1,7 @@
 #include "dreamscope/whatif/overhead_correction.h"
 
+#include "dreamscope/whatif/probe_steps.h"
+
 #include <algorithm>
 #include <cmath>
 #include <iterator>
@@ -59,14 +61,18 @@ namespace {
 // thread's mean over the run does (or, without one, start-up calibration).
 constexpr std::int64_t kMinCostSamples = 32;
 
-// The in-run costs of one thread: per window, and its mean over the run. Not from the cost
-// probes (cost_probes.h): on this repository's bench and fixtures their measure, in the
+// The in-run costs of one thread: per window, and its mean over the run. Not from the time-window
+// cost probes (cost_probes.h): on this repository's bench and fixtures their measure, in the
 // thread's CPU time, came out below what the paused blocks showed recording cost, where the
-// calls' timing came nearer (docs/simulation.md, "Cost probes").
+// calls' timing came nearer (docs/simulation.md, "Cost probes"). Where the thread's probe steps
+// measured (probe_steps.h), a range is charged its window's timing less the over-read those
+// found at that timing; elsewhere the timing less one clock pair (charged_cost).
 class InRunCosts {
  public:
-  InRunCosts(std::span<const ThreadLoadRecord> windows, const OverheadCosts& fallback)
-      : windows_(windows), fallback_(fallback) {
+  InRunCosts(std::span<const ThreadLoadRecord> windows, const OverheadCosts& fallback,
+             const ThreadProbeSteps* probe_steps)
+      : windows_(windows), fallback_(fallback),
+        probe_steps_(probe_steps && probe_steps->usable() ? probe_steps : nullptr) {
     double range_sum = 0, mark_sum = 0;
     std::int64_t range_n = 0, mark_n = 0;
     for (const auto& w : windows) {
@@ -82,6 +88,7 @@ class InRunCosts {
     range_ = range_n >= kMinCostSamples ? range_sum / static_cast<double>(range_n) : -1;
     mark_ = mark_n >= kMinCostSamples ? mark_sum / static_cast<double>(mark_n) : -1;
   }
+  bool by_probe_steps() const { return probe_steps_ != nullptr; }
   // The cost of an event starting at `at`, and whether it was timed in the run.
   std::pair<double, bool> cost(TimeNs at, bool range) const {
     auto it = std::upper_bound(windows_.begin(), windows_.end(), at,
@@ -95,11 +102,15 @@ class InRunCosts {
     return {range ? fallback_.range_ns : fallback_.marker_ns, false};
   }
 
-  double scaled(double timed, bool range) const { return charged_cost(timed, range, fallback_); }
+  double scaled(double timed, bool range) const {
+    if (range && probe_steps_) return probe_steps_->range_cost(timed);
+    return charged_cost(timed, range, fallback_);
+  }
 
  private:
   std::span<const ThreadLoadRecord> windows_;
   OverheadCosts fallback_;
+  const ThreadProbeSteps* probe_steps_;
   double range_ = -1, mark_ = -1;
 };
 
@@ -230,7 +241,15 @@ OverheadCorrection correct_overhead(const Trace& trace, DependencyGraph& graph, 
   for (TrackId track{0}; track < trace.tracks().size(); ++track) {
     const AnnotationRange rows = trace.annotations_on(track);
     // Costs passed in are what the user wants charged; otherwise the thread's own.
-    const InRunCosts thread_costs(costs ? std::span<const ThreadLoadRecord>() : loads[track], out.costs);
+    std::optional<ThreadProbeSteps> probe_steps;
+    if (!costs && !rows.empty() && graph.resource_count() > track && !graph.is_stream(track)) {
+      probe_steps.emplace(trace, track, loads[track], out.costs.range_counted_ns);
+      out.probe_steps += probe_steps->probes();
+      out.probe_steps_measured += static_cast<std::int64_t>(probe_steps->measures().size());
+    }
+    const InRunCosts thread_costs(costs ? std::span<const ThreadLoadRecord>() : loads[track], out.costs,
+                                  probe_steps ? &*probe_steps : nullptr);
+    if (thread_costs.by_probe_steps()) ++out.threads_by_probe_steps;
     for (auto row = rows.begin; row < rows.end; ++row) {
       const TaskId t = graph.annotation_first(row);
       if (t == kNoTask) continue;

@@ -74,6 +74,8 @@ std::string replay_json(const Trace& trace, const whatif::ReplayReport& r, std::
                      {"events_charged", c.events_charged}, {"overhead_records", c.overhead_records},
                      {"events_charged_in_run", c.events_charged_in_run}, {"in_run_range_ns", c.in_run_range_ns},
                      {"counted_calls", c.counted_calls},
+                     {"probe_steps", c.probe_steps}, {"probe_steps_measured", c.probe_steps_measured},
+                     {"threads_by_probe_steps", c.threads_by_probe_steps},
                      {"runqueue_removed_ns", c.runqueue_removed_ns},
                      {"tracer_writer_cpu_ns",
                       trace.tracer_writer_cpu_ns() == kNoValue ? json(nullptr) : json(trace.tracer_writer_cpu_ns())}};

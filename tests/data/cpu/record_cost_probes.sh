@@ -9,6 +9,12 @@
 # compares every recorded block's prediction with its paused neighbours.
 #
 #   CONFIG=pipeline STATE=slow tests/data/cpu/record_cost_probes.sh
+#   PROBE_STEPS=5 CONFIG=pipeline STATE=fast tests/data/cpu/record_cost_probes.sh
+#
+# PROBE_STEPS=N records probe steps instead (--cost-probe-steps N, docs/simulation.md "Probe
+# steps") into tests/data/cpu/probe_steps/, for OverheadCorrection.RecordedProbeStepsPredictTheir-
+# PausedNeighbours; cpu_train then also times its state probe between steps (--probe), the last
+# column of each step in the JSON.
 #
 # CONFIG: pipeline (--workers 0 --prep-passes 1) or workers2 (--workers 2). STATE: the state of
 # the machine the run must be in, from its paused steps against the fast level (the fastest of
@@ -26,6 +32,13 @@ STATE=${STATE:-any}
 STEPS=${STEPS:-200}
 BLOCK=10
 out=tests/data/cpu/cost_probes
+probe_args=(--cost-probe 20:2)
+state_args=()
+if [ -n "${PROBE_STEPS:-}" ]; then
+  out=tests/data/cpu/probe_steps
+  probe_args=(--cost-probe-steps "$PROBE_STEPS")
+  state_args=(--probe)
+fi
 mkdir -p "$out"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -41,8 +54,8 @@ fast=$(for _ in 1 2 3 4 5; do "$BIN/cpu_train" "${args[@]}" | awk '/^median_step
 for try in $(seq "$TRIES"); do
   rm -rf "$work/traced.db" "$work/traced.db.d"
   sync
-  "$BIN/dreamscope" trace -f --keep-parts --cost-probe 20:2 -o "$work/traced.db" -- \
-    "$BIN/cpu_train" "${args[@]}" --paused-blocks "$BLOCK" >"$work/steps.txt" 2>/dev/null
+  "$BIN/dreamscope" trace -f --keep-parts "${probe_args[@]}" -o "$work/traced.db" -- \
+    "$BIN/cpu_train" "${args[@]}" "${state_args[@]}" --paused-blocks "$BLOCK" >"$work/steps.txt" 2>/dev/null
   verdict=$(python3 - "$work/steps.txt" "$BLOCK" "$fast" "$STATE" <<'PY'
 import statistics, sys
 block, fast, wanted = int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
@@ -65,12 +78,12 @@ PY
 done
 read -r ok state level <<<"$verdict"
 gzip -9 -c "$work"/traced.db.d/*.dslog >"$out/$CONFIG-$state.dslog.gz"
-python3 - "$out/$CONFIG-$state.json" "$CONFIG" "cpu_train ${args[*]} --paused-blocks $BLOCK" "$ok" "$BLOCK" "$work/steps.txt" \
+python3 - "$out/$CONFIG-$state.json" "$CONFIG" "cpu_train ${args[*]} ${state_args[*]} --paused-blocks $BLOCK" "$ok" "$BLOCK" "$work/steps.txt" \
   "$fast" "$state" "$level" <<'PY'
 import json, platform, subprocess, sys
 path, config, command, settled, block, steps = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1", int(sys.argv[5]), sys.argv[6]
 fast, state, level = float(sys.argv[7]), sys.argv[8], float(sys.argv[9])
-rows = [[int(f[1]), int(f[2]), int(float(f[3]))] for f in (l.split() for l in open(steps)) if f and f[0] == "step_ns"]
+rows = [[int(f[1]), int(f[2])] + [int(float(x)) for x in f[3:5]] for f in (l.split() for l in open(steps)) if f and f[0] == "step_ns"]
 model = next((l.split(":", 1)[1].strip() for l in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines()
               if l.startswith("Model name")), platform.processor())
 json.dump({"configuration": config, "command": command.replace(" --data " + command.split(" --data ")[1].split()[0], ""),

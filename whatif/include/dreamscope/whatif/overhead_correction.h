@@ -65,6 +65,11 @@ struct OverheadCorrection {
   // Calls the probes counted and did not record, charged what a counted call costs.
   std::int64_t counted_calls = 0;
   double in_run_range_ns = 0;
+  // The tracer's probe steps (probe_steps.h): how many ran and measured, and the threads whose
+  // ranges were charged by them.
+  std::int64_t probe_steps = 0;
+  std::int64_t probe_steps_measured = 0;
+  std::int64_t threads_by_probe_steps = 0;
   // Time the threads waited for a core while the writer had it, taken out of their tasks.
   TimeNs runqueue_removed_ns = 0;
 };
