@@ -4,6 +4,7 @@
 
 #include <dreamscope/analyzers/duration_text.h>
 #include <dreamscope/whatif/cost_probes.h>
+#include <dreamscope/whatif/probe_steps.h>
 #include <dreamscope/whatif/overhead_correction.h>
 #include <dreamscope/storage/storage.h>
 
@@ -44,7 +45,8 @@ std::string complete_text(const TraceSummary& s) {
                      s.import_events_read, why);
 }
 
-std::string render_text(const std::string& path, const TraceSummary& s, const whatif::ProbeSummary& probes) {
+std::string render_text(const std::string& path, const TraceSummary& s, const whatif::ProbeSummary& probes,
+                        const whatif::ProbeStepSummary& steps) {
   std::string out;
   auto line = [&](std::string_view key, const std::string& value) { out += fmt::format("{:<18}{}\n", key, value); };
   line("trace", path);
@@ -105,7 +107,17 @@ std::string render_text(const std::string& path, const TraceSummary& s, const wh
     }
     line("tracer cost", cost);
   }
-  if (probes.probes > 0) {
+  if (steps.probes > 0) {
+    // What overhead correction charges where probe steps measured (docs/simulation.md, "Probe steps").
+    std::string text = fmt::format("{} of {} measured", steps.measured, steps.probes);
+    if (steps.measured > 0) {
+      text += fmt::format("; a recorded range cost {:.1f} ns where its calls timed {:.1f} ns (medians)", steps.cost_ns,
+                          steps.timing_ns);
+    }
+    text += "; overhead correction charges each window's ranges their timing less what the probe steps nearest it "
+            "found the timing over-reads (docs/simulation.md, \"Probe steps\")";
+    line("probe steps", text);
+  } else if (probes.probes > 0) {
     // What overhead correction charges where the probes measured (docs/simulation.md, "Cost probes").
     std::string text = fmt::format("{} of {} measured", probes.measured, probes.probes);
     auto state = [&](const char* name, std::int64_t windows, double record_ns) {
@@ -222,7 +234,8 @@ std::string render_text(const std::string& path, const TraceSummary& s, const wh
   return out;
 }
 
-std::string render_json(const std::string& path, const TraceSummary& s, const whatif::ProbeSummary& probes) {
+std::string render_json(const std::string& path, const TraceSummary& s, const whatif::ProbeSummary& probes,
+                        const whatif::ProbeStepSummary& steps) {
   using nlohmann::json;
   auto opt = [](std::int64_t v) { return v == kNoValue ? json(nullptr) : json(v); };
   json j;
@@ -244,7 +257,9 @@ std::string render_json(const std::string& path, const TraceSummary& s, const wh
                       {"cost_probes", {{"probes", probes.probes}, {"measured", probes.measured},
                                        {"fast_windows", probes.fast_windows}, {"slow_windows", probes.slow_windows},
                                        {"fast_record_ns", cost(probes.fast_record_ns)},
-                                       {"slow_record_ns", cost(probes.slow_record_ns)}}}};
+                                       {"slow_record_ns", cost(probes.slow_record_ns)}}},
+                      {"probe_steps", {{"probes", steps.probes}, {"measured", steps.measured},
+                                       {"cost_ns", cost(steps.cost_ns)}, {"timing_ns", cost(steps.timing_ns)}}}};
   j["schema_version"] = s.schema_version;
   j["dreamscope_version"] = s.dreamscope_version;
   j["complete"] = s.complete;
@@ -327,7 +342,8 @@ const CommandRegistration info_command(20, "info", [](CLI::App& app) -> CommandA
     TraceSummary s = summarize(trace, opts->top);
     const std::string label = inputs_label(opts->traces);
     const whatif::ProbeSummary probes = whatif::summarize_probes(trace);
-    write_output(opts->output, opts->json ? render_json(label, s, probes) : render_text(label, s, probes));
+    const whatif::ProbeStepSummary steps = whatif::summarize_probe_steps(trace);
+    write_output(opts->output, opts->json ? render_json(label, s, probes, steps) : render_text(label, s, probes, steps));
     return kExitOk;
   };
 });
