@@ -93,8 +93,8 @@ class HandTrace {
   void calibration(std::string kind, double cost_ns) {
     b_.add(CalibrationRecord{.event_kind = std::move(kind), .cost_ns = cost_ns, .samples = 1000, .method = "test"});
   }
-  void overhead(TrackId thread, TimeNs start, TimeNs end) {
-    b_.add(OverheadRecord{.track = thread, .start = start, .end = end, .kind = b_.intern("cupti_buffer")});
+  void overhead(TrackId thread, TimeNs start, TimeNs end, std::string_view kind = "cupti_buffer") {
+    b_.add(OverheadRecord{.track = thread, .start = start, .end = end, .kind = b_.intern(kind)});
   }
 
   void thread_load(const ThreadLoadRecord& r) { b_.add(r); }

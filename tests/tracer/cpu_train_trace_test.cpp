@@ -320,7 +320,19 @@ TEST(CpuTrainTrace, ProbeStepsCountTheirInnerRangesAndSaySo) {
   }
   std::int64_t probe_events = 0;
   for (const ThreadLoadRecord& l : t.thread_loads()) probe_events += l.probe_events;
-  EXPECT_EQ(probe_events, counted_calls) << "the windows count a counted push and its pop";
+  EXPECT_EQ(probe_events, counted_calls) << "the windows count a counted push and its pop, not the timed ones";
+  // After each probe step the tracer timed 256 counted ranges on the thread: an overhead record
+  // each, right after the step, of a few microseconds.
+  const auto timed_kind = t.find_string("tracer_counted_ranges_timed");
+  ASSERT_TRUE(timed_kind);
+  std::size_t timings = 0;
+  for (const OverheadRecord& o : t.overheads()) {
+    if (o.kind != *timed_kind) continue;
+    ++timings;
+    EXPECT_GT(o.end, o.start);
+    EXPECT_LT(o.end - o.start, 1'000'000) << "256 counted ranges in under a millisecond";
+  }
+  EXPECT_EQ(timings, counted.size());
   std::filesystem::remove_all(dir);
 }
 

@@ -39,15 +39,19 @@ struct Steps {
   TrackId thread;
   TimeNs end = 0;
 };
-Steps make_steps(const std::vector<State>& states, const std::vector<bool>& probe, std::string_view wait = {}) {
+// With `timed_counted_ns` > 0, the tracer timed 256 counted ranges after each probe step at that
+// cost each (tracer/src/nvtx_injection.cpp, time_counted_ranges), and the probe steps' counted
+// ranges cost that much, whatever start-up calibration said.
+Steps make_steps(const std::vector<State>& states, const std::vector<bool>& probe, std::string_view wait = {},
+                 double timed_counted_ns = 0) {
   Steps s;
   s.thread = s.h.thread(1);
   TimeNs at = 0;
   for (std::size_t i = 0; i < states.size(); ++i) {
     const State& st = states[i];
     const TimeNs waited = wait.empty() ? 0 : (probe[i] ? 60'000 : 30'000);
-    const double inner =
-        probe[i] ? static_cast<double>(kInner) * kCountedRangeNs * st.slower : static_cast<double>(kInner) * st.cost_ns;
+    const double counted_ns = timed_counted_ns > 0 ? timed_counted_ns : kCountedRangeNs * st.slower;
+    const double inner = probe[i] ? static_cast<double>(kInner) * counted_ns : static_cast<double>(kInner) * st.cost_ns;
     const TimeNs length = waited + st.work_ns + static_cast<TimeNs>(inner);
     s.h.annotation(s.thread, "step", "step", at, at + length, static_cast<std::int64_t>(i));
     if (waited > 0) s.h.annotation(s.thread, "wait", wait, at, at + waited);
@@ -61,6 +65,10 @@ Steps make_steps(const std::vector<State>& states, const std::vector<bool>& prob
       }
     } else {
       s.h.annotation(s.thread, "cost probe step", "", at + length, at + length, kInner, "dreamscope.tracer");
+      if (timed_counted_ns > 0) {
+        s.h.overhead(s.thread, at + length + 10, at + length + 10 + static_cast<TimeNs>(256 * timed_counted_ns),
+                     "tracer_counted_ranges_timed");
+      }
     }
     s.h.thread_load(ThreadLoadRecord{.track = s.thread,
                                      .start = at,
@@ -154,6 +162,18 @@ TEST(ProbeSteps, AStepsWaitForDataIsNotItsWork) {
   const ThreadProbeSteps p(trace, s.thread, loads, kCountedRangeNs);
   ASSERT_EQ(p.measures().size(), 4u);
   EXPECT_NEAR(p.range_cost(70), 50, 0.1);
+}
+
+TEST(ProbeSteps, TheCountedRangeTimedAfterAProbeStepIsTheCostItCountedAt) {
+  // Start-up calibration said 6 ns (kCountedRangeNs), a slow moment or a fast one; right after
+  // each probe step the tracer timed a counted range at 9 ns, what the probe's ranges cost.
+  const std::vector<State> states(20, kFast);
+  Steps s = make_steps(states, every_fifth(states.size()), {}, 9.0);
+  const Trace trace = s.h.build();
+  const auto loads = loads_of(trace);
+  const ThreadProbeSteps p(trace, s.thread, loads, kCountedRangeNs);
+  ASSERT_EQ(p.measures().size(), 4u);
+  for (const ProbeStepMeasure& m : p.measures()) EXPECT_NEAR(m.cost_ns, 50, 0.1);
 }
 
 TEST(OverheadCorrection, RangesAreChargedTheirTimingLessWhatTheProbeStepsFoundItOverReads) {

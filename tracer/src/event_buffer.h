@@ -35,6 +35,9 @@ enum class EventKind : std::uint8_t {
   // The tracer's own work on the thread: `ticks` .. `payload` (ticks) spent mapping a chunk
   // because the pool had none ready. Overhead correction removes it from the thread.
   BufferMap = 6,
+  // The same for the counted ranges timed at the end of a probe step (nvtx_injection.cpp,
+  // time_counted_ranges): ThreadBuffer::kTimedCountedRanges of them back to back.
+  CountedTiming = 7,
 };
 
 // Names: an interned string id (the tracer's string table), or 0 for none.
@@ -168,10 +171,11 @@ class ThreadBuffer {
       if (!in_probe_step_) return false;
     }
     if (depth_ < kCountedFromDepth || depth_ >= kMaxDepth) return false;
-    ++step_counted_;
     set_refused(depth_, true);
     set_counted(depth_, true);
     ++depth_;
+    if (timing_counted_) return true;
+    ++step_counted_;
     // The pop comes later, counted where it comes.
     probes_.store(probes_.load(std::memory_order_relaxed) + 2, std::memory_order_relaxed);
     return true;
@@ -183,6 +187,20 @@ class ThreadBuffer {
     --depth_;
     set_counted(depth_, false);
     return true;
+  }
+  // At the end of a probe step, the counted path is timed on the thread (nvtx_injection.cpp,
+  // time_counted_ranges): this many ranges, counted as a probe step counts them but left out of
+  // probe_events, between begin_ and end_counted_timing.
+  static constexpr int kTimedCountedRanges = 256;
+  void begin_counted_timing() {
+    depth_ += kCountedFromDepth;
+    in_probe_step_ = true;
+    timing_counted_ = true;
+  }
+  void end_counted_timing() {
+    depth_ -= kCountedFromDepth;
+    in_probe_step_ = false;
+    timing_counted_ = false;
   }
   // After a pop: whether it ended a probe step, and then how many pushes the step counted.
   inline bool probe_step_end(std::uint32_t& counted) {
@@ -334,6 +352,7 @@ class ThreadBuffer {
   // period does not meet the probe in one kind of step every time.
   std::uint32_t steps_left_ = 0;
   std::uint32_t step_counted_ = 0;
+  bool timing_counted_ = false;
   std::uint64_t step_random_ = 0xD1B54A32D192ED03ull;
   std::uint32_t draw_steps(std::uint32_t mean) {
     step_random_ ^= step_random_ << 13;

@@ -103,6 +103,7 @@ struct Session {
   std::string warnings_written;
   std::int64_t last_time = 0;
   StringId buffer_map_kind = 0; // "tracer_buffer_map", interned on first use (0: not yet)
+  StringId counted_timing_kind = 0; // "tracer_counted_ranges_timed", likewise
   // CPU time of this session's writer thread so far, while recording: CPU the tracer took
   // from the machine beside what it cost the traced threads (meta tracer_writer_cpu_ns). What
   // it used while recording was paused is apart (meta tracer_writer_cpu_paused_ns).

@@ -116,6 +116,16 @@ void process_event(Session& s, ThreadSink& sink, std::uint32_t thread_index, con
                                    .end = std::max(t, g_tracer->clock.to_ns(static_cast<std::uint64_t>(e.payload))),
                                    .kind = s.buffer_map_kind});
       break;
+    case EventKind::CountedTiming:
+      if (!s.target->in_window(t)) {
+        ++s.target->rows_skipped_by_window;
+        break;
+      }
+      if (s.counted_timing_kind == 0) s.counted_timing_kind = s.writer->intern("tracer_counted_ranges_timed");
+      s.writer->add(OverheadRecord{.track = sink.track, .start = t,
+                                   .end = std::max(t, g_tracer->clock.to_ns(static_cast<std::uint64_t>(e.payload))),
+                                   .kind = s.counted_timing_kind});
+      break;
   }
 }
 

@@ -25,6 +25,11 @@ constexpr std::size_t kNearest = 7;
 constexpr std::string_view kProbeMark = "cost probe step";
 constexpr std::string_view kTracerDomain = "dreamscope.tracer";
 constexpr std::string_view kWaitCategory = "wait";
+// The tracer times this many counted ranges on the thread right after each probe step
+// (tracer/src/nvtx_injection.cpp, time_counted_ranges), as an overhead record of this kind.
+constexpr std::string_view kCountedTiming = "tracer_counted_ranges_timed";
+constexpr double kTimedCountedRanges = 256;
+constexpr TimeNs kTimingAfterStep = 1'000'000;
 
 double median(std::vector<double> v) {
   if (v.empty()) return -1;
@@ -110,6 +115,20 @@ ThreadProbeSteps::ThreadProbeSteps(const Trace& trace, TrackId track, std::span<
     auto hi = std::upper_bound(probe_lengths.begin(), probe_lengths.end(), std::pair(name, 1e300));
     return lo == hi ? -1.0 : (lo + (hi - lo) / 5)->second;
   };
+  // What a counted range cost right after each probe step, where the tracer timed it.
+  std::vector<std::pair<TimeNs, double>> counted_timings; // start, ns a range
+  if (const std::optional<StringId> timing_kind = trace.find_string(kCountedTiming)) {
+    for (const OverheadRecord& o : trace.overheads()) {
+      if (o.track == track && o.kind == *timing_kind && o.end > o.start) {
+        counted_timings.emplace_back(o.start, static_cast<double>(o.end - o.start) / kTimedCountedRanges);
+      }
+    }
+    std::sort(counted_timings.begin(), counted_timings.end());
+  }
+  auto counted_after = [&](TimeNs end) {
+    auto it = std::lower_bound(counted_timings.begin(), counted_timings.end(), std::pair(end, -1.0));
+    return it != counted_timings.end() && it->first - end <= kTimingAfterStep ? it->second : -1.0;
+  };
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const Step& p = steps[i];
     if (p.counted < 0) continue;
@@ -141,8 +160,11 @@ ThreadProbeSteps::ThreadProbeSteps(const Trace& trace, TrackId track, std::span<
     const double counted = static_cast<double>(p.counted);
     const double recorded = median(inner);
     if (std::abs(recorded - counted) > kSameWork * counted) continue;
-    const double state = std::max(1.0, p.active_ns / fast_length(p.name));
-    const double cost = (median(durations) - p.active_ns + counted * counted_range_ns * state) / recorded;
+    // The counted range's cost as the tracer timed it right after the probe; else start-up's,
+    // scaled by the probe's state.
+    const double timed = counted_after(p.end);
+    const double counted_cost = timed >= 0 ? timed : counted_range_ns * std::max(1.0, p.active_ns / fast_length(p.name));
+    const double cost = (median(durations) - p.active_ns + counted * counted_cost) / recorded;
     const double timing = timing_between(windows, from, to);
     if (!(cost > 0) || timing < 0) continue;
     measures_.push_back(ProbeStepMeasure{.at = p.start, .timing_ns = timing, .cost_ns = cost});
