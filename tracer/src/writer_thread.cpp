@@ -69,6 +69,20 @@ std::int64_t end_by_pause(const Session& s, std::int64_t start, std::int64_t end
   return end;
 }
 
+// The tracer's own work on a traced thread (a chunk mapped, counted ranges timed): `e` holds its
+// start and, as its payload, its end in ticks. An overhead row of `kind`, interned on first use
+// into `kind_id`, which correction removes.
+void add_own_work(Session& s, ThreadSink& sink, const Event& e, TimeNs t, StringId& kind_id, const char* kind) {
+  if (!s.target->in_window(t)) {
+    ++s.target->rows_skipped_by_window;
+    return;
+  }
+  if (kind_id == 0) kind_id = s.writer->intern(kind);
+  s.writer->add(OverheadRecord{.track = sink.track, .start = t,
+                               .end = std::max(t, g_tracer->clock.to_ns(static_cast<std::uint64_t>(e.payload))),
+                               .kind = kind_id});
+}
+
 void process_event(Session& s, ThreadSink& sink, std::uint32_t thread_index, const Event& e, std::uint64_t pos,
                    bool with_external_ids) {
   const bool kept = past_pauses(s, sink, e.ticks);
@@ -107,24 +121,10 @@ void process_event(Session& s, ThreadSink& sink, std::uint32_t thread_index, con
       }
       break;
     case EventKind::BufferMap:
-      if (!s.target->in_window(t)) {
-        ++s.target->rows_skipped_by_window;
-        break;
-      }
-      if (s.buffer_map_kind == 0) s.buffer_map_kind = s.writer->intern("tracer_buffer_map");
-      s.writer->add(OverheadRecord{.track = sink.track, .start = t,
-                                   .end = std::max(t, g_tracer->clock.to_ns(static_cast<std::uint64_t>(e.payload))),
-                                   .kind = s.buffer_map_kind});
+      add_own_work(s, sink, e, t, s.buffer_map_kind, "tracer_buffer_map");
       break;
     case EventKind::CountedTiming:
-      if (!s.target->in_window(t)) {
-        ++s.target->rows_skipped_by_window;
-        break;
-      }
-      if (s.counted_timing_kind == 0) s.counted_timing_kind = s.writer->intern("tracer_counted_ranges_timed");
-      s.writer->add(OverheadRecord{.track = sink.track, .start = t,
-                                   .end = std::max(t, g_tracer->clock.to_ns(static_cast<std::uint64_t>(e.payload))),
-                                   .kind = s.counted_timing_kind});
+      add_own_work(s, sink, e, t, s.counted_timing_kind, "tracer_counted_ranges_timed");
       break;
   }
 }

@@ -1,7 +1,10 @@
 #include "dreamscope/whatif/cost_probes.h"
 
+#include "median.h"
+
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace dreamscope::whatif {
 
@@ -42,13 +45,6 @@ bool neighbour(const ThreadLoadRecord& w, const ThreadLoadRecord& p) {
   return recorded_share(w) >= kPlain && raw_speed(w) > 0 && 2 * (w.end - w.start) >= p.end - p.start;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return -1;
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  if (v.size() % 2 == 1) return *mid;
-  return (*mid + *std::max_element(v.begin(), mid)) / 2;
-}
 
 } // namespace
 
@@ -88,7 +84,7 @@ ThreadProbes::ThreadProbes(std::span<const ThreadLoadRecord> windows) {
             [](const ProbeMeasure& x, const ProbeMeasure& y) { return x.speed_ns < y.speed_ns; });
   std::vector<double> records;
   for (const ProbeMeasure& m : measures_) records.push_back(m.record_ns);
-  median_record_ns_ = records.empty() ? -1 : std::max(0.0, median(records));
+  median_record_ns_ = records.empty() ? -1 : std::max(0.0, median_of(records, -1));
   std::vector<double> speeds;
   for (const ThreadLoadRecord& w : windows) {
     if (const double s = speed_ns(w); s > 0) speeds.push_back(s);
@@ -123,7 +119,7 @@ double ThreadProbes::record_ns(double speed_ns) const {
   }
   std::vector<double> records;
   for (auto it = lo; it != hi; ++it) records.push_back(it->record_ns);
-  return std::max(0.0, median(records));
+  return std::max(0.0, median_of(records, -1));
 }
 
 ProbeSummary summarize_probes(const Trace& trace) {
@@ -150,8 +146,8 @@ ProbeSummary summarize_probes(const Trace& trace) {
       (is_slow ? slow : fast).push_back(probes.record_ns(speed));
     }
   }
-  out.fast_record_ns = median(fast);
-  out.slow_record_ns = median(slow);
+  out.fast_record_ns = median_of(fast, -1);
+  out.slow_record_ns = median_of(slow, -1);
   return out;
 }
 

@@ -1,7 +1,10 @@
 #include "dreamscope/whatif/probe_steps.h"
 
+#include "median.h"
+
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <optional>
 
 namespace dreamscope::whatif {
@@ -31,13 +34,6 @@ constexpr std::string_view kCountedTiming = "tracer_counted_ranges_timed";
 constexpr double kTimedCountedRanges = 256;
 constexpr TimeNs kTimingAfterStep = 1'000'000;
 
-double median(std::vector<double> v) {
-  if (v.empty()) return -1;
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  if (v.size() % 2 == 1) return *mid;
-  return (*mid + *std::max_element(v.begin(), mid)) / 2;
-}
 
 // An outermost range of the thread: its name, when, how long it ran less its waits for data
 // (a step's wait phase is the loaders' time, not its own), and the ranges inside two open ones
@@ -158,13 +154,13 @@ ThreadProbeSteps::ThreadProbeSteps(const Trace& trace, TrackId track, std::span<
     const auto [lo, hi] = std::minmax_element(durations.begin(), durations.end());
     if (*lo <= 0 || *hi > (1 + kStableNeighbours) * *lo) continue;
     const double counted = static_cast<double>(p.counted);
-    const double recorded = median(inner);
+    const double recorded = median_of(inner, -1);
     if (std::abs(recorded - counted) > kSameWork * counted) continue;
     // The counted range's cost as the tracer timed it right after the probe; else start-up's,
     // scaled by the probe's state.
     const double timed = counted_after(p.end);
     const double counted_cost = timed >= 0 ? timed : counted_range_ns * std::max(1.0, p.active_ns / fast_length(p.name));
-    const double cost = (median(durations) - p.active_ns + counted * counted_cost) / recorded;
+    const double cost = (median_of(durations, -1) - p.active_ns + counted * counted_cost) / recorded;
     const double timing = timing_between(windows, from, to);
     if (!(cost > 0) || timing < 0) continue;
     measures_.push_back(ProbeStepMeasure{.at = p.start, .timing_ns = timing, .cost_ns = cost});
@@ -188,7 +184,7 @@ double ThreadProbeSteps::range_cost(double timing_ns) const {
   std::vector<double> over;
   over.reserve(k);
   for (std::size_t j = lo; j < lo + k; ++j) over.push_back(measures_[j].timing_ns - measures_[j].cost_ns);
-  return std::max(0.0, timing_ns - median(std::move(over)));
+  return std::max(0.0, timing_ns - median_of(std::move(over), -1));
 }
 
 ProbeStepSummary summarize_probe_steps(const Trace& trace) {
@@ -216,8 +212,8 @@ ProbeStepSummary summarize_probe_steps(const Trace& trace) {
     }
     i = j;
   }
-  out.cost_ns = median(std::move(costs));
-  out.timing_ns = median(std::move(timings));
+  out.cost_ns = median_of(std::move(costs), -1);
+  out.timing_ns = median_of(std::move(timings), -1);
   return out;
 }
 

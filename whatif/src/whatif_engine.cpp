@@ -2,6 +2,8 @@
 
 #include <dreamscope/whatif/cpu_sharing.h>
 
+#include "median.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -154,12 +156,7 @@ Prediction predict(const Trace& trace, DependencyGraph& graph, const TaskSelecti
   return p;
 }
 
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
+double median(std::vector<double> values) { return median_of(std::move(values), 0); }
 
 struct SimulatedSteps {
   double median = 0;        // of the steps' predicted durations
