@@ -100,8 +100,6 @@ inline int push(std::uint64_t at, std::uint16_t domain, const Attributes& a) {
   return 0;
 }
 
-// NVTX keeps one stack of pushed ranges per domain and thread: a pop ends the innermost range
-// of its own domain (the writer matches it), whatever other domains pushed since.
 // The mark that ends a probe step (writer_thread.cpp, "Cost probes"), in the tracer's domain,
 // its payload the pushes the step counted.
 void mark_probe_step(ThreadBuffer& b, std::uint64_t at, std::uint32_t counted) {
@@ -112,15 +110,19 @@ void mark_probe_step(ThreadBuffer& b, std::uint64_t at, std::uint32_t counted) {
 
 void time_counted_ranges(ThreadBuffer& b);
 
+// NVTX keeps one stack of pushed ranges per domain and thread: a pop ends the innermost range
+// of its own domain (the writer matches it), whatever other domains pushed since.
 inline int pop(std::uint64_t at, std::uint16_t domain) {
   ThreadBuffer& b = thread_buffer();
   b.pop(make(at, EventKind::Pop, 0, domain, 0, kNoPayload));
+  if (auto ext = g_hot.external_pop.load(std::memory_order_relaxed)) ext();
+  sample_cost(b, EventKind::Pop, at);
+  // After the pop's own cost is sampled: the counted ranges timed here (about 2 us) are not
+  // what a pop costs, and under the 5 us cap a sampled pop would carry them into its window.
   if (std::uint32_t counted = 0; b.probe_step_end(counted)) [[unlikely]] {
     mark_probe_step(b, at, counted);
     time_counted_ranges(b);
   }
-  if (auto ext = g_hot.external_pop.load(std::memory_order_relaxed)) ext();
-  sample_cost(b, EventKind::Pop, at);
   return 0;
 }
 
