@@ -114,8 +114,18 @@ std::string render_text(const std::string& path, const TraceSummary& s, const wh
       text += fmt::format("; a recorded range cost {:.1f} ns where its calls timed {:.1f} ns (medians)", steps.cost_ns,
                           steps.timing_ns);
     }
-    text += "; overhead correction charges each window's ranges their timing less what the probe steps nearest it "
-            "found the timing over-reads (docs/simulation.md, \"Probe steps\")";
+    if (steps.measured >= static_cast<std::int64_t>(whatif::ThreadProbeSteps::kMinMeasures)) {
+      text += "; overhead correction charges each window's ranges their timing less what the probe steps nearest it "
+              "found the timing over-reads (docs/simulation.md, \"Probe steps\")";
+    } else {
+      text += fmt::format("; under the {} a thread needs, so overhead correction charges the calls' in-run timing "
+                          "(docs/simulation.md, \"Overhead correction\")",
+                          whatif::ThreadProbeSteps::kMinMeasures);
+    }
+    // The ranges they counted, copied in from recorded neighbours (docs/tracing.md, "Probe steps").
+    if (steps.filled_ranges > 0) {
+      text += fmt::format("; the {} ranges they counted are filled in from recorded steps", steps.filled_ranges);
+    }
     line("probe steps", text);
   } else if (probes.probes > 0) {
     // What overhead correction charges where the probes measured (docs/simulation.md, "Cost probes").
@@ -259,7 +269,8 @@ std::string render_json(const std::string& path, const TraceSummary& s, const wh
                                        {"fast_record_ns", cost(probes.fast_record_ns)},
                                        {"slow_record_ns", cost(probes.slow_record_ns)}}},
                       {"probe_steps", {{"probes", steps.probes}, {"measured", steps.measured},
-                                       {"cost_ns", cost(steps.cost_ns)}, {"timing_ns", cost(steps.timing_ns)}}}};
+                                       {"cost_ns", cost(steps.cost_ns)}, {"timing_ns", cost(steps.timing_ns)},
+                                       {"filled_ranges", steps.filled_ranges}}}};
   j["schema_version"] = s.schema_version;
   j["dreamscope_version"] = s.dreamscope_version;
   j["complete"] = s.complete;

@@ -58,7 +58,8 @@ struct TraceOptions {
   bool per_rank = false;
   int buffer_mb = 512;
   std::string cost_probe = "0";
-  int cost_probe_steps = 0;
+  int cost_probe_steps = tracer_environment::kDefaultCostProbeSteps;
+  bool cost_probe_steps_given = false;
   std::string python = "on";
   int python_modules = 1;
   bool python_ops = false;
@@ -301,7 +302,9 @@ int run_trace(const TraceOptions& o) {
   setenv(env::kCudaApi, o.cuda_api.c_str(), 1);
   setenv(env::kBufferMb, std::to_string(o.buffer_mb).c_str(), 1);
   setenv(env::kCostProbe, o.cost_probe.c_str(), 1);
-  setenv(env::kCostProbeSteps, std::to_string(o.cost_probe_steps).c_str(), 1);
+  // Time-window probes asked for take the place of the default probe steps.
+  const bool windows_instead = !o.cost_probe_steps_given && o.cost_probe != "0";
+  setenv(env::kCostProbeSteps, std::to_string(windows_instead ? 0 : o.cost_probe_steps).c_str(), 1);
   setenv(env::kCommand, command.c_str(), 1);
   setenv(env::kJobStartNs, std::to_string(monotonic_ns()).c_str(), 1);
   setenv(env::kDelayNs, std::to_string(static_cast<std::int64_t>(o.delay_s * 1e9)).c_str(), 1);
@@ -434,12 +437,14 @@ const CommandRegistration trace_command(10, "trace", [](CLI::App& app) -> Comman
         return "expected GAP_MS or GAP_MS:LENGTH_MS (whole milliseconds), got " + v;
       })
       ->capture_default_str();
-  cmd->add_option("--cost-probe-steps", o->cost_probe_steps,
+  auto* probe_steps = cmd->add_option("--cost-probe-steps", o->cost_probe_steps,
                   "N: one outermost range (a step) in N on average, on every thread, counts the NVTX ranges "
                   "inside two open ones instead of recording them and ends with a `cost probe step` mark; "
                   "--correct-overhead compares each such step with its recorded neighbours to learn what a "
-                  "recorded range cost the job in wall time (1/N of the steps lose their inner ranges; their "
-                  "steps and phases never). 20 is a start; 0: none. Takes the place of --cost-probe")
+                  "recorded range cost the job in wall time. The trace fills each such step with the ranges "
+                  "of the nearest recorded step that ran as many (flagged filled_from, hatched in the GUI); "
+                  "steps and phases are always recorded. 0: none, every range recorded. Takes the place of "
+                  "--cost-probe; --cost-probe alone turns these off")
       ->check(CLI::Range(0, 1'000'000))
       ->capture_default_str();
   cmd->add_option("--python", o->python,
@@ -473,8 +478,9 @@ const CommandRegistration trace_command(10, "trace", [](CLI::App& app) -> Comman
               "  dreamscope trace -o job.db -- torchrun --nproc-per-node 4 train.py\n"
               "  dreamscope trace -o job.db -- dist_train --launch 4\n"
               "  srun -N 2 --ntasks-per-node 8 dreamscope trace --per-rank -o 'trace-%r.db' -- python train.py");
-  return [o, output] {
+  return [o, output, probe_steps] {
     o->output_given = output->count() > 0;
+    o->cost_probe_steps_given = probe_steps->count() > 0;
     return run_trace(*o);
   };
 });

@@ -285,6 +285,7 @@ void TimelineView::paint_lane(QPainter& p, const Lane& lane, int y, TimeNs from,
   const int top = y + 1;
   const QFontMetrics fm = p.fontMetrics();
 
+  const auto* filled = lane.table == EventTable::Annotation ? &trace.annotations().filled_from : nullptr;
   auto color_of = [&](std::uint32_t i) {
     if (searching && !matched_names_[name[i]]) return kDimmed;
     return doc_->name_color(name[i]);
@@ -315,6 +316,9 @@ void TimelineView::paint_lane(QPainter& p, const Lane& lane, int y, TimeNs from,
                     std::max(1, static_cast<int>(std::floor(x1) - std::floor(x0))), h);
       const QColor col = color_of(i);
       p.fillRect(r, col);
+      // A range the tracer counted in a probe step and the merge copied in: its times are an
+      // estimate, so it is hatched (docs/tracing.md, "Probe steps").
+      if (filled && (*filled)[AnnotationIndex{i}] != kNoValue) p.fillRect(r, QBrush(col.darker(160), Qt::BDiagPattern));
       if (r.width() >= 4) {
         p.setPen(col.darker(140));
         p.drawRect(r.adjusted(0, 0, -1, -1));

@@ -240,6 +240,7 @@ py::dict annotations(const Trace& trace) {
   d["category"] = string_column(trace, n, [&](std::size_t i) { return a.category[i]; });
   d["payload"] = nullable_column(n, [&](std::size_t i) { return a.payload[i]; });
   d["external_id"] = nullable_column(n, [&](std::size_t i) { return a.external_id[i]; });
+  d["filled_from"] = nullable_column(n, [&](std::size_t i) { return a.filled_from[i]; });
   d["parent"] = nullable_column(n, [&](std::size_t i) -> std::int64_t {
     return a.parent[i] == kNoIndex ? kNoValue : std::int64_t{a.parent[i]};
   });

@@ -59,6 +59,37 @@ TEST(DetailsModel, ShowsAKernelWithItsLaunchAndEnclosingAnnotations) {
   EXPECT_EQ(model.rowCount(), 0);
 }
 
+// A range a probe step counted, filled in at merge from a recorded step: the details say it was not
+// recorded and where it came from; a recorded one says nothing of the kind.
+TEST(DetailsModel, SaysARangeFilledIntoAProbeStepWasNotRecorded) {
+  app();
+  TraceBuilder b;
+  b.set_source(TraceSource::Tracer);
+  const TrackId main = b.thread_track(b.add_process(ProcessInfo{.pid = 100, .name = "train"}), 100, "MainThread");
+  const StringId nvtx = b.intern("nvtx"), layer = b.intern("layer");
+  b.add(AnnotationRecord{.track = main, .start = 1000, .end = 2000, .name = b.intern("step"), .domain = nvtx});
+  b.add(AnnotationRecord{.track = main, .start = 1100, .end = 1200, .name = layer, .domain = nvtx});
+  b.add(AnnotationRecord{.track = main, .start = 2000, .end = 2900, .name = b.intern("step"), .domain = nvtx});
+  b.add(AnnotationRecord{.track = main, .start = 2090, .end = 2180, .name = layer, .domain = nvtx, .filled_from = 1000});
+  auto doc = std::make_shared<const TraceDocument>(std::move(b).build(), QStringLiteral("probe"));
+  DetailsModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  const auto& ann = doc->trace().annotations();
+  for (AnnotationIndex i{0}; i < ann.size(); ++i) {
+    if (ann.name[i] != layer) continue;
+    model.set_event(doc, EventRef{EventTable::Annotation, static_cast<std::uint32_t>(i)});
+    const int row = model.row_of(QStringLiteral("recorded"));
+    if (ann.filled_from[i] == kNoValue) {
+      EXPECT_LT(row, 0) << "a recorded range";
+    } else {
+      ASSERT_GE(row, 0);
+      const QString says = model.index(row, DetailsModel::Value).data().toString();
+      EXPECT_TRUE(says.startsWith(QStringLiteral("no: counted in a probe step"))) << says.toStdString();
+      EXPECT_TRUE(says.contains(QStringLiteral("step at 0 ns"))) << "the recorded step starts the trace: " << says.toStdString();
+    }
+  }
+}
+
 TEST(SearchResultsModel, ListsMatchesEarliestFirst) {
   app();
   auto doc = make_step_document();

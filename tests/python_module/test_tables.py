@@ -140,6 +140,25 @@ class OtherFormats(unittest.TestCase):
             import json
             self.assertEqual(s.report, json.loads(expected))
 
+    def test_ranges_filled_into_probe_steps_say_where_they_came_from(self):
+        # Traced with the default probe steps: each counted its neurons, and the merge copied in
+        # those of a recorded step (docs/tracing.md, "Probe steps").
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "probe.db")
+            subprocess.run([os.path.join(BIN_DIR, "dreamscope"), "trace", "-o", out, "--",
+                            os.path.join(BIN_DIR, "cpu_train"), "--steps", "300", "--workers", "0",
+                            "--fine-annotations", "--data", os.path.join(tmp, "data")],
+                           check=True, capture_output=True)
+            a = dreamscope.load(out).annotations
+        self.assertEqual(str(a["filled_from"].dtype), "Int64")
+        marks = a[a["name"] == "cost probe step"]
+        filled = a[a["filled_from"].notna()]
+        self.assertGreater(len(marks), 0)
+        self.assertEqual(len(filled), int(marks["payload"].sum()))
+        self.assertEqual(set(filled["name"]), {"neuron", "neuron_grad"})
+        steps = a[a["name"] == "step"]
+        self.assertTrue(set(filled["filled_from"]) <= set(steps["start"]))
+
     def test_errors_name_the_file(self):
         with self.assertRaises(RuntimeError) as e:
             dreamscope.load(os.path.join(data("cpu"), "README.md"))

@@ -205,7 +205,7 @@ TEST(CpuTrainTrace, FineAnnotationBurstIsRecordedWhole) {
 // two open ranges and their pops are counted, not recorded. Every range is whole (a counted
 // push's pop is never recorded, whenever it comes), the two outermost levels (steps, forward,
 // backward) are all there, the windows count the calls left out, and with --cost-probe 0
-// nothing is left out.
+// --cost-probe-steps 0 nothing is left out.
 TEST(CpuTrainTrace, CostProbesLeaveOutWholeInnerRangesAndCountThem) {
   const auto dir = scratch_dir("cpu-train-probes");
   // Long enough for two probes whatever the machine's speed (600 steps, some 65 ms on the
@@ -216,7 +216,10 @@ TEST(CpuTrainTrace, CostProbesLeaveOutWholeInnerRangesAndCountThem) {
                                         "--fine-annotations", "--data", (dir / "data").string()};
   for (const char* every : {"20:2", "0"}) {
     const auto out = dir / (std::string("probe-") + every + ".db");
-    RunResult r = run(traced(out, job, {"--cost-probe", every}));
+    // --cost-probe alone takes the place of the default probe steps; off, both are off.
+    const bool off = std::string(every) == "0";
+    RunResult r = run(traced(out, job, off ? std::vector<std::string>{"--cost-probe", every, "--cost-probe-steps", "0"}
+                                           : std::vector<std::string>{"--cost-probe", every}));
     ASSERT_EQ(r.exit_code, 0) << r.output;
     Trace t = read_trace(out);
     EXPECT_EQ(t.dropped_events(), 0);
@@ -277,7 +280,8 @@ TEST(CpuTrainTrace, ProbeStepsCountTheirInnerRangesAndSaySo) {
   const auto neuron = t.find_string("neuron"), grad = t.find_string("neuron_grad"), step = t.find_string("step");
   ASSERT_TRUE(neuron && grad && step);
   // Per step (by its number): the neurons it recorded, and what its probe mark says it counted.
-  std::map<std::int64_t, std::int64_t> recorded, counted;
+  // And the neurons the merge filled into each probe step, copied from a recorded step.
+  std::map<std::int64_t, std::int64_t> recorded, counted, filled;
   std::vector<std::pair<TimeNs, TimeNs>> steps;
   std::vector<std::int64_t> numbers;
   for (AnnotationIndex i{0}; i < ann.size(); ++i) {
@@ -293,7 +297,11 @@ TEST(CpuTrainTrace, ProbeStepsCountTheirInnerRangesAndSaySo) {
     return -1;
   };
   for (AnnotationIndex i{0}; i < ann.size(); ++i) {
-    if (ann.name[i] == *neuron || ann.name[i] == *grad) ++recorded[step_at(ann.start[i])];
+    if (ann.name[i] == *neuron || ann.name[i] == *grad) {
+      ++(ann.filled_from[i] == kNoValue ? recorded : filled)[step_at(ann.start[i])];
+    } else {
+      EXPECT_EQ(ann.filled_from[i], kNoValue) << "only the counted ranges are filled";
+    }
     if (ann.name[i] == *probe_name) {
       EXPECT_EQ(ann.domain[i], *tracer_domain);
       EXPECT_EQ(ann.end[i], ann.start[i]) << "a mark";
@@ -311,7 +319,21 @@ TEST(CpuTrainTrace, ProbeStepsCountTheirInnerRangesAndSaySo) {
     ASSERT_GE(number, 0) << "a probe mark at the end of its step";
     EXPECT_EQ(n, per_step) << "step " << number;
     EXPECT_EQ(recorded.count(number), 0u) << "step " << number << " counted its neurons and recorded some";
+    EXPECT_EQ(filled[number], n) << "step " << number << ": every step runs the same neurons, so each probe is filled";
     counted_calls += 2 * n;
+  }
+  for (const auto& [number, n] : filled) {
+    EXPECT_TRUE(counted.contains(number)) << "step " << number << " was filled and was no probe step";
+  }
+  // Each filled range names the recorded step it was copied from.
+  std::set<TimeNs> recorded_starts;
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    if (!counted.contains(numbers[k])) recorded_starts.insert(steps[k].first);
+  }
+  for (AnnotationIndex i{0}; i < ann.size(); ++i) {
+    if (ann.filled_from[i] != kNoValue) {
+      EXPECT_TRUE(recorded_starts.contains(ann.filled_from[i])) << "filled from " << ann.filled_from[i];
+    }
   }
   for (const auto& [number, n] : recorded) {
     if (number >= 0) {

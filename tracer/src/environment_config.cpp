@@ -41,7 +41,6 @@ Config config_from_environment() {
   c.cupti_flush_ms = std::max<std::int64_t>(0, env_int(env::kCuptiFlushMs, 100));
   // "GAP_MS" or "GAP_MS:LENGTH_MS". A gap under four probes would leave the probes' neighbours
   // as short as they are.
-  c.cost_probe_steps = std::clamp<std::int64_t>(env_int(env::kCostProbeSteps, 0), 0, 1'000'000);
   if (const char* p = std::getenv(env::kCostProbe); p && *p) {
     char* end = nullptr;
     c.cost_probe_ms = std::strtoll(p, &end, 10);
@@ -54,6 +53,9 @@ Config config_from_environment() {
   c.cost_probe_length_ms = std::clamp<std::int64_t>(c.cost_probe_length_ms, 1, 1000);
   c.cost_probe_ms = std::clamp<std::int64_t>(c.cost_probe_ms, 0, 1'000'000);
   if (c.cost_probe_ms > 0) c.cost_probe_ms = std::max(c.cost_probe_ms, 4 * c.cost_probe_length_ms);
+  // Probe steps by default; time-window probes asked for alone take their place.
+  c.cost_probe_steps = std::clamp<std::int64_t>(
+      env_int(env::kCostProbeSteps, c.cost_probe_ms > 0 ? 0 : env::kDefaultCostProbeSteps), 0, 1'000'000);
   if (const char* cmd = std::getenv(env::kCommand); cmd && *cmd) c.command = cmd;
   return c;
 }

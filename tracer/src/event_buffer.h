@@ -203,11 +203,13 @@ class ThreadBuffer {
     timing_counted_ = false;
   }
   // After a pop: whether it ended a probe step, and then how many pushes the step counted.
+  // A step that counted nothing (a thread whose ranges nest less than three deep) measured
+  // nothing: no mark, no timing.
   inline bool probe_step_end(std::uint32_t& counted) {
     if (!in_probe_step_ || depth_ != 0) [[likely]] return false;
     in_probe_step_ = false;
     counted = step_counted_;
-    return true;
+    return counted > 0;
   }
   // Consumer: the calls counted and not recorded so far (a counted push and its pop: 2).
   std::uint64_t probes() const { return probes_.load(std::memory_order_relaxed); }

@@ -254,6 +254,15 @@ OverheadCorrection correct_overhead(const Trace& trace, DependencyGraph& graph, 
       const TaskId t = graph.annotation_first(row);
       if (t == kNoTask) continue;
       const bool range = ann.end[row] > ann.start[row];
+      if (ann.filled_from[row] != kNoValue) {
+        // A range filled into a probe step was counted, not recorded: its calls are charged as
+        // counted ones with their window. One from Python still paid its wrapper, all of
+        // python_range but the recording a counted call skips.
+        if (range && python_domain && ann.domain[row] == *python_domain && out.costs.python_range_ns > 0) {
+          charge[t] += std::max(0.0, out.costs.python_range_ns - out.costs.range_ns);
+        }
+        continue;
+      }
       const auto [cost, in_run] = thread_costs.cost(ann.start[row], range);
       const bool from_python = range && python_domain && ann.domain[row] == *python_domain;
       charge[t] += from_python && out.costs.python_range_ns > 0 ? out.costs.python_range_ns : cost;

@@ -53,6 +53,7 @@ std::vector<Step> outermost_steps(const Trace& trace, TrackId track, StringId pr
   std::vector<Step> steps;
   for (auto row = rows.begin; row < rows.end; ++row) {
     const TimeNs start = ann.start[row], end = ann.end[row];
+    if (ann.filled_from[row] != kNoValue) continue; // copied in at merge: the probe recorded none
     if (end <= start) {
       // The probe's mark comes with its step's last pop, at the step's end.
       if (ann.name[row] == probe_name && ann.domain[row] == tracer_domain && !steps.empty() &&
@@ -212,6 +213,7 @@ ProbeStepSummary summarize_probe_steps(const Trace& trace) {
     }
     i = j;
   }
+  for (const TimeNs from : trace.annotations().filled_from) out.filled_ranges += from != kNoValue;
   out.cost_ns = median_of(std::move(costs), -1);
   out.timing_ns = median_of(std::move(timings), -1);
   return out;

@@ -92,6 +92,11 @@ void DetailsModel::set_event(std::shared_ptr<const TraceDocument> doc, EventRef 
         if (!category.empty()) add(tr("category"), to_qstring(category));
         if (r.payload != kNoValue) add(tr("payload"), QString::number(r.payload));
         add(tr("depth"), QString::number(t.annotations().depth[e.index]));
+        if (r.filled_from != kNoValue) {
+          add(tr("recorded"), tr("no: counted in a probe step, copied from the step at %1 and stretched with its "
+                                 "phase (times estimated)")
+                                  .arg(format_duration(r.filled_from - t.begin_time())));
+        }
         break;
       }
     }

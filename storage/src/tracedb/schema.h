@@ -179,7 +179,7 @@ CREATE VIEW arg_named AS
   FROM arg a JOIN string k ON k.id = a.key LEFT JOIN string t ON t.id = a.text;
 CREATE VIEW annotation_named AS
   SELECT a.id, a.track, a.start, a.start + a.dur AS end, a.dur, s.value AS name,
-         d.value AS domain, c.value AS category, a.payload
+         d.value AS domain, c.value AS category, a.payload, a.filled_from
   FROM annotation a JOIN string s ON s.id = a.name
        LEFT JOIN string d ON d.id = a.domain LEFT JOIN string c ON c.id = a.category;
 )sql";

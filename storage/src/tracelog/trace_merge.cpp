@@ -6,6 +6,7 @@
 #include "dreamscope/storage/trace_copy.h"
 #include "dreamscope/storage/trace_log.h"
 #include "dreamscope/storage/trace_summary.h"
+#include "probe_step_fill.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -218,7 +219,8 @@ std::set<std::pair<TrackId, std::int64_t>> automatic_fetches_of_no_batch(const T
 }
 
 void add_part(TraceBuilder& out, const Part& part, const JobFacts& job, bool last_root_image, BatchEnds& batches,
-              CorrelationSpace& correlations, const HandAnnotations& hand, std::int64_t& python_range_ns) {
+              CorrelationSpace& correlations, const HandAnnotations& hand, std::int64_t& python_range_ns,
+              probe_step_fill::FillCounts& fills) {
   TraceCopyEdits edits;
   edits.process = [&](ProcessInfo& p) {
     // The root's wait status is known only to the launcher; an image that exec'ed has none.
@@ -273,8 +275,17 @@ void add_part(TraceBuilder& out, const Part& part, const JobFacts& job, bool las
       return true;
     };
   }
-  append_trace_rows(out, in, append_trace_ids(out, in, edits), edits);
+  const TraceIdMap ids = append_trace_ids(out, in, edits);
+  append_trace_rows(out, in, ids, edits);
   auto_steps.add_to(out, recording_pauses(in));
+  for (AnnotationRecord r : probe_step_fill::fill_probe_steps(in, fills)) {
+    r.track = ids.tracks[r.track];
+    if (r.track == kNoIndex) continue;
+    r.name = ids.strings[r.name];
+    r.domain = ids.strings[r.domain];
+    r.category = ids.strings[r.category];
+    out.add(r);
+  }
 }
 
 // meta.warnings of a part: "; "-separated.
@@ -342,6 +353,7 @@ MergedJob merge_part_logs(const fs::path& dir, const JobFacts& job) {
   CorrelationSpace correlations;
   const HandAnnotations hand = hand_annotations(parts);
   std::int64_t python_range_ns = -1;
+  probe_step_fill::FillCounts fills;
   // The root's exit status belongs to its last image: the one that did not exec further.
   std::size_t last_root = parts.size();
   for (std::size_t i = 0; i < parts.size(); ++i) {
@@ -349,7 +361,7 @@ MergedJob merge_part_logs(const fs::path& dir, const JobFacts& job) {
   }
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const Part& p = parts[i];
-    add_part(out, p, job, i == last_root, batches, correlations, hand, python_range_ns);
+    add_part(out, p, job, i == last_root, batches, correlations, hand, python_range_ns, fills);
     // Every process measures the same machine; the first part's calibration stands for all.
     // CUPTI's cost per call is measured only by a process that used CUDA (a DataLoader
     // worker never does): the first such part's.
@@ -393,6 +405,12 @@ MergedJob merge_part_logs(const fs::path& dir, const JobFacts& job) {
                               .method = "a module call recorded as a range against the same call through "
                                         "PyTorch's own Module.__call__: median difference of 5 x 1000, alternating "
                                         "(dreamscope/pytorch.py)"});
+  }
+  if (fills.filled < fills.probe_steps) {
+    result.warnings.push_back(std::to_string(fills.probe_steps - fills.filled) + " of " +
+                              std::to_string(fills.probe_steps) +
+                              " probe steps were not filled (no recorded step nearby ran the ranges they counted): "
+                              "their `cost probe step` marks count those ranges, the trace does not hold them");
   }
   if (!recording_paused.empty()) out.set_meta("recording_paused", recording_paused);
   if (writer_cpu_paused > 0) out.set_meta("tracer_writer_cpu_paused_ns", std::to_string(writer_cpu_paused));

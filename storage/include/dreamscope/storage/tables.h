@@ -162,14 +162,17 @@ struct Stored<Launch, T> {
 // AnnotationRecord: a range on a CPU thread, or on a GPU stream (Kineto's gpu_user_annotation).
 // `domain`: "dreamscope", an NVTX domain, "pytorch", ...; `category`: "step", "operation", "fetch",
 // "prep", "wait", "cpu_op", ...; `payload`: dreamscope's batch id or step number; `external_id`
-// links operators to their CUDA API calls.
+// links operators to their CUDA API calls; `filled_from`: for a range the tracer did not record
+// (inside a probe step, which counted its inner ranges), the start of the recorded step of the
+// same thread whose range it was copied from (storage/src/tracelog/probe_step_fill.h).
 #define DREAMSCOPE_ANNOTATION_COLUMNS(X)                                    \
   DREAMSCOPE_SPAN_COLUMNS(X)                                                \
   X(StringId,     name,        0,        String,   "name INTEGER NOT NULL") \
   X(StringId,     domain,      0,        String,   "domain INTEGER")        \
   X(StringId,     category,    0,        String,   "category INTEGER")      \
   X(std::int64_t, payload,     kNoValue, Optional, "payload INTEGER")       \
-  X(std::int64_t, external_id, kNoValue, Optional, "external_id INTEGER")
+  X(std::int64_t, external_id, kNoValue, Optional, "external_id INTEGER") \
+  X(TimeNs,       filled_from, kNoValue, Optional, "filled_from INTEGER")
 
 // FlowRecord: a link between two points on two tracks (batch produced -> consumed, event record ->
 // wait, launch -> kernel in imported traces).

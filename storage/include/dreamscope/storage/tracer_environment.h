@@ -36,10 +36,12 @@ inline constexpr char kCuptiFlushMs[] = "DREAMSCOPE_CUPTI_FLUSH_MS";
 inline constexpr char kCostProbe[] = "DREAMSCOPE_COST_PROBE";
 // Probe steps, N: one outermost range in N on average (from N/2 to 3N/2 apart), on every
 // thread, counts the pushes inside two open ranges instead of recording them, and ends with a
-// mark `cost probe step` (domain dreamscope.tracer) whose payload is how many it counted (unset
-// or 0: none). Overhead correction compares each with its recorded neighbours in wall time
-// (docs/simulation.md, "Probe steps").
+// mark `cost probe step` (domain dreamscope.tracer) whose payload is how many it counted (0:
+// none; unset: kDefaultCostProbeSteps). Overhead correction compares each with its recorded
+// neighbours in wall time (docs/simulation.md, "Probe steps"); the merge fills what each counted
+// from a recorded neighbour (storage/src/tracelog/probe_step_fill.h).
 inline constexpr char kCostProbeSteps[] = "DREAMSCOPE_COST_PROBE_STEPS";
+inline constexpr int kDefaultCostProbeSteps = 20;
 // The annotation library (libdreamscope-annotate.so) for the Python module to load.
 inline constexpr char kAnnotateLib[] = "DREAMSCOPE_ANNOTATE_LIB";
 

@@ -60,6 +60,8 @@ struct ProbeStepSummary {
   std::int64_t measured = 0;
   double cost_ns = -1;
   double timing_ns = -1;
+  // The ranges the probe steps counted that the merge copied in from recorded steps (filled_from).
+  std::int64_t filled_ranges = 0;
 };
 ProbeStepSummary summarize_probe_steps(const Trace& trace);
 
