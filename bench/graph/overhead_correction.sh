@@ -36,11 +36,11 @@
 # Each paired run also says which state the machine was in (issue 35): a pair is slow where its
 # paused neighbours ran more than 15 % slower than the set's fast level (the 5th percentile of
 # every counted pair's paused steps), and a run is fast, slow, or mixed (how many of its pairs
-# were slow, and their median error). The tracer runs with --cost-probe-steps PROBE_STEPS
-# (default 20: one step in 20 counts its inner ranges instead of recording them; 0: none, the
-# calls' own timing less a clock pair), and `probe steps` says how many of them measured
-# (docs/simulation.md, "Probe steps"); PROBE=GAP[:LENGTH] passes --cost-probe, the time-window
-# probes, instead (default 0: none).
+# were slow, and their median error). The tracer runs with its defaults: probe steps, one step
+# in 20 counting its inner ranges instead of recording them (docs/simulation.md, "Probe steps"),
+# and `probe steps` says how many of them measured. PROBE_STEPS=N passes --cost-probe-steps N
+# (0: none, the calls' own timing less a clock pair); PROBE=GAP[:LENGTH] passes --cost-probe,
+# the time-window probes, instead.
 #
 # Prints every attempt's error, and per configuration the median error and the worst of the
 # settled runs; exits 1 when the median exceeds BOUND % (default 3) or a settled run's error
@@ -66,8 +66,10 @@ BLOCK=${BLOCK:-30}
 TRACED_SKIP=${TRACED_SKIP:-5}
 PAUSED_SKIP=${PAUSED_SKIP:-10}
 PAIRS=${PAIRS:-5}
-PROBE=${PROBE:-0}
-PROBE_STEPS=${PROBE_STEPS:-20}
+# What the tracer is told beyond its defaults.
+trace_options=()
+if [ -n "${PROBE:-}" ]; then trace_options+=(--cost-probe "$PROBE"); fi
+if [ -n "${PROBE_STEPS:-}" ]; then trace_options+=(--cost-probe-steps "$PROBE_STEPS"); fi
 case "$METHOD" in
   paired) STEPS=${STEPS:-2400} ;;
   separate) STEPS=${STEPS:-300} ;;
@@ -128,7 +130,7 @@ for config in $CONFIGS; do
     while [ "$settled_runs" -lt "$RUNS" ] && [ "$attempt" -lt $((RUNS * TRIES)) ]; do
       attempt=$((attempt + 1))
       sync
-      "$dreamscope" trace -f --cost-probe "$PROBE" --cost-probe-steps "$PROBE_STEPS" -o "$work/run.db" -- "$cpu_train" "${run_args[@]}" --paused-blocks "$BLOCK" \
+      "$dreamscope" trace -f "${trace_options[@]}" -o "$work/run.db" -- "$cpu_train" "${run_args[@]}" --paused-blocks "$BLOCK" \
         >"$work/traced.out" 2>/dev/null
       replay_json
       row=$(python3 - "$work/traced.out" "$work/replay.json" "$BLOCK" "$TRACED_SKIP" "$PAUSED_SKIP" "$STABLE" "$PAIRS" "$STATE_STABLE" <<'PY'

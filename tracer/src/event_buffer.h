@@ -176,8 +176,9 @@ class ThreadBuffer {
     ++depth_;
     if (timing_counted_) return true;
     ++step_counted_;
-    // The pop comes later, counted where it comes.
-    probes_.store(probes_.load(std::memory_order_relaxed) + 2, std::memory_order_relaxed);
+    // The pop comes later, counted where it comes. A probe step adds its count at its end
+    // (probe_step_end), so that its counted calls do not touch probes_, on the consumer's line.
+    if (steps == 0) probes_.store(probes_.load(std::memory_order_relaxed) + 2, std::memory_order_relaxed);
     return true;
   }
   // The pop of a counted push: nothing to record. False for every other pop, a refused push's
@@ -209,6 +210,7 @@ class ThreadBuffer {
     if (!in_probe_step_ || depth_ != 0) [[likely]] return false;
     in_probe_step_ = false;
     counted = step_counted_;
+    probes_.store(probes_.load(std::memory_order_relaxed) + 2 * std::uint64_t{counted}, std::memory_order_relaxed);
     return counted > 0;
   }
   // Consumer: the calls counted and not recorded so far (a counted push and its pop: 2).

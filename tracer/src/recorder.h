@@ -43,8 +43,19 @@ struct HotState {
 };
 extern HotState g_hot;
 
+// The hot path's per-thread state (thread_state.cpp): two pointers in the initial-exec model,
+// constant-initialised so that reaching it is one load, inline, with no call.
+struct ThreadState {
+  ThreadBuffer* buffer;
+  void* names; // thread_state.cpp's NameCache
+};
+extern constinit __attribute__((tls_model("initial-exec"))) thread_local ThreadState t_state;
+ThreadBuffer& register_thread_buffer();
 // The calling thread's event buffer, registered on its first event.
-ThreadBuffer& thread_buffer();
+inline ThreadBuffer& thread_buffer() {
+  ThreadBuffer* b = t_state.buffer;
+  return b ? *b : register_thread_buffer();
+}
 std::uint32_t intern_ascii(const char* s);
 StringTable& strings();
 DomainTable& domains();

@@ -27,16 +27,15 @@ struct NameCache {
   Slot slots[kSlots] = {};
 };
 
-struct ThreadState {
-  ThreadBuffer* buffer;
-  NameCache* names;
-};
+} // namespace
 
-__attribute__((tls_model("initial-exec"))) thread_local ThreadState t_state{nullptr, nullptr};
+constinit __attribute__((tls_model("initial-exec"))) thread_local ThreadState t_state{nullptr, nullptr};
+
+namespace {
 
 ThreadBuffer* register_thread() {
   Tracer& t = *g_tracer;
-  auto* names = t_state.names ? t_state.names : new NameCache();
+  auto* names = t_state.names ? static_cast<NameCache*>(t_state.names) : new NameCache();
   ThreadBuffer* b;
   {
     std::lock_guard lock(t.registry_mu);
@@ -84,7 +83,7 @@ void on_thread_exit(void* p) {
   }
   b->retired.store(true, std::memory_order_release);
   t_state.buffer = nullptr;
-  delete t_state.names;
+  delete static_cast<NameCache*>(t_state.names);
   t_state.names = nullptr;
 }
 
@@ -97,17 +96,14 @@ ThreadBuffer* exchange_thread_buffer(ThreadBuffer* b) {
   return previous;
 }
 
-ThreadBuffer& thread_buffer() {
-  ThreadBuffer* b = t_state.buffer;
-  return b ? *b : *register_thread();
-}
+ThreadBuffer& register_thread_buffer() { return *register_thread(); }
 
 std::uint32_t intern_ascii(const char* s) {
   if (!s) return 0;
-  NameCache* cache = t_state.names;
+  NameCache* cache = static_cast<NameCache*>(t_state.names);
   if (!cache) {
     thread_buffer();
-    cache = t_state.names;
+    cache = static_cast<NameCache*>(t_state.names);
   }
   // Keyed by address, confirmed by content: callers (Python's ctypes among them) may reuse
   // an address for another name.
