@@ -114,6 +114,15 @@ std::string render_text(const std::string& path, const TraceSummary& s, const wh
       text += fmt::format("; a recorded range cost {:.1f} ns where its calls timed {:.1f} ns (medians)", steps.cost_ns,
                           steps.timing_ns);
     }
+    // Which state of the machine each window was in, by its calls' timing (probe_steps.h).
+    auto state = [&](const char* name, const whatif::ProbeStepState& st) {
+      if (st.windows == 0 && st.measured == 0) return;
+      text += fmt::format("; {} state: {} window{}, {} probe step{} measured", name, st.windows,
+                          st.windows == 1 ? "" : "s", st.measured, st.measured == 1 ? "" : "s");
+      if (st.measured > 0) text += fmt::format(" (a range cost {:.1f} ns, timed {:.1f})", st.cost_ns, st.timing_ns);
+    };
+    state("fast", steps.fast);
+    state("slow", steps.slow);
     if (steps.measured >= static_cast<std::int64_t>(whatif::ThreadProbeSteps::kMinMeasures)) {
       text += "; overhead correction charges each window's ranges their timing less what the probe steps nearest it "
               "found the timing over-reads (docs/simulation.md, \"Probe steps\")";
@@ -257,6 +266,10 @@ std::string render_json(const std::string& path, const TraceSummary& s, const wh
   j["tracer_writer_cpu_ns"] = opt(s.tracer_writer_cpu_ns);
   j["recording_paused"] = {{"pauses", s.recording_pauses}, {"ns", s.recording_paused_ns}};
   auto cost = [](double v) { return v >= 0 ? json(v) : json(nullptr); };
+  auto state_json = [&](const whatif::ProbeStepState& st) {
+    return json{{"windows", st.windows}, {"measured", st.measured}, {"cost_ns", cost(st.cost_ns)},
+                {"timing_ns", cost(st.timing_ns)}};
+  };
   j["tracer_cost"] = {{"range_cost_ns", cost(s.range_cost_ns)},
                       {"range_timed_at_start_ns", cost(s.range_timed_at_start_ns)},
                       {"range_in_work_at_start_ns", cost(s.range_in_work_at_start_ns)},
@@ -270,7 +283,9 @@ std::string render_json(const std::string& path, const TraceSummary& s, const wh
                                        {"slow_record_ns", cost(probes.slow_record_ns)}}},
                       {"probe_steps", {{"probes", steps.probes}, {"measured", steps.measured},
                                        {"cost_ns", cost(steps.cost_ns)}, {"timing_ns", cost(steps.timing_ns)},
-                                       {"filled_ranges", steps.filled_ranges}}}};
+                                       {"filled_ranges", steps.filled_ranges},
+                                       {"fast_state", state_json(steps.fast)},
+                                       {"slow_state", state_json(steps.slow)}}}};
   j["schema_version"] = s.schema_version;
   j["dreamscope_version"] = s.dreamscope_version;
   j["complete"] = s.complete;

@@ -134,6 +134,16 @@ TEST(ProbeSteps, EachStateGetsTheOverReadOfTheProbesNearestItsTiming) {
   const ProbeStepSummary summary = summarize_probe_steps(trace);
   EXPECT_EQ(summary.probes, 8);
   EXPECT_EQ(summary.measured, 8);
+  // The summary says which state each window and probe was in: timed at 70 (the fast level)
+  // or 95 (past it by more than 15 %), with what a range cost in each.
+  EXPECT_EQ(summary.fast.windows, 40);
+  EXPECT_EQ(summary.slow.windows, 40);
+  EXPECT_EQ(summary.fast.measured, 4);
+  EXPECT_EQ(summary.slow.measured, 4);
+  EXPECT_NEAR(summary.fast.cost_ns, 50, 0.1);
+  EXPECT_NEAR(summary.slow.cost_ns, 80, 0.1);
+  EXPECT_DOUBLE_EQ(summary.fast.timing_ns, 70);
+  EXPECT_DOUBLE_EQ(summary.slow.timing_ns, 95);
 }
 
 TEST(ProbeSteps, AProbeBetweenTwoStatesOrWithNeighboursOnOneSideMeasuresNothing) {

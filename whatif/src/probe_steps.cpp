@@ -201,21 +201,41 @@ ProbeStepSummary summarize_probe_steps(const Trace& trace) {
   }
   const auto& loads = trace.thread_loads(); // by track, then start
   std::vector<double> costs, timings;
+  std::vector<double> state_costs[2], state_timings[2]; // fast, slow
   for (std::size_t i = 0; i < loads.size();) {
     std::size_t j = i;
     while (j < loads.size() && loads[j].track == loads[i].track) ++j;
-    const ThreadProbeSteps steps(trace, loads[i].track, std::span(loads).subspan(i, j - i), counted_range_ns);
+    const auto windows = std::span(loads).subspan(i, j - i);
+    const ThreadProbeSteps steps(trace, loads[i].track, windows, counted_range_ns);
     out.probes += steps.probes();
     out.measured += static_cast<std::int64_t>(steps.measures().size());
+    // The thread's windows by state: their timings against the thread's fast level.
+    std::vector<double> window_timings;
+    for (const ThreadLoadRecord& w : windows) {
+      if (w.cost_samples >= kMinCostSamples && w.range_cost_ns >= 0) window_timings.push_back(w.range_cost_ns);
+    }
+    std::sort(window_timings.begin(), window_timings.end());
+    const double fast_up_to =
+        window_timings.empty() ? 0 : (1 + kFastStateSpread) * window_timings[window_timings.size() / 10];
+    for (const double t : window_timings) ++(t <= fast_up_to ? out.fast : out.slow).windows;
     for (const ProbeStepMeasure& m : steps.measures()) {
       costs.push_back(m.cost_ns);
       timings.push_back(m.timing_ns);
+      const int state = !window_timings.empty() && m.timing_ns > fast_up_to ? 1 : 0;
+      state_costs[state].push_back(m.cost_ns);
+      state_timings[state].push_back(m.timing_ns);
     }
     i = j;
   }
   for (const TimeNs from : trace.annotations().filled_from) out.filled_ranges += from != kNoValue;
   out.cost_ns = median_of(std::move(costs), -1);
   out.timing_ns = median_of(std::move(timings), -1);
+  for (int state = 0; state < 2; ++state) {
+    ProbeStepState& s = state == 0 ? out.fast : out.slow;
+    s.measured = static_cast<std::int64_t>(state_costs[state].size());
+    s.cost_ns = median_of(std::move(state_costs[state]), -1);
+    s.timing_ns = median_of(std::move(state_timings[state]), -1);
+  }
   return out;
 }
 

@@ -55,11 +55,23 @@ class ThreadProbeSteps {
 
 // A trace's probe steps together (`info`, the replay's report): how many ran and measured, and
 // the median cost of a recorded range they found against the calls' timing in the same windows.
+// A window of a thread is in the machine's fast state where its calls' timing is within
+// kFastStateSpread of the thread's fast level (the 10th percentile of its windows' timings), and
+// in the slow state past it; a probe step is in the state of its neighbours' timing. Each state's
+// figures say what the correction charged there (docs/simulation.md, "Probe steps").
+inline constexpr double kFastStateSpread = 0.15;
+struct ProbeStepState {
+  std::int64_t windows = 0;  // windows whose calls were timed
+  std::int64_t measured = 0; // probe steps that measured
+  double cost_ns = -1;       // medians over those probe steps
+  double timing_ns = -1;
+};
 struct ProbeStepSummary {
   std::int64_t probes = 0;
   std::int64_t measured = 0;
   double cost_ns = -1;
   double timing_ns = -1;
+  ProbeStepState fast, slow;
   // The ranges the probe steps counted that the merge copied in from recorded steps (filled_from).
   std::int64_t filled_ranges = 0;
 };
