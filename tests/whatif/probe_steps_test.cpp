@@ -43,7 +43,7 @@ struct Steps {
 // cost each (tracer/src/nvtx_injection.cpp, time_counted_ranges), and the probe steps' counted
 // ranges cost that much, whatever start-up calibration said.
 Steps make_steps(const std::vector<State>& states, const std::vector<bool>& probe, std::string_view wait = {},
-                 double timed_counted_ns = 0) {
+                 double timed_counted_ns = 0, TimeNs between_steps = kBetweenSteps) {
   Steps s;
   s.thread = s.h.thread(1);
   TimeNs at = 0;
@@ -72,14 +72,14 @@ Steps make_steps(const std::vector<State>& states, const std::vector<bool>& prob
     }
     s.h.thread_load(ThreadLoadRecord{.track = s.thread,
                                      .start = at,
-                                     .end = at + length + kBetweenSteps,
+                                     .end = at + length + between_steps,
                                      .cpu_ns = length,
                                      .runqueue_ns = 0,
                                      .events = probe[i] ? 2 : kInner + 2,
                                      .cost_samples = 100,
                                      .range_cost_ns = st.timing_ns,
                                      .probe_events = probe[i] ? 2 * kInner : 0});
-    at += length + kBetweenSteps;
+    at += length + between_steps;
   }
   s.end = at;
   s.h.calibration("nvtx_range_counted", kCountedRangeNs);
@@ -160,6 +160,18 @@ TEST(ProbeSteps, AProbeBetweenTwoStatesOrWithNeighboursOnOneSideMeasuresNothing)
   EXPECT_TRUE(p.measures().empty());
   EXPECT_FALSE(p.usable());
   EXPECT_LT(p.range_cost(70), 0);
+}
+
+TEST(ProbeSteps, AMarkWhereTheNextStepStartsIsTheProbeStepsThatEndsThere) {
+  // Steps back to back: the probe's mark, at its step's end, is also where the next step starts.
+  const std::vector<State> states(20, kFast);
+  Steps s = make_steps(states, every_fifth(states.size()), {}, 0, 0);
+  const Trace trace = s.h.build();
+  const auto loads = loads_of(trace);
+  const ThreadProbeSteps p(trace, s.thread, loads, kCountedRangeNs);
+  EXPECT_EQ(p.probes(), 4);
+  ASSERT_EQ(p.measures().size(), 4u);
+  for (const ProbeStepMeasure& m : p.measures()) EXPECT_NEAR(m.cost_ns, 50, 0.1);
 }
 
 TEST(ProbeSteps, AStepsWaitForDataIsNotItsWork) {

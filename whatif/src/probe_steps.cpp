@@ -55,10 +55,16 @@ std::vector<Step> outermost_steps(const Trace& trace, TrackId track, StringId pr
     const TimeNs start = ann.start[row], end = ann.end[row];
     if (ann.filled_from[row] != kNoValue) continue; // copied in at merge: the probe recorded none
     if (end <= start) {
-      // The probe's mark comes with its step's last pop, at the step's end.
+      // The probe's mark comes with its step's last pop, at the step's end; where the next step
+      // starts at that very time, it is the step before that one's (as the merge's fill reads it,
+      // storage/src/tracelog/probe_step_fill.cpp).
       if (ann.name[row] == probe_name && ann.domain[row] == tracer_domain && !steps.empty() &&
-          start >= steps.back().start && start <= steps.back().end && ann.payload[row] != kNoValue) {
-        steps.back().counted = ann.payload[row];
+          ann.payload[row] != kNoValue) {
+        Step* step = &steps.back();
+        if (step->start == start && steps.size() >= 2 && steps[steps.size() - 2].end >= start) {
+          step = &steps[steps.size() - 2];
+        }
+        if (start >= step->start && start <= step->end) step->counted = ann.payload[row];
       }
       continue;
     }
