@@ -106,8 +106,8 @@ TimeNs stretch(TimeNs t, TimeNs from_start, TimeNs from_end, TimeNs to_start, Ti
 
 } // namespace
 
-std::vector<AnnotationRecord> fill_probe_steps(const Trace& trace, FillCounts& counts) {
-  std::vector<AnnotationRecord> out;
+std::vector<FilledRange> fill_probe_steps(const Trace& trace, FillCounts& counts) {
+  std::vector<FilledRange> out;
   const std::optional<StringId> probe_name = trace.find_string(kProbeMark);
   const std::optional<StringId> tracer_domain = trace.find_string(kTracerDomain);
   if (!probe_name || !tracer_domain) return out;
@@ -141,7 +141,7 @@ std::vector<AnnotationRecord> fill_probe_steps(const Trace& trace, FillCounts& c
         r.payload = kNoValue;
         r.external_id = kNoValue;
         r.filled_from = ann.start[from->row];
-        out.push_back(r);
+        out.push_back(FilledRange{in.row, r});
         ++counts.ranges;
       }
     }

@@ -30,8 +30,15 @@ struct FillCounts {
   std::int64_t ranges = 0;       // ranges added
 };
 
-// The ranges to add to `trace` (in its own ids: track, name, domain, category), for every probe
-// step of every thread; `counts` adds up what was found.
-std::vector<AnnotationRecord> fill_probe_steps(const Trace& trace, FillCounts& counts);
+// A range to add, and the recorded row of `trace` it copies (which a merge that leaves rows of
+// some kinds out asks about, as it asked about the original).
+struct FilledRange {
+  AnnotationIndex copy_of;
+  AnnotationRecord range; // in the ids of `trace`: track, name, domain, category
+};
+
+// The ranges to add to `trace`, for every probe step of every thread; `counts` adds up what was
+// found.
+std::vector<FilledRange> fill_probe_steps(const Trace& trace, FillCounts& counts);
 
 } // namespace dreamscope::probe_step_fill

@@ -278,12 +278,15 @@ void add_part(TraceBuilder& out, const Part& part, const JobFacts& job, bool las
   const TraceIdMap ids = append_trace_ids(out, in, edits);
   append_trace_rows(out, in, ids, edits);
   auto_steps.add_to(out, recording_pauses(in));
-  for (AnnotationRecord r : probe_step_fill::fill_probe_steps(in, fills)) {
+  for (auto& [copy_of, r] : probe_step_fill::fill_probe_steps(in, fills)) {
     r.track = ids.tracks[r.track];
     if (r.track == kNoIndex) continue;
     r.name = ids.strings[r.name];
     r.domain = ids.strings[r.domain];
     r.category = ids.strings[r.category];
+    // A copy is kept where its original was: the automatic ranges the program's own replace
+    // are left out of the probe steps too.
+    if (!edits.annotation(copy_of, r)) continue;
     out.add(r);
   }
 }
