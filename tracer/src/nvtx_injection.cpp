@@ -8,6 +8,8 @@
 #include "recorder.h"
 #include "recording_pause.h"
 
+#include <dreamscope/storage/tracer_environment.h>
+
 #include <cstdint>
 #include <cwchar>
 #include <string>
@@ -103,8 +105,9 @@ inline int push(std::uint64_t at, std::uint16_t domain, const Attributes& a) {
 // The mark that ends a probe step (writer_thread.cpp, "Cost probes"), in the tracer's domain,
 // its payload the pushes the step counted.
 void mark_probe_step(ThreadBuffer& b, std::uint64_t at, std::uint32_t counted) {
-  static const std::uint16_t domain = static_cast<std::uint16_t>(domains().create("dreamscope.tracer"));
-  static const std::uint32_t name = intern_ascii("cost probe step");
+  static const std::uint16_t domain =
+      static_cast<std::uint16_t>(domains().create(tracer_environment::kTracerDomain));
+  static const std::uint32_t name = intern_ascii(tracer_environment::kProbeStepMark);
   b.add(make(at, EventKind::Mark, name, domain, 0, counted));
 }
 

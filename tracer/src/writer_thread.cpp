@@ -4,6 +4,8 @@
 #include "cupti_session.h"
 #include "tracer_state.h"
 
+#include <dreamscope/storage/tracer_environment.h>
+
 #include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
@@ -124,7 +126,7 @@ void process_event(Session& s, ThreadSink& sink, std::uint32_t thread_index, con
       add_own_work(s, sink, e, t, s.buffer_map_kind, "tracer_buffer_map");
       break;
     case EventKind::CountedTiming:
-      add_own_work(s, sink, e, t, s.counted_timing_kind, "tracer_counted_ranges_timed");
+      add_own_work(s, sink, e, t, s.counted_timing_kind, tracer_environment::kCountedRangesTimed);
       break;
   }
 }

@@ -2,6 +2,8 @@
 
 #include "median.h"
 
+#include <dreamscope/storage/tracer_environment.h>
+
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -25,12 +27,12 @@ constexpr std::int64_t kMinCostSamples = 32;
 // The probes whose neighbours' timing is nearest a window's say what its timing over-reads.
 constexpr std::size_t kNearest = 7;
 
-constexpr std::string_view kProbeMark = "cost probe step";
-constexpr std::string_view kTracerDomain = "dreamscope.tracer";
+constexpr std::string_view kProbeMark = tracer_environment::kProbeStepMark;
+constexpr std::string_view kTracerDomain = tracer_environment::kTracerDomain;
 constexpr std::string_view kWaitCategory = "wait";
 // The tracer times this many counted ranges on the thread right after each probe step
 // (tracer/src/nvtx_injection.cpp, time_counted_ranges), as an overhead record of this kind.
-constexpr std::string_view kCountedTiming = "tracer_counted_ranges_timed";
+constexpr std::string_view kCountedTiming = tracer_environment::kCountedRangesTimed;
 constexpr double kTimedCountedRanges = 256;
 constexpr TimeNs kTimingAfterStep = 1'000'000;
 

@@ -1,5 +1,7 @@
 #include "probe_step_fill.h"
 
+#include "dreamscope/storage/tracer_environment.h"
+
 #include <algorithm>
 #include <cmath>
 #include <iterator>
@@ -11,8 +13,8 @@ namespace dreamscope::probe_step_fill {
 namespace {
 
 // The mark the tracer ends a probe step with (tracer/src/nvtx_injection.cpp, mark_probe_step).
-constexpr std::string_view kProbeMark = "cost probe step";
-constexpr std::string_view kTracerDomain = "dreamscope.tracer";
+constexpr std::string_view kProbeMark = tracer_environment::kProbeStepMark;
+constexpr std::string_view kTracerDomain = tracer_environment::kTracerDomain;
 // How far, in steps of the thread, a template may be from its probe step: far enough to pass
 // the steps of other names a loop interleaves (a validation pass, a worker's other fetches),
 // near enough to be the same part of the run.

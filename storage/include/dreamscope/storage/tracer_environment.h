@@ -42,6 +42,12 @@ inline constexpr char kCostProbe[] = "DREAMSCOPE_COST_PROBE";
 // from a recorded neighbour (storage/src/tracelog/probe_step_fill.h).
 inline constexpr char kCostProbeSteps[] = "DREAMSCOPE_COST_PROBE_STEPS";
 inline constexpr int kDefaultCostProbeSteps = 20;
+// What a probe step leaves in the trace, written by the tracer and read by the merge's fill and
+// by overhead correction: its mark, in the tracer's own domain, and the overhead row of the
+// counted ranges timed right after it.
+inline constexpr char kProbeStepMark[] = "cost probe step";
+inline constexpr char kTracerDomain[] = "dreamscope.tracer";
+inline constexpr char kCountedRangesTimed[] = "tracer_counted_ranges_timed";
 // The annotation library (libdreamscope-annotate.so) for the Python module to load.
 inline constexpr char kAnnotateLib[] = "DREAMSCOPE_ANNOTATE_LIB";
 
