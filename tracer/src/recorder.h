@@ -43,11 +43,13 @@ struct HotState {
 };
 extern HotState g_hot;
 
+// The last names a thread recorded (thread_state.cpp).
+struct NameCache;
 // The hot path's per-thread state (thread_state.cpp): two pointers in the initial-exec model,
 // constant-initialised so that reaching it is one load, inline, with no call.
 struct ThreadState {
   ThreadBuffer* buffer;
-  void* names; // thread_state.cpp's NameCache
+  NameCache* names;
 };
 extern constinit __attribute__((tls_model("initial-exec"))) thread_local ThreadState t_state;
 ThreadBuffer& register_thread_buffer();

@@ -13,8 +13,6 @@
 
 namespace dreamscope::tracer {
 
-namespace {
-
 // The last names a thread recorded, by address: a hit costs no lock and no hash of the text.
 struct NameCache {
   static constexpr std::size_t kSlots = 64;
@@ -27,15 +25,13 @@ struct NameCache {
   Slot slots[kSlots] = {};
 };
 
-} // namespace
-
 constinit __attribute__((tls_model("initial-exec"))) thread_local ThreadState t_state{nullptr, nullptr};
 
 namespace {
 
 ThreadBuffer* register_thread() {
   Tracer& t = *g_tracer;
-  auto* names = t_state.names ? static_cast<NameCache*>(t_state.names) : new NameCache();
+  auto* names = t_state.names ? t_state.names : new NameCache();
   ThreadBuffer* b;
   {
     std::lock_guard lock(t.registry_mu);
@@ -83,7 +79,7 @@ void on_thread_exit(void* p) {
   }
   b->retired.store(true, std::memory_order_release);
   t_state.buffer = nullptr;
-  delete static_cast<NameCache*>(t_state.names);
+  delete t_state.names;
   t_state.names = nullptr;
 }
 
@@ -100,10 +96,10 @@ ThreadBuffer& register_thread_buffer() { return *register_thread(); }
 
 std::uint32_t intern_ascii(const char* s) {
   if (!s) return 0;
-  NameCache* cache = static_cast<NameCache*>(t_state.names);
+  NameCache* cache = t_state.names;
   if (!cache) {
     thread_buffer();
-    cache = static_cast<NameCache*>(t_state.names);
+    cache = t_state.names;
   }
   // Keyed by address, confirmed by content: callers (Python's ctypes among them) may reuse
   // an address for another name.
