@@ -1,7 +1,11 @@
 #include "dreamscope/storage/steps.h"
 
+#include "dreamscope/storage/tracer_environment.h"
+
 #include <algorithm>
 #include <charconv>
+#include <iterator>
+#include <optional>
 
 namespace dreamscope {
 
@@ -49,6 +53,27 @@ std::vector<AnnotationIndex> find_steps(const Trace& trace) {
   std::stable_sort(steps.begin(), steps.end(),
                    [&](AnnotationIndex a, AnnotationIndex b) { return ann.start[a] < ann.start[b]; });
   return steps;
+}
+
+std::vector<std::int64_t> probe_step_counts(const Trace& trace, TrackId track, std::span<const AnnotationIndex> outermost) {
+  std::vector<std::int64_t> counted(outermost.size(), -1);
+  const std::optional<StringId> mark = trace.find_string(tracer_environment::kProbeStepMark);
+  const std::optional<StringId> domain = trace.find_string(tracer_environment::kTracerDomain);
+  if (!mark || !domain || outermost.empty()) return counted;
+  const AnnotationTable& ann = trace.annotations();
+  const AnnotationRange rows = trace.annotations_on(track);
+  for (AnnotationIndex r = rows.begin; r < rows.end; ++r) {
+    if (ann.end[r] > ann.start[r] || ann.name[r] != *mark || ann.domain[r] != *domain || ann.payload[r] == kNoValue) continue;
+    const TimeNs t = ann.start[r];
+    // The last step that starts at or before t, if t is inside it, its end included.
+    auto it = std::upper_bound(outermost.begin(), outermost.end(), t,
+                               [&](TimeNs v, AnnotationIndex s) { return v < ann.start[s]; });
+    if (it == outermost.begin()) continue;
+    --it;
+    if (ann.start[*it] == t && it != outermost.begin() && ann.end[*std::prev(it)] >= t) --it;
+    if (t <= ann.end[*it]) counted[static_cast<std::size_t>(it - outermost.begin())] = ann.payload[r];
+  }
+  return counted;
 }
 
 } // namespace dreamscope

@@ -1,5 +1,6 @@
 #include "probe_step_fill.h"
 
+#include "dreamscope/storage/steps.h"
 #include "dreamscope/storage/tracer_environment.h"
 
 #include <algorithm>
@@ -40,35 +41,23 @@ AnnotationIndex ancestor_at_depth(const AnnotationTable& ann, AnnotationIndex ro
   return row;
 }
 
-std::vector<Step> thread_steps(const Trace& trace, TrackId track, std::optional<StringId> probe_name,
-                               std::optional<StringId> tracer_domain) {
+std::vector<Step> thread_steps(const Trace& trace, TrackId track) {
   const AnnotationTable& ann = trace.annotations();
   const AnnotationRange rows = trace.annotations_on(track);
   std::vector<Step> steps;
   std::vector<std::size_t> step_of(rows.size(), SIZE_MAX); // by row - rows.begin, for outermost ranges
+  std::vector<AnnotationIndex> outermost;
   for (AnnotationIndex r = rows.begin; r < rows.end; ++r) {
     if (ann.depth[r] == 0 && ann.end[r] > ann.start[r]) {
       step_of[r - rows.begin] = steps.size();
       steps.push_back(Step{.row = r});
+      outermost.push_back(r);
     }
   }
-  auto step_at = [&](TimeNs t) -> Step* {
-    // The last step that starts at or before t, if t is inside it (its end included: the mark
-    // comes with the step's last pop).
-    auto it = std::upper_bound(steps.begin(), steps.end(), t, [&](TimeNs v, const Step& s) { return v < ann.start[s.row]; });
-    if (it == steps.begin()) return nullptr;
-    --it;
-    // A step that starts as the one before ends: the mark is the earlier one's.
-    if (ann.start[it->row] == t && it != steps.begin() && ann.end[std::prev(it)->row] >= t) --it;
-    return t <= ann.end[it->row] ? &*it : nullptr;
-  };
+  const std::vector<std::int64_t> counted = probe_step_counts(trace, track, outermost);
+  for (std::size_t i = 0; i < steps.size(); ++i) steps[i].counted = counted[i];
   for (AnnotationIndex r = rows.begin; r < rows.end; ++r) {
-    if (ann.end[r] <= ann.start[r]) {
-      if (probe_name && ann.name[r] == *probe_name && ann.domain[r] == *tracer_domain && ann.payload[r] != kNoValue) {
-        if (Step* s = step_at(ann.start[r])) s->counted = ann.payload[r];
-      }
-      continue;
-    }
+    if (ann.end[r] <= ann.start[r]) continue;
     const std::uint16_t depth = ann.depth[r];
     if (depth == 0) continue;
     const AnnotationIndex top = ancestor_at_depth(ann, r, 0);
@@ -116,7 +105,7 @@ std::vector<FilledRange> fill_probe_steps(const Trace& trace, FillCounts& counts
   const AnnotationTable& ann = trace.annotations();
   for (TrackId track{0}; track < trace.tracks().size(); ++track) {
     if (trace.tracks()[track].kind != TrackKind::CpuThread) continue;
-    const std::vector<Step> steps = thread_steps(trace, track, probe_name, tracer_domain);
+    const std::vector<Step> steps = thread_steps(trace, track);
     for (std::size_t i = 0; i < steps.size(); ++i) {
       const Step& p = steps[i];
       if (p.counted <= 0) continue;

@@ -8,6 +8,7 @@
 
 #include "dreamscope/storage/trace.h"
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,5 +48,12 @@ std::int64_t step_number(const Trace& trace, AnnotationIndex row);
 
 // The step annotations in time order.
 std::vector<AnnotationIndex> find_steps(const Trace& trace);
+
+// What the tracer's probe steps counted (tracer_environment.h, kProbeStepMark): for each of
+// `outermost`, a thread's ranges at depth 0 in start order, the payload of the `cost probe
+// step` mark that ends it, or -1 where none does. The mark comes with the step's last pop, at
+// its end; where the next step starts at that very time, it is the step that ends there's. One
+// rule for the merge's fill and for overhead correction.
+std::vector<std::int64_t> probe_step_counts(const Trace& trace, TrackId track, std::span<const AnnotationIndex> outermost);
 
 } // namespace dreamscope
