@@ -2,6 +2,7 @@
 
 #include "median.h"
 
+#include <dreamscope/storage/steps.h>
 #include <dreamscope/storage/tracer_environment.h>
 
 #include <algorithm>
@@ -18,8 +19,11 @@ namespace {
 // steps of another moment on the far side).
 constexpr int kNeighboursASide = 4;
 constexpr TimeNs kReachInSteps = 10;
-// They recorded about as many inner ranges as the probe counted (the same work), and ran within
-// this much of each other (the machine did not change state around the probe).
+// They recorded about as many inner ranges as the probe counted (the same work), and the two
+// sides' levels agree within this much (the machine did not change state around the probe). A
+// side's level is its second fastest step: the writer's drains slow one or two recorded steps
+// in ten or so by a third (docs/simulation.md, "Probe steps"), which a state change does not
+// look like, and which the neighbours' median passes over.
 constexpr double kSameWork = 0.05;
 constexpr double kStableNeighbours = 0.10;
 // A window's timing stands for its calls where this many were timed (as overhead correction's).
@@ -48,31 +52,19 @@ struct Step {
   std::int64_t counted = -1;
 };
 
-std::vector<Step> outermost_steps(const Trace& trace, TrackId track, StringId probe_name, StringId tracer_domain,
-                                  std::optional<StringId> wait_category) {
+std::vector<Step> outermost_steps(const Trace& trace, TrackId track, std::optional<StringId> wait_category) {
   const auto& ann = trace.annotations();
   const AnnotationRange rows = trace.annotations_on(track);
   std::vector<Step> steps;
+  std::vector<AnnotationIndex> outermost;
   for (auto row = rows.begin; row < rows.end; ++row) {
     const TimeNs start = ann.start[row], end = ann.end[row];
+    if (end <= start) continue;
     if (ann.filled_from[row] != kNoValue) continue; // copied in at merge: the probe recorded none
-    if (end <= start) {
-      // The probe's mark comes with its step's last pop, at the step's end; where the next step
-      // starts at that very time, it is the step before that one's (as the merge's fill reads it,
-      // storage/src/tracelog/probe_step_fill.cpp).
-      if (ann.name[row] == probe_name && ann.domain[row] == tracer_domain && !steps.empty() &&
-          ann.payload[row] != kNoValue) {
-        Step* step = &steps.back();
-        if (step->start == start && steps.size() >= 2 && steps[steps.size() - 2].end >= start) {
-          step = &steps[steps.size() - 2];
-        }
-        if (start >= step->start && start <= step->end) step->counted = ann.payload[row];
-      }
-      continue;
-    }
     const std::uint16_t depth = ann.depth[row];
     if (depth == 0) {
       steps.push_back(Step{.name = ann.name[row], .start = start, .end = end, .active_ns = static_cast<double>(end - start)});
+      outermost.push_back(row);
     } else if (!steps.empty() && start < steps.back().end) {
       if (depth >= 2) {
         ++steps.back().inner;
@@ -81,6 +73,8 @@ std::vector<Step> outermost_steps(const Trace& trace, TrackId track, StringId pr
       }
     }
   }
+  const std::vector<std::int64_t> counted = probe_step_counts(trace, track, outermost);
+  for (std::size_t i = 0; i < steps.size(); ++i) steps[i].counted = counted[i];
   return steps;
 }
 
@@ -105,8 +99,7 @@ ThreadProbeSteps::ThreadProbeSteps(const Trace& trace, TrackId track, std::span<
   const std::optional<StringId> probe_name = trace.find_string(kProbeMark);
   const std::optional<StringId> tracer_domain = trace.find_string(kTracerDomain);
   if (!probe_name || !tracer_domain || track >= trace.tracks().size()) return;
-  const std::vector<Step> steps =
-      outermost_steps(trace, track, *probe_name, *tracer_domain, trace.find_string(kWaitCategory));
+  const std::vector<Step> steps = outermost_steps(trace, track, trace.find_string(kWaitCategory));
   // A counted call costs what start-up calibration says in the machine's fast state, and more in
   // its slow one, as the thread's other work does: each probe's is scaled by how much slower the
   // probe step ran than the thread's fast probe steps of its name (their 20th percentile).
@@ -160,8 +153,16 @@ ThreadProbeSteps::ThreadProbeSteps(const Trace& trace, TrackId track, std::span<
       ++right;
     }
     if (left == 0 || right == 0) continue;
-    const auto [lo, hi] = std::minmax_element(durations.begin(), durations.end());
-    if (*lo <= 0 || *hi > (1 + kStableNeighbours) * *lo) continue;
+    auto level = [](std::span<const double> side) {
+      std::vector<double> sorted(side.begin(), side.end());
+      std::sort(sorted.begin(), sorted.end());
+      return sorted[std::min<std::size_t>(1, sorted.size() - 1)];
+    };
+    // take() put the left side first.
+    const double left_level = level(std::span(durations).first(static_cast<std::size_t>(left)));
+    const double right_level = level(std::span(durations).subspan(static_cast<std::size_t>(left)));
+    const auto [lo, hi] = std::minmax(left_level, right_level);
+    if (lo <= 0 || hi > (1 + kStableNeighbours) * lo) continue;
     const double counted = static_cast<double>(p.counted);
     const double recorded = median_of(inner, -1);
     if (std::abs(recorded - counted) > kSameWork * counted) continue;
