@@ -44,7 +44,8 @@
 #
 # Each run's error compares median steps, as the bounds do; `(means)` beside it compares the
 # counted pairs' mean steps, which also hold the few steps a run slows by far more than the rest
-# (the writer's drains, where it shares a core with the job: docs/simulation.md, "Probe steps").
+# (the writer's drains, where it shares a core with the job: docs/simulation.md, "The writer's
+# drains").
 #
 # Prints every attempt's error, and per configuration the median error and the worst of the
 # settled runs; exits 1 when the median exceeds BOUND % (default 3) or a settled run's error

@@ -123,6 +123,17 @@ std::string render_text(const ReplayCommandOptions& o, const Trace& trace, const
                                      ? "the trace has no thread loads, so what that took from the job is not removed"
                                      : fmt::format("the job's threads waited {} for a core while it ran: removed",
                                                    format_duration(c.runqueue_removed_ns))));
+      if (c.writer_spells > 0) {
+        line("writer spells",
+             c.writer_spells_measured == 0
+                 ? fmt::format("the threads recorded beside {} of its busy spells; too few events in and out of them "
+                               "to measure how much they slowed the threads, so nothing is removed for them",
+                               c.writer_spells)
+                 : fmt::format("the threads recorded beside {} of its busy spells; {} measured, in which the threads "
+                               "ran {:+.1f} % slower (median): removed {} (docs/simulation.md, \"The writer's drains\")",
+                               c.writer_spells, c.writer_spells_measured, 100 * c.writer_slowdown,
+                               format_duration(c.writer_slowdown_charged_ns)));
+      }
     }
   }
   if (trace.dropped_events() > 0) {

@@ -4,6 +4,8 @@
 // paused NVTX call costs what an untraced one does (the tracer emptied its slot).
 #include "run_helpers.h"
 
+#include <dreamscope/storage/tracer_environment.h>
+
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -122,6 +124,18 @@ TEST(RecordingPause, CpuTrainRecordsEveryOtherBlockOfSteps) {
     EXPECT_GT(ns, 0) << line;
   }
   EXPECT_EQ(printed, kSteps);
+  // The writer's busy spells are on the threads that recorded beside them, never in a pause:
+  // no recorded step ran beside those (docs/simulation.md, "The writer's drains").
+  const std::optional<StringId> busy = t.find_string(tracer_environment::kWriterBusy);
+  ASSERT_TRUE(busy) << "no writer spell recorded";
+  int spells = 0;
+  for (const OverheadRecord& o : t.overheads()) {
+    if (o.kind != *busy) continue;
+    ++spells;
+    EXPECT_LT(o.start, o.end);
+    for (const Pause& p : pauses_of(t)) EXPECT_TRUE(o.end <= p.start || o.start >= p.end) << o.start << " in a pause";
+  }
+  EXPECT_GT(spells, 0);
   std::filesystem::remove_all(dir);
 }
 

@@ -104,6 +104,10 @@ struct Session {
   std::int64_t last_time = 0;
   StringId buffer_map_kind = 0; // "tracer_buffer_map", interned on first use (0: not yet)
   StringId counted_timing_kind = 0; // "tracer_counted_ranges_timed", likewise
+  StringId writer_busy_kind = 0;    // "tracer_writer_busy", likewise
+  // The writer's previous busy spell (ns; start -1: none yet), written in the next drain on the
+  // threads that recorded during it (writer_thread.cpp, note_writer_busy).
+  std::int64_t busy_start = -1, busy_end = -1;
   // CPU time of this session's writer thread so far, while recording: CPU the tracer took
   // from the machine beside what it cost the traced threads (meta tracer_writer_cpu_ns). What
   // it used while recording was paused is apart (meta tracer_writer_cpu_paused_ns).

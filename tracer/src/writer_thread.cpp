@@ -85,6 +85,21 @@ void add_own_work(Session& s, ThreadSink& sink, const Event& e, TimeNs t, String
                                .kind = kind_id});
 }
 
+// The writer's previous busy spell, on a thread that recorded events since it began (its events
+// of this drain came after the spell's start): what the thread ran beside the writer. Recorded
+// so that correction can compare the thread's pace in and out of those spells: where the two
+// share a core (two hyperthreads of one) the thread ran far slower in them (docs/simulation.md,
+// "The writer's drains"). Not while recording is paused: no recorded step ran beside it.
+void note_writer_busy(Session& s, ThreadSink& sink) {
+  if (s.busy_start < 0 || s.busy_end <= s.busy_start || !s.target->in_window(s.busy_start)) return;
+  if (!s.pauses.empty()) {
+    const PauseInterval& last = s.pauses.back();
+    if (last.end == PauseInterval::kStillPaused || g_tracer->clock.to_ns(last.end) > s.busy_start) return;
+  }
+  if (s.writer_busy_kind == 0) s.writer_busy_kind = s.writer->intern(tracer_environment::kWriterBusy);
+  s.writer->add(OverheadRecord{.track = sink.track, .start = s.busy_start, .end = s.busy_end, .kind = s.writer_busy_kind});
+}
+
 void process_event(Session& s, ThreadSink& sink, std::uint32_t thread_index, const Event& e, std::uint64_t pos,
                    bool with_external_ids) {
   const bool kept = past_pauses(s, sink, e.ticks);
@@ -427,7 +442,9 @@ void drain_all(Session& s, bool final) {
     if (s.failed) {
       b->drain([](const Event&, std::uint64_t) {});
     } else {
+      std::uint64_t drained = 0;
       b->drain([&](const Event& e, std::uint64_t pos) {
+        ++drained;
         if (!ensure_writer(s)) return;
         if (!sink.has_track) {
           std::string name = thread_name(b->tid());
@@ -438,6 +455,7 @@ void drain_all(Session& s, bool final) {
         process_event(s, sink, b->index(), e, pos, with_external_ids);
       });
       if (sink.has_track && s.writer) {
+        if (drained > 0) note_writer_busy(s, sink);
         note_thread_load(s, sink, *b, retired, final || retired || pauses_changed || probe_changed);
       }
     }
@@ -554,6 +572,7 @@ void writer_loop(Session* s) {
     const bool at_pause = drain_ticket != s->drains_done.load();
     if (s->stop.load()) break;
     const std::int64_t cpu_at_wake = thread_cpu_ns();
+    const std::uint64_t wake_ticks = ticks(t.clock.uses_tsc());
     const std::uint64_t requested = t.flush_requested.load();
     // GPU records wait in CUPTI's buffers until asked for; asking often bounds what a
     // SIGKILL loses on the GPU side as the part's own flush does for the CPU side. Not
@@ -609,6 +628,8 @@ void writer_loop(Session* s) {
       s->writer_cpu_paused_ns.store(s->writer_cpu_paused_ns.load() + cpu - cpu_at_wake);
     }
     s->writer_cpu_ns.store(cpu - s->writer_cpu_paused_ns.load());
+    s->busy_start = t.clock.to_ns(wake_ticks);
+    s->busy_end = t.clock.to_ns(ticks(t.clock.uses_tsc()));
     t.flush_done.store(requested);
     s->drains_done.store(drain_ticket);
   }

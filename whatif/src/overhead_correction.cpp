@@ -1,6 +1,9 @@
 #include "dreamscope/whatif/overhead_correction.h"
 
 #include "dreamscope/whatif/probe_steps.h"
+#include "dreamscope/whatif/writer_interference.h"
+
+#include <dreamscope/storage/tracer_environment.h>
 
 #include <algorithm>
 #include <cmath>
@@ -301,10 +304,29 @@ OverheadCorrection correct_overhead(const Trace& trace, DependencyGraph& graph, 
     }
   }
   // The profiler's own work on a thread (CUPTI buffer handling) is charged where it happened.
+  const std::optional<StringId> writer_busy = trace.find_string(tracer_environment::kWriterBusy);
   for (const OverheadRecord& o : trace.overheads()) {
     if (o.track >= graph.resource_count() || graph.is_stream(o.track)) continue;
+    if (o.kind == writer_busy) continue; // the writer's time beside the thread: below
     ++out.overhead_records;
     charge_overlap(graph, o.track, o.start, o.end, 1.0, charge);
+  }
+  // What the writer's busy spells slowed the threads that ran beside them: the slowed share of
+  // each spell's time (writer_interference.h). Not with costs passed in: those say what to charge.
+  if (!costs) {
+    const WriterInterference writer = measure_writer_interference(trace);
+    out.writer_spells = writer.spells;
+    out.writer_spells_measured = writer.measured;
+    out.writer_slowdown = writer.median_slowdown;
+    double before = 0;
+    for (const double c : charge) before += c;
+    for (const WriterSlowdown& w : writer.slowed) {
+      if (w.track >= graph.resource_count() || graph.is_stream(w.track)) continue;
+      charge_overlap(graph, w.track, w.start, w.end, w.slowdown / (1 + w.slowdown), charge);
+    }
+    double after = 0;
+    for (const double c : charge) after += c;
+    out.writer_slowdown_charged_ns = static_cast<TimeNs>(after - before);
   }
   // Before the tracer's costs: a task's wait for a core is part of its measured time, not of
   // the work the costs are taken from.

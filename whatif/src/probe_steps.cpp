@@ -21,9 +21,10 @@ constexpr int kNeighboursASide = 4;
 constexpr TimeNs kReachInSteps = 10;
 // They recorded about as many inner ranges as the probe counted (the same work), and the two
 // sides' levels agree within this much (the machine did not change state around the probe). A
-// side's level is its second fastest step: the writer's drains slow one or two recorded steps
-// in ten or so by a third (docs/simulation.md, "Probe steps"), which a state change does not
-// look like, and which the neighbours' median passes over.
+// side's level is its second fastest step: where the writer shares a core with the thread, its
+// drains slow two or three steps in twelve or so by half (docs/simulation.md, "The writer's
+// drains"), which a state change does not look like, and which the neighbours' median passes
+// over.
 constexpr double kSameWork = 0.05;
 constexpr double kStableNeighbours = 0.10;
 // A window's timing stands for its calls where this many were timed (as overhead correction's).

@@ -77,6 +77,9 @@ std::string replay_json(const Trace& trace, const whatif::ReplayReport& r, std::
                      {"probe_steps", c.probe_steps}, {"probe_steps_measured", c.probe_steps_measured},
                      {"threads_by_probe_steps", c.threads_by_probe_steps},
                      {"runqueue_removed_ns", c.runqueue_removed_ns},
+                     {"writer_spells", c.writer_spells}, {"writer_spells_measured", c.writer_spells_measured},
+                     {"writer_slowdown", c.writer_slowdown >= 0 ? json(c.writer_slowdown) : json(nullptr)},
+                     {"writer_slowdown_charged_ns", c.writer_slowdown_charged_ns},
                      {"tracer_writer_cpu_ns",
                       trace.tracer_writer_cpu_ns() == kNoValue ? json(nullptr) : json(trace.tracer_writer_cpu_ns())}};
   }

@@ -72,6 +72,12 @@ struct OverheadCorrection {
   std::int64_t threads_by_probe_steps = 0;
   // Time the threads waited for a core while the writer had it, taken out of their tasks.
   TimeNs runqueue_removed_ns = 0;
+  // The writer's busy spells (writer_interference.h): how many the threads recorded beside, how
+  // many measured, the median slowdown they found (-1: none), and what was charged for it.
+  std::int64_t writer_spells = 0;
+  std::int64_t writer_spells_measured = 0;
+  double writer_slowdown = -1;
+  TimeNs writer_slowdown_charged_ns = 0;
 };
 
 // Sets the knobs of `graph`'s CPU tasks so that a replay predicts the untraced run. The
