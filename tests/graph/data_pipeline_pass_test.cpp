@@ -109,6 +109,42 @@ TEST(DataPipelinePass, AConsumerPreemptedBeforeItsWaitEndedStillLetsTheLoaderGoB
   EXPECT_TRUE(linked); // replay puts it back where it was: WhatifReplay.APreemptedConsumer...
 }
 
+TEST(DataPipelinePass, ALoaderThatPreemptsItsConsumerIsStillLetGoByTheConsumption) {
+  // Two loaders, four batches ahead, on a machine short of cores: loader A begins each odd
+  // batch b 9 us after the consumer's wait for b - 4 ended; loader B begins each even batch
+  // 5 us into that wait and takes the consumer's core, so the wait ends 255 us after B began,
+  // past a wake-up's time (cpu_train --workers 2 beside the tracer's writer on two cores).
+  constexpr TimeNs kUs = 1000, kStep = 1000 * kUs, kWork = 250 * kUs;
+  HandTrace h("");
+  const TrackId main = h.thread(1), a = h.thread(2), b_loader = h.thread(3);
+  for (std::int64_t b = 0; b < 16; ++b) {
+    const TrackId loader = b % 2 ? a : b_loader;
+    // The first four are not held back, and all made before the first step.
+    const TimeNs begin = b < 4 ? (b / 2) * 300 * kUs : (b - 3) * kStep + (b % 2 ? 15 : 5) * kUs;
+    h.annotation(loader, "fetch " + std::to_string(b), "fetch", begin, begin + kWork, b);
+  }
+  for (std::int64_t b = 0; b < 12; ++b) {
+    const TimeNs step = (b + 1) * kStep, wait_end = step + (b % 2 ? 6 : 260) * kUs;
+    h.annotation(main, "wait " + std::to_string(b), "wait", step, wait_end, b);
+    h.annotation(main, "step work " + std::to_string(b), "operation", wait_end, step + kStep);
+  }
+  const Trace trace = h.build();
+  const graph_build::GraphBuildState st = run_passes(trace, "data_pipeline");
+  for (std::int64_t b = 6; b < 16; b += 2) { // B's batches after its first held one
+    const TaskId idle = st.tasks.annotation_first[annotation_row(trace, "fetch " + std::to_string(b))] - 1;
+    const TaskId released_by = st.tasks.annotation_last[annotation_row(trace, "wait " + std::to_string(b - 4))];
+    bool linked = false;
+    for (std::size_t e = 0; e < st.edges.ends.size(); ++e) {
+      if (st.edges.ends[e] == std::pair<std::uint32_t, std::uint32_t>{released_by, idle}) {
+        linked = true;
+        EXPECT_EQ(st.edges.info[e].delay, -255 * kUs) << "batch " << b << ": let go where it began";
+      }
+    }
+    EXPECT_TRUE(linked) << "batch " << b << " is not let go by the wait for batch " << b - 4;
+    EXPECT_TRUE(st.tasks.flags[idle] & kTaskBlocking) << "batch " << b;
+  }
+}
+
 TEST(DataPipelinePass, ALoaderAlwaysBehindIsNotTiedToTheConsumer) {
   // The consumer waits for every batch; each wait ends because the loader just put it.
   HandTrace h("");

@@ -89,7 +89,7 @@ TEST(RecordingPause, NothingPausedIsRecordedAndRangesOpenAtAPauseEndThere) {
 TEST(RecordingPause, CpuTrainRecordsEveryOtherBlockOfSteps) {
   const auto dir = scratch_dir("recording-pause-cpu-train");
   const auto out = dir / "blocks.db";
-  constexpr int kSteps = 40, kBlock = 5;
+  constexpr int kSteps = 240, kBlock = 30; // blocks of tens of ms: the writer drains in them
   RunResult r = run(traced(out, {bin("cpu_train"), "--steps", std::to_string(kSteps), "--workers", "2",
                                  "--dataset-size", "100", "--paused-blocks", std::to_string(kBlock), "--data",
                                  (dir / "data").string()}));

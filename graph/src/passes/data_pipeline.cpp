@@ -187,7 +187,15 @@ void add_backpressure_flows(GraphBuildState& s) {
           if (w_it == rows.end()) continue;
           const AnnotationIndex w = *w_it;
           const TimeNs end = ann.end[w];
-          if (end < tasks.measured_start[c.idle] || end - c.begin > kWake || !other_thread_of_process(w, c.idle)) continue;
+          // Ended after a wake-up's time past the loader's start, the wait still let it go if it
+          // had begun by then: the consumer took the slot and was preempted inside its range,
+          // by this loader's own work where the cores are few (two loaders, a consumer and the
+          // tracer's writer on two cores: waits ending 250 µs after the loader began).
+          const bool inside = ann.start[w] <= c.begin && end > c.begin;
+          if (end < tasks.measured_start[c.idle] || (end - c.begin > kWake && !inside) ||
+              !other_thread_of_process(w, c.idle)) {
+            continue;
+          }
           const TimeNs distance = end > c.begin ? end - c.begin : c.begin - end;
           if (distance < nearest) {
             nearest = distance;
