@@ -89,7 +89,11 @@ void add_own_work(Session& s, ThreadSink& sink, const Event& e, TimeNs t, String
 // of this drain came after the spell's start): what the thread ran beside the writer. Recorded
 // so that correction can compare the thread's pace in and out of those spells: where the two
 // share a core (two hyperthreads of one) the thread ran far slower in them (docs/simulation.md,
-// "The writer's drains"). Not while recording is paused: no recorded step ran beside it.
+// "The writer's drains"). Not while recording is paused: no recorded step ran beside it. Only on
+// a thread that recorded kSpellEvents events since: correction needs hundreds of gaps in the
+// spells around one to measure it, so a sparser thread's rows would only fill the trace (a
+// loader's few ranges a batch, 64 such threads for an hour: 23 M rows).
+constexpr std::uint64_t kSpellEvents = 32;
 void note_writer_busy(Session& s, ThreadSink& sink) {
   if (s.busy_start < 0 || s.busy_end <= s.busy_start || !s.target->in_window(s.busy_start)) return;
   if (!s.pauses.empty()) {
@@ -455,7 +459,7 @@ void drain_all(Session& s, bool final) {
         process_event(s, sink, b->index(), e, pos, with_external_ids);
       });
       if (sink.has_track && s.writer) {
-        if (drained > 0) note_writer_busy(s, sink);
+        if (drained >= kSpellEvents) note_writer_busy(s, sink);
         note_thread_load(s, sink, *b, retired, final || retired || pauses_changed || probe_changed);
       }
     }
