@@ -28,22 +28,25 @@ struct Spell {
   TimeNs start, end;
 };
 
-// The thread's spells, in time order, overlapping ones merged.
-std::vector<Spell> spells_on(const Trace& trace, TrackId track, StringId kind) {
-  std::vector<Spell> spells;
+// Each thread's spells, in time order, overlapping ones merged: one pass over the overhead rows.
+std::vector<std::vector<Spell>> spells_by_track(const Trace& trace, StringId kind) {
+  std::vector<std::vector<Spell>> by_track(trace.tracks().size());
   for (const OverheadRecord& o : trace.overheads()) {
-    if (o.track == track && o.kind == kind && o.end > o.start) spells.push_back(Spell{o.start, o.end});
+    if (o.kind == kind && o.end > o.start && o.track < by_track.size()) by_track[o.track].push_back(Spell{o.start, o.end});
   }
-  std::sort(spells.begin(), spells.end(), [](const Spell& a, const Spell& b) { return a.start < b.start; });
-  std::vector<Spell> merged;
-  for (const Spell& s : spells) {
-    if (!merged.empty() && s.start <= merged.back().end) {
-      merged.back().end = std::max(merged.back().end, s.end);
-    } else {
-      merged.push_back(s);
+  for (std::vector<Spell>& spells : by_track) {
+    std::sort(spells.begin(), spells.end(), [](const Spell& a, const Spell& b) { return a.start < b.start; });
+    std::vector<Spell> merged;
+    for (const Spell& s : spells) {
+      if (!merged.empty() && s.start <= merged.back().end) {
+        merged.back().end = std::max(merged.back().end, s.end);
+      } else {
+        merged.push_back(s);
+      }
     }
+    spells = std::move(merged);
   }
-  return merged;
+  return by_track;
 }
 
 // Calls `f(from, to)` for each gap between two recorded range starts (or marks) of the thread, in
@@ -68,9 +71,10 @@ WriterInterference measure_writer_interference(const Trace& trace) {
   const std::optional<StringId> kind = trace.find_string(tracer_environment::kWriterBusy);
   if (!kind) return out;
   std::vector<double> measured;
+  const std::vector<std::vector<Spell>> by_track = spells_by_track(trace, *kind);
   for (TrackId track{0}; track < trace.tracks().size(); ++track) {
     if (trace.tracks()[track].kind != TrackKind::CpuThread) continue;
-    const std::vector<Spell> spells = spells_on(trace, track, *kind);
+    const std::vector<Spell>& spells = by_track[track];
     if (spells.empty()) continue;
     out.spells += static_cast<std::int64_t>(spells.size());
     const AnnotationRange rows = trace.annotations_on(track);
