@@ -208,9 +208,10 @@ double remove_writer_share(const std::vector<double>& waited, double writer_cpu_
   return removed;
 }
 
-// Charges the CPU tasks of `track` `per_ns` for each ns of theirs inside [start, end).
-void charge_overlap(const DependencyGraph& graph, ResourceId track, TimeNs start, TimeNs end, double per_ns,
-                    std::vector<double>& charge) {
+// Charges the CPU tasks of `track` `per_ns` for each ns of theirs inside [start, end); returns
+// what it charged.
+double charge_overlap(const DependencyGraph& graph, ResourceId track, TimeNs start, TimeNs end, double per_ns,
+                      std::vector<double>& charge) {
   const TaskId first = graph.resource_first(track), last = graph.resource_end(track);
   TaskId lo = first, hi = last; // first task that ends after `start`
   while (lo < hi) {
@@ -221,10 +222,14 @@ void charge_overlap(const DependencyGraph& graph, ResourceId track, TimeNs start
       hi = mid;
     }
   }
+  double charged = 0;
   for (TaskId t = lo; t < last && graph.measured_start(t) < end; ++t) {
     const TimeNs overlap = std::min(end, graph.measured_end(t)) - std::max(start, graph.measured_start(t));
-    if (overlap > 0) charge[t] += per_ns * static_cast<double>(overlap);
+    if (overlap <= 0) continue;
+    charge[t] += per_ns * static_cast<double>(overlap);
+    charged += per_ns * static_cast<double>(overlap);
   }
+  return charged;
 }
 
 } // namespace
@@ -318,15 +323,12 @@ OverheadCorrection correct_overhead(const Trace& trace, DependencyGraph& graph, 
     out.writer_spells = writer.spells;
     out.writer_spells_measured = writer.measured;
     out.writer_slowdown = writer.median_slowdown;
-    double before = 0;
-    for (const double c : charge) before += c;
+    double slowed = 0;
     for (const WriterSlowdown& w : writer.slowed) {
       if (w.track >= graph.resource_count() || graph.is_stream(w.track)) continue;
-      charge_overlap(graph, w.track, w.start, w.end, w.slowdown / (1 + w.slowdown), charge);
+      slowed += charge_overlap(graph, w.track, w.start, w.end, w.slowdown / (1 + w.slowdown), charge);
     }
-    double after = 0;
-    for (const double c : charge) after += c;
-    out.writer_slowdown_charged_ns = static_cast<TimeNs>(after - before);
+    out.writer_slowdown_charged_ns = static_cast<TimeNs>(slowed);
   }
   // Before the tracer's costs: a task's wait for a core is part of its measured time, not of
   // the work the costs are taken from.
