@@ -50,9 +50,9 @@ inline constexpr char kTracerDomain[] = "dreamscope.tracer";
 inline constexpr char kCountedRangesTimed[] = "tracer_counted_ranges_timed";
 // An overhead row of this kind on a thread: the tracer's writer thread was busy from its start
 // to its end (a drain of the buffers and the write behind it, every 10 ms) while the thread
-// recorded (32 events at least). Not the tracer's work on that thread: where the writer shares a core or its caches
-// with the thread, the thread runs slower meanwhile, and overhead correction measures by how
-// much (docs/simulation.md, "The writer's drains").
+// recorded (32 events at least). Not the tracer's work on that thread: where the writer shares
+// a core or its caches with the thread, the thread runs slower meanwhile, and overhead
+// correction measures by how much (docs/simulation.md, "The writer's drains").
 inline constexpr char kWriterBusy[] = "tracer_writer_busy";
 // The annotation library (libdreamscope-annotate.so) for the Python module to load.
 inline constexpr char kAnnotateLib[] = "DREAMSCOPE_ANNOTATE_LIB";
