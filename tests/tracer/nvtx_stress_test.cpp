@@ -15,6 +15,8 @@ struct StressResult {
   // The tracer's own chunk mappings on the recording threads (overhead rows).
   std::size_t buffer_maps = 0;
   bool buffer_maps_on_recording_threads = true;
+  // How often the writer gave way to the job's threads in a drain (meta tracer_writer_yields).
+  std::int64_t writer_yields = 0;
 };
 
 StressResult stress(int threads, long ranges_per_thread, std::map<std::string, std::string> env,
@@ -40,6 +42,7 @@ StressResult stress(int threads, long ranges_per_thread, std::map<std::string, s
     }
   }
   s.threads = per_track.size();
+  s.writer_yields = std::atoll(t.meta_value("tracer_writer_yields", "0").c_str());
   for (const OverheadRecord& o : t.overheads()) {
     if (t.str(o.kind) != "tracer_buffer_map") continue;
     ++s.buffer_maps;
@@ -74,6 +77,25 @@ TEST(NvtxStress, BuffersGrowSoABurstThatFitsInMemoryLosesNothing) {
   // for overhead correction to remove.
   EXPECT_GT(s.buffer_maps, 0u);
   EXPECT_TRUE(s.buffer_maps_on_recording_threads);
+}
+
+TEST(NvtxStress, TheWriterGivesWayToTheJobEverySliceOfADrainAndLosesNothing) {
+  // 1.6 M events: the writer's drains take milliseconds, far past a 1 us slice, so it yields
+  // many times, and what it drains is still all there. With the slice off it never yields.
+  constexpr int kThreads = 8;
+  constexpr long kRanges = 100'000;
+  for (const char* slice_us : {"1", "0"}) {
+    SCOPED_TRACE(std::string("DREAMSCOPE_WRITER_SLICE_US=") + slice_us);
+    StressResult s = stress(kThreads, kRanges, {{"DREAMSCOPE_WRITER_SLICE_US", slice_us}});
+    EXPECT_EQ(s.dropped, 0);
+    EXPECT_EQ(s.ranges, static_cast<std::size_t>(kThreads * kRanges));
+    EXPECT_TRUE(s.nesting_ok);
+    if (std::string(slice_us) == "0") {
+      EXPECT_EQ(s.writer_yields, 0);
+    } else {
+      EXPECT_GT(s.writer_yields, 10);
+    }
+  }
 }
 
 TEST(NvtxStress, PastTheMemoryCapWholeRangesAreDroppedAndCounted) {

@@ -56,6 +56,8 @@ Config config_from_environment() {
   // Probe steps by default; time-window probes asked for alone take their place.
   c.cost_probe_steps = std::clamp<std::int64_t>(
       env_int(env::kCostProbeSteps, c.cost_probe_ms > 0 ? 0 : env::kDefaultCostProbeSteps), 0, 1'000'000);
+  c.writer_slice_ns =
+      std::clamp<std::int64_t>(env_int(env::kWriterSliceUs, env::kDefaultWriterSliceUs), 0, 1'000'000) * 1000;
   if (const char* cmd = std::getenv(env::kCommand); cmd && *cmd) c.command = cmd;
   return c;
 }

@@ -32,6 +32,8 @@ struct Config {
   // pushes instead of recording them (nvtx_injection.cpp; 0: none, the default). Takes the
   // place of the time-window probes where both are asked for.
   std::int64_t cost_probe_steps = 0;
+  // The writer gives way to the job's threads after each slice of its busy time (0: never).
+  std::int64_t writer_slice_ns = 0;
   std::string command; // the job's command line
 };
 

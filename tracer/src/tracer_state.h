@@ -77,6 +77,33 @@ struct OtherThreads {
   std::unordered_map<std::int64_t, std::uint64_t> recorded;
 };
 
+// The writer's busy time in slices: after each, it gives way to any of the job's threads waiting
+// for its core (sched_yield). A drain of a busy process runs for milliseconds, and a thread of
+// the job woken on the writer's core meanwhile (a loader its consumer let go) waits behind it:
+// the scheduler does not move it to the other core in time, even where that core falls idle
+// because its own thread now waits for that loader's batch. With `perf sched` on the 2-core
+// development VM (cpu_train --workers 2, fine annotations), loaders waited 1-5 ms for a core 56
+// times in a 2 s run, 155 ms in all, behind drains of up to 4.3 ms (docs/tracing.md, "The
+// writer's slice"). With nothing waiting, sched_yield returns at once: under 1 us a slice.
+class WriterPacing {
+ public:
+  void start(std::int64_t slice_ns);
+  // An event drained: the clock is read every kCheckEvery.
+  void event() {
+    if (slice_ns_ > 0 && ++events_ % kCheckEvery == 0) check();
+  }
+  // Between two pieces of work: yields if the slice has run out.
+  void check();
+  std::uint64_t yields() const { return yields_; }
+
+ private:
+  static constexpr std::uint64_t kCheckEvery = 256;
+  std::int64_t slice_ns_ = 0;
+  std::int64_t since_ = 0;
+  std::uint64_t events_ = 0;
+  std::uint64_t yields_ = 0;
+};
+
 // One part file and the thread that writes it.
 struct Session {
   std::unique_ptr<TraceLogWriter> writer;
@@ -108,12 +135,14 @@ struct Session {
   // The writer's previous busy spell (ns; start -1: none yet), written in the next drain on the
   // threads that recorded during it (writer_thread.cpp, note_writer_busy).
   std::int64_t busy_start = -1, busy_end = -1;
+  WriterPacing pacing;
   // CPU time of this session's writer thread so far, while recording: CPU the tracer took
   // from the machine beside what it cost the traced threads (meta tracer_writer_cpu_ns). What
   // it used while recording was paused is apart (meta tracer_writer_cpu_paused_ns).
   std::atomic<std::int64_t> writer_cpu_ns{0};
   std::atomic<std::int64_t> writer_cpu_paused_ns{0};
   std::int64_t writer_cpu_written = -1;
+  std::uint64_t writer_yields_written = 0;
   std::uint64_t thread_names_applied = 0; // Tracer::thread_names_changes when last applied
   // The program's pauses of recording (recording_pause.h), as of this drain, and the version
   // written to meta recording_paused.

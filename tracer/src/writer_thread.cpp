@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 
 #include <algorithm>
@@ -419,6 +420,19 @@ constexpr std::size_t kReadyChunks = 2;
 
 } // namespace
 
+void WriterPacing::start(std::int64_t slice_ns) {
+  slice_ns_ = slice_ns;
+  since_ = monotonic_ns();
+  events_ = 0;
+}
+
+void WriterPacing::check() {
+  if (slice_ns_ <= 0 || monotonic_ns() - since_ < slice_ns_) return;
+  sched_yield();
+  ++yields_;
+  since_ = monotonic_ns();
+}
+
 void drain_all(Session& s, bool final) {
   Tracer& t = *g_tracer;
   std::vector<ThreadBuffer*> buffers;
@@ -449,6 +463,7 @@ void drain_all(Session& s, bool final) {
       std::uint64_t drained = 0;
       b->drain([&](const Event& e, std::uint64_t pos) {
         ++drained;
+        s.pacing.event();
         if (!ensure_writer(s)) return;
         if (!sink.has_track) {
           std::string name = thread_name(b->tid());
@@ -464,6 +479,7 @@ void drain_all(Session& s, bool final) {
       }
     }
     if (retired) finished.push_back(b);
+    s.pacing.check();
   }
   apply_thread_names(s); // tracks made in this drain: renamed
   if (probe_changed || final) g_hot.cost_probe.store(s.probe_on && !final, std::memory_order_relaxed);
@@ -542,6 +558,10 @@ void write_status(Session& s) {
       s.writer->set_meta("tracer_writer_cpu_paused_ns", std::to_string(paused));
     }
   }
+  if (const std::uint64_t yields = s.pacing.yields(); yields != s.writer_yields_written) {
+    s.writer->set_meta("tracer_writer_yields", std::to_string(yields));
+    s.writer_yields_written = yields;
+  }
 }
 
 void writer_loop(Session* s) {
@@ -577,6 +597,7 @@ void writer_loop(Session* s) {
     if (s->stop.load()) break;
     const std::int64_t cpu_at_wake = thread_cpu_ns();
     const std::uint64_t wake_ticks = ticks(t.clock.uses_tsc());
+    s->pacing.start(t.config.writer_slice_ns);
     const std::uint64_t requested = t.flush_requested.load();
     // GPU records wait in CUPTI's buffers until asked for; asking often bounds what a
     // SIGKILL loses on the GPU side as the part's own flush does for the CPU side. Not
@@ -618,6 +639,7 @@ void writer_loop(Session* s) {
       // 100 ms keeps a SIGKILLed process's loss under the 200 ms the design allows.
       if (!s->failed && s->writer &&
           (now - last_flush >= std::chrono::milliseconds(100) || requested != t.flush_done.load() || at_pause)) {
+        s->pacing.check();
         write_status(*s);
         s->writer->flush();
         last_flush = now;

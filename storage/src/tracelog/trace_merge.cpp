@@ -348,6 +348,7 @@ MergedJob merge_part_logs(const fs::path& dir, const JobFacts& job) {
   std::int64_t dropped = 0, writer_cpu = 0, start = INT64_MAX, end = INT64_MIN;
   std::string recording_paused; // the parts' meta recording_paused, joined
   std::int64_t writer_cpu_paused = 0;
+  std::int64_t writer_yields = 0;
   std::set<std::string> warnings(job.warnings.begin(), job.warnings.end());
   std::string host;
   bool have_calibration = false;
@@ -398,6 +399,7 @@ MergedJob merge_part_logs(const fs::path& dir, const JobFacts& job) {
     }
     split_warnings(p.trace.meta_value("warnings"), warnings);
     writer_cpu_paused += std::atoll(p.trace.meta_value("tracer_writer_cpu_paused_ns", "0").c_str());
+    writer_yields += std::atoll(p.trace.meta_value("tracer_writer_yields", "0").c_str());
     if (std::string v = p.trace.meta_value("recording_paused"); !v.empty()) {
       recording_paused += (recording_paused.empty() ? "" : "; ") + v;
     }
@@ -417,6 +419,7 @@ MergedJob merge_part_logs(const fs::path& dir, const JobFacts& job) {
   }
   if (!recording_paused.empty()) out.set_meta("recording_paused", recording_paused);
   if (writer_cpu_paused > 0) out.set_meta("tracer_writer_cpu_paused_ns", std::to_string(writer_cpu_paused));
+  if (writer_yields > 0) out.set_meta("tracer_writer_yields", std::to_string(writer_yields));
   result.parts = parts.size();
   const StringId batch_flow = out.intern("batch");
   for (const auto& [key, from] : batches.produced) {

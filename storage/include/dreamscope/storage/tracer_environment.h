@@ -42,6 +42,11 @@ inline constexpr char kCostProbe[] = "DREAMSCOPE_COST_PROBE";
 // from a recorded neighbour (storage/src/tracelog/probe_step_fill.h).
 inline constexpr char kCostProbeSteps[] = "DREAMSCOPE_COST_PROBE_STEPS";
 inline constexpr int kDefaultCostProbeSteps = 20;
+// The writer's slice, in µs: a drain gives way to the job's waiting threads (sched_yield) after
+// each such stretch of its busy time (writer_thread.cpp, WriterPacing; 0: never). Default
+// kDefaultWriterSliceUs.
+inline constexpr char kWriterSliceUs[] = "DREAMSCOPE_WRITER_SLICE_US";
+inline constexpr int kDefaultWriterSliceUs = 200;
 // What a probe step leaves in the trace, written by the tracer and read by the merge's fill and
 // by overhead correction: its mark, in the tracer's own domain, and the overhead row of the
 // counted ranges timed right after it.
