@@ -145,6 +145,41 @@ TEST(DataPipelinePass, ALoaderThatPreemptsItsConsumerIsStillLetGoByTheConsumptio
   }
 }
 
+TEST(DataPipelinePass, ATakeThatLetsItsLoaderGoIsNotAlsoTakenForWaitingOnIt) {
+  // As above, but batch 8 was made while recording was paused: no range says who made it, so
+  // nothing names what the wait for it waited for. Loader B, let go by that wait 58 us in,
+  // takes the consumer's core for 495 us and ends batch 12 7 us before the 560 us wait ends: a
+  // burst that timing alone would take for work the consumer handed over and waited for (pass
+  // 6). Both would be a cycle (the wait lets B go, B's batch ends the wait), and the replay
+  // would stop there (a traced cpu_train --workers 2, right after a resume).
+  constexpr TimeNs kUs = 1000, kStep = 1000 * kUs, kWork = 250 * kUs;
+  HandTrace h("");
+  const TrackId main = h.thread(1), a = h.thread(2), b_loader = h.thread(3);
+  for (std::int64_t b = 0; b < 16; ++b) {
+    if (b == 8) continue;
+    const TrackId loader = b % 2 ? a : b_loader;
+    const TimeNs begin = b < 4 ? (b / 2) * 300 * kUs : (b - 3) * kStep + (b == 12 ? 58 : b % 2 ? 15 : 5) * kUs;
+    h.annotation(loader, "fetch " + std::to_string(b), "fetch", begin, begin + (b == 12 ? 495 * kUs : kWork), b);
+  }
+  for (std::int64_t b = 0; b < 12; ++b) {
+    const TimeNs step = (b + 1) * kStep, wait_end = step + (b == 8 ? 560 : b % 2 ? 6 : 260) * kUs;
+    h.annotation(main, "wait " + std::to_string(b), "wait", step, wait_end, b);
+    h.annotation(main, "step work " + std::to_string(b), "operation", wait_end, step + kStep);
+  }
+  const Trace trace = h.build();
+  const graph_build::GraphBuildState st = run_passes(trace);
+  const TaskId wait8 = st.tasks.annotation_last[annotation_row(trace, "wait 8")];
+  const TaskId idle12 = st.tasks.annotation_first[annotation_row(trace, "fetch 12")] - 1;
+  bool lets_go = false;
+  for (std::size_t e = 0; e < st.edges.ends.size(); ++e) {
+    const auto [from, to] = st.edges.ends[e];
+    lets_go = lets_go || (from == wait8 && to == idle12);
+    EXPECT_FALSE(to == wait8 && st.edges.info[e].kind == EdgeKind::Join) << "the wait for batch 8 joined task " << from;
+    EXPECT_FALSE(from == wait8 && st.edges.info[e].kind == EdgeKind::Handoff) << "the wait for batch 8 handed off to " << to;
+  }
+  EXPECT_TRUE(lets_go) << "batch 12 is not let go by the wait for batch 8";
+}
+
 TEST(DataPipelinePass, ALoaderAlwaysBehindIsNotTiedToTheConsumer) {
   // The consumer waits for every batch; each wait ends because the loader just put it.
   HandTrace h("");

@@ -75,8 +75,14 @@ BurstFound burst_in(const TaskTable& tasks, ResourceId b, TimeNs ps, TimeNs pe, 
   TaskId first = static_cast<TaskId>(std::lower_bound(starts.begin() + begin, starts.begin() + end, ps) - starts.begin());
   while (first < end && !is_event(first)) ++first;
   if (first == end || starts[first] >= pe) return {};
-  // Idle from before the wait began: the piece before the burst is b's idle time.
-  if (first > begin && (is_event(first - 1) || starts[first - 1] > ps)) return {};
+  // Idle from before the wait began: the piece before the burst is b's idle time, and not
+  // known to wait for something else (a loader that its consumer's take let go, pass 5): that
+  // burst began because of that, and a handoff from this wait too would close a cycle where
+  // this wait is that take (the consumer preempted by the loader it let go, its batch's maker
+  // not in the trace: cpu_train --workers 2 right after a resume of recording).
+  if (first > begin && (is_event(first - 1) || starts[first - 1] > ps || (tasks.flags[first - 1] & kTaskBlocking))) {
+    return {};
+  }
   // The burst's last event, and b idle from its end until after the waiter resumed.
   TaskId last = static_cast<TaskId>(std::lower_bound(starts.begin() + first, starts.begin() + end, pe) - starts.begin());
   if (last < end && is_event(last) && starts[last] <= pe) return {};
