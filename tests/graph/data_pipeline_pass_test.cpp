@@ -145,6 +145,41 @@ TEST(DataPipelinePass, ALoaderThatPreemptsItsConsumerIsStillLetGoByTheConsumptio
   }
 }
 
+TEST(DataPipelinePass, LoadersThatAlwaysPreemptTheirConsumerAreLetGoByItsTakes) {
+  // As above, but both loaders begin every batch 5 us into the consumer's wait for batch b - 4
+  // and keep its core until 255 us later: no wait ends within a wake-up before a loader begins,
+  // so the depth comes from the waits under way when the loaders began (a 200-step cpu_train
+  // --workers 2 recording, 2026-11-29: every step so; without the links the loaders kept their
+  // measured idle time and the corrected replay's steps ran up to 3 ms long).
+  constexpr TimeNs kUs = 1000, kStep = 1000 * kUs, kWork = 250 * kUs;
+  HandTrace h("");
+  const TrackId main = h.thread(1), a = h.thread(2), b_loader = h.thread(3);
+  for (std::int64_t b = 0; b < 16; ++b) {
+    const TimeNs begin = b < 4 ? (b / 2) * 300 * kUs : (b - 3) * kStep + 5 * kUs;
+    h.annotation(b % 2 ? a : b_loader, "fetch " + std::to_string(b), "fetch", begin, begin + kWork, b);
+  }
+  for (std::int64_t b = 0; b < 12; ++b) {
+    const TimeNs step = (b + 1) * kStep, wait_end = step + 260 * kUs;
+    h.annotation(main, "wait " + std::to_string(b), "wait", step, wait_end, b);
+    h.annotation(main, "step work " + std::to_string(b), "operation", wait_end, step + kStep);
+  }
+  const Trace trace = h.build();
+  const graph_build::GraphBuildState st = run_passes(trace, "data_pipeline");
+  for (std::int64_t b = 6; b < 16; ++b) { // each loader's batches after its first held one
+    const TaskId idle = st.tasks.annotation_first[annotation_row(trace, "fetch " + std::to_string(b))] - 1;
+    const TaskId released_by = st.tasks.annotation_last[annotation_row(trace, "wait " + std::to_string(b - 4))];
+    bool linked = false;
+    for (std::size_t e = 0; e < st.edges.ends.size(); ++e) {
+      if (st.edges.ends[e] == std::pair<std::uint32_t, std::uint32_t>{released_by, idle}) {
+        linked = true;
+        EXPECT_EQ(st.edges.info[e].delay, -255 * kUs) << "batch " << b << ": let go where it began";
+      }
+    }
+    EXPECT_TRUE(linked) << "batch " << b << " is not let go by the wait for batch " << b - 4;
+    EXPECT_TRUE(st.tasks.flags[idle] & kTaskBlocking) << "batch " << b;
+  }
+}
+
 TEST(DataPipelinePass, ATakeThatLetsItsLoaderGoIsNotAlsoTakenForWaitingOnIt) {
   // As above, but batch 8 was made while recording was paused: no range says who made it, so
   // nothing names what the wait for it waited for. Loader B, let go by that wait 58 us in,

@@ -82,6 +82,8 @@ void add_data_flows(GraphBuildState& s) {
 // a loader always behind would otherwise be tied to the consumer's pace.
 void add_backpressure_flows(GraphBuildState& s) {
   constexpr TimeNs kWake = 200'000; // a woken loader runs within a scheduler slice, not later
+  // How long a loader that took its consumer's core may keep it: a fetch and prep of a batch.
+  constexpr TimeNs kUnderWay = 2'000'000;
   const Trace& trace = s.trace;
   TaskTable& tasks = s.tasks;
   const auto& ann = trace.annotations();
@@ -162,6 +164,26 @@ void add_backpressure_flows(GraphBuildState& s) {
         break;
       }
       --it;
+    }
+    // Else a wait for an earlier batch that was under way when the loader began, on another
+    // thread: the consumer took the slot and the loader took its core at once, so the wait's
+    // range ends after the loader began, every batch alike where the cores are few (no wait
+    // then ends within a wake-up before a loader begins, and the depth would go unfound).
+    // Only an earlier batch's: a wait for this batch or a later one waits for the loader.
+    if (c.timed == kNoIndex) {
+      auto under_way = std::upper_bound(wait_ends.begin(), wait_ends.end(), WaitEnd{c.begin, kNoIndex});
+      for (int looked = 0; under_way != wait_ends.end() && looked < kLooked; ++looked, ++under_way) {
+        const AnnotationIndex w = under_way->row;
+        if (under_way->end - c.begin > kUnderWay) break;
+        if (ann.start[w] > c.begin || !other_thread_of_process(w, idle) || ann.payload[w] == kNoValue ||
+            ann.payload[w] >= c.batch || ann.payload[w] == c.put) {
+          continue;
+        }
+        c.timed = w;
+        ++timed;
+        ++distances[c.batch - ann.payload[w]];
+        break;
+      }
     }
     candidates.push_back(c);
   }
