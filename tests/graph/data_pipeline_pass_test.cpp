@@ -109,6 +109,23 @@ TEST(DataPipelinePass, AConsumerPreemptedBeforeItsWaitEndedStillLetsTheLoaderGoB
   EXPECT_TRUE(linked); // replay puts it back where it was: WhatifReplay.APreemptedConsumer...
 }
 
+// Batch b's loader sat idle until the consumer's wait for batch b - depth let it go: linked by a
+// flow whose delay puts the loader where it began (`delay`: before the wait's recorded end).
+void expect_let_go_where_it_began(const Trace& trace, const graph_build::GraphBuildState& st, std::int64_t b,
+                                  std::int64_t depth, TimeNs delay) {
+  const TaskId idle = st.tasks.annotation_first[annotation_row(trace, "fetch " + std::to_string(b))] - 1;
+  const TaskId released_by = st.tasks.annotation_last[annotation_row(trace, "wait " + std::to_string(b - depth))];
+  bool linked = false;
+  for (std::size_t e = 0; e < st.edges.ends.size(); ++e) {
+    if (st.edges.ends[e] == std::pair<std::uint32_t, std::uint32_t>{released_by, idle}) {
+      linked = true;
+      EXPECT_EQ(st.edges.info[e].delay, delay) << "batch " << b << ": let go where it began";
+    }
+  }
+  EXPECT_TRUE(linked) << "batch " << b << " is not let go by the wait for batch " << b - depth;
+  EXPECT_TRUE(st.tasks.flags[idle] & kTaskBlocking) << "batch " << b;
+}
+
 TEST(DataPipelinePass, ALoaderThatPreemptsItsConsumerIsStillLetGoByTheConsumption) {
   // Two loaders, four batches ahead, on a machine short of cores: loader A begins each odd
   // batch b 9 us after the consumer's wait for b - 4 ended; loader B begins each even batch
@@ -130,19 +147,7 @@ TEST(DataPipelinePass, ALoaderThatPreemptsItsConsumerIsStillLetGoByTheConsumptio
   }
   const Trace trace = h.build();
   const graph_build::GraphBuildState st = run_passes(trace, "data_pipeline");
-  for (std::int64_t b = 6; b < 16; b += 2) { // B's batches after its first held one
-    const TaskId idle = st.tasks.annotation_first[annotation_row(trace, "fetch " + std::to_string(b))] - 1;
-    const TaskId released_by = st.tasks.annotation_last[annotation_row(trace, "wait " + std::to_string(b - 4))];
-    bool linked = false;
-    for (std::size_t e = 0; e < st.edges.ends.size(); ++e) {
-      if (st.edges.ends[e] == std::pair<std::uint32_t, std::uint32_t>{released_by, idle}) {
-        linked = true;
-        EXPECT_EQ(st.edges.info[e].delay, -255 * kUs) << "batch " << b << ": let go where it began";
-      }
-    }
-    EXPECT_TRUE(linked) << "batch " << b << " is not let go by the wait for batch " << b - 4;
-    EXPECT_TRUE(st.tasks.flags[idle] & kTaskBlocking) << "batch " << b;
-  }
+  for (std::int64_t b = 6; b < 16; b += 2) expect_let_go_where_it_began(trace, st, b, 4, -255 * kUs); // B's, once held
 }
 
 TEST(DataPipelinePass, LoadersThatAlwaysPreemptTheirConsumerAreLetGoByItsTakes) {
@@ -165,19 +170,7 @@ TEST(DataPipelinePass, LoadersThatAlwaysPreemptTheirConsumerAreLetGoByItsTakes) 
   }
   const Trace trace = h.build();
   const graph_build::GraphBuildState st = run_passes(trace, "data_pipeline");
-  for (std::int64_t b = 6; b < 16; ++b) { // each loader's batches after its first held one
-    const TaskId idle = st.tasks.annotation_first[annotation_row(trace, "fetch " + std::to_string(b))] - 1;
-    const TaskId released_by = st.tasks.annotation_last[annotation_row(trace, "wait " + std::to_string(b - 4))];
-    bool linked = false;
-    for (std::size_t e = 0; e < st.edges.ends.size(); ++e) {
-      if (st.edges.ends[e] == std::pair<std::uint32_t, std::uint32_t>{released_by, idle}) {
-        linked = true;
-        EXPECT_EQ(st.edges.info[e].delay, -255 * kUs) << "batch " << b << ": let go where it began";
-      }
-    }
-    EXPECT_TRUE(linked) << "batch " << b << " is not let go by the wait for batch " << b - 4;
-    EXPECT_TRUE(st.tasks.flags[idle] & kTaskBlocking) << "batch " << b;
-  }
+  for (std::int64_t b = 6; b < 16; ++b) expect_let_go_where_it_began(trace, st, b, 4, -255 * kUs); // both, once held
 }
 
 TEST(DataPipelinePass, ATakeThatLetsItsLoaderGoIsNotAlsoTakenForWaitingOnIt) {
