@@ -24,6 +24,8 @@ TimeNs predicted_instant(const DependencyGraph& graph, const SimulationResult& r
   }
   const TaskId k = lo - 1;
   if (result.start[k] == kNoValue) return measured;
+  // Begun and never done (a blocking task whose wait a cycle held back): it keeps its pace.
+  if (result.end[k] == kNoValue) return result.start[k] + (measured - graph.measured_start(k));
   if (measured <= graph.measured_end(k)) {
     return result.start[k] + std::min(measured - graph.measured_start(k), result.end[k] - result.start[k]);
   }
@@ -49,7 +51,10 @@ Trace make_predicted_trace(const Trace& measured, const DependencyGraph& graph, 
   const auto& ann = measured.annotations();
   b.reserve(api.size(), ops.size(), ann.size());
 
-  auto scheduled = [&](TaskId t) { return t != kNoTask && result.start[t] != kNoValue && !graph.removed(t); };
+  // Begun and done: a task a cycle held back has no place in the predicted run.
+  auto scheduled = [&](TaskId t) {
+    return t != kNoTask && result.start[t] != kNoValue && result.end[t] != kNoValue && !graph.removed(t);
+  };
   auto instant = [&](TrackId track, TimeNs x) { return predicted_instant(graph, result, track, x); };
 
   // Each row moves to where its tasks were scheduled (a what-if may also have moved it to

@@ -67,7 +67,10 @@ struct BurstFound {
   TaskId first = kNoTask, last = kNoTask;
 };
 
-BurstFound burst_in(const TaskTable& tasks, ResourceId b, TimeNs ps, TimeNs pe, TimeNs slack) {
+// `held_before[t]`: how many idle pieces before task t (of every thread, in task order) are
+// known to wait for something (pass 5: a loader that its consumer's take let go).
+BurstFound burst_in(const TaskTable& tasks, const std::vector<std::uint32_t>& held_before, ResourceId b, TimeNs ps,
+                    TimeNs pe, TimeNs slack) {
   const std::vector<TimeNs>& starts = tasks.measured_start;
   auto is_event = [&](TaskId t) { return tasks.kind[t] != TaskKind::CpuWork; };
   const TaskId begin = tasks.first(b), end = tasks.end(b);
@@ -92,6 +95,9 @@ BurstFound burst_in(const TaskTable& tasks, ResourceId b, TimeNs ps, TimeNs pe, 
   if (tasks.measured_end[last] > pe) return {};
   if (last + 1 < end && tasks.measured_end[last + 1] < pe) return {}; // b idle, then busy again before the wait ended
   if (pe - tasks.measured_end[last] > slack) return {};
+  // Nor idle inside the burst until something else let the thread go: the burst is then
+  // two, and the second was not handed over by this wait (the same cycle as above).
+  if (held_before[last] != held_before[first]) return {};
   return {first, last};
 }
 
@@ -230,6 +236,10 @@ void add_thread_handoffs(GraphBuildState& s) {
   auto is_event = [&](TaskId t) { return tasks.kind[t] != TaskKind::CpuWork; };
   const std::vector<TimeNs>& starts = tasks.measured_start;
   const std::vector<TimeNs>& ends = tasks.measured_end;
+  std::vector<std::uint32_t> held_before(tasks.size() + 1, 0);
+  for (TaskId t = 0; t < tasks.size(); ++t) {
+    held_before[t + 1] = held_before[t] + (!is_event(t) && (tasks.flags[t] & kTaskBlocking) ? 1 : 0);
+  }
 
   struct Wait {
     TaskId task;
@@ -402,7 +412,7 @@ void add_thread_handoffs(GraphBuildState& s) {
       for (std::size_t pos = next(lo); pos != hi; pos = next(pos + 1)) {
         const BurstEnd& e = burst_ends[pos];
         if (e.thread == w.thread) continue;
-        const BurstFound found = burst_in(tasks, e.thread, w.start, w.end, w.slack);
+        const BurstFound found = burst_in(tasks, held_before, e.thread, w.start, w.end, w.slack);
         if (found.last != e.task || !(wait_start < start_key(tasks, found.first)) ||
             !(end_key(tasks, found.last) < wait_end)) {
           continue;
