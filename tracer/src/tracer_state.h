@@ -82,8 +82,8 @@ struct OtherThreads {
 // the job woken on the writer's core meanwhile (a loader its consumer let go) waits behind it:
 // the scheduler does not move it to the other core in time, even where that core falls idle
 // because its own thread now waits for that loader's batch. With `perf sched` on the 2-core
-// development VM (cpu_train --workers 2, fine annotations), loaders waited 1-5 ms for a core 56
-// times in a 2 s run, 155 ms in all, behind drains of up to 4.3 ms (docs/tracing.md, "The
+// development VM (cpu_train --workers 2, fine annotations), loaders waited 1-5 ms for a core 54
+// times in a 2 s run, 154 ms in all, behind drains of up to 4.3 ms (docs/tracing.md, "The
 // writer's slice"). With nothing waiting, sched_yield returns at once: under 1 us a slice.
 class WriterPacing {
  public:

@@ -78,14 +78,8 @@ BurstFound burst_in(const TaskTable& tasks, const std::vector<std::uint32_t>& he
   TaskId first = static_cast<TaskId>(std::lower_bound(starts.begin() + begin, starts.begin() + end, ps) - starts.begin());
   while (first < end && !is_event(first)) ++first;
   if (first == end || starts[first] >= pe) return {};
-  // Idle from before the wait began: the piece before the burst is b's idle time, and not
-  // known to wait for something else (a loader that its consumer's take let go, pass 5): that
-  // burst began because of that, and a handoff from this wait too would close a cycle where
-  // this wait is that take (the consumer preempted by the loader it let go, its batch's maker
-  // not in the trace: cpu_train --workers 2 right after a resume of recording).
-  if (first > begin && (is_event(first - 1) || starts[first - 1] > ps || (tasks.flags[first - 1] & kTaskBlocking))) {
-    return {};
-  }
+  // Idle from before the wait began: the piece before the burst is b's idle time.
+  if (first > begin && (is_event(first - 1) || starts[first - 1] > ps)) return {};
   // The burst's last event, and b idle from its end until after the waiter resumed.
   TaskId last = static_cast<TaskId>(std::lower_bound(starts.begin() + first, starts.begin() + end, pe) - starts.begin());
   if (last < end && is_event(last) && starts[last] <= pe) return {};
@@ -95,9 +89,11 @@ BurstFound burst_in(const TaskTable& tasks, const std::vector<std::uint32_t>& he
   if (tasks.measured_end[last] > pe) return {};
   if (last + 1 < end && tasks.measured_end[last + 1] < pe) return {}; // b idle, then busy again before the wait ended
   if (pe - tasks.measured_end[last] > slack) return {};
-  // Nor idle inside the burst until something else let the thread go: the burst is then
-  // two, and the second was not handed over by this wait (the same cycle as above).
-  if (held_before[last] != held_before[first]) return {};
+  // No idle piece before the burst or inside it known to wait for something else (a loader that
+  // its consumer's take let go, pass 5): what it let go was not handed over by this wait, and a
+  // handoff too would close a cycle where this wait is that take, or waits for it (cpu_train
+  // --workers 2 right after a resume of recording; a loader's runs inside another's long fetch).
+  if (held_before[last] != held_before[first > begin ? first - 1 : first]) return {};
   return {first, last};
 }
 
