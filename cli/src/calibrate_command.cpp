@@ -6,8 +6,11 @@
 // no NVTX tool attached, once under libdreamscope-tracer.so. The cost of an event kind is
 // the difference of the two medians: exactly what tracing added to the calling thread.
 // Calls come in batches with pauses for the tracer's writer thread, which drains each batch
-// and recycles its chunks, so the figure is the recording path that a real job sees.
+// and recycles its chunks, so the figure is the recording path that a real job sees. Where a
+// CUDA device is, kernel launches are timed the same way (cuda_launch_timing.h): on a GPU the
+// tracer's largest cost per event is CUPTI's instrumentation of each launch.
 #include "commands.h"
+#include "cuda_launch_timing.h"
 
 #include <dreamscope/annotate.h>
 #include <dreamscope/storage/trace_file.h>
@@ -39,14 +42,27 @@ namespace fs = std::filesystem;
 constexpr const char* kChildVariable = "DREAMSCOPE_CALIBRATE_CHILD";
 
 struct CalibrateOptions {
-  std::string apply;
+  std::vector<std::string> apply;
   int rounds = 21;
   int batch = 10000;
   bool json = false;
+  bool cuda = true;
+  bool cuda_only = false; // kernel launches alone: a GPU trace's missing cuda_launch, quickly
+};
+
+// Launches a batch: enough to time well, few enough that the GPU's queue never fills (a full
+// queue makes a launch wait for the GPU, which is not the launch's cost).
+constexpr int kLaunchBatch = 256;
+
+// A child's answer: one "<event kind> <ns>" line per measured kind, "# <kind> <why>" for one
+// that could not be measured on this machine.
+struct ChildAnswer {
+  std::map<std::string, double> costs;
+  std::map<std::string, std::string> skipped;
 };
 
 // In the child: per event kind, the median over `rounds` batches of the cost of one call.
-int measure(int rounds, int batch) {
+int measure(int rounds, int batch, bool cuda, bool nvtx) {
   const ds_string_t registered = ds_register_string("calibrate");
   using clock = std::chrono::steady_clock;
   auto median_ns = [&](auto&& call) {
@@ -61,16 +77,27 @@ int measure(int rounds, int batch) {
     std::sort(per_call.begin(), per_call.end());
     return per_call[per_call.size() / 2];
   };
-  const double range = median_ns([](int i) {
-    ds_range_push(DS_CATEGORY_OPERATION, "calibrate", i);
-    ds_range_pop();
-  });
-  const double range_registered = median_ns([&](int i) {
-    ds_range_push_registered(DS_CATEGORY_OPERATION, registered, i);
-    ds_range_pop();
-  });
-  const double mark = median_ns([](int i) { ds_mark(DS_CATEGORY_OPERATION, "calibrate", i); });
-  std::printf("nvtx_range %.3f\nnvtx_range_registered %.3f\nnvtx_mark %.3f\n", range, range_registered, mark);
+  if (nvtx) {
+    const double range = median_ns([](int i) {
+      ds_range_push(DS_CATEGORY_OPERATION, "calibrate", i);
+      ds_range_pop();
+    });
+    const double range_registered = median_ns([&](int i) {
+      ds_range_push_registered(DS_CATEGORY_OPERATION, registered, i);
+      ds_range_pop();
+    });
+    const double mark = median_ns([](int i) { ds_mark(DS_CATEGORY_OPERATION, "calibrate", i); });
+    std::printf("nvtx_range %.3f\nnvtx_range_registered %.3f\nnvtx_mark %.3f\n", range, range_registered, mark);
+  }
+  if (cuda) {
+    std::fflush(stdout);
+    const auto launches = time_cuda_launches(rounds, kLaunchBatch);
+    if (const auto* t = std::get_if<CudaLaunchTiming>(&launches)) {
+      std::printf("cuda_launch %.3f\n# device %s\n", t->launch_ns, t->device.c_str());
+    } else {
+      std::printf("# cuda_launch %s\n", std::get<std::string>(launches).c_str());
+    }
+  }
   return 0;
 }
 
@@ -81,7 +108,7 @@ fs::path tracer_library() {
   return exe.parent_path().parent_path() / "lib" / "libdreamscope-tracer.so";
 }
 
-std::map<std::string, double> run_child(const CalibrateOptions& o, bool traced, const fs::path& parts) {
+ChildAnswer run_child(const CalibrateOptions& o, bool traced, const fs::path& parts) {
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
   const pid_t pid = fork();
@@ -94,14 +121,20 @@ std::map<std::string, double> run_child(const CalibrateOptions& o, bool traced, 
       setenv("LD_PRELOAD", lib.c_str(), 1);
       setenv("NVTX_INJECTION64_PATH", lib.c_str(), 1);
       setenv(tracer_environment::kOutputDir, parts.c_str(), 1);
-      setenv(tracer_environment::kSources, "nvtx", 1);
+      // CUPTI starts at the driver's cuInit when the driver is told to inject the tracer.
+      if (o.cuda || o.cuda_only) setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
+      setenv(tracer_environment::kSources, o.cuda || o.cuda_only ? "nvtx,cuda" : "nvtx", 1);
     } else {
       unsetenv("LD_PRELOAD");
       unsetenv("NVTX_INJECTION64_PATH");
+      unsetenv("CUDA_INJECTION64_PATH");
     }
     const std::string rounds = std::to_string(o.rounds), batch = std::to_string(o.batch);
-    execl("/proc/self/exe", "dreamscope", "calibrate", "--rounds", rounds.c_str(), "--batch", batch.c_str(),
-          static_cast<char*>(nullptr));
+    std::vector<const char*> argv = {"dreamscope", "calibrate", "--rounds", rounds.c_str(), "--batch", batch.c_str(),
+                                     o.cuda ? "--cuda" : "--no-cuda"};
+    if (o.cuda_only) argv.push_back("--cuda-only");
+    argv.push_back(nullptr);
+    execv("/proc/self/exe", const_cast<char* const*>(argv.data()));
     _exit(127);
   }
   close(fds[1]);
@@ -115,21 +148,30 @@ std::map<std::string, double> run_child(const CalibrateOptions& o, bool traced, 
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     throw std::runtime_error(fmt::format("the {} measurement failed", traced ? "traced" : "untraced"));
   }
-  std::map<std::string, double> costs;
+  ChildAnswer answer;
   std::size_t at = 0;
   while (at < out.size()) {
     const std::size_t end = out.find('\n', at);
-    const std::string line = out.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    std::string line = out.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    const bool note = line.starts_with("# ");
+    if (note) line.erase(0, 2);
     const std::size_t space = line.find(' ');
-    if (space != std::string::npos) costs[line.substr(0, space)] = std::atof(line.c_str() + space + 1);
+    if (space != std::string::npos) {
+      const std::string kind = line.substr(0, space);
+      if (note) {
+        answer.skipped[kind] = line.substr(space + 1);
+      } else {
+        answer.costs[kind] = std::atof(line.c_str() + space + 1);
+      }
+    }
     if (end == std::string::npos) break;
     at = end + 1;
   }
-  return costs;
+  return answer;
 }
 
 int run_calibrate(const CalibrateOptions& o) {
-  if (std::getenv(kChildVariable)) return measure(o.rounds, o.batch);
+  if (std::getenv(kChildVariable)) return measure(o.rounds, o.batch, o.cuda || o.cuda_only, !o.cuda_only);
   if (!fs::exists(tracer_library())) {
     std::fprintf(stderr, "dreamscope calibrate: %s not found (set DREAMSCOPE_LIB_DIR)\n", tracer_library().c_str());
     return kExitError;
@@ -141,24 +183,44 @@ int run_calibrate(const CalibrateOptions& o) {
     return kExitError;
   }
   const fs::path parts = made;
-  std::map<std::string, double> untraced, traced;
+  ChildAnswer untraced_answer, traced_answer;
   try {
-    untraced = run_child(o, false, parts);
-    traced = run_child(o, true, parts);
+    untraced_answer = run_child(o, false, parts);
+    traced_answer = run_child(o, true, parts);
   } catch (const std::exception& e) {
     fs::remove_all(parts);
     std::fprintf(stderr, "dreamscope calibrate: %s\n", e.what());
     return kExitError;
   }
   fs::remove_all(parts);
+  auto& untraced = untraced_answer.costs;
+  const auto& traced = traced_answer.costs;
 
   const std::string method = fmt::format(
       "dreamscope calibrate: median of {} batches of {} calls, traced minus untraced", o.rounds, o.batch);
   std::vector<CalibrationRecord> records;
   for (const auto& [kind, cost] : traced) {
-    const double base = untraced.count(kind) ? untraced.at(kind) : 0.0;
-    records.push_back(CalibrationRecord{kind, std::max(cost - base, 0.0),
-                                        static_cast<std::int64_t>(o.rounds) * o.batch, method});
+    // A kind measured in one child only (a device that one of them could not open) is no figure.
+    if (!untraced.count(kind)) continue;
+    const bool launches = kind == "cuda_launch";
+    const std::string device = launches && untraced_answer.skipped.count("device") ? untraced_answer.skipped.at("device") : "";
+    records.push_back(CalibrationRecord{
+        kind, std::max(cost - untraced.at(kind), 0.0), static_cast<std::int64_t>(o.rounds) * (launches ? kLaunchBatch : o.batch),
+        launches ? fmt::format("dreamscope calibrate: median of {} batches of {} empty-kernel launches on {}, traced "
+                               "minus untraced (what recording adds to a kernel launch call)",
+                               o.rounds, kLaunchBatch, device)
+                 : method});
+  }
+  // Why a kind is missing, as the untraced child found it (else the traced one).
+  std::map<std::string, std::string> skipped = traced_answer.skipped;
+  for (const auto& [kind, why] : untraced_answer.skipped) skipped[kind] = why;
+  skipped.erase("device");
+  for (const auto& [kind, why] : skipped) {
+    std::fprintf(stderr, "dreamscope calibrate: %s not measured: %s\n", kind.c_str(), why.c_str());
+  }
+  if (records.empty()) {
+    std::fprintf(stderr, "dreamscope calibrate: nothing measured%s\n", o.apply.empty() ? "" : ", nothing written");
+    return kExitError;
   }
   if (o.json) {
     nlohmann::json j = nlohmann::json::array();
@@ -174,9 +236,9 @@ int run_calibrate(const CalibrateOptions& o) {
                   traced.at(r.event_kind), r.cost_ns);
     }
   }
-  if (!o.apply.empty()) {
-    replace_calibration(o.apply, records);
-    std::fprintf(stderr, "dreamscope calibrate: wrote %zu costs into %s\n", records.size(), o.apply.c_str());
+  for (const std::string& trace : o.apply) {
+    replace_calibration(trace, records);
+    std::fprintf(stderr, "dreamscope calibrate: wrote %zu costs into %s\n", records.size(), trace.c_str());
   }
   return kExitOk;
 }
@@ -184,7 +246,9 @@ int run_calibrate(const CalibrateOptions& o) {
 const CommandRegistration calibrate_command(80, "calibrate", [](CLI::App& app) -> CommandAction {
   auto o = std::make_shared<CalibrateOptions>();
   auto* cmd = app.add_subcommand("calibrate", "Measure what the tracer adds per recorded event on this machine");
-  cmd->add_option("--apply", o->apply, "Write the measured costs into this trace's calibration table");
+  cmd->add_option("--apply", o->apply,
+                  "Write the measured costs into this trace's calibration table (repeat it for several traces: "
+                  "one measurement, written into each)");
   cmd->add_option("--rounds", o->rounds, "Batches per event kind (the median is kept)")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
@@ -192,7 +256,15 @@ const CommandRegistration calibrate_command(80, "calibrate", [](CLI::App& app) -
       ->check(CLI::Range(1, 15000))
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "Print JSON instead of a table");
-  cmd->footer("Example:\n  dreamscope calibrate\n  dreamscope calibrate --apply run.db");
+  cmd->add_flag("--cuda,!--no-cuda", o->cuda,
+                "Also time kernel launches on the first CUDA device, untraced and traced (cuda_launch); "
+                "skipped, and said, where there is none")
+      ->capture_default_str();
+  cmd->add_flag("--cuda-only", o->cuda_only,
+                "Time kernel launches only (a few seconds): with --apply, adds cuda_launch to GPU traces and leaves "
+                "their other calibration rows as the tracer measured them");
+  cmd->footer("Examples:\n  dreamscope calibrate\n  dreamscope calibrate --apply run.db\n"
+              "  dreamscope calibrate --cuda-only --apply gpu_run.db --apply other_gpu_run.db");
   return [o] { return run_calibrate(*o); };
 });
 

@@ -52,13 +52,19 @@ whatif::OverheadCosts costs_for(const Trace& trace, const std::vector<std::strin
       throw std::invalid_argument("--cost: expected KIND=NANOSECONDS (e.g. nvtx_range=18.5), got '" + o + "'");
     }
     const std::string kind = o.substr(0, eq);
-    if (kind != "nvtx_range" && kind != "nvtx_mark" && kind != "cuda_api") {
-      throw std::invalid_argument("--cost: unknown event kind '" + kind + "' (nvtx_range, nvtx_mark, cuda_api)");
+    if (kind != "nvtx_range" && kind != "nvtx_mark" && kind != "cuda_api" && kind != "cuda_launch") {
+      throw std::invalid_argument("--cost: unknown event kind '" + kind +
+                                  "' (nvtx_range, nvtx_mark, cuda_api, cuda_launch)");
     }
     std::erase_if(rows, [&](const CalibrationRecord& r) { return r.event_kind == kind; });
     rows.push_back({kind, ns, 1, "--cost"});
   }
   return whatif::overhead_costs(rows);
+}
+
+bool has_kernels(const Trace& trace) {
+  const auto& kinds = trace.gpu_ops().kind;
+  return std::find(kinds.begin(), kinds.end(), GpuOpKind::Kernel) != kinds.end();
 }
 
 std::string error_percent(double error) { return fmt::format("{:+.3f} %", 100 * error); }
@@ -89,6 +95,14 @@ std::string render_text(const ReplayCommandOptions& o, const Trace& trace, const
         line("costs", fmt::format("start-up calibration: range {:.1f} ns, marker {:.1f} ns, API call {:.1f} ns (the trace "
                                   "has no costs timed in the run)",
                                   c.costs.range_ns, c.costs.marker_ns, c.costs.cuda_api_ns));
+      }
+      if (c.launches_charged > 0) {
+        line("launches", fmt::format("{} kernel launch calls charged {:.1f} ns each, CUPTI's instrumentation of the "
+                                     "launch included (cuda_launch, from dreamscope calibrate)",
+                                     c.launches_charged, c.costs.cuda_launch_ns));
+      } else if (c.costs.cuda_launch_ns <= 0 && has_kernels(trace)) {
+        line("launches", "the trace has no cuda_launch cost: what recording adds to each kernel launch beyond an API "
+                         "call is not charged (`dreamscope calibrate --apply TRACE` on the machine that recorded it)");
       }
       if (c.counted_calls > 0) {
         line("probes", fmt::format("{} calls the tracer's cost probes counted and did not record, charged {:.1f} ns "
@@ -187,7 +201,7 @@ const CommandRegistration replay_command(60, "replay", [](CLI::App& app) -> Comm
                 "Remove the tracer's own cost (calibration rows, overhead records) before replaying: "
                 "predicts the untraced run");
   cmd->add_option("--cost", opts->costs,
-                  "KIND=NS: the cost of one recorded event of a kind (nvtx_range, nvtx_mark, cuda_api), "
+                  "KIND=NS: the cost of one recorded event of a kind (nvtx_range, nvtx_mark, cuda_api, cuda_launch), "
                   "instead of the trace's calibration, e.g. from `dreamscope calibrate`; implies --correct-overhead");
   cmd->add_option("--format", opts->format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   cmd->add_option("--report", opts->output, "Write the report to this file instead of stdout");

@@ -63,6 +63,46 @@ TEST(OverheadCorrection, ShrinksEachTaskByTheCostOfWhatWasRecordedInIt) {
   EXPECT_EQ(simulate(g).end_time, 950 - 134);
 }
 
+// Three kernel launches 10 µs apart, a copy and a plain call on one thread: with the launch
+// calibration each kernel launch is charged cuda_launch (its record and CUPTI's instrumentation
+// of the kernel), the copy and the plain call cuda_api; without it every call cuda_api.
+Trace launch_loop(bool with_launch_cost) {
+  HandTrace h;
+  const TrackId t = h.thread(1);
+  const TrackId s = h.stream(7);
+  for (int i = 0; i < 3; ++i) {
+    h.api(t, "cudaLaunchKernel", i * 10'000, i * 10'000 + 6'000, 100 + i);
+    h.kernel(s, "k", i * 10'000 + 7'000, i * 10'000 + 8'000, 100 + i);
+  }
+  h.api(t, "cudaMemcpyAsync", 30'000, 33'000, 200);
+  h.gpu(s, GpuOpKind::Memcpy, "HtoD", 33'500, 34'000, 200);
+  h.api(t, "cudaGetDevice", 35'000, 36'000);
+  h.calibration("cuda_api", 100);
+  if (with_launch_cost) h.calibration("cuda_launch", 4'000);
+  return h.build();
+}
+
+TEST(OverheadCorrection, KernelLaunchesAreChargedWhatTheLaunchCalibrationMeasured) {
+  const Trace plain = launch_loop(false);
+  DependencyGraph g = build_dependency_graph(plain);
+  const OverheadCorrection c = correct_overhead(plain, g);
+  EXPECT_EQ(c.events_charged, 5);
+  EXPECT_EQ(c.launches_charged, 0);
+  EXPECT_EQ(c.charged_ns, 5 * 100);
+
+  const Trace calibrated = launch_loop(true);
+  DependencyGraph h = build_dependency_graph(calibrated);
+  const TimeNs before = simulate(h).end_time;
+  const OverheadCorrection l = correct_overhead(calibrated, h);
+  EXPECT_DOUBLE_EQ(l.costs.cuda_launch_ns, 4'000);
+  EXPECT_EQ(l.events_charged, 5);
+  EXPECT_EQ(l.launches_charged, 3);
+  EXPECT_EQ(l.charged_ns, 3 * 4'000 + 2 * 100);
+  EXPECT_EQ(l.removed_ns, l.charged_ns);
+  // Each launch call and so its kernel comes 4 µs earlier; the chain shortens by all of it.
+  EXPECT_EQ(simulate(h).end_time, before - l.removed_ns);
+}
+
 // Four 5 µs ranges recorded from Python (the Python layer's domain) and one from C: the
 // Python ones cost the program 1 µs each (calibration "python_range", the tracer's recording
 // included), the C one the tracer's 10 ns.

@@ -30,6 +30,7 @@ OverheadCosts overhead_costs(const std::vector<CalibrationRecord>& calibration) 
   costs.clock_read_ns = pick("clock_read");
   costs.python_range_ns = pick("python_range");
   costs.range_counted_ns = pick("nvtx_range_counted");
+  costs.cuda_launch_ns = pick("cuda_launch");
   return costs;
 }
 
@@ -59,6 +60,16 @@ double charged_cost(double timed_ns, bool range, const OverheadCosts& costs) {
 }
 
 namespace {
+
+// Whether the call of this correlation id launched a kernel (not only copies or memsets,
+// whose recording the launch calibration did not measure).
+bool launched_a_kernel(const Trace& trace, std::int64_t correlation) {
+  if (correlation == kNoValue || correlation == 0) return false;
+  for (const GpuOpIndex op : trace.gpu_ops_with_correlation(correlation)) {
+    if (trace.gpu_ops().kind[op] == GpuOpKind::Kernel) return true;
+  }
+  return false;
+}
 
 // A window's timed costs stand for its thread's calls when this many were timed; fewer, and the
 // thread's mean over the run does (or, without one, start-up calibration).
@@ -300,12 +311,16 @@ OverheadCorrection correct_overhead(const Trace& trace, DependencyGraph& graph, 
     }
   }
   const auto& api = trace.cuda_api();
-  if (out.costs.cuda_api_ns > 0) {
+  if (out.costs.cuda_api_ns > 0 || out.costs.cuda_launch_ns > 0) {
     for (CudaApiIndex row{0}; row < api.size(); ++row) {
       const TaskId t = graph.api_first(row);
       if (t == kNoTask) continue;
-      charge[t] += out.costs.cuda_api_ns;
+      const bool kernel_launch = out.costs.cuda_launch_ns > 0 && launched_a_kernel(trace, api.correlation[row]);
+      const double cost = kernel_launch ? out.costs.cuda_launch_ns : out.costs.cuda_api_ns;
+      if (cost <= 0) continue;
+      charge[t] += cost;
       ++out.events_charged;
+      if (kernel_launch) ++out.launches_charged;
     }
   }
   // The profiler's own work on a thread (CUPTI buffer handling) is charged where it happened.

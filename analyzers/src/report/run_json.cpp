@@ -69,7 +69,8 @@ std::string replay_json(const Trace& trace, const whatif::ReplayReport& r, std::
   if (r.correction) {
     const auto& c = *r.correction;
     j["overhead"] = {{"range_ns", c.costs.range_ns},     {"marker_ns", c.costs.marker_ns},
-                     {"cuda_api_ns", c.costs.cuda_api_ns}, {"charged_ns", c.charged_ns},
+                     {"cuda_api_ns", c.costs.cuda_api_ns}, {"cuda_launch_ns", c.costs.cuda_launch_ns},
+                     {"launches_charged", c.launches_charged}, {"charged_ns", c.charged_ns},
                      {"removed_ns", c.removed_ns},       {"hidden_by_waits_ns", c.unabsorbed_ns},
                      {"events_charged", c.events_charged}, {"overhead_records", c.overhead_records},
                      {"events_charged_in_run", c.events_charged_in_run}, {"in_run_range_ns", c.in_run_range_ns},

@@ -42,7 +42,12 @@ struct OverheadCosts {
   // back to back: "nvtx_range_counted" (0: not measured). The calls a probe counted are in no
   // row; each is charged half of this, over the tasks of its window (cost_probes.h).
   double range_counted_ns = 0;
-  bool empty() const { return range_ns <= 0 && marker_ns <= 0 && cuda_api_ns <= 0; }
+  // What recording adds to a call that launched a kernel, all of it: the call's record and
+  // CUPTI's instrumentation of the kernel for its activity record, which on a GPU is most of
+  // what tracing costs a launch-bound job (docs/gpu.md). Charged for such a call instead of
+  // cuda_api_ns: "cuda_launch", measured by `dreamscope calibrate` where a GPU is (0: none).
+  double cuda_launch_ns = 0;
+  bool empty() const { return range_ns <= 0 && marker_ns <= 0 && cuda_api_ns <= 0 && cuda_launch_ns <= 0; }
 };
 
 // The costs in calibration rows; where a kind has several rows, the one with most samples.
@@ -58,6 +63,7 @@ struct OverheadCorrection {
   TimeNs removed_ns = 0;    // taken out of CPU tasks
   TimeNs unabsorbed_ns = 0; // charged but not removable (it fell on a blocking wait)
   std::int64_t events_charged = 0;
+  std::int64_t launches_charged = 0; // of events_charged: kernel launch calls, at cuda_launch_ns
   std::int64_t overhead_records = 0;
   // Events charged at the cost their thread was timed at in the run, and the mean of those
   // charges per range; the rest were charged at `costs`.
