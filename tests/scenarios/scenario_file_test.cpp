@@ -236,6 +236,35 @@ TEST(BuiltinScenarios, StragglerMatchesTheRankTheTraceShowsUnlessNamed) {
   EXPECT_EQ(std::get<MatchRanksSpec>(find_scenario("straggler").instantiate({{"rank", "5"}})[0].spec).rank, 5);
 }
 
+// not_name and not_annotation take a list: none of its patterns may be found. An empty one (a
+// parameter switched off) is left out, and a bad one is refused where it stands.
+TEST(ScenarioFile, ExcludingKeysTakeAListOfPatterns) {
+  const auto t = Scenario::parse(R"(
+name = "x"
+[parameters]
+skip = { default = "" }
+[[transform]]
+op = "scale"
+select = { kind = "kernel", not_name = ["gemm", "${skip}", "conv"], not_annotation = ["optim"] }
+ratio = 0.5
+)",
+                                 "x.toml")
+                     .instantiate();
+  const auto& select = std::get<ScaleSpec>(t.at(0).spec).select;
+  EXPECT_EQ(select.not_name, "(?:gemm)|(?:conv)");
+  EXPECT_EQ(select.not_annotation, "(?:optim)");
+  try {
+    (void)Scenario::parse("name = \"x\"\n[[transform]]\nop = \"scale\"\nselect = { not_name = [\"a\", \"(b\"] }\n"
+                          "ratio = 0.5\n",
+                          "bad.toml")
+        .instantiate();
+    FAIL() << "a bad pattern in a list was accepted";
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.toml:4:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("(b"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ScenarioFile, RestrictingToARankLimitsEverySelectorThatNamesNone) {
   auto t = Scenario::parse(R"(
 name = "x"

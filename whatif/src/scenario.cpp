@@ -220,9 +220,37 @@ class TransformReader {
       }
       return r;
     };
+    // The keys that exclude take one pattern or a list of them, none of which may be found: a
+    // scenario excludes several of its own parameters' patterns at once (amp.toml). The list is
+    // one alternation of the non-empty ones, each checked on its own first.
+    auto excluded = [&](std::string_view regex_key) -> std::optional<std::string> {
+      const toml::node* n = t->get(regex_key);
+      const toml::array* list = n ? n->as_array() : nullptr;
+      if (list == nullptr) return regex(regex_key);
+      used_[t].insert(std::string(regex_key));
+      std::string joined;
+      for (const toml::node& item : *list) {
+        const ParameterValue v = value_of(item, regex_key);
+        const auto* pattern = std::get_if<std::string>(&v);
+        if (pattern == nullptr) {
+          fail_at(item, fmt::format("'{}' lists patterns, got '{}'", regex_key, to_string(v)));
+        }
+        if (pattern->empty()) continue;
+        try {
+          NamePattern check(*pattern);
+        } catch (const std::invalid_argument& e) {
+          fail_at(item, fmt::format("{} is not a valid name pattern (RE2 syntax, docs/whatif.md): {}",
+                                    limits::quoted(*pattern, 60), e.what()));
+        }
+        joined += fmt::format("{}(?:{})", joined.empty() ? "" : "|", *pattern);
+      }
+      if (joined.empty()) return std::nullopt;
+      return joined;
+    };
     s.name = regex("name");
-    s.not_name = regex("not_name");
+    s.not_name = excluded("not_name");
     s.annotation = regex("annotation");
+    s.not_annotation = excluded("not_annotation");
     s.category = regex("category");
     s.not_category = regex("not_category");
     s.resource_with = regex("resource_with");
@@ -521,7 +549,7 @@ ScenarioError::ScenarioError(SourcePosition where, const std::string& what)
 
 bool Selector::selects_everything() const {
   return kinds.empty() && !name && !not_name && !resource_with && !resource_without && !annotation && !category &&
-         !not_category && !rank && !thread && !stream && !steps && !window;
+         !not_category && !not_annotation && !rank && !thread && !stream && !steps && !window;
 }
 
 Scenario Scenario::parse(std::string_view toml_text, std::string file) {

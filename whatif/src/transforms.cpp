@@ -218,7 +218,7 @@ bool TaskSelection::matches_kind(TaskId t, TaskClass kind) const {
 
 std::vector<TaskId> TaskSelection::select(const Selector& s) const {
   const auto& ann = trace_.annotations();
-  std::optional<NamePattern> name_re, not_name_re, annotation_re, category_re, not_category_re;
+  std::optional<NamePattern> name_re, not_name_re, annotation_re, not_annotation_re, category_re, not_category_re;
   // Per track: does it qualify under resource_with / resource_without?
   std::vector<std::uint8_t> track_ok(trace_.tracks().size(), 1);
   auto any_category = [&](TrackId track, const NamePattern& re) {
@@ -239,6 +239,7 @@ std::vector<TaskId> TaskSelection::select(const Selector& s) const {
   if (s.name) name_re.emplace(*s.name);
   if (s.not_name) not_name_re.emplace(*s.not_name);
   if (s.annotation) annotation_re.emplace(*s.annotation);
+  if (s.not_annotation) not_annotation_re.emplace(*s.not_annotation);
   if (s.category) category_re.emplace(*s.category);
   if (s.not_category) not_category_re.emplace(*s.not_category);
 
@@ -252,9 +253,10 @@ std::vector<TaskId> TaskSelection::select(const Selector& s) const {
   };
   // Per annotation row: does it or an enclosing one match? (-1: not computed yet)
   std::vector<std::int8_t> annotation_hit(annotation_re ? ann.size() : 0, -1);
+  std::vector<std::int8_t> not_annotation_hit(not_annotation_re ? ann.size() : 0, -1);
   std::vector<std::int8_t> category_hit(category_re ? ann.size() : 0, -1);
   std::vector<std::int8_t> not_category_hit(not_category_re ? ann.size() : 0, -1);
-  std::unordered_map<StringId, bool> annotation_name_hits, category_hits, not_category_hits;
+  std::unordered_map<StringId, bool> annotation_name_hits, not_annotation_name_hits, category_hits, not_category_hits;
   auto inside = [&](AnnotationIndex row, std::vector<std::int8_t>& memo, std::unordered_map<StringId, bool>& by_string,
                     const std::vector<StringId>& column, const NamePattern& re, bool whole) {
     std::vector<AnnotationIndex> chain;
@@ -302,10 +304,14 @@ std::vector<TaskId> TaskSelection::select(const Selector& s) const {
     }
     if (name_re && !cached_search(name_hits, *name_re, name(t))) continue;
     if (not_name_re && cached_search(not_name_hits, *not_name_re, name(t))) continue;
-    if (annotation_re || category_re || not_category_re || s.steps) {
+    if (annotation_re || not_annotation_re || category_re || not_category_re || s.steps) {
       const AnnotationIndex a = enclosing_annotation(t);
       if (annotation_re && (a == kNoIndex || !inside(a, annotation_hit, annotation_name_hits, ann.name,
                                                       *annotation_re, false))) {
+        continue;
+      }
+      if (not_annotation_re && a != kNoIndex &&
+          inside(a, not_annotation_hit, not_annotation_name_hits, ann.name, *not_annotation_re, false)) {
         continue;
       }
       if (category_re &&

@@ -78,6 +78,7 @@ struct Selector {
   std::optional<std::string> name;       // ECMAScript regex searched in the task's name
   std::optional<std::string> not_name;   // regex the task's name must not contain
   std::optional<std::string> annotation; // regex: some enclosing annotation's name matches
+  std::optional<std::string> not_annotation; // regex: no enclosing annotation's name matches
   std::optional<std::string> category;   // regex matching the whole category of an enclosing
                                          // annotation: "fetch", "fetch|prep", ...
   std::optional<std::string> not_category; // regex: no enclosing annotation's whole category matches
