@@ -86,6 +86,12 @@ TEST(Select, ByKindNameAnnotationStreamThreadStepAndWindow) {
   s.not_name = "_b$";
   EXPECT_EQ(f.names(f.selection.select(s)), (std::vector<std::string>{"adam_a"}));
 
+  Selector outside = kernels();
+  outside.not_annotation = "optim";
+  EXPECT_EQ(f.names(f.selection.select(outside)), (std::vector<std::string>{"sgemm_nn", "relu_fw"}));
+  outside.not_annotation = "step"; // every kernel is inside the step
+  EXPECT_TRUE(f.selection.select(outside).empty());
+
   Selector launches;
   launches.kinds = {TaskClass::Launch};
   launches.annotation = "forward";
@@ -143,25 +149,57 @@ TEST(Select, ByCategoryOfAnEnclosingAnnotation) {
 }
 
 TEST(Primitives, ScaleAsInAmp) {
-  // sgemm ×1/3 → 667 ns, every other kernel ×1/2. The stream drains from 250:
-  // sgemm [250, 917), relu [917, 1417), adam_a [1417, 1667), adam_b [1667, 1917);
-  // the sync entered at 2000 returns 50 ns after that: 2050; the step ends 700 ns later.
+  // sgemm, an FP32 matrix kernel, ×1/3 → 667 ns; relu ×1/2; the optimizer's kernels update the
+  // FP32 parameters and keep their time. The stream drains from 250: sgemm [250, 917), relu
+  // [917, 1417), adam_a [1417, 1917), adam_b [1917, 2417); the sync entered at 2000 returns
+  // 50 ns after that: 2467; the step ends 700 ns later.
   Fixture f(gpu_step_trace());
   AppliedScenario applied;
   apply(find_scenario("amp").instantiate(), f.selection, f.graph, applied);
-  ASSERT_EQ(applied.effects.size(), 2u);
-  EXPECT_EQ(applied.effects[0].tasks, 1u);
-  EXPECT_EQ(applied.effects[0].time_before, 2000);
-  EXPECT_EQ(applied.effects[0].time_after, 667);
-  EXPECT_EQ(applied.effects[1].tasks, 3u);
-  EXPECT_EQ(applied.effects[1].time_after, 1000);
+  ASSERT_EQ(applied.effects.size(), 4u);
+  EXPECT_EQ(applied.effects[0].tasks, 0u); // no TF32 kernel
+  EXPECT_EQ(applied.effects[1].tasks, 1u);
+  EXPECT_EQ(applied.effects[1].time_before, 2000);
+  EXPECT_EQ(applied.effects[1].time_after, 667);
+  EXPECT_EQ(applied.effects[2].tasks, 0u); // no layout conversion
+  EXPECT_EQ(applied.effects[3].tasks, 1u);
+  EXPECT_EQ(applied.effects[3].time_after, 500);
   const auto r = simulate(f.graph);
   EXPECT_EQ(span_of(r, f.kernel("sgemm_nn")), Span(250, 917));
   EXPECT_EQ(span_of(r, f.kernel("relu_fw")), Span(917, 1417));
-  EXPECT_EQ(span_of(r, f.kernel("adam_a")), Span(1417, 1667));
-  EXPECT_EQ(span_of(r, f.kernel("adam_b")), Span(1667, 1917));
-  EXPECT_EQ(span_of(r, f.api("cudaDeviceSynchronize")), Span(2000, 2050));
-  EXPECT_EQ(step_end(f, r), 2750);
+  EXPECT_EQ(span_of(r, f.kernel("adam_a")), Span(1417, 1917));
+  EXPECT_EQ(span_of(r, f.kernel("adam_b")), Span(1917, 2417));
+  EXPECT_EQ(span_of(r, f.api("cudaDeviceSynchronize")), Span(2000, 2467));
+  EXPECT_EQ(step_end(f, r), 3167);
+}
+
+// The kernel classes amp tells apart by name, each at its factor: a TF32 convolution ×1/2, an
+// FP32 GEMM ×1/3, cuDNN's layout conversion (matched by "cudnn") and an elementwise kernel
+// ×1/2 as memory bound, the loss (autocast runs it in FP32) kept.
+TEST(Primitives, AmpScalesEachKernelClassByItsOwnFactor) {
+  test::HandTrace w("NVIDIA H200");
+  const TrackId cpu = w.thread(1);
+  const TrackId s = w.stream(7);
+  w.annotation(cpu, "step", "step", 0, 100'000, 0);
+  const std::vector<std::string> names = {
+      "sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nhwc_cudnn",
+      "sm80_xmma_gemm_f32f32_f32f32_f32_nt_n_tilesize32x32x8_ffma_cublas",
+      "_ZN5cudnn19engines_precompiled16nchwToNhwcKernelIfffEEvPKT_",
+      "vectorized_elementwise_kernel_threshold",
+      "nll_loss_forward_reduce_cuda_kernel_2d"};
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const TimeNs at = static_cast<TimeNs>(i) * 10'000;
+    w.api(cpu, "cudaLaunchKernel", at, at + 100, static_cast<std::int64_t>(i) + 1);
+    w.kernel(s, names[i], at + 1'000, at + 7'000, static_cast<std::int64_t>(i) + 1);
+  }
+  Fixture f(w.build());
+  AppliedScenario applied;
+  apply(find_scenario("amp").instantiate(), f.selection, f.graph, applied);
+  EXPECT_EQ(f.graph.duration(f.kernel(names[0])), 3'000);
+  EXPECT_EQ(f.graph.duration(f.kernel(names[1])), 2'000);
+  EXPECT_EQ(f.graph.duration(f.kernel(names[2])), 3'000);
+  EXPECT_EQ(f.graph.duration(f.kernel(names[3])), 3'000);
+  EXPECT_EQ(f.graph.duration(f.kernel(names[4])), 6'000);
 }
 
 TEST(Primitives, ScaleComposes) {
@@ -277,7 +315,8 @@ TEST(Primitives, RemoveLaunchCallsKeepsTheGpuWork) {
 
 TEST(Primitives, FuseTheOptimizerKernels) {
   // adam_a and adam_b become one 1000 ns kernel where adam_a was, launched once: adam_b's
-  // launch [1300, 1400) goes, so the CPU reaches the sync at 1900.
+  // launch [1300, 1400) goes, and with it the rest of the optimizer's CPU time (the loop over
+  // the parameters), so the CPU reaches the sync at 1000; the fused kernel waits for relu.
   Fixture f(gpu_step_trace());
   AppliedScenario applied;
   apply(find_scenario("fused-optimizer").instantiate(), f.selection, f.graph, applied);
@@ -288,10 +327,19 @@ TEST(Primitives, FuseTheOptimizerKernels) {
   EXPECT_TRUE(f.graph.removed(f.kernel("adam_b")));
   EXPECT_TRUE(f.graph.removed(f.launch_of("adam_b")));
   EXPECT_FALSE(f.graph.removed(f.launch_of("adam_a")));
-  const auto r = simulate(f.graph);
+  EXPECT_EQ(applied.effects.at(1).time_after, 0);
+  auto r = simulate(f.graph);
   EXPECT_EQ(span_of(r, f.kernel("adam_a")), Span(3250, 4250));
-  EXPECT_EQ(span_of(r, f.api("cudaDeviceSynchronize")), Span(1900, 4300));
+  EXPECT_EQ(span_of(r, f.api("cudaDeviceSynchronize")), Span(1000, 4300));
   EXPECT_EQ(step_end(f, r), 5000);
+
+  // host_ratio = 1: Daydream's model, the CPU loop kept; the CPU reaches the sync at 1900.
+  Fixture kept(gpu_step_trace());
+  AppliedScenario kept_applied;
+  apply(find_scenario("fused-optimizer").instantiate({{"host_ratio", "1"}}), kept.selection, kept.graph, kept_applied);
+  r = simulate(kept.graph);
+  EXPECT_EQ(span_of(r, kept.kernel("adam_a")), Span(3250, 4250));
+  EXPECT_EQ(span_of(r, kept.api("cudaDeviceSynchronize")), Span(1900, 4300));
 }
 
 TEST(Primitives, FuseWithACostModel) {
@@ -364,12 +412,12 @@ TEST(Engine, CombinesScenariosAndExposesGateValues) {
   EXPECT_EQ(report.step_count, 1u);
   EXPECT_DOUBLE_EQ(report.measured_step_median, 5000);
   EXPECT_DOUBLE_EQ(report.replayed_step_median, 5000);
-  EXPECT_DOUBLE_EQ(report.predictions[0].step_median, 2750);
+  EXPECT_DOUBLE_EQ(report.predictions[0].step_median, 3167);
   EXPECT_DOUBLE_EQ(report.predictions[1].step_median, 5000);
   EXPECT_EQ(report.predictions[2].label, "amp + cuda-graphs");
-  // amp with no launch cost: the kernels drain by 1917 and the sync (entered at 1600) returns
-  // at 1967; 700 ns of CPU work follow.
-  EXPECT_DOUBLE_EQ(report.predictions[2].step_median, 2667);
+  // amp with no launch cost: the kernels drain by 2417 (the optimizer's keep their time) and
+  // the sync, entered at 1600 now, returns at 2467 as with amp alone; 700 ns of CPU work follow.
+  EXPECT_DOUBLE_EQ(report.predictions[2].step_median, 3167);
   EXPECT_EQ(report.predictions[2].parameters.at("amp.memory_bound_ratio"), "0.5");
   // The step's critical path as traced: the CPU piece before the sync ← the sync's residual ←
   // the four kernels back to back ← sgemm's launch (reached at its start, through the launch
@@ -384,8 +432,8 @@ TEST(Engine, CombinesScenariosAndExposesGateValues) {
   }
 
   const auto gates = gate_values(report);
-  EXPECT_DOUBLE_EQ(std::get<double>(gates.at("speedup")), 5000.0 / 2667.0);
-  EXPECT_DOUBLE_EQ(std::get<double>(gates.at("amp.speedup")), 5000.0 / 2750.0);
+  EXPECT_DOUBLE_EQ(std::get<double>(gates.at("speedup")), 5000.0 / 3167.0);
+  EXPECT_DOUBLE_EQ(std::get<double>(gates.at("amp.speedup")), 5000.0 / 3167.0);
   EXPECT_DOUBLE_EQ(std::get<double>(gates.at("cuda_graphs.speedup")), 1.0);
   EXPECT_EQ(evaluate_expression("speedup < 1.10", gates), ParameterValue(false));
 }
