@@ -208,6 +208,88 @@ TEST(DataPipelinePass, ATakeThatLetsItsLoaderGoIsNotAlsoTakenForWaitingOnIt) {
   EXPECT_TRUE(lets_go) << "batch 12 is not let go by the wait for batch 8";
 }
 
+// Whether the idle piece before `fetch` (an annotation's name) is linked to the end of `wait`.
+bool let_go_by(const Trace& trace, const graph_build::GraphBuildState& st, const std::string& fetch,
+               const std::string& wait) {
+  const TaskId idle = st.tasks.annotation_first[annotation_row(trace, fetch)] - 1;
+  const TaskId take = st.tasks.annotation_last[annotation_row(trace, wait)];
+  for (std::size_t e = 0; e < st.edges.ends.size(); ++e) {
+    if (st.edges.ends[e] == std::pair<std::uint32_t, std::uint32_t>{take, idle}) {
+      return st.edges.info[e].kind == EdgeKind::Flow && (st.tasks.flags[idle] & kTaskBlocking);
+    }
+  }
+  return false;
+}
+
+TEST(DataPipelinePass, ALoaderThatFilledTheQueueWhileItsConsumerStartedIsLetGoByTheTake) {
+  // cuda_train on an H200: the loader made batches 0 and 1 in its first 2 ms and sat idle
+  // while the consumer's first step took 108 ms (CUDA's start-up); the consumer's wait for
+  // batch 1 found it there (a zero-length wait), and the loader began batch 2 59 us after.
+  // Batch 1 is the one the loader put before sitting idle, but that wait did not wait for it:
+  // it released the slot. Without the link the corrected replay, 20 ms shorter in step 0, kept
+  // the loader's idle time and had step 2 wait 28 ms for batch 2. From batch 3 on the loader
+  // is behind (each wait begins before its batch is put): never tied to the consumer.
+  constexpr TimeNs kUs = 1000, kMs = 1000 * kUs;
+  HandTrace h("");
+  const TrackId main = h.thread(1), loader = h.thread(2);
+  h.annotation(loader, "fetch 0", "fetch", 0, 900 * kUs, 0);
+  h.annotation(loader, "fetch 1", "fetch", 1 * kMs, 2 * kMs, 1);
+  h.annotation(main, "wait 0", "wait", 0, 1 * kMs, 0);
+  h.annotation(main, "step work 0", "operation", 1 * kMs, 108 * kMs);
+  h.annotation(main, "wait 1", "wait", 108 * kMs, 108 * kMs, 1);
+  h.annotation(main, "step work 1", "operation", 108 * kMs, 109 * kMs);
+  for (std::int64_t b = 2; b < 6; ++b) {
+    const TimeNs begin = b == 2 ? 108 * kMs + 59 * kUs : (107 + b) * kMs;
+    h.annotation(loader, "fetch " + std::to_string(b), "fetch", begin, (107 + b) * kMs + 900 * kUs, b);
+    h.annotation(main, "wait " + std::to_string(b), "wait", (107 + b) * kMs, (107 + b) * kMs + 901 * kUs, b);
+    h.annotation(main, "step work " + std::to_string(b), "operation", (107 + b) * kMs + 901 * kUs, (108 + b) * kMs);
+  }
+  const Trace trace = h.build();
+  const graph_build::GraphBuildState st = run_passes(trace, "data_pipeline");
+  EXPECT_TRUE(let_go_by(trace, st, "fetch 2", "wait 1"));
+  for (std::int64_t b = 3; b < 6; ++b) {
+    const TaskId idle = st.tasks.annotation_first[annotation_row(trace, "fetch " + std::to_string(b))] - 1;
+    EXPECT_FALSE(st.tasks.flags[idle] & kTaskBlocking) << "batch " << b;
+  }
+}
+
+TEST(DataPipelinePass, LoadersInForkedProcessesAreLetGoByTheirParentsTakes) {
+  // PyTorch's DataLoader: two worker processes the training process forked, prefetching four
+  // batches; each take sends the next index through a pipe, and the worker it goes to begins
+  // that batch 400 us later (0.1 to 0.7 ms on an H200). A process that is no child of the
+  // consumer's (another rank, say) is never let go by its takes.
+  constexpr TimeNs kUs = 1000, kStep = 3000 * kUs;
+  HandTrace h("");
+  const TrackId main = h.thread(1);
+  ProcessInfo worker;
+  worker.parent_pid = 1000;
+  worker.pid = 1001;
+  const TrackId w0 = h.thread(h.process(worker), 1001);
+  worker.pid = 1002;
+  const TrackId w1 = h.thread(h.process(worker), 1002);
+  ProcessInfo stranger;
+  stranger.pid = 2000;
+  const TrackId other = h.thread(h.process(stranger), 2000);
+  for (std::int64_t b = 0; b < 12; ++b) {
+    const TimeNs begin = b < 4 ? (b / 2) * 1000 * kUs : (b - 3) * kStep + 400 * kUs;
+    const TrackId loader = b == 5 || b == 9 ? other : b % 2 ? w1 : w0;
+    h.annotation(loader, "fetch " + std::to_string(b), "fetch", begin, begin + 900 * kUs, b);
+  }
+  for (std::int64_t b = 0; b < 8; ++b) {
+    const TimeNs step = (b + 1) * kStep;
+    h.annotation(main, "wait " + std::to_string(b), "wait", step, step + 10 * kUs, b);
+    h.annotation(main, "step work " + std::to_string(b), "operation", step + 10 * kUs, step + kStep);
+  }
+  const Trace trace = h.build();
+  const graph_build::GraphBuildState st = run_passes(trace, "data_pipeline");
+  for (std::int64_t b = 4; b < 12; ++b) {
+    if (b == 5 || b == 9) continue;
+    EXPECT_TRUE(let_go_by(trace, st, "fetch " + std::to_string(b), "wait " + std::to_string(b - 4))) << "batch " << b;
+  }
+  const TaskId idle9 = st.tasks.annotation_first[annotation_row(trace, "fetch 9")] - 1;
+  EXPECT_FALSE(st.tasks.flags[idle9] & kTaskBlocking);
+}
+
 TEST(DataPipelinePass, ALoaderAlwaysBehindIsNotTiedToTheConsumer) {
   // The consumer waits for every batch; each wait ends because the loader just put it.
   HandTrace h("");

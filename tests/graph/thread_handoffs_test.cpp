@@ -40,7 +40,8 @@ std::vector<Edge> handoffs_and_joins(const GraphBuildState& st) {
 // whose end is nearest the wait's end wins, the lowest thread among equals; and only a burst
 // whose first task starts after the wait and whose last task ends before it, in the order of
 // times and, at one instant, of ends of ranges, instants (start, then end, by task), starts
-// of ranges, ranges' starts by task and their ends by task descending.
+// of ranges, ranges' starts by task and their ends by task descending. A burst must cover half
+// the wait, and of waits that take the same first task, the one that began last keeps it.
 void reference_handoffs(GraphBuildState& s) {
   constexpr TimeNs kMinWait = 500'000, kMinResume = 200'000;
   graph_build::TaskTable& tasks = s.tasks;
@@ -63,6 +64,7 @@ void reference_handoffs(GraphBuildState& s) {
     ResourceId thread;
     TaskId first, last;
   };
+  std::vector<std::pair<TaskId, Burst>> matched; // (wait, burst)
   for (ResourceId a : threads) {
     for (TaskId p = tasks.first(a); p < tasks.end(a); ++p) {
       const TimeNs ps = start[p], pe = end[p];
@@ -85,22 +87,79 @@ void reference_handoffs(GraphBuildState& s) {
         if (end[last] > pe || (last + 1 < tasks.end(b) && end[last + 1] < pe)) continue;
         if (!(start_order(p) < start_order(first)) || !(end_order(last) < end_order(p))) continue;
         const TimeNs resume = pe - end[last];
+        if (2 * (end[last] - start[first]) < pe - ps) continue;
         if (resume > slack || (found && resume >= best_resume)) continue;
         found = true;
         best = {b, first, last};
         best_resume = resume;
       }
-      if (!found) continue;
-      s.edges.add(p, best.first, EdgeKind::Handoff, start[best.first] - ps);
-      if (best.first > tasks.first(best.thread)) {
-        tasks.base[best.first - 1] = 0;
-      } else {
-        tasks.gap[best.first] = 0;
-      }
-      s.edges.add(best.last, p, EdgeKind::Join, 0);
-      s.note_wait(p, end[best.last]);
+      if (found) matched.emplace_back(p, best);
     }
   }
+  for (std::size_t i = 0; i < matched.size(); ++i) {
+    const auto& [p, best] = matched[i];
+    bool woken_by_another = false; // one that began later, or as late and comes first
+    for (std::size_t j = 0; j < matched.size(); ++j) {
+      const TaskId q = matched[j].first;
+      if (j == i || matched[j].second.first != best.first) continue;
+      woken_by_another = woken_by_another || start[q] > start[p] || (start[q] == start[p] && j < i);
+    }
+    if (woken_by_another) continue;
+    s.edges.add(p, best.first, EdgeKind::Handoff, start[best.first] - start[p]);
+    if (best.first > tasks.first(best.thread)) {
+      tasks.base[best.first - 1] = 0;
+    } else {
+      tasks.gap[best.first] = 0;
+    }
+    s.edges.add(best.last, p, EdgeKind::Join, 0);
+    s.note_wait(p, end[best.last]);
+  }
+}
+
+// PyTorch's backward() on an H200: the training thread waits 1.33 ms, the autograd thread's
+// burst runs from 130 µs into it to 50 µs before its end, and the pin-memory thread polls
+// events for 20 µs, ending 40 µs before it: nearer, but a burst that began late and covers
+// little of the wait is something else. Taken for the wait, it tied the training thread to the
+// pin-memory thread's measured timing, and a corrected replay's step ran 30 ms long.
+TEST(ThreadHandoffs, ABurstThatCoversLittleOfTheWaitIsPassedOverForOneThatCoversIt) {
+  HandTrace h("");
+  h.annotation(h.thread(1), "backward", "operation", 1'000'000, 2'330'000);
+  h.annotation(h.thread(2), "autograd backward", "operation", 1'130'000, 2'280'000);
+  h.annotation(h.thread(3), "event polls", "operation", 2'270'000, 2'290'000);
+  const Trace trace = h.build();
+  const GraphBuildState st = run_passes(trace, "inferred_waits");
+  const TaskId wait = st.tasks.annotation_first[annotation_row(trace, "backward")];
+  const TaskId autograd = st.tasks.annotation_first[annotation_row(trace, "autograd backward")];
+  const std::vector<Edge> expected = {{EdgeKind::Handoff, {wait, autograd}}, {EdgeKind::Join, {autograd, wait}}};
+  EXPECT_EQ(handoffs_and_joins(st), expected);
+  GraphBuildState ref = run_passes(trace, "data_pipeline");
+  reference_handoffs(ref);
+  EXPECT_EQ(handoffs_and_joins(ref), expected);
+}
+
+// Two waits fit the same burst: the training thread's, which began 130 µs before it, and an
+// idle thread's 5 ms sit (the pin-memory thread between batches), which began 1.1 ms before it
+// and ends as the burst's thread ends a later run. The burst was woken by one of them, the
+// nearest: the other gets no handoff (it tied the autograd thread to the pin-memory thread's
+// measured timing and left a corrected step 40 ms long).
+TEST(ThreadHandoffs, ABurstIsHandedOverByTheWaitThatBeganNearestBeforeIt) {
+  HandTrace h("");
+  const TrackId pin = h.thread(3);
+  h.annotation(pin, "polls before", "operation", 0, 10'000);
+  h.annotation(pin, "polls after", "operation", 6'000'000, 6'010'000);
+  h.annotation(h.thread(1), "backward", "operation", 1'000'000, 2'330'000);
+  const TrackId autograd = h.thread(2);
+  h.annotation(autograd, "autograd backward", "operation", 1'130'000, 2'280'000);
+  h.annotation(autograd, "autograd backward 2", "operation", 5'500'000, 5'950'000);
+  const Trace trace = h.build();
+  const GraphBuildState st = run_passes(trace, "inferred_waits");
+  const TaskId wait = st.tasks.annotation_first[annotation_row(trace, "backward")];
+  const TaskId burst = st.tasks.annotation_first[annotation_row(trace, "autograd backward")];
+  const std::vector<Edge> expected = {{EdgeKind::Handoff, {wait, burst}}, {EdgeKind::Join, {burst, wait}}};
+  EXPECT_EQ(handoffs_and_joins(st), expected);
+  GraphBuildState ref = run_passes(trace, "data_pipeline");
+  reference_handoffs(ref);
+  EXPECT_EQ(handoffs_and_joins(ref), expected);
 }
 
 // One long wait overlapped by many long ranges of other threads, each of which fails for its

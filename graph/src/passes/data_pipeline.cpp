@@ -16,6 +16,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <unordered_set>
 
 namespace dreamscope::graph_build {
 namespace {
@@ -79,9 +80,15 @@ void add_data_flows(GraphBuildState& s) {
 //
 // A wait that ended because this loader had just put its previous batch is the other way
 // round (the consumer waited for the loader, not the loader for a slot) and is never taken:
-// a loader always behind would otherwise be tied to the consumer's pace.
+// a loader always behind would otherwise be tied to the consumer's pace. Only a wait that
+// began before that batch was put waited for it: one that found the batch there (a consumer
+// slowed at start-up while its loader filled the queue and sat idle) released a slot.
 void add_backpressure_flows(GraphBuildState& s) {
   constexpr TimeNs kWake = 200'000; // a woken loader runs within a scheduler slice, not later
+  // A loader in a forked process learns of the free slot through a pipe (PyTorch's index
+  // queue: the main process pickles the next index, the worker wakes and unpickles it): on the
+  // H200 traces 0.1 to 0.7 ms passed between the take and the worker's next fetch.
+  constexpr TimeNs kWakeForked = 1'000'000;
   // How long a loader that took its consumer's core may keep it: a fetch and prep of a batch.
   constexpr TimeNs kUnderWay = 2'000'000;
   const Trace& trace = s.trace;
@@ -103,6 +110,10 @@ void add_backpressure_flows(GraphBuildState& s) {
   std::map<std::pair<TrackId, std::int64_t>, AnnotationIndex> first_range;
   // Per loader thread, its fetch and prep ranges by end: the batch it put before sitting idle.
   std::map<TrackId, std::vector<std::pair<TimeNs, std::int64_t>>> produced;
+  struct Put {
+    std::int64_t batch = kNoValue;
+    TimeNs end = 0;
+  };
   for (AnnotationIndex row{0}; row < ann.size(); ++row) {
     if (tasks.annotation_last[row] == kNoTask) continue;
     const StringId c = ann.category[row];
@@ -123,22 +134,47 @@ void add_backpressure_flows(GraphBuildState& s) {
   for (auto& [batch, rows] : waits_for_batch) {
     std::sort(rows.begin(), rows.end(), [&](AnnotationIndex x, AnnotationIndex y) { return ann.end[x] < ann.end[y]; });
   }
-  // The batch the loader's last fetch or prep before `at` was for (kNoValue: none).
+  // The batch the loader's last fetch or prep before `at` was for, and when it ended.
   auto batch_put_before = [&](TrackId track, TimeNs at) {
     const auto& ends = produced[track];
     auto it = std::upper_bound(ends.begin(), ends.end(), std::make_pair(at, std::numeric_limits<std::int64_t>::max()));
-    return it == ends.begin() ? kNoValue : std::prev(it)->second;
+    return it == ends.begin() ? Put{} : Put{std::prev(it)->second, std::prev(it)->first};
   };
+  // The consumer's thread, and a loader on another thread of its process or in a process it
+  // forked: PyTorch's DataLoader workers get each batch's indices from the main process, which
+  // sends the next when it takes a batch (the index queue is the bound, across processes).
+  const auto& processes = trace.processes();
+  auto forked = [&](ProcessId child, ProcessId parent) {
+    return child < processes.size() && parent < processes.size() && processes[child].parent_pid != kNoValue &&
+           processes[child].parent_pid == processes[parent].pid;
+  };
+  // Which processes another process of the trace forked.
+  std::vector<std::uint8_t> forked_from_trace(processes.size(), 0);
+  {
+    std::unordered_set<std::int64_t> pids;
+    for (const ProcessInfo& p : processes) pids.insert(p.pid);
+    for (std::size_t i = 0; i < processes.size(); ++i) {
+      forked_from_trace[i] = processes[i].parent_pid != kNoValue && pids.contains(processes[i].parent_pid);
+    }
+  }
   auto other_thread_of_process = [&](AnnotationIndex wait_row, TaskId idle) {
     const ResourceId r = tasks.resource[tasks.annotation_last[wait_row]];
-    return r != tasks.resource[idle] && process_of(trace, r) == process_of(trace, tasks.resource[idle]);
+    if (r == tasks.resource[idle]) return false;
+    const ProcessId consumer = process_of(trace, r), loader = process_of(trace, tasks.resource[idle]);
+    return consumer == loader || forked(loader, consumer);
   };
   struct Candidate {
     TaskId idle;
     std::int64_t batch;
     TimeNs begin;
-    std::int64_t put; // the batch the loader put before it sat idle
+    Put put; // the batch the loader put before it sat idle
+    TimeNs wake; // how long after a take the loader it let go may begin
     AnnotationIndex timed = kNoIndex; // the wait its timing found
+  };
+  // Whether wait `w` was for the batch the loader put before sitting idle, begun before it was
+  // put: the consumer waited for that loader then, not the loader for a slot.
+  auto waited_for_the_put = [&](AnnotationIndex w, const Candidate& c) {
+    return c.put.batch != kNoValue && ann.payload[w] == c.put.batch && ann.start[w] < c.put.end;
   };
   std::vector<Candidate> candidates;
   std::map<std::int64_t, std::size_t> distances; // b - the timed wait's batch -> how many
@@ -148,16 +184,21 @@ void add_backpressure_flows(GraphBuildState& s) {
     if (first == kNoTask || first == tasks.first(tasks.resource[first])) continue;
     const TaskId idle = first - 1;
     if (tasks.kind[idle] != TaskKind::CpuWork || (tasks.flags[idle] & kTaskBlocking)) continue;
-    Candidate c{idle, key.second, tasks.measured_start[first], batch_put_before(key.first, tasks.measured_start[idle] + 1)};
+    const ProcessId loader_process = process_of(trace, tasks.resource[idle]);
+    const TimeNs wake =
+        loader_process < processes.size() && forked_from_trace[loader_process] ? kWakeForked : kWake;
+    Candidate c{idle, key.second, tasks.measured_start[first], batch_put_before(key.first, tasks.measured_start[idle] + 1),
+                wake};
     auto it = std::upper_bound(wait_ends.begin(), wait_ends.end(), WaitEnd{c.begin, kNoIndex});
-    // The latest wait that ended while the loader sat idle, on another thread of its process;
+    // The latest wait that ended while the loader sat idle, on another thread of its process (or
+    // of the process that forked the loader's);
     // a consumer ends a few waits in a wake-up's time, not more than kLooked (a hostile trace
     // could end millions at once).
     constexpr int kLooked = 64;
     for (int looked = 0; it != wait_ends.begin() && looked < kLooked; ++looked) {
       const WaitEnd& w = *std::prev(it);
-      if (w.end < tasks.measured_start[idle] || c.begin - w.end > kWake) break;
-      if (other_thread_of_process(w.row, idle) && (c.put == kNoValue || ann.payload[w.row] != c.put)) {
+      if (w.end < tasks.measured_start[idle] || c.begin - w.end > c.wake) break;
+      if (other_thread_of_process(w.row, idle) && !waited_for_the_put(w.row, c)) {
         c.timed = w.row;
         ++timed;
         if (ann.payload[w.row] != kNoValue) ++distances[c.batch - ann.payload[w.row]];
@@ -176,7 +217,7 @@ void add_backpressure_flows(GraphBuildState& s) {
         const AnnotationIndex w = under_way->row;
         if (under_way->end - c.begin > kUnderWay) break;
         if (ann.start[w] > c.begin || !other_thread_of_process(w, idle) || ann.payload[w] == kNoValue ||
-            ann.payload[w] >= c.batch || ann.payload[w] == c.put) {
+            ann.payload[w] >= c.batch || waited_for_the_put(w, c)) {
           continue;
         }
         c.timed = w;
@@ -200,7 +241,7 @@ void add_backpressure_flows(GraphBuildState& s) {
       // Batch ids repeat across epochs: the waits for one id are sorted by end, and only the
       // two around the batch's start can be nearest.
       const auto found = waits_for_batch.find({rank[tasks.resource[c.idle]], c.batch - *depth});
-      if (found != waits_for_batch.end() && (c.put == kNoValue || c.batch - *depth != c.put)) {
+      if (found != waits_for_batch.end()) {
         const std::vector<AnnotationIndex>& rows = found->second;
         auto after = std::lower_bound(rows.begin(), rows.end(), c.begin,
                                       [&](AnnotationIndex w, TimeNs t) { return ann.end[w] < t; });
@@ -214,8 +255,8 @@ void add_backpressure_flows(GraphBuildState& s) {
           // by this loader's own work where the cores are few (two loaders, a consumer and the
           // tracer's writer on two cores: waits ending 250 µs after the loader began).
           const bool inside = ann.start[w] <= c.begin && end > c.begin;
-          if (end < tasks.measured_start[c.idle] || (end - c.begin > kWake && !inside) ||
-              !other_thread_of_process(w, c.idle)) {
+          if (end < tasks.measured_start[c.idle] || (end - c.begin > c.wake && !inside) ||
+              !other_thread_of_process(w, c.idle) || waited_for_the_put(w, c)) {
             continue;
           }
           const TimeNs distance = end > c.begin ? end - c.begin : c.begin - end;
