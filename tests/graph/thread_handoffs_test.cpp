@@ -40,8 +40,8 @@ std::vector<Edge> handoffs_and_joins(const GraphBuildState& st) {
 // whose end is nearest the wait's end wins, the lowest thread among equals; and only a burst
 // whose first task starts after the wait and whose last task ends before it, in the order of
 // times and, at one instant, of ends of ranges, instants (start, then end, by task), starts
-// of ranges, ranges' starts by task and their ends by task descending. A burst must cover half
-// the wait, and of waits that take the same first task, the one that began last keeps it.
+// of ranges, ranges' starts by task and their ends by task descending. A burst must cover a
+// quarter of the wait, and of waits that take the same first task, the one that began last keeps it.
 void reference_handoffs(GraphBuildState& s) {
   constexpr TimeNs kMinWait = 500'000, kMinResume = 200'000;
   graph_build::TaskTable& tasks = s.tasks;
@@ -87,7 +87,7 @@ void reference_handoffs(GraphBuildState& s) {
         if (end[last] > pe || (last + 1 < tasks.end(b) && end[last + 1] < pe)) continue;
         if (!(start_order(p) < start_order(first)) || !(end_order(last) < end_order(p))) continue;
         const TimeNs resume = pe - end[last];
-        if (2 * (end[last] - start[first]) < pe - ps) continue;
+        if (4 * (end[last] - start[first]) < pe - ps) continue;
         if (resume > slack || (found && resume >= best_resume)) continue;
         found = true;
         best = {b, first, last};
@@ -118,8 +118,8 @@ void reference_handoffs(GraphBuildState& s) {
 
 // PyTorch's backward() on an H200: the training thread waits 1.33 ms, the autograd thread's
 // burst runs from 130 µs into it to 50 µs before its end, and the pin-memory thread polls
-// events for 20 µs, ending 40 µs before it: nearer, but a burst that began late and covers
-// little of the wait is something else. Taken for the wait, it tied the training thread to the
+// events for 20 µs, ending 40 µs before it: nearer, but a short burst that covers little of
+// the wait is something else. Taken for the wait, it tied the training thread to the
 // pin-memory thread's measured timing, and a corrected replay's step ran 30 ms long.
 TEST(ThreadHandoffs, ABurstThatCoversLittleOfTheWaitIsPassedOverForOneThatCoversIt) {
   HandTrace h("");

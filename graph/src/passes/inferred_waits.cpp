@@ -222,12 +222,14 @@ void add_thread_handoffs(GraphBuildState& s) {
   constexpr TimeNs kMinWait = 500'000;   // shorter waits are not worth the risk of a false match
   constexpr TimeNs kMinResume = 200'000; // how soon after the burst the waiter resumes, at least...
   constexpr double kResumeShare = 0.02;  // ... or this share of the wait
-  // A burst handed over runs through most of the wait: the waiter's handoff wakes an idle
-  // thread at once. One that began late in the wait and ended just before it did was something
-  // else (PyTorch's pin-memory thread polling events as a batch arrived, 40 µs before the
-  // training thread's backward() returned, where the autograd thread's burst covered 1.15 of
-  // its 1.33 ms): bursts covering less than half the wait are passed over, up to this many a
-  // wait (each costs a search; a wait with more gets no handoff).
+  // A burst handed over does much of what the wait waited for. A short one that ended just
+  // before the wait did was something else: PyTorch's pin-memory thread polling events for
+  // 12-21 µs as a batch arrived, 1.3 to 1.4 ms into the training thread's 1.3-1.6 ms backward()
+  // wait (H200 traces; the autograd thread's burst covered 1.15 of its 1.33 ms, or was just past
+  // the join's reach). Bursts covering less than a quarter of the wait are passed over (the
+  // real ones covered 32 % and more of theirs: where the training thread does work of its own
+  // before it hands the pass over, as with data loading in its process), up to this many a wait
+  // (each costs a search; a wait with more gets no handoff).
   constexpr int kMaxShortBursts = 16;
   const Trace& trace = s.trace;
   TaskTable& tasks = s.tasks;
@@ -421,7 +423,7 @@ void add_thread_handoffs(GraphBuildState& s) {
             !(end_key(tasks, found.last) < wait_end)) {
           continue;
         }
-        if (2 * (ends[found.last] - starts[found.first]) < w.end - w.start) {
+        if (4 * (ends[found.last] - starts[found.first]) < w.end - w.start) {
           ++short_bursts;
           continue;
         }
