@@ -17,10 +17,12 @@
 #                   with dreamscope's zero-code layer: --python-ops --python-modules 2),
 #                   what each recorded (bench/gpu/trace_facts.py), replayed (baseline error)
 #        overhead   traced / untraced median step (cuda_train, train.py), each traced run's
-#                   `replay --correct-overhead` against the untraced median; train.py with the
+#                   `replay --correct-overhead` against the untraced median, before and after
+#                   `dreamscope calibrate --cuda-only --apply` (cuda_launch); train.py with the
 #                   default recording and with --cuda-api all, and traced without CUPTI
 #                   (--trace nvtx) and without the Python layer, to tell where the cost is
-#        amp        a GPU-bound train.py traced in FP32; `amp` predicted, run with --amp, compared;
+#        amp        a GPU-bound train.py traced in FP32; `amp` predicted, run with --amp (also
+#                   traced, for its kernels), compared;
 #                   `gpu` to an H200 and an A100 predicted
 #        graphs     a launch-bound train.py traced; `cuda-graphs` (and cuda-graphs-host.toml
 #                   beside this script) predicted, run with --cuda-graphs, compared
@@ -105,6 +107,13 @@ predict() {
   timeout 120 "$DS" whatif "$trace" --format json --no-data-stalls "$@" 2>>"$logs/whatif.log" |
     $PY -c 'import json, sys; print(round(json.load(sys.stdin)["predictions"][-1]["predicted_step_ns"]))' 2>>"$logs/whatif.log"
 }
+# What a kernel launch costs traced, measured once on this machine (dreamscope calibrate) and
+# written into the traces given, so that --correct-overhead charges it: launch_cost TRACE...
+launch_cost() {
+  local args=()
+  for db in "$@"; do args+=(--apply "$db"); done
+  timeout 90 "$DS" calibrate --cuda-only "${args[@]}" >>"$logs/calibrate.log" 2>&1
+}
 # The replayed median step of a trace, with --correct-overhead: corrected TRACE.
 corrected() {
   timeout 120 "$DS" replay "$1" --correct-overhead --format json --all-steps 2>>"$logs/replay.log" |
@@ -188,6 +197,13 @@ print(f"{name}: median step traced/untraced {st.median(ts) / mu:.3f} ({mu / 1e3:
 PY
   }
   ratios "cuda_train --steps 200 --no-loading" "${us_[*]}" "${ts[*]}" "${cs[*]}"
+  # The same traces corrected with what a kernel launch costs traced (cuda_launch).
+  timeout 90 "$DS" calibrate --cuda-only --json 2>&1 | tee -a "$logs/calibrate.log" | tr -s ' \n' ' ' | sed 's/^/   calibrate: /' | tee -a "$summary"
+  echo | tee -a "$summary"
+  launch_cost "$work"/c[1-5].db
+  cl=()
+  for i in 1 2 3 4 5; do cl+=("$(corrected "$work/c$i.db")"); done
+  ratios "cuda_train --steps 200 --no-loading, launches charged" "${us_[*]}" "${ts[*]}" "${cl[*]}"
   # train.py: rounds of untraced, traced with the default recording, and (two rounds) traced
   # with every CUDA API call recorded (--cuda-api all, the first visit's recording).
   tr=("$PY" "${train[@]}" --steps 60 --workers 2)
@@ -212,6 +228,12 @@ PY
   cp "$work/t1.db" "$keep/train_60.db" 2>/dev/null
   cp "$work/a1.db" "$keep/train_60_all_api.db" 2>/dev/null
   ratios "train.py --steps 60 --workers 2 (default recording)" "${us_[*]}" "${ts[*]}" "${cs[*]}"
+  launch_cost "$work"/t[1-4].db "$work"/a[1-2].db
+  cl=() acl=()
+  for i in 1 2 3 4; do cl+=("$(corrected "$work/t$i.db")"); done
+  for i in 1 2; do acl+=("$(corrected "$work/a$i.db")"); done
+  ratios "train.py --steps 60 --workers 2 (default recording), launches charged" "${us_[*]}" "${ts[*]}" "${cl[*]}"
+  ratios "train.py --steps 60 --workers 2 (--cuda-api all), launches charged" "${us_[*]}" "${as[*]}" "${acl[*]}"
   ratios "train.py --steps 60 --workers 2 (--cuda-api all)" "${us_[*]}" "${as[*]}" "${acs[*]}"
   say "   traced with --trace nvtx (no CUPTI): ${ns[*]} ns; with --python off: ${po[*]} ns"
   timeout 60 $PY bench/gpu/trace_facts.py "$work/t1.db" 60 2>&1 | tee -a "$summary"
@@ -231,7 +253,11 @@ if step amp 70; then
   traced "$keep/fp32.db" "$PY" "${train[@]}" "${args[@]}" >/dev/null
   measure fp32 "$PY" "${train[@]}" "${args[@]}"
   measure amp "$PY" "${train[@]}" "${args[@]}" --amp
+  # The real AMP run traced too: its kernels against the FP32 ones, class by class, say which
+  # of the scenario's factors hold (docs/whatif.md).
+  traced "$keep/amp.db" "$PY" "${train[@]}" "${args[@]}" --amp >/dev/null
   p_amp=$(predict "$keep/fp32.db" -s amp)
+  launch_cost "$keep/fp32.db"
   p_amp_c=$(predict "$keep/fp32.db" --correct-overhead -s amp)
   say "FP32 $(us "$m_fp32"); --amp $(us "$m_amp"), predicted $(us "$p_amp"): error $(pct "$m_amp" "$p_amp"); from the corrected trace $(us "$p_amp_c"): $(pct "$m_amp" "$p_amp_c")"
   for d in H200 A100; do say "gpu -p device=$d from this trace: $(us "$(predict "$keep/fp32.db" -s gpu -p device=$d)")"; done
@@ -248,7 +274,11 @@ if step graphs 70; then
   p_graphs=$(predict "$keep/eager.db" -s cuda-graphs)
   p_region=$(predict "$keep/eager.db" -s cuda-graphs -p 'region=^(forward|backward|optimizer)$')
   p_host=$(predict "$keep/eager.db" -s bench/gpu/cuda-graphs-host.toml)
+  launch_cost "$keep/eager.db"
+  p_graphs_c=$(predict "$keep/eager.db" --correct-overhead -s cuda-graphs)
+  p_host_c=$(predict "$keep/eager.db" --correct-overhead -s bench/gpu/cuda-graphs-host.toml)
   say "eager $(us "$m_eager"); --cuda-graphs $(us "$m_graphs"); predicted: launches removed $(us "$p_graphs") ($(pct "$m_graphs" "$p_graphs")), in the region $(us "$p_region") ($(pct "$m_graphs" "$p_region")), the region's host code removed $(us "$p_host") ($(pct "$m_graphs" "$p_host"))"
+  say "   from the corrected trace (launches charged): launches removed $(us "$p_graphs_c") ($(pct "$m_graphs" "$p_graphs_c")), the region's host code removed $(us "$p_host_c") ($(pct "$m_graphs" "$p_host_c")); the corrected eager step $(us "$(corrected "$keep/eager.db")")"
   timeout 60 "$DS" whatif "$keep/eager.db" -s cuda-graphs -s bench/gpu/cuda-graphs-host.toml >"$logs/graphs_whatif.txt" 2>&1
   took graphs
 fi
@@ -260,7 +290,10 @@ if step fused 60; then
   measure forloop "$PY" "${train[@]}" "${args[@]}" --optimizer for-loop
   measure fusedrun "$PY" "${train[@]}" "${args[@]}" --optimizer fused
   p_fused=$(predict "$keep/forloop.db" -s fused-optimizer)
-  say "for-loop $(us "$m_forloop"); fused $(us "$m_fusedrun"), predicted $(us "$p_fused"): error $(pct "$m_fusedrun" "$p_fused")"
+  p_kernels=$(predict "$keep/forloop.db" -s fused-optimizer -p host_ratio=1)
+  launch_cost "$keep/forloop.db"
+  p_fused_c=$(predict "$keep/forloop.db" --correct-overhead -s fused-optimizer)
+  say "for-loop $(us "$m_forloop"); fused $(us "$m_fusedrun"), predicted $(us "$p_fused"): error $(pct "$m_fusedrun" "$p_fused"); from the corrected trace (launches charged) $(us "$p_fused_c"): $(pct "$m_fusedrun" "$p_fused_c"); kernels alone (host_ratio=1) $(us "$p_kernels")"
   timeout 60 "$DS" whatif "$keep/forloop.db" -s fused-optimizer >"$logs/fused_whatif.txt" 2>&1
   took fused
 fi
@@ -272,7 +305,9 @@ if step workers 60; then
   measure w0 "$PY" "${train[@]}" "${args[@]}" --workers 0
   measure w4 "$PY" "${train[@]}" "${args[@]}" --workers 4
   p4=$(predict "$keep/w0.db" -s data -p workers=4)
-  say "0 workers $(us "$m_w0"); 4 workers $(us "$m_w4"), predicted $(us "$p4"): error $(pct "$m_w4" "$p4")"
+  launch_cost "$keep/w0.db"
+  p4_c=$(predict "$keep/w0.db" --correct-overhead -s data -p workers=4)
+  say "0 workers $(us "$m_w0"); 4 workers $(us "$m_w4"), predicted $(us "$p4"): error $(pct "$m_w4" "$p4"); from the corrected trace (launches charged) $(us "$p4_c"): $(pct "$m_w4" "$p4_c")"
   timeout 60 "$DS" whatif "$keep/w0.db" -s data -p workers=4 >"$logs/workers_whatif.txt" 2>&1
   took workers
 fi
