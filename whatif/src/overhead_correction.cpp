@@ -10,6 +10,7 @@
 #include <iterator>
 #include <limits>
 #include <span>
+#include <vector>
 
 namespace dreamscope::whatif {
 
@@ -61,14 +62,17 @@ double charged_cost(double timed_ns, bool range, const OverheadCosts& costs) {
 
 namespace {
 
-// Whether the call of this correlation id launched a kernel (not only copies or memsets,
-// whose recording the launch calibration did not measure).
-bool launched_a_kernel(const Trace& trace, std::int64_t correlation) {
-  if (correlation == kNoValue || correlation == 0) return false;
-  for (const GpuOpIndex op : trace.gpu_ops_with_correlation(correlation)) {
-    if (trace.gpu_ops().kind[op] == GpuOpKind::Kernel) return true;
+// Per CUDA API row, whether the call launched a kernel (not only copies or memsets, whose
+// recording the launch calibration did not measure): one pass over the kernels, each looked up
+// by its correlation id, as TaskSelection finds launches.
+std::vector<std::uint8_t> kernel_launching_calls(const Trace& trace) {
+  std::vector<std::uint8_t> launched(trace.cuda_api().size(), 0);
+  const auto& ops = trace.gpu_ops();
+  for (GpuOpIndex op{0}; op < ops.size(); ++op) {
+    if (ops.kind[op] != GpuOpKind::Kernel || ops.correlation[op] == kNoValue) continue;
+    if (const auto api = trace.cuda_api_with_correlation(ops.correlation[op])) launched[*api] = 1;
   }
-  return false;
+  return launched;
 }
 
 // A window's timed costs stand for its thread's calls when this many were timed; fewer, and the
@@ -312,10 +316,12 @@ OverheadCorrection correct_overhead(const Trace& trace, DependencyGraph& graph, 
   }
   const auto& api = trace.cuda_api();
   if (out.costs.cuda_api_ns > 0 || out.costs.cuda_launch_ns > 0) {
+    const std::vector<std::uint8_t> launched_kernel =
+        out.costs.cuda_launch_ns > 0 ? kernel_launching_calls(trace) : std::vector<std::uint8_t>{};
     for (CudaApiIndex row{0}; row < api.size(); ++row) {
       const TaskId t = graph.api_first(row);
       if (t == kNoTask) continue;
-      const bool kernel_launch = out.costs.cuda_launch_ns > 0 && launched_a_kernel(trace, api.correlation[row]);
+      const bool kernel_launch = !launched_kernel.empty() && launched_kernel[row] != 0;
       const double cost = kernel_launch ? out.costs.cuda_launch_ns : out.costs.cuda_api_ns;
       if (cost <= 0) continue;
       charge[t] += cost;
