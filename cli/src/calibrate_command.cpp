@@ -54,11 +54,12 @@ struct CalibrateOptions {
 // queue makes a launch wait for the GPU, which is not the launch's cost).
 constexpr int kLaunchBatch = 256;
 
-// A child's answer: one "<event kind> <ns>" line per measured kind, "# <kind> <why>" for one
-// that could not be measured on this machine.
+// A child's answer: one "<event kind> <ns>" line per measured kind; "# <key> <text>" lines
+// are notes: "# cuda_launch <why>" for a kind this machine could not measure, "# device
+// <name>" for the GPU the launches ran on.
 struct ChildAnswer {
   std::map<std::string, double> costs;
-  std::map<std::string, std::string> skipped;
+  std::map<std::string, std::string> notes;
 };
 
 // In the child: per event kind, the median over `rounds` batches of the cost of one call.
@@ -159,7 +160,7 @@ ChildAnswer run_child(const CalibrateOptions& o, bool traced, const fs::path& pa
     if (space != std::string::npos) {
       const std::string kind = line.substr(0, space);
       if (note) {
-        answer.skipped[kind] = line.substr(space + 1);
+        answer.notes[kind] = line.substr(space + 1);
       } else {
         answer.costs[kind] = std::atof(line.c_str() + space + 1);
       }
@@ -203,7 +204,7 @@ int run_calibrate(const CalibrateOptions& o) {
     // A kind measured in one child only (a device that one of them could not open) is no figure.
     if (!untraced.count(kind)) continue;
     const bool launches = kind == "cuda_launch";
-    const std::string device = launches && untraced_answer.skipped.count("device") ? untraced_answer.skipped.at("device") : "";
+    const std::string device = launches && untraced_answer.notes.count("device") ? untraced_answer.notes.at("device") : "";
     records.push_back(CalibrationRecord{
         kind, std::max(cost - untraced.at(kind), 0.0), static_cast<std::int64_t>(o.rounds) * (launches ? kLaunchBatch : o.batch),
         launches ? fmt::format("dreamscope calibrate: median of {} batches of {} empty-kernel launches on {}, traced "
@@ -212,8 +213,8 @@ int run_calibrate(const CalibrateOptions& o) {
                  : method});
   }
   // Why a kind is missing, as the untraced child found it (else the traced one).
-  std::map<std::string, std::string> skipped = traced_answer.skipped;
-  for (const auto& [kind, why] : untraced_answer.skipped) skipped[kind] = why;
+  std::map<std::string, std::string> skipped = traced_answer.notes;
+  for (const auto& [kind, why] : untraced_answer.notes) skipped[kind] = why;
   skipped.erase("device");
   for (const auto& [kind, why] : skipped) {
     std::fprintf(stderr, "dreamscope calibrate: %s not measured: %s\n", kind.c_str(), why.c_str());
